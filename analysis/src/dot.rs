@@ -1,0 +1,190 @@
+//! Graphviz DOT export of the (pruned) call graph, and SVG through `dot -Tsvg`.
+//!
+//! Nodes show name, self and inclusive percentage and calls, filled by heat
+//! (inclusive percentage, a 7-step yellow-to-red colour map explained in a
+//! legend). Edges show calls and inclusive cost, their width grows with cost;
+//! recursive back edges are dashed blue with their recursive-call count; dfa
+//! edges through pruned functions are dotted grey with how many levels they skip.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::callgraph::CallGraph;
+use crate::error::{AnalysisError, Result};
+use crate::prune::{prune, EdgeKind, PruneOptions, PrunedEdge};
+use crate::report::format::{grouped, percent};
+
+/// Options of the DOT export.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct DotOptions {
+    /// Which functions and edges to draw. Default: [`PruneOptions::default`]
+    /// (functions of at least 0.5 % inclusive cost).
+    pub prune: PruneOptions,
+    /// Draw the legend explaining colours and edge styles. Default: true.
+    pub legend: bool,
+}
+
+impl Default for DotOptions {
+    fn default() -> DotOptions {
+        DotOptions { prune: PruneOptions::default(), legend: true }
+    }
+}
+
+/// Heat colour map (ColorBrewer YlOrRd, 7 classes): (lowest inclusive %, fill, font).
+const HEAT: [(f64, &str, &str); 7] = [
+    (0.0, "#ffffb2", "black"),
+    (1.0, "#fed976", "black"),
+    (5.0, "#feb24c", "black"),
+    (10.0, "#fd8d3c", "black"),
+    (25.0, "#fc4e2a", "black"),
+    (50.0, "#e31a1c", "white"),
+    (75.0, "#b10026", "white"),
+];
+
+/// Fill and font colour for an inclusive percentage.
+fn heat(percent: f64) -> (&'static str, &'static str) {
+    let (_, fill, font) = HEAT.iter().rev().find(|(low, _, _)| percent >= *low).unwrap_or(&HEAT[0]);
+    (fill, font)
+}
+
+/// Escapes text for a double-quoted DOT string.
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+fn plural(count: u64, word: &str) -> String {
+    format!("{} {word}{}", grouped(count), if count == 1 { "" } else { "s" })
+}
+
+/// Writes the call graph, pruned by `options`, as a DOT digraph.
+/// Fails on an invalid include/exclude regex or a write error.
+pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, mut out: W) -> Result<()> {
+    let profile = graph.profile;
+    let pruned = prune(graph, &options.prune)?;
+    let title = format!(
+        "{}\\n{} instructions{}",
+        escape(&profile.command.join(" ")),
+        grouped(profile.totals.instructions),
+        profile.partial.as_ref().map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p)))
+    );
+    writeln!(out, "digraph emuprof {{")?;
+    writeln!(out, "  graph [fontname=\"Helvetica\", label=\"{title}\", labelloc=t, ranksep=0.4];")?;
+    writeln!(out, "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];")?;
+    writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];")?;
+    for &id in &pruned.functions {
+        let f = &profile.functions[id as usize];
+        let inclusive = profile.percent(f.inclusive_instructions);
+        let (fill, font) = heat(inclusive);
+        writeln!(
+            out,
+            "  f{id} [label=\"{}\\nself {}  incl {}\\n{}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"];",
+            escape(&f.name),
+            percent(profile.percent(f.self_instructions)),
+            percent(inclusive),
+            plural(f.calls, "call"),
+        )?;
+    }
+    for edge in &pruned.edges {
+        write_edge(&mut out, graph, edge)?;
+    }
+    if options.legend {
+        write_legend(&mut out)?;
+    }
+    writeln!(out, "}}")?;
+    Ok(())
+}
+
+fn write_edge<W: Write>(out: &mut W, graph: &CallGraph, edge: &PrunedEdge) -> Result<()> {
+    let profile = graph.profile;
+    let share = profile.percent(edge.inclusive_instructions);
+    let width = 1.0 + 4.0 * share / 100.0;
+    let mut label = format!("{}\\n{} instr", plural(edge.calls, "call"), grouped(edge.inclusive_instructions));
+    let mut style = String::new();
+    if let EdgeKind::Dfa { min_skipped, max_skipped } = edge.kind {
+        let levels = if min_skipped == max_skipped {
+            plural(u64::from(min_skipped), "level")
+        } else {
+            format!("{min_skipped}-{max_skipped} levels")
+        };
+        label = format!("skips {levels}\\n{label}");
+        style.push_str(", style=dotted, color=\"#707070\", fontcolor=\"#505050\"");
+    }
+    if edge.recursive_calls > 0 {
+        label = format!("{label}\\n↻ {} recursive", grouped(edge.recursive_calls));
+        if edge.recursive_calls == edge.calls {
+            style.push_str(", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\", constraint=false");
+        } else {
+            style.push_str(", color=\"#1f78b4\"");
+        }
+    }
+    writeln!(
+        out,
+        "  f{} -> f{} [label=\"{label}\", penwidth={width:.2}{style}];",
+        edge.caller, edge.callee
+    )?;
+    Ok(())
+}
+
+fn write_legend<W: Write>(out: &mut W) -> Result<()> {
+    writeln!(out, "  subgraph cluster_legend {{")?;
+    writeln!(out, "    label=\"Legend: fill = inclusive cost\"; fontsize=10; style=rounded; color=\"#909090\";")?;
+    for (i, (low, fill, font)) in HEAT.iter().enumerate() {
+        let high = HEAT.get(i + 1).map_or("100%".to_string(), |(h, _, _)| format!("{h}%"));
+        writeln!(
+            out,
+            "    legend_heat{i} [label=\"{low}% to {high}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"];"
+        )?;
+        if i > 0 {
+            writeln!(out, "    legend_heat{} -> legend_heat{i} [style=invis];", i - 1)?;
+        }
+    }
+    writeln!(out, "    legend_a [label=\"caller\", style=rounded];")?;
+    writeln!(out, "    legend_b [label=\"callee\", style=rounded];")?;
+    writeln!(out, "    legend_c [label=\"recursion\", style=rounded];")?;
+    writeln!(out, "    legend_d [label=\"kept descendant\", style=rounded];")?;
+    writeln!(out, "    legend_a -> legend_b [label=\"calls\\ninclusive instr\\nwidth = cost\"];")?;
+    writeln!(out, "    legend_b -> legend_c [label=\"back edge\\n↻ recursive calls\", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\"];")?;
+    writeln!(out, "    legend_c -> legend_d [label=\"dfa edge: skips N\\npruned levels\", style=dotted, color=\"#707070\"];")?;
+    writeln!(out, "  }}")?;
+    Ok(())
+}
+
+/// Renders DOT text to SVG with Graphviz `dot -Tsvg`.
+///
+/// Returns [`AnalysisError::GraphvizMissing`] when `dot` is not on `PATH` and
+/// [`AnalysisError::GraphvizFailed`] with its stderr when it rejects the input.
+pub fn svg(dot: &[u8]) -> Result<Vec<u8>> {
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => AnalysisError::GraphvizMissing,
+            _ => AnalysisError::Io(e),
+        })?;
+    // Feed stdin from a thread so a large graph cannot deadlock on full pipes.
+    let mut stdin = child.stdin.take().ok_or_else(|| AnalysisError::Io(std::io::Error::other("no stdin pipe to dot")))?;
+    let input = dot.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output()?;
+    let written = writer.join().map_err(|_| AnalysisError::Io(std::io::Error::other("writing to dot panicked")))?;
+    if !output.status.success() {
+        return Err(AnalysisError::GraphvizFailed {
+            status: output.status.to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        });
+    }
+    written?;
+    Ok(output.stdout)
+}
+
+/// Writes the pruned call graph as SVG (DOT through [`svg`]).
+pub fn write_svg<W: Write>(graph: &CallGraph, options: &DotOptions, mut out: W) -> Result<()> {
+    let mut dot = Vec::new();
+    write_dot(graph, options, &mut dot)?;
+    out.write_all(&svg(&dot)?)?;
+    Ok(())
+}

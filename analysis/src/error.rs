@@ -1,0 +1,61 @@
+//! The one error type of this crate.
+
+use std::io;
+
+/// Everything that can go wrong while reading, analysing or exporting a profile.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnalysisError {
+    /// Reading or writing a stream failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+
+    /// The profile file is not valid JSON or does not match the schema.
+    #[error("the profile is not valid emuprof JSON: {0}")]
+    Json(#[from] serde_json::Error),
+
+    /// The profile was written with a schema this version cannot read.
+    #[error(
+        "the profile has schema_version {found}, but this emuprof reads version {expected}; \
+         re-record it with this emuprof version"
+    )]
+    SchemaVersion {
+        /// The version found in the file.
+        found: u32,
+        /// The version this crate reads and writes.
+        expected: u32,
+    },
+
+    /// The call tree or function table is inconsistent (e.g. a parent after its child,
+    /// a function index out of range).
+    #[error("the profile is inconsistent: {0}")]
+    Inconsistent(String),
+
+    /// An `--include`/`--exclude` pattern is not a valid regular expression.
+    #[error("invalid regular expression {pattern:?}: {source}")]
+    Regex {
+        /// The pattern as given.
+        pattern: String,
+        /// What the regex parser said.
+        source: regex::Error,
+    },
+
+    /// Graphviz `dot` is needed for SVG output but is not installed.
+    #[error(
+        "Graphviz `dot` was not found on PATH; install Graphviz (e.g. `apt install graphviz`) \
+         or export DOT and render it elsewhere"
+    )]
+    GraphvizMissing,
+
+    /// Graphviz `dot` ran but failed.
+    #[error("Graphviz `dot -Tsvg` failed ({status}): {stderr}")]
+    GraphvizFailed {
+        /// Exit status as printed by the OS.
+        status: String,
+        /// What `dot` wrote to stderr.
+        stderr: String,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = AnalysisError> = std::result::Result<T, E>;

@@ -1,0 +1,64 @@
+//! emuprof's analysis layer: the profile model, symbolication, Kaes's call graph
+//! and display tree, reports and exporters.
+//!
+//! Data flows one way: the emulator records a [`raw::RawProfile`] (addresses
+//! only); [`Profile::from_raw`] symbolicates it through a [`Resolve`]
+//! implementation; everything else reads a [`Profile`]. Nothing here knows about
+//! Unicorn or the command line, so all of it can be tested on hand-built trees.
+//!
+//! | stage | where |
+//! |---|---|
+//! | raw input model | [`raw`] |
+//! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
+//! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
+//! | Kaes display tree (master nodes) | [`display_tree`] |
+//! | flat, graph, tree and summary reports, text and JSON | [`report`] |
+//! | pruning with dfa edges and hot paths; DOT and SVG | [`prune`], [`dot`] |
+//! | hand-built profiles for tests and benchmarks | [`sample`] |
+//!
+//! ```
+//! use emuprof_analysis::{sample::RawTreeBuilder, Profile};
+//!
+//! // main -> work (twice) -> leaf
+//! let mut tree = RawTreeBuilder::new("main", 10);
+//! let work = tree.call(0, "work", 2, 100);
+//! tree.call(work, "leaf", 4, 40);
+//! let (raw, resolver) = tree.finish();
+//!
+//! let profile = Profile::from_raw(&raw, &resolver, "0.1.0")?;
+//! assert_eq!(profile.totals.instructions, 150);
+//! let work = profile.functions.iter().find(|f| f.name == "work").unwrap();
+//! assert_eq!((work.self_instructions, work.inclusive_instructions, work.calls), (100, 140, 2));
+//!
+//! // The profile round-trips through its JSON schema.
+//! let mut json = Vec::new();
+//! profile.write_json(&mut json)?;
+//! assert_eq!(Profile::read_json(&json[..])?, profile);
+//!
+//! // Reports take the call graph and any writer.
+//! use emuprof_analysis::{report::flat, CallGraph};
+//! let graph = CallGraph::new(&profile);
+//! let mut text = Vec::new();
+//! flat::write_text(&graph, &flat::FlatOptions::default(), &mut text)?;
+//! assert!(String::from_utf8_lossy(&text).contains("work"));
+//! # Ok::<(), emuprof_analysis::AnalysisError>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod callgraph;
+pub mod display_tree;
+pub mod dot;
+pub mod error;
+pub mod profile;
+pub mod prune;
+pub mod raw;
+pub mod report;
+pub mod sample;
+pub mod symbolicate;
+mod tree;
+
+pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
+pub use display_tree::{DisplayTree, RowKind, TreeRow};
+pub use error::{AnalysisError, Result};
+pub use profile::{Block, CallNode, Function, FunctionId, Profile, Totals, SCHEMA_VERSION};
+pub use symbolicate::{FunctionInfo, Resolve};

@@ -1,0 +1,231 @@
+//! The symbolicated profile: the on-disk JSON schema (see `analysis/SCHEMA.md`).
+//!
+//! A [`Profile`] is plain data. It is built from a [`crate::raw::RawProfile`] by
+//! [`Profile::from_raw`](crate::Profile::from_raw), written with
+//! [`Profile::write_json`] and read back with [`Profile::read_json`], which checks
+//! that the call tree is consistent so that no later stage can index out of range.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{AnalysisError, Result};
+
+/// The schema version this crate reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Index of a function in [`Profile::functions`].
+pub type FunctionId = u32;
+
+/// One profiled run, symbolicated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Always [`SCHEMA_VERSION`] for profiles this crate writes.
+    pub schema_version: u32,
+    /// Version of emuprof that recorded the profile.
+    pub emuprof_version: String,
+    /// The guest's argv.
+    pub command: Vec<String>,
+    /// Exit status as a shell shows it; `None` if the run did not finish.
+    pub exit_status: Option<i32>,
+    /// `None` for a complete run; otherwise why the run stopped early.
+    pub partial: Option<String>,
+    /// Whole-run totals.
+    pub totals: Totals,
+    /// Functions, sorted by address; [`CallNode::function`] indexes this.
+    pub functions: Vec<Function>,
+    /// Calling contexts; `call_tree[i].id == i`, parents before children,
+    /// `call_tree[0]` is the root.
+    pub call_tree: Vec<CallNode>,
+    /// Every distinct basic block executed, sorted by address.
+    pub blocks: Vec<Block>,
+}
+
+/// Whole-run totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// All instructions executed.
+    pub instructions: u64,
+    /// Function calls executed (sum of `calls` over all contexts but the root).
+    pub calls: u64,
+    /// System calls executed.
+    pub syscalls: u64,
+    /// Number of calling contexts (`call_tree.len()`).
+    pub contexts: u64,
+}
+
+/// One function (all code attributed to one symbol start address).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Function {
+    /// Demangled name, or `0x…` for code without a symbol.
+    pub name: String,
+    /// Start address of the symbol.
+    pub address: u64,
+    /// Source file of the function, if debug info has one.
+    pub file: Option<String>,
+    /// Source line of the function's start, if debug info has one.
+    pub line: Option<u32>,
+    /// Kaes's `c_i`: instructions executed in the function itself, over all contexts.
+    pub self_instructions: u64,
+    /// Kaes's `c_t`: inclusive instructions, recursion counted once (sum over the
+    /// contexts that have no ancestor context of the same function).
+    pub inclusive_instructions: u64,
+    /// Times the function was called, recursive calls included.
+    pub calls: u64,
+}
+
+/// One calling context.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallNode {
+    /// Index of this node in [`Profile::call_tree`].
+    pub id: u32,
+    /// The calling context; `None` for the root.
+    pub parent: Option<u32>,
+    /// Index into [`Profile::functions`].
+    pub function: FunctionId,
+    /// Times this context was entered.
+    pub calls: u64,
+    /// Instructions executed in this context itself.
+    pub self_instructions: u64,
+    /// Instructions executed in this context and everything it called.
+    pub inclusive_instructions: u64,
+    /// Fewest inclusive instructions of one call.
+    pub min_instructions: u64,
+    /// Most inclusive instructions of one call.
+    pub max_instructions: u64,
+    /// System calls made directly from this context.
+    pub syscalls: u64,
+    /// Of `calls`, how many came through an indirect `call`.
+    pub indirect_calls: u64,
+    /// Deepest guest stack on entry to this context, in bytes below the initial
+    /// stack pointer.
+    pub max_stack_bytes: u64,
+}
+
+/// One distinct basic block that executed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// Address of the block's first instruction.
+    pub address: u64,
+    /// Size in bytes.
+    pub size: u32,
+    /// Instructions in the block.
+    pub instructions: u32,
+    /// Times the block ran.
+    pub executions: u64,
+}
+
+impl Profile {
+    /// Reads a profile written by [`Profile::write_json`] and checks it with
+    /// [`Profile::validate`].
+    pub fn read_json<R: Read>(reader: R) -> Result<Profile> {
+        let value: serde_json::Value = serde_json::from_reader(reader)?;
+        let found = value.get("schema_version").and_then(|v| v.as_u64());
+        if found != Some(u64::from(SCHEMA_VERSION)) {
+            return Err(AnalysisError::SchemaVersion {
+                found: found.and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
+                expected: SCHEMA_VERSION,
+            });
+        }
+        let profile: Profile = serde_json::from_value(value)?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    /// Writes the profile as pretty-printed JSON with a trailing newline. Field
+    /// order is fixed, so equal profiles give byte-identical files.
+    pub fn write_json<W: Write>(&self, mut writer: W) -> Result<()> {
+        serde_json::to_writer_pretty(&mut writer, self)?;
+        writer.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// Checks what the analysis relies on: node ids equal their index, the first
+    /// node is the only root, every parent comes before its child and every
+    /// function index is in range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(AnalysisError::Inconsistent(msg));
+        let function_count = self.functions.len();
+        for (index, node) in self.call_tree.iter().enumerate() {
+            if node.id as usize != index {
+                return bad(format!("call_tree[{index}] has id {}", node.id));
+            }
+            match node.parent {
+                None if index != 0 => {
+                    return bad(format!("call_tree[{index}] has no parent but is not the root"))
+                }
+                Some(parent) if parent as usize >= index => {
+                    return bad(format!(
+                        "call_tree[{index}] has parent {parent}, which does not come before it"
+                    ))
+                }
+                _ => {}
+            }
+            if node.function as usize >= function_count {
+                return bad(format!(
+                    "call_tree[{index}] refers to function {} but there are only {function_count}",
+                    node.function
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The function of a calling context.
+    pub fn function_of(&self, node: &CallNode) -> &Function {
+        &self.functions[node.function as usize]
+    }
+
+    /// `part` as a percentage of all instructions (0 when the total is 0).
+    pub fn percent(&self, part: u64) -> f64 {
+        if self.totals.instructions == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / self.totals.instructions as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::RawTreeBuilder;
+
+    fn sample_json() -> String {
+        let mut tree = RawTreeBuilder::new("main", 1);
+        tree.call(0, "f", 1, 2);
+        let (raw, resolver) = tree.finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let mut out = Vec::new();
+        profile.write_json(&mut out).expect("writing to a Vec");
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    #[test]
+    fn other_schema_versions_are_refused_with_both_versions_named() {
+        let json = sample_json().replace("\"schema_version\": 1", "\"schema_version\": 7");
+        let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
+        let message = err.to_string();
+        assert!(message.contains("schema_version 7") && message.contains("version 1"), "{message}");
+    }
+
+    #[test]
+    fn out_of_range_function_index_is_refused() {
+        let json = sample_json().replace("\"function\": 1", "\"function\": 9");
+        let err = Profile::read_json(json.as_bytes()).expect_err("function 9 does not exist");
+        assert!(err.to_string().contains("refers to function 9"), "{err}");
+    }
+
+    #[test]
+    fn parent_after_child_is_refused() {
+        let json = sample_json().replace("\"parent\": 0", "\"parent\": 1");
+        let err = Profile::read_json(json.as_bytes()).expect_err("a node cannot be its own parent");
+        assert!(err.to_string().contains("does not come before it"), "{err}");
+    }
+
+    #[test]
+    fn garbage_is_a_json_error_not_a_panic() {
+        assert!(matches!(Profile::read_json(&b"{not json"[..]), Err(AnalysisError::Json(_))));
+        assert!(matches!(Profile::read_json(&b"[]"[..]), Err(AnalysisError::SchemaVersion { .. })));
+    }
+}

@@ -1,0 +1,40 @@
+//! Reports a performance engineer reads, each as aligned text and as JSON.
+//!
+//! | report | module | what it shows |
+//! |---|---|---|
+//! | flat | [`flat`] | gprof-style table of every function: self, inclusive, calls, per-call costs |
+//! | graph | [`graph`] | gprof call-graph style: each function with its callers and callees |
+//! | tree | [`tree`] | Kaes's display tree, small subtrees folded |
+//! | summary | [`summary`] | Trin-Trin's summary: sizes, recursion, depths, hottest function and edge |
+//!
+//! Every report has an `Options` struct (`Default` gives the documented
+//! defaults) and two functions, `write_text` and `write_json`, writing to any
+//! [`std::io::Write`]. Text groups thousands with `,`; JSON prints plain numbers.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::error::Result;
+
+pub mod flat;
+pub mod format;
+pub mod graph;
+pub mod summary;
+pub mod tree;
+
+/// Writes `value` as pretty JSON followed by a newline.
+pub(crate) fn write_pretty_json<W: Write, T: Serialize>(mut out: W, value: &T) -> Result<()> {
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+/// `file:line`, `file`, or empty when debug info has nothing.
+pub(crate) fn location(file: Option<&str>, line: Option<u32>) -> String {
+    match (file, line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        (Some(file), None) => file.to_string(),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,191 @@
+//! Turning a [`RawProfile`] (addresses) into a [`Profile`] (functions).
+//!
+//! Every distinct entry address is resolved once through a [`Resolve`]
+//! implementation (the loader's symbol table in emuprof, a table in tests).
+//! Entries resolving to the same symbol start address are one function.
+//! Functions are sorted by address, call-tree node ids are kept, so equal input
+//! gives byte-identical output.
+
+use std::collections::BTreeMap;
+
+use crate::error::{AnalysisError, Result};
+use crate::profile::{Block, CallNode, Function, Profile, Totals, SCHEMA_VERSION};
+use crate::raw::RawProfile;
+use crate::tree::{outermost, Children};
+
+/// What a symbol lookup tells about the code at an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionInfo {
+    /// Start address of the symbol; functions are grouped by this.
+    pub address: u64,
+    /// Demangled name (`0x…` when there is no symbol).
+    pub name: String,
+    /// Source file, when debug info has one.
+    pub file: Option<String>,
+    /// Source line, when debug info has one.
+    pub line: Option<u32>,
+}
+
+/// Maps a call target to the function that contains it.
+pub trait Resolve {
+    /// Describes the function containing `entry`. Must not fail: unknown code is
+    /// named by address.
+    fn resolve(&self, entry: u64) -> FunctionInfo;
+}
+
+/// Any `Fn(u64) -> FunctionInfo` is a resolver.
+impl<F: Fn(u64) -> FunctionInfo> Resolve for F {
+    fn resolve(&self, entry: u64) -> FunctionInfo {
+        self(entry)
+    }
+}
+
+impl Profile {
+    /// Symbolicates a raw profile. Node ids are kept (`call_tree[i]` is
+    /// `raw.nodes[i]`); function totals (`c_i`, `c_t`, calls) are computed here.
+    ///
+    /// Fails only when the raw call tree is inconsistent (a parent not before its
+    /// child, or a second root).
+    pub fn from_raw(
+        raw: &RawProfile,
+        resolver: &dyn Resolve,
+        emuprof_version: &str,
+    ) -> Result<Profile> {
+        let mut entries: Vec<u64> = raw.nodes.iter().map(|n| n.entry).collect();
+        entries.sort_unstable();
+        entries.dedup();
+
+        // Symbol start -> info; the lowest entry of a symbol names it.
+        let mut by_start: BTreeMap<u64, FunctionInfo> = BTreeMap::new();
+        let infos: Vec<FunctionInfo> = entries.iter().map(|&e| resolver.resolve(e)).collect();
+        for info in &infos {
+            by_start.entry(info.address).or_insert_with(|| info.clone());
+        }
+        let starts: Vec<u64> = by_start.keys().copied().collect();
+        let function_of_entry = |entry: u64| -> u32 {
+            let info = entries
+                .binary_search(&entry)
+                .map(|i| &infos[i])
+                .expect("every entry was resolved");
+            starts.binary_search(&info.address).expect("every start was recorded") as u32
+        };
+
+        let mut call_tree = Vec::with_capacity(raw.nodes.len());
+        for (index, node) in raw.nodes.iter().enumerate() {
+            let id = u32::try_from(index)
+                .map_err(|_| AnalysisError::Inconsistent("more than 2^32 calling contexts".into()))?;
+            call_tree.push(CallNode {
+                id,
+                parent: node.parent,
+                function: function_of_entry(node.entry),
+                calls: node.calls,
+                self_instructions: node.self_instructions,
+                inclusive_instructions: node.inclusive_instructions,
+                min_instructions: node.min_instructions,
+                max_instructions: node.max_instructions,
+                syscalls: node.syscalls,
+                indirect_calls: node.indirect_calls,
+                max_stack_bytes: node.max_stack_bytes,
+            });
+        }
+
+        let functions = by_start
+            .into_values()
+            .map(|info| Function {
+                name: info.name,
+                address: info.address,
+                file: info.file,
+                line: info.line,
+                self_instructions: 0,
+                inclusive_instructions: 0,
+                calls: 0,
+            })
+            .collect();
+
+        let mut profile = Profile {
+            schema_version: SCHEMA_VERSION,
+            emuprof_version: emuprof_version.to_string(),
+            command: raw.command.clone(),
+            exit_status: raw.exit_status,
+            partial: raw.partial.clone(),
+            totals: Totals {
+                instructions: raw.total_instructions,
+                calls: call_tree.iter().filter(|n| n.parent.is_some()).map(|n| n.calls).sum(),
+                syscalls: call_tree.iter().map(|n| n.syscalls).sum(),
+                contexts: call_tree.len() as u64,
+            },
+            functions,
+            call_tree,
+            blocks: raw
+                .blocks
+                .iter()
+                .map(|b| Block {
+                    address: b.address,
+                    size: b.size,
+                    instructions: b.instructions,
+                    executions: b.executions,
+                })
+                .collect(),
+        };
+        profile.validate()?;
+        compute_function_totals(&mut profile);
+        Ok(profile)
+    }
+}
+
+/// Fills `c_i`, `c_t` (Kaes's Min_E) and calls of every function from the call tree.
+fn compute_function_totals(profile: &mut Profile) {
+    let children = Children::new(&profile.call_tree);
+    let keys: Vec<u32> = profile.call_tree.iter().map(|n| n.function).collect();
+    let outer = outermost(&children, &keys, profile.functions.len());
+    for (node, is_outermost) in profile.call_tree.iter().zip(outer.is_outermost) {
+        let function = &mut profile.functions[node.function as usize];
+        function.self_instructions += node.self_instructions;
+        function.calls += node.calls;
+        if is_outermost {
+            function.inclusive_instructions += node.inclusive_instructions;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::RawNode;
+
+    fn node(parent: Option<u32>, entry: u64, self_instructions: u64) -> RawNode {
+        RawNode { parent, entry, calls: 1, self_instructions, inclusive_instructions: self_instructions, ..RawNode::default() }
+    }
+
+    /// Symbols: `main` at 0x1000, `f` at 0x2000 (0x2000..0x3000).
+    fn resolver(entry: u64) -> FunctionInfo {
+        let (address, name) = if entry >= 0x2000 { (0x2000, "f") } else { (0x1000, "main") };
+        FunctionInfo { address, name: name.into(), file: None, line: None }
+    }
+
+    #[test]
+    fn entries_inside_one_symbol_are_one_function() {
+        // main calls f at its start and at a second entry point inside it.
+        let raw = RawProfile {
+            total_instructions: 6,
+            nodes: vec![node(None, 0x1000, 1), node(Some(0), 0x2000, 2), node(Some(0), 0x2040, 3)],
+            ..RawProfile::default()
+        };
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let names: Vec<&str> = profile.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["main", "f"]);
+        assert_eq!(profile.call_tree[2].function, 1);
+        assert_eq!((profile.functions[1].self_instructions, profile.functions[1].calls), (5, 2));
+        assert_eq!(profile.totals.calls, 2);
+    }
+
+    #[test]
+    fn a_parent_after_its_child_is_an_error_not_a_panic() {
+        let raw = RawProfile {
+            nodes: vec![node(None, 0x1000, 1), node(Some(2), 0x2000, 2), node(Some(0), 0x2000, 3)],
+            ..RawProfile::default()
+        };
+        let err = Profile::from_raw(&raw, &resolver, "test").expect_err("inconsistent tree");
+        assert!(err.to_string().contains("does not come before it"), "{err}");
+    }
+}

@@ -1,0 +1,352 @@
+#!/usr/bin/env python3
+"""Benchmark emuprof against native, qemu-x86_64 and Callgrind on the same work.
+
+    python3 bench/run.py [--repeats N] [--no-build] [--scaling]
+
+Builds release emuprof and the benchmark test programs, then runs every program
+natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
+in its default full-profile mode (`emuprof -o <tmp>/p.json prog args`), each N times
+with an empty environment in a scratch directory. Prints Markdown tables, ready to
+paste into the README: median wall time, the ratios emuprof/Callgrind,
+emuprof/native and emuprof/qemu, peak memory (`/usr/bin/time -f %M`; install the
+`time` package if it is missing) and the total instruction counts of Callgrind
+(`summary:` line) and emuprof (`totals.instructions`) side by side.
+
+A tool that is missing or fails on a program is shown as "n/a" with a note; in
+particular emuprof is skipped until `target/release/emuprof` builds and runs.
+"""
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+TOOLS = ["native", "qemu", "callgrind", "emuprof"]
+TOOL_TITLES = {"native": "native", "qemu": "qemu-x86_64", "callgrind": "Callgrind", "emuprof": "emuprof"}
+# The executable each tool needs (a key of the `tools` dict built in main).
+TOOL_EXECUTABLE = {"qemu": "qemu", "callgrind": "valgrind", "emuprof": "emuprof"}
+
+
+@dataclass
+class Case:
+    """One benchmarked command: a label and argv (the binary first)."""
+
+    label: str
+    argv: list
+
+
+@dataclass
+class Measurement:
+    """All runs of one tool on one case."""
+
+    seconds: list = field(default_factory=list)
+    peak_kib: list = field(default_factory=list)
+    instructions: int | None = None
+    exit_code: int | None = None
+    failure: str | None = None
+
+    def median_seconds(self):
+        return statistics.median(self.seconds) if self.seconds and not self.failure else None
+
+    def peak_mib(self):
+        return max(self.peak_kib) / 1024 if self.peak_kib and not self.failure else None
+
+
+def log(message):
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def target_dir():
+    return Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+
+
+def build_emuprof():
+    log("cargo build --release")
+    result = subprocess.run(["cargo", "build", "--release", "--bin", "emuprof"], cwd=REPO)
+    if result.returncode != 0:
+        log("cargo build failed; emuprof will be skipped")
+
+
+def build_testprogs(out_dir, names):
+    targets = [str(out_dir / name) for name in names]
+    log(f"make -C testprogs OUT={out_dir} " + " ".join(names))
+    subprocess.run(["make", "-s", "-j2", "-C", str(REPO / "testprogs"), f"OUT={out_dir}", *targets], check=True)
+
+
+def make_data(path, megabytes):
+    """Deterministic word salad: compressible like text, the same on every run."""
+    words = ("emulator call tree profile instruction block return stack frame recursion cost "
+             "inclusive self graph musl glibc static binary kernel syscall page busybox gzip").split()
+    rng = random.Random(20240607)
+    size = megabytes * 1024 * 1024
+    with open(path, "w") as out:
+        written = 0
+        while written < size:
+            line = " ".join(rng.choice(words) for _ in range(12)) + f" {rng.randrange(10**6)}\n"
+            out.write(line)
+            written += len(line)
+
+
+def run_once(argv, cwd, capture_stderr):
+    """Runs argv with an empty environment; returns (exit code, seconds, peak KiB, stderr).
+
+    Peak memory comes from `/usr/bin/time -f %M` when it exists: the maxrss that
+    wait4 reports for a direct child of this script would include Python's own
+    memory, inherited across fork and exec.
+    """
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(mode="r") as peak_file:
+        wrapped = [GNU_TIME, "-f", "%M", "-o", peak_file.name, *argv] if GNU_TIME else argv
+        start = time.perf_counter()
+        process = subprocess.Popen(wrapped, cwd=cwd, env={}, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=err if capture_stderr else subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+        peak = usage.ru_maxrss
+        if GNU_TIME:
+            reported = peak_file.read().split()
+            peak = int(reported[-1]) if reported and reported[-1].isdigit() else None
+    return process.returncode, seconds, peak, stderr
+
+
+def tool_argv(tool, case, workdir, tools):
+    """The command line for `tool`, and the file it leaves its profile in (or None)."""
+    if tool == "native":
+        return case.argv, None
+    if tool == "qemu":
+        return [tools["qemu"], *case.argv], None
+    if tool == "callgrind":
+        out = workdir / "callgrind.out"
+        return [tools["valgrind"], "--tool=callgrind", f"--callgrind-out-file={out}", *case.argv], out
+    out = workdir / "p.json"
+    return [tools["emuprof"], "-o", str(out), *case.argv], out
+
+
+def callgrind_total(path):
+    events, summary, totals = ["Ir"], None, None
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:"):
+            summary = line.split()[1:]
+        elif line.startswith("totals:"):
+            totals = line.split()[1:]
+    numbers = totals or summary
+    index = events.index("Ir") if "Ir" in events else 0
+    return int(numbers[index]) if numbers and len(numbers) > index else None
+
+
+def emuprof_total(path):
+    return json.loads(path.read_text())["totals"]["instructions"]
+
+
+def measure(tool, case, repeats, tools, expected_code):
+    measurement = Measurement()
+    if tool in TOOL_EXECUTABLE and tools.get(TOOL_EXECUTABLE[tool]) is None:
+        measurement.failure = "not installed or not runnable"
+        return measurement
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="emuprof-bench-") as scratch:
+            workdir = Path(scratch)
+            argv, profile = tool_argv(tool, case, workdir, tools)
+            code, seconds, peak, stderr = run_once(argv, workdir, capture_stderr=tool == "emuprof")
+            measurement.exit_code = code
+            if expected_code is not None and code != expected_code:
+                detail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+                measurement.failure = f"exit status {code} (native: {expected_code}) {detail}".strip()
+                return measurement
+            try:
+                if tool == "callgrind":
+                    measurement.instructions = callgrind_total(profile)
+                elif tool == "emuprof":
+                    measurement.instructions = emuprof_total(profile)
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                measurement.failure = f"no usable profile ({error})"
+                return measurement
+            measurement.seconds.append(seconds)
+            if peak is not None:
+                measurement.peak_kib.append(peak)
+    return measurement
+
+
+def fmt_seconds(value):
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def fmt_ratio(a, b):
+    return "n/a" if a is None or b is None or b == 0 else f"{a / b:.2f}"
+
+
+def fmt_mib(value):
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def fmt_count(value):
+    return "n/a" if value is None else f"{value:,}"
+
+
+def difference(emuprof, callgrind):
+    if emuprof is None or callgrind is None:
+        return "n/a"
+    if emuprof == callgrind:
+        return "identical"
+    delta = emuprof - callgrind
+    return f"{delta:+,} ({100 * delta / callgrind:+.3f} %)"
+
+
+def tables(cases, results, repeats):
+    lines = [f"Wall time, median of {repeats} runs (seconds):", "",
+             "| program | native | qemu-x86_64 | Callgrind | emuprof | emuprof/Callgrind | emuprof/native | emuprof/qemu |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    ratios = {"callgrind": [], "native": [], "qemu": []}
+    for case in cases:
+        medians = {tool: results[case.label][tool].median_seconds() for tool in TOOLS}
+        for other in ratios:
+            if medians["emuprof"] is not None and medians[other]:
+                ratios[other].append(medians["emuprof"] / medians[other])
+        lines.append(f"| {case.label} | " + " | ".join(fmt_seconds(medians[t]) for t in TOOLS) + " | "
+                     + " | ".join(fmt_ratio(medians["emuprof"], medians[o]) for o in ("callgrind", "native", "qemu")) + " |")
+    summary = ", ".join(f"emuprof/{TOOL_TITLES[o]} {statistics.median(r):.2f}" for o, r in ratios.items() if r)
+    lines += ["", f"Median ratios over the suite: {summary or 'n/a (emuprof did not run)'}.", "",
+              "Peak memory (MiB) and total instructions:", "",
+              "| program | native | qemu-x86_64 | Callgrind | emuprof | Callgrind Ir | emuprof instructions | emuprof − Callgrind |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for case in cases:
+        row = results[case.label]
+        cg, ep = row["callgrind"].instructions, row["emuprof"].instructions
+        cg = None if row["callgrind"].failure else cg
+        ep = None if row["emuprof"].failure else ep
+        lines.append(f"| {case.label} | " + " | ".join(fmt_mib(row[t].peak_mib()) for t in TOOLS)
+                     + f" | {fmt_count(cg)} | {fmt_count(ep)} | {difference(ep, cg)} |")
+    notes = [f"- {case.label}, {TOOL_TITLES[tool]}: {results[case.label][tool].failure}"
+             for case in cases for tool in TOOLS if results[case.label][tool].failure]
+    if notes:
+        lines += ["", "Not measured:", *notes]
+    return "\n".join(lines)
+
+
+def machine_description(tools):
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = []
+    for name, argv in (("valgrind", [tools.get("valgrind"), "--version"]), ("qemu", [tools.get("qemu"), "--version"])):
+        if argv[0]:
+            out = subprocess.run(argv, capture_output=True, text=True).stdout.strip().splitlines()
+            versions.append(out[0] if out else name)
+    return f"{cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; " + ", ".join(versions)
+
+
+def emuprof_usable(path):
+    if not path.is_file():
+        log(f"{path} does not exist; emuprof will be skipped")
+        return False
+    try:
+        subprocess.run([str(path), "--help"], capture_output=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        log(f"{path} does not run ({error}); emuprof will be skipped")
+        return False
+    return True
+
+
+def scaling(tools, binary, rounds_list, repeats):
+    """Time and peak memory of emuprof at growing run lengths (cpuheavy ROUNDS fib)."""
+    lines = ["emuprof scaling on `cpuheavy ROUNDS fib` (musl -O2):", "",
+             "| rounds | instructions | native s | emuprof s | emuprof peak MiB | ns per instruction |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for rounds in rounds_list:
+        case = Case(f"cpuheavy {rounds} fib", [str(binary), str(rounds), "fib"])
+        native = measure("native", case, repeats, tools, None)
+        emu = measure("emuprof", case, repeats, tools, 0)
+        seconds, count = emu.median_seconds(), emu.instructions
+        per = "n/a" if seconds is None or not count else f"{1e9 * seconds / count:.2f}"
+        lines.append(f"| {rounds} | {fmt_count(None if emu.failure else count)} | {fmt_seconds(native.median_seconds())}"
+                     f" | {fmt_seconds(seconds)} | {fmt_mib(emu.peak_mib())} | {per} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3, help="runs per tool and program (default 3)")
+    parser.add_argument("--no-build", action="store_true", help="use the existing release emuprof and test programs")
+    parser.add_argument("--emuprof", type=Path, help="emuprof binary (default: <target>/release/emuprof)")
+    parser.add_argument("--data-mb", type=int, default=4, help="size of the BusyBox input file (default 4 MB)")
+    parser.add_argument("--only", help="comma-separated substrings: run only programs whose label matches")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also time emuprof at about 1e8, 1e9 and 1e10 instructions")
+    args = parser.parse_args()
+
+    out_dir = target_dir() / "testprogs"
+    if not args.no_build:
+        build_emuprof()
+    musl = shutil.which("musl-gcc") is not None
+    libcs = (["musl"] if musl else []) + ["glibc"]
+    rust = shutil.which("rustc") is not None
+    build_testprogs(out_dir, [f"cpuheavy.{libc}.O2" for libc in libcs] + (["rustheavy.pie.O2"] if rust else []))
+
+    emuprof = args.emuprof or target_dir() / "release" / "emuprof"
+    tools = {
+        "emuprof": str(emuprof) if emuprof_usable(emuprof) else None,
+        "valgrind": shutil.which("valgrind"),
+        "qemu": shutil.which("qemu-x86_64"),
+    }
+    busybox = shutil.which("busybox") or ("/bin/busybox" if Path("/bin/busybox").exists() else None)
+
+    with tempfile.TemporaryDirectory(prefix="emuprof-bench-data-") as data_dir:
+        data = Path(data_dir) / "input.txt"
+        make_data(data, args.data_mb)
+        cases = []
+        for libc in libcs:
+            binary = str(out_dir / f"cpuheavy.{libc}.O2")
+            cases.append(Case(f"cpuheavy.{libc}.O2", [binary]))
+        if musl:
+            binary = str(out_dir / "cpuheavy.musl.O2")
+            cases.append(Case("cpuheavy.musl.O2 30 fib", [binary, "30", "fib"]))
+            cases.append(Case("cpuheavy.musl.O2 10 text", [binary, "10", "text"]))
+        if rust:
+            cases.append(Case("rustheavy.pie.O2 (Rust, crt-static) 3", [str(out_dir / "rustheavy.pie.O2"), "3"]))
+        if busybox:
+            cases.append(Case(f"busybox gzip -c ({args.data_mb} MB)", [busybox, "gzip", "-c", str(data)]))
+            cases.append(Case(f"busybox sha256sum ({args.data_mb} MB)", [busybox, "sha256sum", str(data)]))
+        else:
+            log("busybox not found (install busybox-static); skipping the BusyBox programs")
+        if args.only:
+            wanted = args.only.split(",")
+            cases = [case for case in cases if any(w in case.label for w in wanted)]
+
+        results = {}
+        for case in cases:
+            results[case.label] = {}
+            for tool in TOOLS:
+                log(f"{case.label}: {TOOL_TITLES[tool]}")
+                # Every tool must end the program with the exit status it has natively.
+                expected = None if tool == "native" else results[case.label]["native"].exit_code
+                results[case.label][tool] = measure(tool, case, args.repeats, tools, expected)
+
+    print(f"Machine: {machine_description(tools)}.\n")
+    print(tables(cases, results, args.repeats))
+    if args.scaling and musl:
+        print()
+        print(scaling(tools, out_dir / "cpuheavy.musl.O2", [11, 112, 1123], 1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+//! Decoding basic blocks once and caching what the call-tree builder needs.
+//!
+//! Unicorn reports every executed block as `(address, size)`. The first time a
+//! block is seen it is decoded with capstone; afterwards counting is a hash
+//! lookup and an add.
+
+use capstone::arch::x86::{ArchMode, X86OperandType};
+use capstone::arch::{ArchOperand, BuildsCapstone};
+use capstone::{Capstone, InsnGroupId, InsnGroupType};
+use rustc_hash::FxHashMap;
+
+/// How a block ends: the kind of its last instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Terminator {
+    /// `call`; `indirect` when the target comes from a register or memory.
+    Call {
+        /// True for `call reg` / `call [mem]`.
+        indirect: bool,
+    },
+    /// `ret` (any form).
+    Return,
+    /// An unconditional `jmp` to a constant target.
+    Jump,
+    /// An unconditional `jmp` through a register or memory (switch tables,
+    /// `longjmp`, tail calls through pointers).
+    IndirectJump,
+    /// The `syscall` instruction.
+    Syscall,
+    /// Anything else: conditional branches, fall-through into the next block
+    /// (blocks are also split at page boundaries), `hlt`.
+    Other,
+}
+
+/// What is cached about one block.
+#[derive(Debug, Clone)]
+pub struct BlockInfo {
+    /// Address of the first instruction.
+    pub address: u64,
+    /// Size in bytes as Unicorn reported it.
+    pub size: u32,
+    /// Number of instructions (each `rep` iteration is a separate block run).
+    pub instructions: u32,
+    /// The kind of the last instruction.
+    pub terminator: Terminator,
+    /// How many times the block ran.
+    pub executions: u64,
+    /// True when the block is known to start a function: a symbol starts
+    /// here, or a `call` has targeted it. A jump to such a block is a tail
+    /// call.
+    pub is_function_start: bool,
+}
+
+/// Index of a block in the [`BlockCache`].
+pub type BlockId = u32;
+
+/// Decoded blocks, keyed by `(address, size)`.
+pub struct BlockCache {
+    capstone: Capstone,
+    index: FxHashMap<(u64, u32), BlockId>,
+    blocks: Vec<BlockInfo>,
+}
+
+impl BlockCache {
+    /// An empty cache with a 64-bit x86 decoder.
+    pub fn new() -> Result<BlockCache, capstone::Error> {
+        let capstone = Capstone::new()
+            .x86()
+            .mode(ArchMode::Mode64)
+            .detail(true)
+            .build()?;
+        Ok(BlockCache { capstone, index: FxHashMap::default(), blocks: Vec::new() })
+    }
+
+    /// The cached block at `address` of `size` bytes, if it was decoded before.
+    #[inline]
+    pub fn lookup(&self, address: u64, size: u32) -> Option<BlockId> {
+        self.index.get(&(address, size)).copied()
+    }
+
+    /// Decodes `code` (the block's bytes) and caches it.
+    pub fn insert(&mut self, address: u64, size: u32, code: &[u8], is_function_start: bool) -> BlockId {
+        let (instructions, terminator) = self.decode(address, code);
+        let id = self.blocks.len() as BlockId;
+        self.blocks.push(BlockInfo {
+            address,
+            size,
+            instructions,
+            terminator,
+            executions: 0,
+            is_function_start,
+        });
+        self.index.insert((address, size), id);
+        id
+    }
+
+    /// The block with this id.
+    #[inline]
+    pub fn get_mut(&mut self, id: BlockId) -> &mut BlockInfo {
+        &mut self.blocks[id as usize]
+    }
+
+    /// All blocks decoded so far, in first-execution order.
+    pub fn blocks(&self) -> &[BlockInfo] {
+        &self.blocks
+    }
+
+    fn decode(&self, address: u64, code: &[u8]) -> (u32, Terminator) {
+        let insns = match self.capstone.disasm_all(code, address) {
+            Ok(insns) => insns,
+            // Undecodable bytes still ran: count them as one instruction.
+            Err(_) => return (1, Terminator::Other),
+        };
+        let count = (insns.len() as u32).max(1);
+        let Some(last) = insns.iter().last() else {
+            return (count, Terminator::Other);
+        };
+        let terminator = match self.capstone.insn_detail(last) {
+            Ok(detail) => classify(last.mnemonic().unwrap_or(""), &detail),
+            Err(_) => Terminator::Other,
+        };
+        (count, terminator)
+    }
+}
+
+fn classify(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Terminator {
+    let in_group = |g: InsnGroupType::Type| detail.groups().contains(&InsnGroupId(g as u8));
+    if in_group(InsnGroupType::CS_GRP_CALL) {
+        return Terminator::Call { indirect: !has_only_immediate(detail) };
+    }
+    if in_group(InsnGroupType::CS_GRP_RET) {
+        return Terminator::Return;
+    }
+    if mnemonic == "syscall" {
+        return Terminator::Syscall;
+    }
+    if mnemonic == "jmp" || mnemonic == "ljmp" {
+        return if has_only_immediate(detail) { Terminator::Jump } else { Terminator::IndirectJump };
+    }
+    Terminator::Other
+}
+
+fn has_only_immediate(detail: &capstone::InsnDetail<'_>) -> bool {
+    detail.arch_detail().operands().iter().all(|op| match op {
+        ArchOperand::X86Operand(x) => matches!(x.op_type, X86OperandType::Imm(_)),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(code: &[u8]) -> (u32, Terminator) {
+        let mut cache = BlockCache::new().unwrap();
+        let id = cache.insert(0x1000, code.len() as u32, code, false);
+        let b = cache.get_mut(id);
+        (b.instructions, b.terminator)
+    }
+
+    #[test]
+    fn classifies_terminators() {
+        // push rbp; call rel32
+        assert_eq!(decode(&[0x55, 0xe8, 0, 0, 0, 0]), (2, Terminator::Call { indirect: false }));
+        // call rax
+        assert_eq!(decode(&[0xff, 0xd0]), (1, Terminator::Call { indirect: true }));
+        // call [rip+0]
+        assert_eq!(decode(&[0xff, 0x15, 0, 0, 0, 0]), (1, Terminator::Call { indirect: true }));
+        // pop rbp; ret
+        assert_eq!(decode(&[0x5d, 0xc3]), (2, Terminator::Return));
+        // jmp rel8 / jmp rax
+        assert_eq!(decode(&[0xeb, 0x00]), (1, Terminator::Jump));
+        assert_eq!(decode(&[0xff, 0xe0]), (1, Terminator::IndirectJump));
+        // syscall
+        assert_eq!(decode(&[0x0f, 0x05]), (1, Terminator::Syscall));
+        // jne rel8
+        assert_eq!(decode(&[0x75, 0x00]), (1, Terminator::Other));
+        // rep movsb counts once
+        assert_eq!(decode(&[0xf3, 0xa4]), (1, Terminator::Other));
+    }
+}

@@ -1,0 +1,201 @@
+//! The call-tree builder: turns the stream of executed blocks into calling
+//! contexts with exact instruction counts.
+//!
+//! Rules (the same as Callgrind's where it matters, so counts can be compared):
+//!
+//! * A block that ends in `call` makes the next block the entry of a new call:
+//!   a frame is pushed holding the calling context `(parent, entry address)`
+//!   and the stack pointer at the callee's first instruction.
+//! * After a `ret` or an indirect `jmp`, every frame whose stack pointer lies
+//!   below the current one is popped: the stack was unwound past it (normal
+//!   return, `longjmp`, C++ exception unwinding). A `ret` that pops nothing
+//!   (a `push`/`ret` trick) is treated as a jump.
+//! * A jump — or a fall-through or conditional branch — that lands on the
+//!   first instruction of a function other than the current one is a tail
+//!   call: it is counted as a call from the current context, and the new frame
+//!   keeps the current stack pointer, so the callee's `ret` pops both. A jump to
+//!   the start of the *current* function is a loop, not a call.
+//! * A block's instructions are self cost of the innermost frame. Inclusive
+//!   cost of a call is the instruction total at its end minus the total at its
+//!   start. Calls still open when the run ends are closed at the end.
+//!
+//! The builder never panics on an inconsistent stack; the worst a strange
+//! control flow can do is attribute cost to an unexpected context.
+
+use crate::blocks::Terminator;
+use crate::thread::{Frame, ThreadState};
+use emuprof_analysis::raw::{NodeId, RawNode};
+use rustc_hash::FxHashMap;
+
+/// Builds the call tree of one run from block and syscall events.
+pub struct CallTreeBuilder {
+    nodes: Vec<RawNode>,
+    children: FxHashMap<(NodeId, u64), NodeId>,
+    thread: ThreadState,
+    initial_sp: u64,
+    total: u64,
+}
+
+/// What the block hook tells the builder about one executed block.
+#[derive(Debug, Clone, Copy)]
+pub struct BlockEvent {
+    /// Address of the block's first instruction.
+    pub address: u64,
+    /// Instructions in the block.
+    pub instructions: u32,
+    /// How the block ends (applies to the *next* block's transition).
+    pub terminator: Terminator,
+    /// Whether a function is known to start at `address`.
+    pub is_function_start: bool,
+}
+
+impl CallTreeBuilder {
+    /// A builder whose root context is the program entry point `entry`,
+    /// entered once with stack pointer `initial_sp`.
+    pub fn new(entry: u64, initial_sp: u64) -> CallTreeBuilder {
+        let root = RawNode { parent: None, entry, calls: 1, min_instructions: u64::MAX, ..RawNode::default() };
+        CallTreeBuilder {
+            nodes: vec![root],
+            children: FxHashMap::default(),
+            thread: ThreadState::new(0, initial_sp),
+            initial_sp,
+            total: 0,
+        }
+    }
+
+    /// Records one executed block. `read_sp` reads the guest stack pointer; it
+    /// is called only when the transition into this block needs it.
+    ///
+    /// Returns true when this block was entered by a `call`, so the caller can
+    /// remember that a function starts here.
+    #[inline]
+    pub fn on_block(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+        let entered_by_call = self.transition(block, read_sp);
+        self.total += u64::from(block.instructions);
+        let node = self.thread.top().node;
+        self.nodes[node as usize].self_instructions += u64::from(block.instructions);
+        self.thread.pending = block.terminator;
+        entered_by_call
+    }
+
+    /// Records a system call made from the current context.
+    pub fn on_syscall(&mut self) {
+        let node = self.thread.top().node;
+        self.nodes[node as usize].syscalls += 1;
+    }
+
+    /// Instructions executed so far.
+    #[inline]
+    pub fn total_instructions(&self) -> u64 {
+        self.total
+    }
+
+    /// Entry addresses of the active calls, innermost first.
+    pub fn call_stack(&self) -> Vec<u64> {
+        self.thread.frames.iter().rev().map(|f| self.nodes[f.node as usize].entry).collect()
+    }
+
+    /// Closes every open call and returns the calling contexts (parents before
+    /// children) and the instruction total.
+    pub fn finish(mut self) -> (Vec<RawNode>, u64) {
+        while let Some(frame) = self.thread.frames.pop() {
+            self.close(frame);
+        }
+        for node in &mut self.nodes {
+            if node.min_instructions == u64::MAX {
+                node.min_instructions = 0;
+            }
+        }
+        (self.nodes, self.total)
+    }
+
+    fn transition(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+        match self.thread.pending {
+            Terminator::Other | Terminator::Jump | Terminator::Syscall => {
+                if block.is_function_start {
+                    let sp = read_sp();
+                    self.tail_call(block.address, sp);
+                }
+                false
+            }
+            Terminator::Call { indirect } => {
+                let sp = read_sp();
+                self.push(block.address, sp, indirect);
+                true
+            }
+            Terminator::Return => {
+                let sp = read_sp();
+                if self.unwind_to(sp) == 0 {
+                    // A `ret` that returns to no active call is a jump
+                    // (Callgrind emulates a call here, and so do we).
+                    self.push(block.address, sp, true);
+                }
+                false
+            }
+            Terminator::IndirectJump => {
+                let sp = read_sp();
+                self.unwind_to(sp);
+                if block.is_function_start {
+                    self.tail_call(block.address, sp);
+                }
+                false
+            }
+        }
+    }
+
+    fn tail_call(&mut self, target: u64, sp: u64) {
+        let current = self.nodes[self.thread.top().node as usize].entry;
+        if current != target {
+            self.push(target, sp, false);
+        }
+    }
+
+    fn push(&mut self, entry: u64, sp: u64, indirect: bool) {
+        let parent = self.thread.top().node;
+        let node = self.child(parent, entry);
+        let n = &mut self.nodes[node as usize];
+        n.calls += 1;
+        if indirect {
+            n.indirect_calls += 1;
+        }
+        n.max_stack_bytes = n.max_stack_bytes.max(self.initial_sp.saturating_sub(sp));
+        self.thread.frames.push(Frame { node, sp, entry_total: self.total });
+    }
+
+    /// Pops every frame (except the root) whose stack pointer is below `sp`.
+    fn unwind_to(&mut self, sp: u64) -> usize {
+        let mut popped = 0;
+        while self.thread.frames.len() > 1 && self.thread.top().sp < sp {
+            if let Some(frame) = self.thread.frames.pop() {
+                self.close(frame);
+                popped += 1;
+            }
+        }
+        popped
+    }
+
+    fn close(&mut self, frame: Frame) {
+        let cost = self.total - frame.entry_total;
+        let n = &mut self.nodes[frame.node as usize];
+        n.inclusive_instructions += cost;
+        n.min_instructions = n.min_instructions.min(cost);
+        n.max_instructions = n.max_instructions.max(cost);
+    }
+
+    fn child(&mut self, parent: NodeId, entry: u64) -> NodeId {
+        let next = self.nodes.len() as NodeId;
+        let id = *self.children.entry((parent, entry)).or_insert(next);
+        if id == next {
+            self.nodes.push(RawNode {
+                parent: Some(parent),
+                entry,
+                min_instructions: u64::MAX,
+                ..RawNode::default()
+            });
+        }
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests;

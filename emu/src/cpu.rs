@@ -1,0 +1,51 @@
+//! The emulated CPU: a fixed model in 64-bit long mode with paging and NX.
+
+use unicorn_engine::{RegisterX86, Unicorn, X86CpuModel};
+
+use crate::EmuError;
+
+const CR0_PE: u64 = 1;
+const CR0_MP: u64 = 1 << 1;
+const CR0_EM: u64 = 1 << 2;
+const CR0_NE: u64 = 1 << 5;
+const CR0_WP: u64 = 1 << 16;
+const CR0_PG: u64 = 1 << 31;
+const CR4_PAE: u64 = 1 << 5;
+const CR4_OSFXSR: u64 = 1 << 9;
+const CR4_OSXMMEXCPT: u64 = 1 << 10;
+const MSR_EFER: u32 = 0xc000_0080;
+const EFER_SCE: u64 = 1;
+const EFER_LME: u64 = 1 << 8;
+const EFER_LMA: u64 = 1 << 10;
+const EFER_NXE: u64 = 1 << 11;
+
+/// The CPU model every run uses. CPUID answers from this model decide which
+/// string functions glibc picks, so it is fixed (DESIGN.md: Haswell as
+/// Unicorn emulates it reports no AVX/AVX2).
+pub const CPU_MODEL: X86CpuModel = X86CpuModel::HASWELL;
+
+/// Selects the fixed CPU model. Must run before anything else touches the CPU.
+pub fn select_model(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
+    uc.ctl_set_cpu_model(CPU_MODEL as i32).map_err(|e| EmuError::unicorn("selecting the CPU model", e))
+}
+
+/// Turns on 4-level paging with the given PML4, write protection at CPL 0 and
+/// NX, keeping SSE usable.
+pub fn enable_paging(uc: &mut Unicorn<'_, ()>, pml4: u64) -> Result<(), EmuError> {
+    let err = |doing| move |e| EmuError::unicorn(doing, e);
+    uc.reg_write(RegisterX86::CR3, pml4).map_err(err("setting CR3"))?;
+    let cr4 = uc.reg_read(RegisterX86::CR4).map_err(err("reading CR4"))?;
+    uc.reg_write(RegisterX86::CR4, cr4 | CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT).map_err(err("setting CR4"))?;
+    write_msr(uc, MSR_EFER, EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE)?;
+    let cr0 = uc.reg_read(RegisterX86::CR0).map_err(err("reading CR0"))?;
+    let cr0 = (cr0 | CR0_PE | CR0_MP | CR0_NE | CR0_WP | CR0_PG) & !CR0_EM;
+    uc.reg_write(RegisterX86::CR0, cr0).map_err(err("setting CR0"))
+}
+
+fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {
+    // struct uc_x86_msr { uint32_t rid; uint64_t value; } — value at offset 8.
+    let mut raw = [0u8; 16];
+    raw[..4].copy_from_slice(&id.to_le_bytes());
+    raw[8..].copy_from_slice(&value.to_le_bytes());
+    uc.reg_write_long(RegisterX86::MSR, &raw).map_err(|e| EmuError::unicorn("writing an MSR", e))
+}

@@ -1,0 +1,225 @@
+//! The machine: loads an image into guest memory, builds the initial stack,
+//! installs the hooks and runs the guest to the end.
+
+mod hooks;
+mod options;
+mod state;
+mod stop;
+mod syscall_dispatch;
+
+pub use options::{RunOptions, UnsupportedSyscalls, DEFAULT_SEED};
+pub use stop::{signal, StopReason};
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::c_void;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+
+use emuprof_analysis::raw::{RawBlock, RawProfile};
+use emuprof_loader::{Binary, Image};
+use unicorn_engine::{Arch, HookType, Mode, RegisterX86, Unicorn, X86Insn};
+
+use crate::blocks::BlockCache;
+use crate::call_tree::CallTreeBuilder;
+use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
+use crate::syscalls::files::Files;
+use crate::syscalls::process::{Process, STACK_LIMIT};
+use crate::syscalls::signals::Signals;
+use crate::syscalls::time::Time;
+use crate::{cpu, initial_stack, EmuError};
+use state::{MachineState, SyscallState};
+
+/// Top of the guest stack (exclusive), as Linux places it without ASLR.
+pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
+
+/// What a finished (or stopped) run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The recorded profile; `partial` is set when the run did not exit
+    /// normally.
+    pub profile: RawProfile,
+    /// Why the run ended.
+    pub stop: StopReason,
+    /// Things the user should know (unsupported syscalls answered with
+    /// ENOSYS, refused network access…), one line each.
+    pub notes: Vec<String>,
+}
+
+/// Runs `binary` to completion under the emulator and returns its profile.
+///
+/// Errors are emuprof's own failures to set up the machine; everything the
+/// guest does (including crashing) ends in a [`RunOutcome`].
+pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError> {
+    let image = &binary.image;
+    let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64).map_err(|e| EmuError::unicorn("starting the emulator", e))?;
+    cpu::select_model(&mut uc)?;
+    let mut space = AddressSpace::new(&mut uc)?;
+    load_segments(&mut uc, &mut space, image)?;
+    space.set_brk_start(image.brk_start);
+
+    let mut process = Process::new(options.seed);
+    let mut random = [0u8; 16];
+    process.random_bytes(&mut random);
+    let stack_prot = Protection { exec: image.stack_executable, ..Protection::READ_WRITE };
+    space.map(&mut uc, STACK_TOP - STACK_LIMIT, STACK_LIMIT, stack_prot)?;
+    let aux = initial_stack::AuxInfo {
+        phdr: image.phdr_address,
+        phent: u64::from(image.phent),
+        phnum: u64::from(image.phnum),
+        entry: image.entry,
+        random,
+        execfn: options.args.first().cloned().unwrap_or_default(),
+    };
+    let stack = initial_stack::build(STACK_TOP, &options.args, &options.env, &aux);
+    if stack.bytes.len() as u64 > STACK_LIMIT / 2 {
+        return Err(EmuError::Layout("the arguments and environment are larger than 4 MiB".into()));
+    }
+    space
+        .write_initial(&mut uc, stack.sp, &stack.bytes)
+        .map_err(|f| EmuError::Layout(format!("initial stack at {:#x}", f.address)))?;
+    cpu::enable_paging(&mut uc, space.page_table_root())?;
+    uc.reg_write(RegisterX86::RSP, stack.sp).map_err(|e| EmuError::unicorn("setting rsp", e))?;
+
+    let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
+    let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
+        symbols: &binary.symbols,
+        blocks: BlockCache::new()?,
+        tree: CallTreeBuilder::new(image.entry, stack.sp),
+        space,
+        sys: SyscallState { files, process, time: Time::default(), signals: Signals::default(), enosys_noted: BTreeSet::new() },
+        options,
+        stop: None,
+        notes: Vec::new(),
+        blocks_run: 0,
+    }));
+    install_hooks(&mut uc, &state)?;
+
+    let result = uc.emu_start(image.entry, u64::MAX, 0, 0);
+    let pc = uc.pc_read().unwrap_or(0);
+    let mut st = state.borrow_mut();
+    let stop = match (st.stop.take(), result) {
+        (Some(stop), _) => stop,
+        (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
+            let mut bytes = vec![0u8; 15];
+            let n = (0..15).take_while(|&i| st.space.read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize]).is_ok()).count();
+            bytes.truncate(n);
+            StopReason::InvalidInstruction { pc, function: st.function_name(pc), bytes }
+        }
+        (None, Err(e)) => StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}")),
+        (None, Ok(())) => StopReason::Halted { pc, function: st.function_name(pc) },
+    };
+    st.options.progress.store(st.tree.total_instructions(), Ordering::Relaxed);
+    let notes = std::mem::take(&mut st.notes);
+    let command = st.options.args.clone();
+    drop(st);
+    drop(uc); // releases the hooks' references to the state
+    let st = match Rc::try_unwrap(state) {
+        Ok(cell) => cell.into_inner(),
+        Err(_) => return Err(EmuError::Setup("internal error: machine state still shared after the run".into())),
+    };
+    let blocks = collect_blocks(&st.blocks);
+    let (nodes, total_instructions) = st.tree.finish();
+    let profile = RawProfile {
+        command,
+        exit_status: stop.exit_status(),
+        partial: stop.partial_reason(),
+        total_instructions,
+        nodes,
+        blocks,
+    };
+    Ok(RunOutcome { profile, stop, notes })
+}
+
+/// Maps every `PT_LOAD` segment, page by page with the union of the
+/// permissions of the segments that touch it, and copies the file bytes in.
+fn load_segments(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, image: &Image) -> Result<(), EmuError> {
+    let mut pages: BTreeMap<u64, Protection> = BTreeMap::new();
+    for seg in &image.segments {
+        let start = page_align_down(seg.address);
+        let end = page_align_up(seg.address.saturating_add(seg.mem_size));
+        for page in (start..end).step_by(PAGE_SIZE as usize) {
+            let p = pages.entry(page).or_default();
+            p.read |= seg.readable;
+            p.write |= seg.writable;
+            p.exec |= seg.executable;
+        }
+    }
+    // Map writable first so the bytes can be copied, then set the real
+    // permissions in runs of equal protection.
+    let runs = runs_of(&pages);
+    for &(start, len, _) in &runs {
+        space.map(uc, start, len, Protection::READ_WRITE)?;
+    }
+    for seg in &image.segments {
+        space
+            .write_initial(uc, seg.address, &seg.data)
+            .map_err(|f| EmuError::Layout(format!("segment byte at {:#x}", f.address)))?;
+    }
+    for &(start, len, prot) in &runs {
+        if let Err(page) = space.protect(uc, start, len, prot)? {
+            return Err(EmuError::Layout(format!("protecting the segment page at {page:#x}")));
+        }
+    }
+    Ok(())
+}
+
+/// Groups consecutive pages with the same protection: `(start, len, prot)`.
+fn runs_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
+    let mut runs: Vec<(u64, u64, Protection)> = Vec::new();
+    for (&page, &prot) in pages {
+        match runs.last_mut() {
+            Some((start, len, p)) if *start + *len == page && *p == prot => *len += PAGE_SIZE,
+            _ => runs.push((page, PAGE_SIZE, prot)),
+        }
+    }
+    runs
+}
+
+fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Result<(), EmuError> {
+    let err = |e| EmuError::unicorn("installing hooks", e);
+    let s = Rc::clone(state);
+    uc.add_block_hook(1, 0, move |uc, address, size| hooks::on_block(uc, &s, address, size)).map_err(err)?;
+    let s = Rc::clone(state);
+    uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s)).map_err(err)?;
+    let s = Rc::clone(state);
+    uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno)).map_err(err)?;
+    // rdtsc/rdtscp need a hook that returns "skip", which the safe binding
+    // does not offer. The state outlives `uc` (it is dropped after `uc`).
+    let user_data = Rc::as_ptr(state) as *mut c_void;
+    for (insn, callback) in [
+        (X86Insn::RDTSC, hooks::on_rdtsc as unsafe extern "C" fn(_, _) -> i32),
+        (X86Insn::RDTSCP, hooks::on_rdtscp as unsafe extern "C" fn(_, _) -> i32),
+    ] {
+        let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
+        // SAFETY: a valid engine handle, a callback with the signature Unicorn
+        // expects for rdtsc hooks, and user data that outlives the engine.
+        let rc = unsafe {
+            unicorn_engine::uc_hook_add(
+                uc.get_handle(),
+                &raw mut hook,
+                HookType::INSN.0 as i32,
+                callback as *mut c_void,
+                user_data,
+                1,
+                0,
+                insn,
+            )
+        };
+        if rc != unicorn_engine::uc_error::OK {
+            return Err(err(rc));
+        }
+    }
+    Ok(())
+}
+
+fn collect_blocks(cache: &BlockCache) -> Vec<RawBlock> {
+    let mut blocks: Vec<RawBlock> = cache
+        .blocks()
+        .iter()
+        .filter(|b| b.executions > 0)
+        .map(|b| RawBlock { address: b.address, size: b.size, instructions: b.instructions, executions: b.executions })
+        .collect();
+    blocks.sort_by_key(|b| (b.address, b.size));
+    blocks
+}

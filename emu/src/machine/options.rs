@@ -1,0 +1,59 @@
+//! What a run is given: the guest's command line and environment, and the
+//! knobs that change what happens.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use crate::syscalls::files::FilesOptions;
+
+/// What to do when the guest makes a syscall emuprof does not emulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnsupportedSyscalls {
+    /// Stop the run and report it (default).
+    #[default]
+    Stop,
+    /// Return `-ENOSYS` to the guest and continue (noted once per syscall).
+    Enosys,
+}
+
+/// Default seed for `getrandom` and `AT_RANDOM`.
+pub const DEFAULT_SEED: u64 = 0;
+
+/// Everything that configures one run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The guest's argv; `args[0]` is the program name it sees.
+    pub args: Vec<String>,
+    /// The guest's environment, `KEY=VALUE` strings (empty by default).
+    pub env: Vec<String>,
+    /// Seed for the guest's randomness.
+    pub seed: u64,
+    /// Stop after this many instructions (at the first block boundary at or
+    /// past it).
+    pub max_instructions: Option<u64>,
+    /// Policy for syscalls emuprof does not emulate.
+    pub unsupported_syscalls: UnsupportedSyscalls,
+    /// How the guest sees the host's files.
+    pub files: FilesOptions,
+    /// Set from another thread (e.g. a Ctrl-C handler) to stop the run.
+    pub interrupt: Arc<AtomicBool>,
+    /// Updated with the instruction count now and then, for progress display.
+    pub progress: Arc<AtomicU64>,
+}
+
+impl RunOptions {
+    /// Options for running `args` with an empty environment and defaults for
+    /// everything else.
+    pub fn new(args: Vec<String>, files: FilesOptions) -> RunOptions {
+        RunOptions {
+            args,
+            env: Vec::new(),
+            seed: DEFAULT_SEED,
+            max_instructions: None,
+            unsupported_syscalls: UnsupportedSyscalls::Stop,
+            files,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            progress: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}

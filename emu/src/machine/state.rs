@@ -1,0 +1,67 @@
+//! Everything the hooks share while the guest runs.
+
+use std::collections::BTreeSet;
+
+use emuprof_loader::Symbols;
+
+use super::options::RunOptions;
+use super::stop::StopReason;
+use crate::blocks::BlockCache;
+use crate::call_tree::CallTreeBuilder;
+use crate::memory::AddressSpace;
+use crate::syscalls::files::Files;
+use crate::syscalls::process::Process;
+use crate::syscalls::signals::Signals;
+use crate::syscalls::time::Time;
+
+/// Syscall families and their state.
+pub struct SyscallState {
+    /// Files, directories, fds and the sandbox.
+    pub files: Files,
+    /// Process identity and seeded randomness.
+    pub process: Process,
+    /// The virtual clock.
+    pub time: Time,
+    /// Signal dispositions.
+    pub signals: Signals,
+    /// Syscalls answered with ENOSYS so far (noted once each).
+    pub enosys_noted: BTreeSet<u64>,
+}
+
+/// The machine's state as hooks see it (behind one `RefCell`).
+pub struct MachineState<'a> {
+    /// The binary's symbols, for function starts and messages.
+    pub symbols: &'a Symbols,
+    /// Decoded blocks.
+    pub blocks: BlockCache,
+    /// The call tree being built.
+    pub tree: CallTreeBuilder,
+    /// Guest memory.
+    pub space: AddressSpace,
+    /// Syscall emulation.
+    pub sys: SyscallState,
+    /// Run configuration.
+    pub options: RunOptions,
+    /// Set by a hook when the run must end.
+    pub stop: Option<StopReason>,
+    /// Messages for the user (printed once, prefixed `emuprof:`).
+    pub notes: Vec<String>,
+    /// Blocks executed, for throttled progress updates.
+    pub blocks_run: u64,
+}
+
+impl MachineState<'_> {
+    /// Function name for an address, for messages.
+    pub fn function_name(&self, addr: u64) -> String {
+        self.symbols.name_for(addr)
+    }
+
+    /// The guest call stack by function name, innermost first (at most 12).
+    pub fn named_stack(&self, pc: u64) -> Vec<String> {
+        let mut names = vec![self.function_name(pc)];
+        for entry in self.tree.call_stack().into_iter().skip(1).take(11) {
+            names.push(self.function_name(entry));
+        }
+        names
+    }
+}

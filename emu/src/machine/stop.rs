@@ -1,0 +1,140 @@
+//! Why a run ended, and the one line a user reads about it.
+
+use std::fmt;
+
+/// How the guest run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The program called `exit`/`exit_group` with this status.
+    Exited(i32),
+    /// The guest was killed by a signal (a CPU fault with no handler).
+    Signaled {
+        /// Linux signal number.
+        signal: i32,
+        /// What happened, e.g. "page fault reading address 0x0".
+        what: String,
+        /// Instruction address where it happened.
+        pc: u64,
+        /// Guest call stack by function name, innermost first.
+        stack: Vec<String>,
+    },
+    /// A syscall emuprof does not emulate.
+    UnsupportedSyscall {
+        /// Syscall number.
+        number: u64,
+        /// Its Linux name, when known.
+        name: Option<&'static str>,
+        /// The function that made it.
+        function: String,
+    },
+    /// An instruction the emulator cannot execute.
+    InvalidInstruction {
+        /// Its address.
+        pc: u64,
+        /// The function containing it.
+        function: String,
+        /// Up to 15 bytes at `pc`.
+        bytes: Vec<u8>,
+    },
+    /// `--max-instructions` was reached.
+    InstructionLimit(u64),
+    /// emuprof was interrupted (Ctrl-C).
+    Interrupted,
+    /// emuprof itself failed while serving the guest.
+    Internal(String),
+    /// The guest stopped without exiting (e.g. `hlt` or a privileged
+    /// instruction).
+    Halted {
+        /// Where it stopped.
+        pc: u64,
+        /// The function containing it.
+        function: String,
+    },
+}
+
+/// Linux signal numbers used for CPU faults.
+pub mod signal {
+    /// Illegal instruction.
+    pub const SIGILL: i32 = 4;
+    /// Breakpoint.
+    pub const SIGTRAP: i32 = 5;
+    /// Bus error.
+    pub const SIGBUS: i32 = 7;
+    /// Arithmetic error.
+    pub const SIGFPE: i32 = 8;
+    /// Invalid memory reference.
+    pub const SIGSEGV: i32 = 11;
+
+    /// The conventional name of a signal.
+    pub fn name(sig: i32) -> &'static str {
+        match sig {
+            1 => "SIGHUP",
+            2 => "SIGINT",
+            3 => "SIGQUIT",
+            SIGILL => "SIGILL",
+            SIGTRAP => "SIGTRAP",
+            6 => "SIGABRT",
+            SIGBUS => "SIGBUS",
+            SIGFPE => "SIGFPE",
+            9 => "SIGKILL",
+            SIGSEGV => "SIGSEGV",
+            13 => "SIGPIPE",
+            15 => "SIGTERM",
+            _ => "signal",
+        }
+    }
+}
+
+impl StopReason {
+    /// Exit status as a shell shows it: the exit code, `128 + signal` for a
+    /// fatal signal, `None` when the program did not finish.
+    pub fn exit_status(&self) -> Option<i32> {
+        match self {
+            StopReason::Exited(code) => Some(code & 0xff),
+            StopReason::Signaled { signal, .. } => Some(128 + signal),
+            _ => None,
+        }
+    }
+
+    /// `None` for a normal exit; otherwise a short reason recorded in the
+    /// profile's `partial` field.
+    pub fn partial_reason(&self) -> Option<String> {
+        match self {
+            StopReason::Exited(_) => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::Exited(code) => write!(f, "program exited with status {code}"),
+            StopReason::Signaled { signal: sig, what, pc, stack } => {
+                write!(f, "program killed by {} ({what}) at {pc:#x}; call stack: {}", signal::name(*sig), stack.join(" <- "))
+            }
+            StopReason::UnsupportedSyscall { number, name, function } => write!(
+                f,
+                "unsupported system call {} (number {number}) made by {function}; \
+                 rerun with --unsupported-syscalls=enosys to return ENOSYS and continue",
+                name.unwrap_or("?")
+            ),
+            StopReason::InvalidInstruction { pc, function, bytes } => {
+                let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                write!(
+                    f,
+                    "unsupported instruction at {pc:#x} in {function} (bytes {}); the emulated CPU has no AVX/AVX2: \
+                     rebuild with -march=x86-64-v2 or lower",
+                    hex.join(" ")
+                )
+            }
+            StopReason::InstructionLimit(n) => write!(f, "stopped after reaching --max-instructions {n}"),
+            StopReason::Interrupted => write!(f, "interrupted by Ctrl-C"),
+            StopReason::Internal(msg) => write!(f, "emuprof failed while running the program: {msg}"),
+            StopReason::Halted { pc, function } => {
+                write!(f, "the program stopped at {pc:#x} in {function} without exiting (hlt or a privileged instruction)")
+            }
+        }
+    }
+}

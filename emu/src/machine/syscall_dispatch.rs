@@ -1,0 +1,133 @@
+//! Reads a syscall from the guest's registers, hands it to the family that
+//! owns it, and writes the result back.
+
+use unicorn_engine::{RegisterX86, Unicorn};
+
+use super::state::MachineState;
+use super::stop::StopReason;
+use super::UnsupportedSyscalls;
+use crate::memory::GuestView;
+use crate::syscalls::numbers::{self, *};
+use crate::syscalls::{memory_map, Errno, SysResult, SyscallCall};
+
+const ARCH_SET_GS: u64 = 0x1001;
+const ARCH_SET_FS: u64 = 0x1002;
+const ARCH_GET_FS: u64 = 0x1003;
+const ARCH_GET_GS: u64 = 0x1004;
+
+const ARG_REGISTERS: [RegisterX86; 6] =
+    [RegisterX86::RDI, RegisterX86::RSI, RegisterX86::RDX, RegisterX86::R10, RegisterX86::R8, RegisterX86::R9];
+
+/// Emulates the syscall the guest is making (RIP is at the `syscall`
+/// instruction; Unicorn moves past it afterwards).
+pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
+    let number = uc.reg_read(RegisterX86::RAX).unwrap_or(u64::MAX);
+    let mut args = [0u64; 6];
+    for (a, r) in args.iter_mut().zip(ARG_REGISTERS) {
+        *a = uc.reg_read(r).unwrap_or(0);
+    }
+    let result = match number {
+        SYS_EXIT | SYS_EXIT_GROUP => {
+            st.stop = Some(StopReason::Exited(args[0] as i32));
+            return;
+        }
+        SYS_ARCH_PRCTL => arch_prctl(uc, st, args),
+        SYS_KILL | SYS_TGKILL | SYS_TKILL => signal_self(uc, st, number, args),
+        _ => match emulate(uc, st, number, args) {
+            Some(r) => r,
+            None => match st.options.unsupported_syscalls {
+                UnsupportedSyscalls::Stop => {
+                    let pc = uc.pc_read().unwrap_or(0);
+                    st.stop = Some(StopReason::UnsupportedSyscall {
+                        number,
+                        name: numbers::syscall_name(number),
+                        function: st.function_name(pc),
+                    });
+                    return;
+                }
+                UnsupportedSyscalls::Enosys => {
+                    if st.sys.enosys_noted.insert(number) {
+                        st.notes.push(format!(
+                            "unsupported system call {} (number {number}) answered with ENOSYS",
+                            numbers::syscall_name(number).unwrap_or("?")
+                        ));
+                    }
+                    Err(Errno::ENOSYS)
+                }
+            },
+        },
+    };
+    let rax = match result {
+        Ok(v) => v,
+        Err(e) => e.to_rax(),
+    };
+    let _ = uc.reg_write(RegisterX86::RAX, rax);
+}
+
+/// Asks each family in turn; `None` when no family owns `number`.
+fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> Option<SysResult> {
+    let MachineState { space, sys, tree, stop, notes, .. } = st;
+    let files = &mut sys.files;
+    let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
+    if let Some(r) = memory_map::handle(number, args, space, uc, &mut read_file) {
+        return Some(r.unwrap_or_else(|e| {
+            *stop = Some(StopReason::Internal(e.to_string()));
+            Err(Errno::ENOMEM)
+        }));
+    }
+    let mut view = GuestView { uc, space };
+    let mut call = SyscallCall { number, args, mem: &mut view };
+    let instructions = tree.total_instructions();
+    let result = sys
+        .time
+        .handle(&mut call, instructions)
+        .or_else(|| sys.process.handle(&mut call))
+        .or_else(|| sys.signals.handle(&mut call))
+        .or_else(|| sys.files.handle(&mut call));
+    notes.extend(sys.files.take_notes());
+    result
+}
+
+fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6]) -> SysResult {
+    let [code, addr, ..] = args;
+    let reg = match code {
+        ARCH_SET_FS | ARCH_GET_FS => RegisterX86::FS_BASE,
+        ARCH_SET_GS | ARCH_GET_GS => RegisterX86::GS_BASE,
+        _ => return Err(Errno::EINVAL),
+    };
+    if code == ARCH_SET_FS || code == ARCH_SET_GS {
+        uc.reg_write(reg, addr).map_err(|_| Errno::EINVAL)?;
+    } else {
+        let value = uc.reg_read(reg).map_err(|_| Errno::EINVAL)?;
+        let mut view = GuestView { uc, space: &st.space };
+        crate::syscalls::GuestMemory::write_u64(&mut view, addr, value)?;
+    }
+    Ok(0)
+}
+
+/// `kill`/`tkill`/`tgkill` aimed at the guest itself: signal 0 probes, an
+/// ignored signal does nothing, anything else takes the default action and
+/// ends the run.
+fn signal_self(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
+    let (target, sig) = match number {
+        SYS_TGKILL => (args[1], args[2]),
+        _ => (args[0], args[1]),
+    };
+    let me = crate::syscalls::process::GUEST_PID;
+    if target != me && target != 0 && target as i64 != -1 {
+        return Err(Errno::ESRCH);
+    }
+    if sig == 0 {
+        return Ok(0);
+    }
+    if sig > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if st.sys.signals.action(sig).is_some_and(|a| a.handler == 1) {
+        return Ok(0);
+    }
+    let pc = uc.pc_read().unwrap_or(0);
+    let stack = st.named_stack(pc);
+    st.stop = Some(StopReason::Signaled { signal: sig as i32, what: "sent by the program itself".into(), pc, stack });
+    Ok(0)
+}

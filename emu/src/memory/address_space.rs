@@ -1,0 +1,251 @@
+//! The guest's virtual address space: which virtual page is backed by which
+//! physical page, with what permissions, plus `brk` and `mmap` placement.
+
+use std::collections::BTreeMap;
+
+use unicorn_engine::Unicorn;
+
+use super::page_tables::{LeafFlags, PageTables};
+use super::physical::PhysicalMemory;
+use crate::syscalls::MemoryFault;
+use crate::EmuError;
+
+/// Size of a guest page.
+pub const PAGE_SIZE: u64 = 0x1000;
+
+/// Highest address handed out by `mmap` without a hint (grows down), just
+/// below the stack, as Linux does without address randomisation.
+const MMAP_TOP: u64 = 0x7fff_f7ff_f000;
+
+/// Page permissions, as in `mmap`'s `PROT_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Protection {
+    /// `PROT_READ`.
+    pub read: bool,
+    /// `PROT_WRITE`.
+    pub write: bool,
+    /// `PROT_EXEC`.
+    pub exec: bool,
+}
+
+impl Protection {
+    /// Read and write, no execute: data, heap, stack.
+    pub const READ_WRITE: Protection = Protection { read: true, write: true, exec: false };
+
+    /// From Linux `PROT_*` bits.
+    pub fn from_linux(prot: u64) -> Protection {
+        Protection { read: prot & 1 != 0, write: prot & 2 != 0, exec: prot & 4 != 0 }
+    }
+
+    fn leaf(self) -> LeafFlags {
+        LeafFlags { present: self.read || self.write || self.exec, writable: self.write, executable: self.exec }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    phys: u64,
+    prot: Protection,
+    held_code: bool,
+}
+
+/// Every mapped virtual page of the guest.
+pub struct AddressSpace {
+    phys: PhysicalMemory,
+    tables: PageTables,
+    pages: BTreeMap<u64, Page>,
+    mmap_next: u64,
+    brk_start: u64,
+    brk: u64,
+}
+
+impl AddressSpace {
+    /// An empty address space with its page-table root allocated.
+    pub fn new(uc: &mut Unicorn<'_, ()>) -> Result<AddressSpace, EmuError> {
+        let mut phys = PhysicalMemory::new();
+        let tables = PageTables::new(uc, &mut phys)?;
+        Ok(AddressSpace { phys, tables, pages: BTreeMap::new(), mmap_next: MMAP_TOP, brk_start: 0, brk: 0 })
+    }
+
+    /// Physical address of the PML4, for CR3.
+    pub fn page_table_root(&self) -> u64 {
+        self.tables.root()
+    }
+
+    /// Maps fresh zero-filled pages over `[addr, addr + len)` (page aligned),
+    /// replacing whatever was mapped there.
+    pub fn map(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64, prot: Protection) -> Result<(), EmuError> {
+        let replaced = self.drop_pages(addr, len);
+        let mut entries = Vec::with_capacity((len / PAGE_SIZE) as usize);
+        for page in (addr..addr + len).step_by(PAGE_SIZE as usize) {
+            let phys = self.phys.alloc(uc)?;
+            self.pages.insert(page, Page { phys, prot, held_code: prot.exec });
+            entries.push((page, phys, prot.leaf()));
+        }
+        self.tables.set(uc, &mut self.phys, &entries)?;
+        if replaced {
+            flush_tlb(uc)?;
+        }
+        Ok(())
+    }
+
+    /// Unmaps `[addr, addr + len)`; unmapped holes are fine, as in `munmap`.
+    pub fn unmap(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) -> Result<(), EmuError> {
+        let pages: Vec<u64> = self.pages.range(addr..addr.saturating_add(len)).map(|(&v, _)| v).collect();
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let entries: Vec<_> = pages.iter().map(|&v| (v, 0, LeafFlags { present: false, writable: false, executable: false })).collect();
+        self.tables.set(uc, &mut self.phys, &entries)?;
+        self.drop_pages(addr, len);
+        flush_tlb(uc)
+    }
+
+    /// Changes permissions of `[addr, addr + len)`. Fails with the first
+    /// unmapped page address, as `mprotect` fails with `ENOMEM`.
+    pub fn protect(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64, prot: Protection) -> Result<Result<(), u64>, EmuError> {
+        let mut entries = Vec::new();
+        for page in (addr..addr.saturating_add(len)).step_by(PAGE_SIZE as usize) {
+            match self.pages.get_mut(&page) {
+                Some(p) => {
+                    p.prot = prot;
+                    p.held_code |= prot.exec;
+                    entries.push((page, p.phys, prot.leaf()));
+                }
+                None => return Ok(Err(page)),
+            }
+        }
+        self.tables.set(uc, &mut self.phys, &entries)?;
+        flush_tlb(uc)?;
+        Ok(Ok(()))
+    }
+
+    /// True when no page of `[addr, addr + len)` is mapped.
+    pub fn is_free(&self, addr: u64, len: u64) -> bool {
+        self.pages.range(addr..addr.saturating_add(len)).next().is_none()
+    }
+
+    /// True when every page of `[addr, addr + len)` is mapped.
+    pub fn is_mapped(&self, addr: u64, len: u64) -> bool {
+        (addr..addr.saturating_add(len)).step_by(PAGE_SIZE as usize).all(|p| self.pages.contains_key(&p))
+    }
+
+    /// A free range of `len` bytes for `mmap` without a usable hint: the next
+    /// one below the previous, so addresses are the same on every run.
+    pub fn find_free(&mut self, len: u64) -> Option<u64> {
+        loop {
+            let start = self.mmap_next.checked_sub(len)?;
+            if start < self.brk.max(0x1_0000_0000) {
+                return None;
+            }
+            match self.pages.range(start..self.mmap_next).next() {
+                None => {
+                    self.mmap_next = start;
+                    return Some(start);
+                }
+                Some((&busy, _)) => self.mmap_next = busy,
+            }
+        }
+    }
+
+    /// Where the program break starts (page aligned end of the image).
+    pub fn set_brk_start(&mut self, start: u64) {
+        self.brk_start = start;
+        self.brk = start;
+    }
+
+    /// The `brk` system call: moves the break to `requested` if possible and
+    /// returns the (new or old) break.
+    pub fn set_brk(&mut self, uc: &mut Unicorn<'_, ()>, requested: u64) -> Result<u64, EmuError> {
+        if requested < self.brk_start || requested > self.brk_start + (1 << 36) {
+            return Ok(self.brk);
+        }
+        let old_end = super::page_align_up(self.brk);
+        let new_end = super::page_align_up(requested);
+        if new_end > old_end {
+            if !self.is_free(old_end, new_end - old_end) {
+                return Ok(self.brk);
+            }
+            self.map(uc, old_end, new_end - old_end, Protection::READ_WRITE)?;
+        } else if new_end < old_end {
+            self.unmap(uc, new_end, old_end - new_end)?;
+        }
+        self.brk = requested;
+        Ok(self.brk)
+    }
+
+    /// Reads guest memory as the guest would (needs read permission).
+    pub fn read(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
+        self.chunks(addr, buf.len(), |p| p.prot.read || p.prot.write || p.prot.exec, |phys, range| {
+            uc.mem_read(phys, &mut buf[range]).is_ok()
+        })
+    }
+
+    /// Writes guest memory as the guest would (needs write permission).
+    pub fn write(&self, uc: &mut Unicorn<'_, ()>, addr: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        self.chunks(addr, data.len(), |p| p.prot.write, |phys, range| uc.mem_write(phys, &data[range]).is_ok())
+    }
+
+    /// Writes guest memory ignoring permissions (loading the image, building
+    /// the initial stack).
+    pub fn write_initial(&self, uc: &mut Unicorn<'_, ()>, addr: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        self.chunks(addr, data.len(), |_| true, |phys, range| uc.mem_write(phys, &data[range]).is_ok())
+    }
+
+    /// Permissions of the page containing `addr`, if mapped.
+    pub fn protection_at(&self, addr: u64) -> Option<Protection> {
+        self.pages.get(&(addr & !(PAGE_SIZE - 1))).map(|p| p.prot)
+    }
+
+    /// Reads guest memory ignoring permissions (for `mremap`).
+    pub fn read_raw(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
+        self.chunks(addr, buf.len(), |_| true, |phys, range| uc.mem_read(phys, &mut buf[range]).is_ok())
+    }
+
+    /// Bytes of guest physical memory ever allocated.
+    pub fn physical_high_water(&self) -> u64 {
+        self.phys.high_water()
+    }
+
+    /// Splits `[addr, addr + len)` at page boundaries and calls `access` with
+    /// the physical address and buffer range of each piece.
+    fn chunks(
+        &self,
+        addr: u64,
+        len: usize,
+        allowed: impl Fn(&Page) -> bool,
+        mut access: impl FnMut(u64, std::ops::Range<usize>) -> bool,
+    ) -> Result<(), MemoryFault> {
+        let mut done = 0usize;
+        while done < len {
+            let at = addr.checked_add(done as u64).ok_or(MemoryFault { address: addr })?;
+            let page = at & !(PAGE_SIZE - 1);
+            let offset = at - page;
+            let n = ((PAGE_SIZE - offset) as usize).min(len - done);
+            let p = self.pages.get(&page).filter(|p| allowed(p)).ok_or(MemoryFault { address: at })?;
+            if !access(p.phys + offset, done..done + n) {
+                return Err(MemoryFault { address: at });
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Forgets the pages of a range, returning physical pages that never held
+    /// code to the pool. True if anything was mapped there.
+    fn drop_pages(&mut self, addr: u64, len: u64) -> bool {
+        let doomed: Vec<u64> = self.pages.range(addr..addr.saturating_add(len)).map(|(&v, _)| v).collect();
+        for v in &doomed {
+            if let Some(p) = self.pages.remove(v) {
+                if !p.held_code {
+                    self.phys.release(p.phys);
+                }
+            }
+        }
+        !doomed.is_empty()
+    }
+}
+
+fn flush_tlb(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
+    uc.ctl_flush_tlb().map_err(|e| EmuError::unicorn("flushing the TLB", e))
+}

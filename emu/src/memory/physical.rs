@@ -1,0 +1,56 @@
+//! Guest physical memory: large arenas mapped into Unicorn once, handed out a
+//! page at a time.
+//!
+//! Arenas are mapped with `mem_map`, which reserves host memory lazily, so an
+//! arena costs host memory only for the pages the guest touches. Freed pages
+//! are reused (zeroed first); pages that ever held code are never reused, so a
+//! stale translation can never run.
+
+use unicorn_engine::{Prot, Unicorn};
+
+use crate::EmuError;
+
+const ARENA_SIZE: u64 = 1 << 30;
+/// Page size of the guest.
+const PAGE: u64 = 0x1000;
+
+/// Allocator of guest physical pages.
+pub struct PhysicalMemory {
+    mapped_end: u64,
+    next: u64,
+    free: Vec<u64>,
+    zero_page: Vec<u8>,
+}
+
+impl PhysicalMemory {
+    /// No arenas yet; physical addresses start at 0.
+    pub fn new() -> PhysicalMemory {
+        PhysicalMemory { mapped_end: 0, next: 0, free: Vec::new(), zero_page: vec![0; PAGE as usize] }
+    }
+
+    /// A zero-filled physical page.
+    pub fn alloc(&mut self, uc: &mut Unicorn<'_, ()>) -> Result<u64, EmuError> {
+        if let Some(page) = self.free.pop() {
+            uc.mem_write(page, &self.zero_page).map_err(|e| EmuError::unicorn("clearing a reused page", e))?;
+            return Ok(page);
+        }
+        if self.next == self.mapped_end {
+            uc.mem_map(self.mapped_end, ARENA_SIZE, Prot::ALL)
+                .map_err(|e| EmuError::unicorn("mapping guest physical memory", e))?;
+            self.mapped_end += ARENA_SIZE;
+        }
+        let page = self.next;
+        self.next += PAGE;
+        Ok(page)
+    }
+
+    /// Returns a page that held no code to the pool.
+    pub fn release(&mut self, page: u64) {
+        self.free.push(page);
+    }
+
+    /// Bytes of physical memory ever handed out (high-water mark).
+    pub fn high_water(&self) -> u64 {
+        self.next
+    }
+}

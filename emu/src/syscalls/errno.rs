@@ -1,0 +1,58 @@
+//! Linux error numbers returned to the guest.
+
+/// A Linux `errno` value returned to the guest as `-errno` in rax.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+/// Result of one emulated syscall: the value for rax, or an errno.
+pub type SysResult = Result<u64, Errno>;
+
+#[allow(missing_docs)]
+impl Errno {
+    pub const EPERM: Errno = Errno(1);
+    pub const ENOENT: Errno = Errno(2);
+    pub const ESRCH: Errno = Errno(3);
+    pub const EINTR: Errno = Errno(4);
+    pub const EIO: Errno = Errno(5);
+    pub const EBADF: Errno = Errno(9);
+    pub const ECHILD: Errno = Errno(10);
+    pub const EAGAIN: Errno = Errno(11);
+    pub const ENOMEM: Errno = Errno(12);
+    pub const EACCES: Errno = Errno(13);
+    pub const EFAULT: Errno = Errno(14);
+    pub const EBUSY: Errno = Errno(16);
+    pub const EEXIST: Errno = Errno(17);
+    pub const EXDEV: Errno = Errno(18);
+    pub const ENOTDIR: Errno = Errno(20);
+    pub const EISDIR: Errno = Errno(21);
+    pub const EINVAL: Errno = Errno(22);
+    pub const EMFILE: Errno = Errno(24);
+    pub const ENOTTY: Errno = Errno(25);
+    pub const ESPIPE: Errno = Errno(29);
+    pub const EROFS: Errno = Errno(30);
+    pub const EPIPE: Errno = Errno(32);
+    pub const ERANGE: Errno = Errno(34);
+    pub const ENAMETOOLONG: Errno = Errno(36);
+    pub const ENOSYS: Errno = Errno(38);
+    pub const ENOTEMPTY: Errno = Errno(39);
+    pub const ELOOP: Errno = Errno(40);
+    pub const ENOTSOCK: Errno = Errno(88);
+    pub const EAFNOSUPPORT: Errno = Errno(97);
+    pub const EOPNOTSUPP: Errno = Errno(95);
+
+    /// The errno of a host I/O error, `EIO` when it has none.
+    pub fn from_io(err: &std::io::Error) -> Errno {
+        Errno(err.raw_os_error().unwrap_or(5))
+    }
+
+    /// The value the guest sees in rax: `-errno` as an unsigned register.
+    pub fn to_rax(self) -> u64 {
+        (-(self.0 as i64)) as u64
+    }
+}
+
+impl From<std::io::Error> for Errno {
+    fn from(err: std::io::Error) -> Errno {
+        Errno::from_io(&err)
+    }
+}

@@ -1,0 +1,198 @@
+//! The file-system syscall family: guest fds, paths and the sandbox around them.
+//!
+//! [`Files`] owns the guest's fd table and its view of the host file system
+//! (root, working directory, umask). The calls themselves live in one file per
+//! group (`files`, `fd_ops`, `stat`, `dirs`, `network`); this file holds the
+//! state, the options and what those groups share.
+//!
+//! What the guest can learn about the host through this family (and so what
+//! can make two hosts' runs differ): file contents and sizes; `stat` results
+//! (inode numbers, devices, times, `st_blksize`, which stdio uses for buffer
+//! sizes); directory listing order (the host file system's); whether fds 0–2
+//! are terminals (stdio buffering); the working directory's path without
+//! `--root`.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use super::fd_table::FdTable;
+use super::host;
+use super::path_guard::PathGuard;
+use super::paths::{Follow, Location, PathResolver};
+use super::{Errno, GuestMemory, SysResult, SyscallCall};
+
+/// `AT_FDCWD` as the guest passes it.
+pub const AT_FDCWD: i32 = -100;
+/// Longest guest path accepted, with its NUL (`PATH_MAX`).
+pub const PATH_MAX: usize = 4096;
+
+/// How the guest may see the host's files.
+#[derive(Debug, Clone, Default)]
+pub struct FilesOptions {
+    /// Host directory that becomes the guest's `/` (`--root`); `None`: the host's `/`.
+    pub root: Option<PathBuf>,
+    /// Refuse every write, create, rename, unlink and mode change with `EROFS` (`--read-only`).
+    pub read_only: bool,
+    /// What `readlink("/proc/self/exe")` returns, and what opening it opens (a guest path).
+    pub exe_path: PathBuf,
+    /// Host files the guest may neither open nor touch (`EACCES`), such as the profile output.
+    pub protected_paths: Vec<PathBuf>,
+}
+
+impl FilesOptions {
+    /// The defaults (host `/` as root, writable, nothing protected) for the
+    /// program at `exe_path`.
+    pub fn for_exe(exe_path: PathBuf) -> FilesOptions {
+        FilesOptions {
+            exe_path,
+            ..FilesOptions::default()
+        }
+    }
+}
+
+/// Why the file-system family could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    /// The `--root` directory cannot be opened.
+    #[error("cannot use {} as the guest's root directory (--root): {source}", path.display())]
+    Root {
+        /// The directory given.
+        path: PathBuf,
+        /// What the host said.
+        source: std::io::Error,
+    },
+    /// emuprof's own working directory cannot be opened for the guest.
+    #[error("cannot open the current directory for the guest: {0}")]
+    WorkingDirectory(std::io::Error),
+}
+
+/// Guest fds, paths and the sandbox: the state behind every file syscall.
+#[derive(Debug)]
+pub struct Files {
+    pub(super) fds: FdTable,
+    pub(super) paths: PathResolver,
+    pub(super) read_only: bool,
+    pub(super) exe_path: Vec<u8>,
+    pub(super) umask: u32,
+    pub(super) notes: Vec<String>,
+    pub(super) network_noted: bool,
+}
+
+impl Files {
+    /// Sets up the guest's file view; fds 0–2 are emuprof's own stdin/stdout/stderr.
+    pub fn new(options: FilesOptions) -> Result<Files, FilesError> {
+        let guard = PathGuard::new(&options.protected_paths);
+        let paths = PathResolver::new(options.root.as_deref(), guard).map_err(|source| {
+            match &options.root {
+                Some(path) => FilesError::Root {
+                    path: path.clone(),
+                    source,
+                },
+                None => FilesError::WorkingDirectory(source),
+            }
+        })?;
+        Ok(Files {
+            fds: FdTable::with_host_stdio(),
+            paths,
+            read_only: options.read_only,
+            exe_path: options.exe_path.as_os_str().as_bytes().to_vec(),
+            umask: host::current_umask(),
+            notes: Vec::new(),
+            network_noted: false,
+        })
+    }
+
+    /// Runs the syscall if it belongs to this family; `None` otherwise.
+    pub fn handle(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {
+        self.handle_files(call)
+            .or_else(|| self.handle_fd_ops(call))
+            .or_else(|| self.handle_stat(call))
+            .or_else(|| self.handle_dirs(call))
+            .or_else(|| self.handle_network(call))
+    }
+
+    /// One-time messages for the user (without the `emuprof:` prefix), such
+    /// as the first refused network call; each is returned once.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Reads file bytes at `offset` for a private file-backed `mmap` of guest
+    /// fd `fd`; returns how many bytes were read (fewer at end of file).
+    pub fn read_file_at(&self, fd: i32, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let host_fd = self.fds.host(fd)?;
+        let mut done = 0;
+        while done < buf.len() {
+            let n = match host::read(host_fd, &mut buf[done..], Some(offset + done as u64)) {
+                Err(Errno::EBADF) => return Err(Errno::EACCES),
+                other => other?,
+            };
+            if n == 0 {
+                break;
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    /// The guest's fd table.
+    pub fn fd_table(&self) -> &FdTable {
+        &self.fds
+    }
+
+    /// The directory a `*at` call starts from: the working directory for
+    /// `AT_FDCWD`, else the guest fd `dirfd`.
+    pub(super) fn start_dir(&self, dirfd: u64) -> Result<BorrowedFd<'_>, Errno> {
+        match dirfd as i32 {
+            AT_FDCWD => Ok(self.paths.cwd()),
+            fd => self.fds.host(fd),
+        }
+    }
+
+    /// Resolves guest `path` relative to `dirfd`.
+    pub(super) fn locate_at(
+        &self,
+        dirfd: u64,
+        path: &[u8],
+        follow: Follow,
+    ) -> Result<Location, Errno> {
+        let start = match path.first() {
+            Some(b'/') => self.paths.cwd(),
+            _ => self.start_dir(dirfd)?,
+        };
+        self.paths.locate(start, path, follow)
+    }
+
+    /// `EROFS` when the guest runs with `--read-only`.
+    pub(super) fn refuse_if_read_only(&self) -> Result<(), Errno> {
+        if self.read_only {
+            Err(Errno::EROFS)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether `name` exists in `dir` (without following it).
+    pub(super) fn exists(loc: &Location) -> bool {
+        host::lstat_at(loc.dir.as_fd(), &loc.name).is_ok()
+    }
+}
+
+/// Reads a guest path argument (at most `PATH_MAX` bytes with its NUL).
+pub(super) fn read_path(mem: &dyn GuestMemory, addr: u64) -> Result<Vec<u8>, Errno> {
+    if addr == 0 {
+        return Err(Errno::EFAULT);
+    }
+    mem.read_cstring(addr, PATH_MAX)
+}
+
+/// Whether `path` names the running program (`/proc/self/exe`).
+pub(super) fn is_self_exe(path: &[u8]) -> bool {
+    path == b"/proc/self/exe" || path == b"/proc/thread-self/exe"
+}
+
+/// A syscall argument as the `int` the kernel sees.
+pub(super) fn int_arg(value: u64) -> i32 {
+    value as i32
+}

@@ -1,0 +1,221 @@
+//! Thin, safe wrappers around the host system calls the file-system family uses.
+//!
+//! The host is x86-64 Linux like the guest, so kernel structures (`struct stat`,
+//! `statx`, `statfs`, `dirent64`, `termios`) are filled into byte buffers here
+//! and copied to the guest unchanged.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use super::Errno;
+
+/// Size of the kernel's x86-64 `struct stat`.
+pub const STAT_SIZE: usize = 144;
+/// Size of the kernel's `struct statx`.
+pub const STATX_SIZE: usize = 256;
+/// Size of the kernel's x86-64 `struct statfs`.
+pub const STATFS_SIZE: usize = 120;
+
+/// `(st_dev, st_ino)`: what makes two host paths the same file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    /// Device the file lives on.
+    pub dev: u64,
+    /// Inode number on that device.
+    pub ino: u64,
+}
+
+/// The fields of a host `stat` the path walker needs.
+#[derive(Debug, Clone, Copy)]
+pub struct HostStat {
+    /// Identity of the file.
+    pub id: FileId,
+    /// `st_mode` (type and permission bits).
+    pub mode: u32,
+}
+
+impl HostStat {
+    fn from_raw(raw: &[u8; STAT_SIZE]) -> HostStat {
+        let word = |at: usize| u64::from_le_bytes(raw[at..at + 8].try_into().unwrap_or([0; 8]));
+        let mode = u32::from_le_bytes(raw[24..28].try_into().unwrap_or([0; 4]));
+        HostStat {
+            id: FileId {
+                dev: word(0),
+                ino: word(8),
+            },
+            mode,
+        }
+    }
+
+    /// The `S_IFMT` bits.
+    pub fn file_type(&self) -> u32 {
+        self.mode & libc::S_IFMT
+    }
+
+    /// Whether this is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.file_type() == libc::S_IFDIR
+    }
+
+    /// Whether this is a symbolic link.
+    pub fn is_symlink(&self) -> bool {
+        self.file_type() == libc::S_IFLNK
+    }
+}
+
+/// Turns a libc return value into the result the guest should see.
+pub fn check(ret: i64) -> Result<u64, Errno> {
+    if ret < 0 {
+        Err(last_errno())
+    } else {
+        Ok(ret as u64)
+    }
+}
+
+/// The calling thread's `errno` as an [`Errno`].
+pub fn last_errno() -> Errno {
+    Errno::from_io(&std::io::Error::last_os_error())
+}
+
+/// A guest path component or path as a C string (guest paths never hold NUL).
+pub fn c_string(bytes: &[u8]) -> Result<CString, Errno> {
+    CString::new(bytes).map_err(|_| Errno::EINVAL)
+}
+
+/// Takes ownership of a raw fd returned by a successful host call.
+pub fn owned(ret: i64) -> Result<OwnedFd, Errno> {
+    let fd = check(ret)?;
+    // SAFETY: the host just returned this fd to us and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC, mode)`.
+pub fn openat(dir: BorrowedFd<'_>, name: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    // SAFETY: `name` is a valid C string; the kernel only reads it.
+    let ret = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            flags | libc::O_CLOEXEC,
+            mode,
+        )
+    };
+    owned(ret as i64)
+}
+
+/// An `O_PATH` handle on `name` in `dir`, without following a final symlink.
+pub fn open_path(dir: BorrowedFd<'_>, name: &CStr) -> Result<OwnedFd, Errno> {
+    openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)
+}
+
+/// Raw `fstatat` into a kernel `struct stat` buffer.
+pub fn fstatat_raw(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Result<[u8; STAT_SIZE], Errno> {
+    let mut buf = [0u8; STAT_SIZE];
+    // SAFETY: the buffer is exactly the kernel's struct stat on x86-64.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_newfstatat,
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr(),
+            flags,
+        )
+    };
+    check(ret)?;
+    Ok(buf)
+}
+
+/// `lstat` of `name` in `dir` (an empty name means `dir` itself).
+pub fn lstat_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<HostStat, Errno> {
+    let flags = libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH;
+    Ok(HostStat::from_raw(&fstatat_raw(dir, name, flags)?))
+}
+
+/// `fstat` of an open fd.
+pub fn fstat(fd: BorrowedFd<'_>) -> Result<HostStat, Errno> {
+    lstat_at(fd, c"")
+}
+
+/// The target of the symlink `name` in `dir` (empty name: `dir` is the link).
+pub fn readlink_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Vec<u8>, Errno> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    let ret = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let len = check(ret as i64)? as usize;
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// `read(fd, buf)`, or `pread` when `offset` is given.
+pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8], offset: Option<u64>) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `buf.len()` bytes.
+    let ret = unsafe {
+        match offset {
+            Some(at) => libc::pread(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                at as i64,
+            ),
+            None => libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()),
+        }
+    };
+    Ok(check(ret as i64)? as usize)
+}
+
+/// `write(fd, data)`, or `pwrite` when `offset` is given.
+pub fn write(fd: BorrowedFd<'_>, data: &[u8], offset: Option<u64>) -> Result<usize, Errno> {
+    // SAFETY: the buffer is valid for `data.len()` bytes.
+    let ret = unsafe {
+        match offset {
+            Some(at) => libc::pwrite(fd.as_raw_fd(), data.as_ptr().cast(), data.len(), at as i64),
+            None => libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()),
+        }
+    };
+    Ok(check(ret as i64)? as usize)
+}
+
+/// `lseek(fd, offset, whence)`.
+pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: i32) -> Result<u64, Errno> {
+    // SAFETY: plain integer arguments.
+    check(unsafe { libc::lseek(fd.as_raw_fd(), offset, whence) })
+}
+
+/// A raw host syscall on plain integer (or host-buffer pointer) arguments.
+///
+/// # Safety
+/// Every pointer argument must point at a host buffer valid for what the
+/// syscall reads or writes.
+pub unsafe fn syscall6(nr: i64, a: [i64; 6]) -> Result<u64, Errno> {
+    check(libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]))
+}
+
+/// The process umask, read without changing it for longer than one call.
+pub fn current_umask() -> u32 {
+    // SAFETY: umask cannot fail; the old value is restored immediately.
+    unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    }
+}
+
+/// Runs `create` with the host umask set to the guest's, restoring it after.
+///
+/// The umask is process-wide: emuprof creates no files of its own while a
+/// guest syscall runs, so the swap is not observable.
+pub fn with_umask<T>(umask: u32, create: impl FnOnce() -> T) -> T {
+    // SAFETY: umask cannot fail.
+    let old = unsafe { libc::umask(umask) };
+    let out = create();
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    out
+}

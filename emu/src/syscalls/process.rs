@@ -1,0 +1,131 @@
+//! The process and the machine it thinks it runs on: ids, limits, `uname`,
+//! CPU affinity, `getrandom`. Every answer is fixed or seeded, never the
+//! host's.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::numbers::*;
+use super::{Errno, SysResult, SyscallCall};
+use crate::initial_stack::{GUEST_GID, GUEST_UID};
+
+/// The guest's process id (and thread id of its only thread).
+pub const GUEST_PID: u64 = 4242;
+/// The guest's parent process id.
+pub const GUEST_PPID: u64 = 4241;
+
+const RLIM_INFINITY: u64 = u64::MAX;
+const RLIMIT_STACK: u64 = 3;
+const RLIMIT_NOFILE: u64 = 7;
+/// Stack size the guest is told it has (and has).
+pub const STACK_LIMIT: u64 = 8 << 20;
+
+/// Process identity and seeded randomness.
+pub struct Process {
+    random: ChaCha8Rng,
+    clear_child_tid: u64,
+}
+
+impl Process {
+    /// A process whose `getrandom` stream (and `AT_RANDOM`) derive from `seed`.
+    pub fn new(seed: u64) -> Process {
+        Process { random: ChaCha8Rng::seed_from_u64(seed), clear_child_tid: 0 }
+    }
+
+    /// The next `n` seeded random bytes.
+    pub fn random_bytes(&mut self, buf: &mut [u8]) {
+        self.random.fill_bytes(buf);
+    }
+
+    /// Handles a process/identity syscall. `exit` and `exit_group` are the
+    /// machine's.
+    pub fn handle(&mut self, call: &mut SyscallCall) -> Option<SysResult> {
+        let a = call.args;
+        Some(match call.number {
+            SYS_GETPID | SYS_GETTID | SYS_GETPGRP | SYS_GETSID => Ok(GUEST_PID),
+            SYS_GETPGID => Ok(GUEST_PID),
+            SYS_GETPPID => Ok(GUEST_PPID),
+            SYS_GETUID | SYS_GETEUID => Ok(GUEST_UID),
+            SYS_GETGID | SYS_GETEGID => Ok(GUEST_GID),
+            SYS_GETRESUID | SYS_GETRESGID => {
+                let id = if call.number == SYS_GETRESUID { GUEST_UID } else { GUEST_GID };
+                write_all(call, &[(a[0], id), (a[1], id), (a[2], id)])
+            }
+            SYS_GETGROUPS => Ok(0),
+            SYS_SET_TID_ADDRESS => {
+                self.clear_child_tid = a[0];
+                Ok(GUEST_PID)
+            }
+            SYS_SET_ROBUST_LIST => Ok(0),
+            SYS_RSEQ => Err(Errno::ENOSYS),
+            SYS_PRLIMIT64 => {
+                if a[0] != 0 && a[0] != GUEST_PID {
+                    Err(Errno::ESRCH)
+                } else if a[3] != 0 {
+                    write_limit(call, a[3], a[1])
+                } else {
+                    Ok(0)
+                }
+            }
+            SYS_GETRLIMIT => write_limit(call, a[1], a[0]),
+            SYS_SETRLIMIT => Ok(0),
+            SYS_SCHED_GETAFFINITY => {
+                if a[1] < 8 {
+                    Err(Errno::EINVAL)
+                } else {
+                    call.mem.write_u64(a[2], 1).map(|_| 8).map_err(Errno::from)
+                }
+            }
+            SYS_SCHED_YIELD => Ok(0),
+            SYS_UNAME => uname(call, a[0]),
+            SYS_GETRANDOM => {
+                let mut buf = vec![0u8; a[1].min(1 << 20) as usize];
+                self.random.fill_bytes(&mut buf);
+                call.mem.write(a[0], &buf).map(|_| buf.len() as u64).map_err(Errno::from)
+            }
+            SYS_GETCPU => {
+                if a[0] != 0 {
+                    if let Err(e) = call.mem.write(a[0], &0u32.to_le_bytes()) {
+                        return Some(Err(e.into()));
+                    }
+                }
+                if a[1] != 0 {
+                    if let Err(e) = call.mem.write(a[1], &0u32.to_le_bytes()) {
+                        return Some(Err(e.into()));
+                    }
+                }
+                Ok(0)
+            }
+            _ => return None,
+        })
+    }
+}
+
+fn write_all(call: &mut SyscallCall, values: &[(u64, u64)]) -> SysResult {
+    for &(addr, v) in values {
+        call.mem.write(addr, &(v as u32).to_le_bytes())?;
+    }
+    Ok(0)
+}
+
+fn write_limit(call: &mut SyscallCall, addr: u64, resource: u64) -> SysResult {
+    let (cur, max) = match resource {
+        RLIMIT_STACK => (STACK_LIMIT, RLIM_INFINITY),
+        RLIMIT_NOFILE => (1024, 4096),
+        0..=15 => (RLIM_INFINITY, RLIM_INFINITY),
+        _ => return Err(Errno::EINVAL),
+    };
+    call.mem.write_u64(addr, cur)?;
+    call.mem.write_u64(addr + 8, max)?;
+    Ok(0)
+}
+
+fn uname(call: &mut SyscallCall, addr: u64) -> SysResult {
+    let fields = ["Linux", "emuprof", "6.1.0-emuprof", "#1 SMP PREEMPT_DYNAMIC", "x86_64", "(none)"];
+    let mut b = vec![0u8; 65 * fields.len()];
+    for (i, f) in fields.iter().enumerate() {
+        b[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
+    }
+    call.mem.write(addr, &b)?;
+    Ok(0)
+}

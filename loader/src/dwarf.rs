@@ -1,0 +1,184 @@
+//! Source locations and inline frames from DWARF, through `addr2line`.
+//!
+//! The `addr2line::Context` is built on the first query, not at load time, so a
+//! binary with large debug info costs nothing until a report asks for file:line.
+//! It reads the file's bytes in place (an `Arc<[u8]>` shared with nobody else, no
+//! copy per section). Compressed debug sections (`SHF_COMPRESSED`) and split DWARF
+//! are not read: such binaries get no locations, as if they had no DWARF.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use addr2line::Context;
+use gimli::{EndianArcSlice, RunTimeEndian, SectionId};
+use goblin::elf::section_header::{SHF_COMPRESSED, SHT_NOBITS};
+use goblin::elf::Elf;
+
+use crate::demangle::demangle;
+
+type Reader = EndianArcSlice<RunTimeEndian>;
+
+/// A source position: file path as recorded by the compiler, and line.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceLocation {
+    /// The file, with the directory the compiler recorded (often absolute).
+    pub file: String,
+    /// 1-based line; 0 when DWARF names the file but not the line.
+    pub line: u32,
+}
+
+/// One frame of the inline chain at an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFrame {
+    /// Demangled name of the (possibly inlined) function, when DWARF records it.
+    pub function: Option<String>,
+    /// Source file of the position in this frame.
+    pub file: Option<String>,
+    /// Line of the position in this frame.
+    pub line: Option<u32>,
+}
+
+/// The DWARF sections of a binary and the lazily built lookup context.
+pub(crate) struct DebugInfo {
+    bytes: Arc<[u8]>,
+    /// Where each present, uncompressed DWARF section sits in `bytes`.
+    sections: Vec<(SectionId, Range<usize>)>,
+    /// Subtracted from a guest address to get a DWARF (link-time) address.
+    load_bias: u64,
+    /// `None` inside once building the context failed (corrupt DWARF).
+    context: OnceLock<Option<Mutex<Context<Reader>>>>,
+}
+
+impl DebugInfo {
+    /// Finds the DWARF sections; parses nothing yet.
+    pub(crate) fn new(elf: &Elf<'_>, bytes: Arc<[u8]>, load_bias: u64) -> DebugInfo {
+        let mut sections = Vec::new();
+        for header in &elf.section_headers {
+            if header.sh_type == SHT_NOBITS || header.sh_flags & u64::from(SHF_COMPRESSED) != 0 {
+                continue;
+            }
+            let Some(name) = elf.shdr_strtab.get_at(header.sh_name) else {
+                continue;
+            };
+            let Some(id) = section_id(name) else { continue };
+            let range = usize::try_from(header.sh_offset)
+                .ok()
+                .zip(usize::try_from(header.sh_size).ok())
+                .and_then(|(start, len)| Some(start..start.checked_add(len)?))
+                .filter(|range| range.end <= bytes.len());
+            if let Some(range) = range {
+                sections.push((id, range));
+            }
+        }
+        DebugInfo {
+            bytes,
+            sections,
+            load_bias,
+            context: OnceLock::new(),
+        }
+    }
+
+    /// Whether the binary has line tables at all.
+    pub(crate) fn has_dwarf(&self) -> bool {
+        self.sections
+            .iter()
+            .any(|(id, _)| *id == SectionId::DebugInfo)
+    }
+
+    /// File and line of the (biased) address.
+    pub(crate) fn location(&self, address: u64) -> Option<SourceLocation> {
+        let probe = self.probe(address)?;
+        self.with_context(|context| {
+            let location = context.find_location(probe).ok()??;
+            Some(SourceLocation {
+                file: location.file?.to_string(),
+                line: location.line.unwrap_or(0),
+            })
+        })?
+    }
+
+    /// Inline frames at the (biased) address, innermost first.
+    pub(crate) fn frames(&self, address: u64) -> Vec<SourceFrame> {
+        let Some(probe) = self.probe(address) else {
+            return Vec::new();
+        };
+        self.with_context(|context| {
+            let mut frames = Vec::new();
+            let Ok(mut iter) = context.find_frames(probe).skip_all_loads() else {
+                return frames;
+            };
+            while let Ok(Some(frame)) = iter.next() {
+                frames.push(SourceFrame {
+                    function: frame
+                        .function
+                        .as_ref()
+                        .and_then(|f| f.raw_name().ok())
+                        .map(|raw| demangle(raw.as_ref())),
+                    file: frame
+                        .location
+                        .as_ref()
+                        .and_then(|l| l.file)
+                        .map(str::to_string),
+                    line: frame.location.as_ref().and_then(|l| l.line),
+                });
+            }
+            frames
+        })
+        .unwrap_or_default()
+    }
+
+    fn probe(&self, address: u64) -> Option<u64> {
+        if self.has_dwarf() {
+            address.checked_sub(self.load_bias)
+        } else {
+            None
+        }
+    }
+
+    /// Runs `query` on the context, building it first if needed.
+    fn with_context<T>(&self, query: impl FnOnce(&Context<Reader>) -> T) -> Option<T> {
+        let context = self
+            .context
+            .get_or_init(|| self.build_context().map(Mutex::new));
+        let guard = context.as_ref()?.lock().ok()?;
+        Some(query(&guard))
+    }
+
+    fn build_context(&self) -> Option<Context<Reader>> {
+        let whole = EndianArcSlice::new(Arc::clone(&self.bytes), RunTimeEndian::Little);
+        let empty = whole.range(0..0);
+        let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
+            Ok(self
+                .sections
+                .iter()
+                .find(|(section, _)| *section == id)
+                .map_or_else(|| empty.clone(), |(_, range)| whole.range(range.clone())))
+        })
+        .ok()?;
+        Context::from_dwarf(dwarf).ok()
+    }
+}
+
+/// The gimli section for an ELF section name such as `.debug_info`.
+fn section_id(name: &str) -> Option<SectionId> {
+    const IDS: [SectionId; 17] = [
+        SectionId::DebugAbbrev,
+        SectionId::DebugAddr,
+        SectionId::DebugAranges,
+        SectionId::DebugCuIndex,
+        SectionId::DebugFrame,
+        SectionId::DebugInfo,
+        SectionId::DebugLine,
+        SectionId::DebugLineStr,
+        SectionId::DebugLoc,
+        SectionId::DebugLocLists,
+        SectionId::DebugMacinfo,
+        SectionId::DebugMacro,
+        SectionId::DebugRanges,
+        SectionId::DebugRngLists,
+        SectionId::DebugStr,
+        SectionId::DebugStrOffsets,
+        SectionId::DebugTypes,
+    ];
+    IDS.into_iter().find(|id| id.name() == name)
+}

@@ -1,0 +1,111 @@
+//! The command line: clap definitions only. Each subcommand's arguments are
+//! turned into plain options by the command that runs it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Exact, deterministic call-tree profiles of static x86-64 Linux binaries,
+/// without Valgrind and without recompiling.
+///
+/// `emuprof ./prog args...` is short for `emuprof run ./prog args...`.
+#[derive(Debug, Parser)]
+#[command(name = "emuprof", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a static binary under the emulator and write its profile.
+    Run(RunArgs),
+}
+
+/// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
+pub const SUBCOMMANDS: &[&str] = &["run", "report", "export", "check", "diff", "annotate", "help"];
+
+/// What to do when the guest makes a syscall emuprof does not emulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UnsupportedPolicy {
+    /// Stop the run, write the partial profile and name the syscall.
+    Stop,
+    /// Return -ENOSYS to the program and keep going.
+    Enosys,
+}
+
+/// Options of `emuprof run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where to write the profile (JSON).
+    #[arg(short, long, default_value = "emuprof.json")]
+    pub output: PathBuf,
+    /// Add KEY=VALUE to the guest's environment (which is empty by default).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Pass emuprof's own environment to the guest (counts then depend on it).
+    #[arg(long)]
+    pub inherit_env: bool,
+    /// Seed for the guest's getrandom and AT_RANDOM bytes.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop after about N instructions and write a partial profile.
+    #[arg(long, value_name = "N")]
+    pub max_instructions: Option<u64>,
+    /// What to do on a syscall emuprof does not emulate.
+    #[arg(long, value_enum, default_value_t = UnsupportedPolicy::Stop)]
+    pub unsupported_syscalls: UnsupportedPolicy,
+    /// Make DIR the guest's `/`: no path can reach outside it.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Refuse every write, create, rename and unlink with EROFS.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Do not print the summary after the run.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// How many functions the summary lists.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// The static binary to run.
+    pub program: PathBuf,
+    /// Arguments for the program (everything after PROGRAM is passed on).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// Inserts the implicit `run` so that `emuprof ./prog args` works.
+pub fn with_implicit_run(mut args: Vec<String>) -> Vec<String> {
+    let first = args.get(1).map(String::as_str);
+    let explicit = match first {
+        None => true,
+        Some(a) => SUBCOMMANDS.contains(&a) || matches!(a, "-h" | "--help" | "-V" | "--version"),
+    };
+    if !explicit {
+        args.insert(1, "run".to_string());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn program_flags_go_to_the_program() {
+        let args = with_implicit_run(["emuprof", "-o", "x.json", "./p", "-v", "--help"].map(String::from).to_vec());
+        let cli = Cli::try_parse_from(args).unwrap();
+        let Command::Run(run) = cli.command;
+        assert_eq!(run.output, PathBuf::from("x.json"));
+        assert_eq!(run.program, PathBuf::from("./p"));
+        assert_eq!(run.args, vec!["-v", "--help"]);
+    }
+}

@@ -1,0 +1,96 @@
+//! Running a binary and turning the raw recording into a [`Profile`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use emuprof_analysis::{Function, Profile};
+use emuprof_emu::syscalls::files::FilesOptions;
+use emuprof_emu::{RunOptions, RunOutcome, StopReason};
+
+use crate::symbols::SymbolResolver;
+
+/// A run to make: program, arguments, environment and options. Built with
+/// chained calls, then [`Run::execute`]d.
+#[derive(Debug, Clone)]
+pub struct Run {
+    program: PathBuf,
+    options: RunOptions,
+}
+
+impl Run {
+    /// Runs `program` with `argv[0]` set to the path as given, no further
+    /// arguments and an empty environment.
+    pub fn new(program: impl AsRef<Path>) -> Run {
+        let program = program.as_ref().to_path_buf();
+        let exe = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
+        let args = vec![program.to_string_lossy().into_owned()];
+        Run { program, options: RunOptions::new(args, FilesOptions::for_exe(exe)) }
+    }
+
+    /// Appends one argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Run {
+        self.options.args.push(arg.into());
+        self
+    }
+
+    /// Appends arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Run {
+        self.options.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds `KEY=VALUE` to the guest environment.
+    pub fn env(mut self, key: &str, value: &str) -> Run {
+        self.options.env.push(format!("{key}={value}"));
+        self
+    }
+
+    /// Changes every other setting (seed, limits, sandbox…).
+    pub fn options_mut(&mut self) -> &mut RunOptions {
+        &mut self.options
+    }
+
+    /// Loads the binary, runs it to the end and symbolicates the profile.
+    pub fn execute(self) -> Result<CompletedRun> {
+        let binary = emuprof_loader::load(&self.program)?;
+        let outcome = emuprof_emu::run(&binary, self.options)
+            .with_context(|| format!("could not run {}", self.program.display()))?;
+        let profile = symbolicate(&binary, &outcome)?;
+        Ok(CompletedRun { profile, stop: outcome.stop, notes: outcome.notes })
+    }
+}
+
+/// Turns a run's raw profile into a symbolicated [`Profile`].
+pub fn symbolicate(binary: &emuprof_loader::Binary, outcome: &RunOutcome) -> Result<Profile> {
+    let resolver = SymbolResolver::new(&binary.symbols);
+    Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION")).context("could not build the profile")
+}
+
+/// The result of a run: its profile and how it ended.
+#[derive(Debug)]
+pub struct CompletedRun {
+    /// The symbolicated profile.
+    pub profile: Profile,
+    /// Why the run ended.
+    pub stop: StopReason,
+    /// Notes for the user.
+    pub notes: Vec<String>,
+}
+
+impl CompletedRun {
+    /// The function named `name` (exact, demangled), if it ran.
+    pub fn function(&self, name: &str) -> Option<&Function> {
+        self.profile.functions.iter().find(|f| f.name == name)
+    }
+
+    /// The program's exit status (`128 + signal` if killed), `None` if it did
+    /// not finish.
+    pub fn exit_status(&self) -> Option<i32> {
+        self.profile.exit_status
+    }
+
+    /// All instructions executed.
+    pub fn total_instructions(&self) -> u64 {
+        self.profile.totals.instructions
+    }
+}

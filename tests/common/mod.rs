@@ -1,0 +1,49 @@
+//! Shared helpers for the root package's integration tests.
+//!
+//! Use from a test file with `mod common;`. What is here:
+//!
+//! - [`testprogs`]: builds `testprogs/` once per test run into `<target>/testprogs`
+//!   and lists every built variant with its arguments and expected output
+//!   ([`testprog_variants`], [`testprog`]).
+//! - [`process`]: runs a variant natively ([`run_native`]) or under emuprof
+//!   ([`run_emuprof`], [`EmuprofCommand`]), always with an empty environment, a
+//!   fresh working directory and a timeout.
+//! - [`callgrind`]: runs `valgrind --tool=callgrind` ([`run_callgrind`]) and parses
+//!   its output file into totals, per-function self `Ir` and call counts.
+//!
+//! Every test binary includes this module, and each uses only part of it.
+#![allow(dead_code, unused_imports)]
+
+pub mod callgrind;
+pub mod process;
+pub mod testprogs;
+
+pub use callgrind::{parse_callgrind, run_callgrind, CallgrindProfile};
+pub use process::{run_emuprof, run_native, EmuprofCommand, EmuprofRun};
+pub use testprogs::{testprog, testprog_variants, Libc, ProgramSpec, Variant, PROGRAMS};
+
+use std::path::{Path, PathBuf};
+
+/// The root of the repository (the root package's manifest directory).
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Cargo's target directory of this test run (the parent of `CARGO_TARGET_TMPDIR`).
+pub fn target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).to_path_buf()
+}
+
+/// True when `EMUPROF_BLESS=1`: golden files are rewritten instead of compared.
+pub fn bless_requested() -> bool {
+    std::env::var_os("EMUPROF_BLESS").is_some_and(|value| value == "1")
+}
+
+/// Looks `name` up in the test process's `PATH`, as a shell would.
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}

@@ -1,0 +1,252 @@
+//! Running a test program natively or under emuprof, the same way every time.
+//!
+//! Both runs clear the environment and start in a fresh, empty working directory
+//! (so `fileio` can write its temp file without two tests colliding), and both are
+//! killed after [`timeout`] so a hung emulator fails the test instead of hanging it.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::testprogs::Variant;
+
+/// How long one run may take: `EMUPROF_TEST_TIMEOUT` seconds, default 300.
+pub fn timeout() -> Duration {
+    let seconds = std::env::var("EMUPROF_TEST_TIMEOUT")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(300);
+    Duration::from_secs(seconds)
+}
+
+/// Runs `command` with stdin closed, capturing stdout and stderr, and kills it after
+/// [`timeout`]. Panics (naming `what`) when it cannot start or times out.
+pub fn run_with_timeout(mut command: Command, what: &str) -> Output {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let status = wait_or_kill(&mut child, what);
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+fn wait_or_kill(child: &mut Child, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + timeout();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status,
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{what} did not finish within {:?} (set EMUPROF_TEST_TIMEOUT to change)",
+                    timeout()
+                );
+            }
+            Err(e) => panic!("cannot wait for {what}: {e}"),
+        }
+    }
+}
+
+fn fresh_dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
+}
+
+/// Runs the variant natively with its arguments, an empty environment and a fresh
+/// working directory.
+pub fn run_native(variant: &Variant) -> Output {
+    let cwd = fresh_dir();
+    let mut command = Command::new(&variant.path);
+    command
+        .args(&variant.args)
+        .env_clear()
+        .current_dir(cwd.path());
+    run_with_timeout(command, &variant.name())
+}
+
+/// The result of one emuprof run.
+#[derive(Debug)]
+pub struct EmuprofRun {
+    /// The guest program's stdout, passed through by emuprof.
+    pub stdout: Vec<u8>,
+    /// The guest's stderr followed by emuprof's own `emuprof:` messages.
+    pub stderr: String,
+    /// emuprof's exit status (the guest's, when it ran to its end).
+    pub status: ExitStatus,
+    /// The profile written with `-o`, parsed; `None` when no file was written.
+    pub profile: Option<Value>,
+    /// The profile file's exact bytes (for byte-identical comparisons).
+    pub profile_bytes: Option<Vec<u8>>,
+}
+
+impl EmuprofRun {
+    /// The parsed profile. Panics with emuprof's stderr when there is none.
+    pub fn profile(&self) -> &Value {
+        self.profile
+            .as_ref()
+            .unwrap_or_else(|| panic!("emuprof wrote no profile; its stderr:\n{}", self.stderr))
+    }
+
+    /// `totals.instructions` of the profile.
+    pub fn total_instructions(&self) -> u64 {
+        self.profile()["totals"]["instructions"]
+            .as_u64()
+            .unwrap_or_else(|| {
+                panic!(
+                    "profile has no totals.instructions: {}",
+                    self.profile()["totals"]
+                )
+            })
+    }
+
+    /// The `functions[]` entry named `name`, if any.
+    pub fn function(&self, name: &str) -> Option<&Value> {
+        self.profile()["functions"]
+            .as_array()?
+            .iter()
+            .find(|function| function["name"] == name)
+    }
+
+    /// One numeric field (`self_instructions`, `inclusive_instructions`, `calls`)
+    /// of the function `name`; 0 when the function is not in the profile.
+    pub fn function_metric(&self, name: &str, field: &str) -> u64 {
+        self.function(name)
+            .and_then(|function| function[field].as_u64())
+            .unwrap_or(0)
+    }
+
+    /// The guest's stdout as text.
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+/// Builds one emuprof invocation: `emuprof <flags> -o <tmp>/p.json <program> <args>`,
+/// run with an empty host environment in a fresh working directory unless told
+/// otherwise.
+#[derive(Debug, Clone)]
+pub struct EmuprofCommand {
+    program: PathBuf,
+    args: Vec<String>,
+    flags: Vec<String>,
+    host_env: Vec<(String, String)>,
+    cwd: Option<PathBuf>,
+}
+
+impl EmuprofCommand {
+    /// Profile `program` with no arguments and no extra flags.
+    pub fn new(program: impl AsRef<Path>) -> Self {
+        EmuprofCommand {
+            program: program.as_ref().to_path_buf(),
+            args: Vec::new(),
+            flags: Vec::new(),
+            host_env: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// Profile a test program variant with its arguments.
+    pub fn for_variant(variant: &Variant) -> Self {
+        Self::new(&variant.path).args(&variant.args)
+    }
+
+    /// Arguments for the guest program.
+    pub fn args<S: AsRef<OsStr>>(mut self, args: &[S]) -> Self {
+        self.args.extend(
+            args.iter()
+                .map(|a| a.as_ref().to_string_lossy().into_owned()),
+        );
+        self
+    }
+
+    /// emuprof flags, placed before `-o` (e.g. `--seed`, `--env K=V`).
+    pub fn flags<S: AsRef<OsStr>>(mut self, flags: &[S]) -> Self {
+        self.flags.extend(
+            flags
+                .iter()
+                .map(|f| f.as_ref().to_string_lossy().into_owned()),
+        );
+        self
+    }
+
+    /// A variable in emuprof's own (host) environment, which is otherwise empty.
+    pub fn host_env(mut self, key: &str, value: &str) -> Self {
+        self.host_env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Run in `dir` instead of a fresh empty directory.
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Runs emuprof and reads back the profile.
+    pub fn run(&self) -> EmuprofRun {
+        let out_dir = fresh_dir();
+        let fresh_cwd = fresh_dir();
+        let profile_path = out_dir.path().join("p.json");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+        command
+            .args(&self.flags)
+            .arg("-o")
+            .arg(&profile_path)
+            .arg(&self.program)
+            .args(&self.args)
+            .env_clear()
+            .envs(self.host_env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.cwd.as_deref().unwrap_or(fresh_cwd.path()));
+        let what = format!("emuprof {}", self.program.display());
+        let output = run_with_timeout(command, &what);
+        let profile_bytes = std::fs::read(&profile_path).ok();
+        let profile = profile_bytes.as_ref().map(|bytes| {
+            serde_json::from_slice(bytes)
+                .unwrap_or_else(|e| panic!("{what} wrote a profile that is not JSON: {e}"))
+        });
+        EmuprofRun {
+            stdout: output.stdout,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            status: output.status,
+            profile,
+            profile_bytes,
+        }
+    }
+}
+
+/// `emuprof <extra_flags> -o <tmp>/p.json <program> <args>` with an empty
+/// environment in a fresh working directory.
+pub fn run_emuprof<A: AsRef<OsStr>, F: AsRef<OsStr>>(
+    program: &Path,
+    args: &[A],
+    extra_flags: &[F],
+) -> EmuprofRun {
+    EmuprofCommand::new(program)
+        .args(args)
+        .flags(extra_flags)
+        .run()
+}
