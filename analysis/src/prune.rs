@@ -37,7 +37,12 @@ pub struct PruneOptions {
 
 impl Default for PruneOptions {
     fn default() -> PruneOptions {
-        PruneOptions { threshold_percent: 0.5, include: Vec::new(), exclude: Vec::new(), hot_path: false }
+        PruneOptions {
+            threshold_percent: 0.5,
+            include: Vec::new(),
+            exclude: Vec::new(),
+            hot_path: false,
+        }
     }
 }
 
@@ -113,7 +118,11 @@ pub fn prune(graph: &CallGraph, options: &PruneOptions) -> Result<PrunedGraph> {
 
 /// The first pattern that does not compile on its own (for the error message).
 fn first_invalid(patterns: &[String]) -> String {
-    patterns.iter().find(|p| regex::Regex::new(p).is_err()).cloned().unwrap_or_default()
+    patterns
+        .iter()
+        .find(|p| regex::Regex::new(p).is_err())
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Edges between kept functions: call-graph edges where both ends are kept, dfa
@@ -157,7 +166,10 @@ fn connect(graph: &CallGraph, keep: &[bool]) -> PrunedGraph {
                         dfa.push(PrunedEdge {
                             caller,
                             callee: n.function,
-                            kind: EdgeKind::Dfa { min_skipped: skipped, max_skipped: skipped },
+                            kind: EdgeKind::Dfa {
+                                min_skipped: skipped,
+                                max_skipped: skipped,
+                            },
                             calls: 0,
                             recursive_calls: 0,
                             inclusive_instructions: 0,
@@ -166,7 +178,11 @@ fn connect(graph: &CallGraph, keep: &[bool]) -> PrunedGraph {
                         dfa.len() - 1
                     });
                     let edge = &mut dfa[key];
-                    if let EdgeKind::Dfa { min_skipped, max_skipped } = &mut edge.kind {
+                    if let EdgeKind::Dfa {
+                        min_skipped,
+                        max_skipped,
+                    } = &mut edge.kind
+                    {
                         *min_skipped = (*min_skipped).min(skipped);
                         *max_skipped = (*max_skipped).max(skipped);
                     }
@@ -196,14 +212,18 @@ fn connect(graph: &CallGraph, keep: &[bool]) -> PrunedGraph {
     });
     edges.extend(dfa);
     edges.sort_by_key(|e| (e.caller, e.callee, matches!(e.kind, EdgeKind::Dfa { .. })));
-    let functions = (0..keep.len() as FunctionId).filter(|&f| keep[f as usize]).collect();
+    let functions = (0..keep.len() as FunctionId)
+        .filter(|&f| keep[f as usize])
+        .collect();
     PrunedGraph { functions, edges }
 }
 
 /// Keeps the edges on the hottest path(s) from the root and the functions on them.
 fn hottest_paths(graph: &CallGraph, pruned: PrunedGraph, threshold_percent: f64) -> PrunedGraph {
     let profile = graph.profile;
-    let Some(root) = graph.root() else { return PrunedGraph::default() };
+    let Some(root) = graph.root() else {
+        return PrunedGraph::default();
+    };
     let mut on_path = vec![false; profile.functions.len()];
     on_path[root as usize] = true;
     let mut keep_edge = vec![false; pruned.edges.len()];
@@ -220,7 +240,11 @@ fn hottest_paths(graph: &CallGraph, pruned: PrunedGraph, threshold_percent: f64)
                     && profile.percent(e.inclusive_instructions) >= threshold_percent
             })
             .collect();
-        let Some(best) = candidates.iter().map(|&i| pruned.edges[i].inclusive_instructions).max() else {
+        let Some(best) = candidates
+            .iter()
+            .map(|&i| pruned.edges[i].inclusive_instructions)
+            .max()
+        else {
             continue;
         };
         for i in candidates {
@@ -233,8 +257,17 @@ fn hottest_paths(graph: &CallGraph, pruned: PrunedGraph, threshold_percent: f64)
         }
     }
     PrunedGraph {
-        functions: pruned.functions.into_iter().filter(|&f| on_path[f as usize]).collect(),
-        edges: pruned.edges.into_iter().zip(keep_edge).filter_map(|(e, keep)| keep.then_some(e)).collect(),
+        functions: pruned
+            .functions
+            .into_iter()
+            .filter(|&f| on_path[f as usize])
+            .collect(),
+        edges: pruned
+            .edges
+            .into_iter()
+            .zip(keep_edge)
+            .filter_map(|(e, keep)| keep.then_some(e))
+            .collect(),
     }
 }
 
@@ -261,7 +294,11 @@ mod tests {
     }
 
     fn options(exclude: &[&str]) -> PruneOptions {
-        PruneOptions { threshold_percent: 0.0, exclude: exclude.iter().map(|s| s.to_string()).collect(), ..PruneOptions::default() }
+        PruneOptions {
+            threshold_percent: 0.0,
+            exclude: exclude.iter().map(|s| s.to_string()).collect(),
+            ..PruneOptions::default()
+        }
     }
 
     fn names(graph: &CallGraph, pruned: &PrunedGraph) -> Vec<String> {
@@ -271,9 +308,18 @@ mod tests {
             .map(|e| {
                 let kind = match e.kind {
                     EdgeKind::Direct => String::new(),
-                    EdgeKind::Dfa { min_skipped, max_skipped } => format!(" dfa {min_skipped}..{max_skipped}"),
+                    EdgeKind::Dfa {
+                        min_skipped,
+                        max_skipped,
+                    } => format!(" dfa {min_skipped}..{max_skipped}"),
                 };
-                format!("{}->{}{kind} calls={} incl={}", graph.name(e.caller), graph.name(e.callee), e.calls, e.inclusive_instructions)
+                format!(
+                    "{}->{}{kind} calls={} incl={}",
+                    graph.name(e.caller),
+                    graph.name(e.callee),
+                    e.calls,
+                    e.inclusive_instructions
+                )
             })
             .collect()
     }
@@ -283,7 +329,10 @@ mod tests {
         for &f in &pruned.functions {
             if Some(f) != graph.root() {
                 assert!(
-                    pruned.edges.iter().any(|e| e.callee == f && pruned.functions.contains(&e.caller)),
+                    pruned
+                        .edges
+                        .iter()
+                        .any(|e| e.callee == f && pruned.functions.contains(&e.caller)),
                     "{} is an orphan in {:?}",
                     graph.name(f),
                     names(graph, pruned)
@@ -299,7 +348,11 @@ mod tests {
         let pruned = prune(&g, &options(&["^(a|b)$"])).expect("valid regex");
         assert_eq!(
             names(&g, &pruned),
-            ["main->c calls=1 incl=100", "main->c dfa 2..2 calls=2 incl=300", "main->d dfa 2..2 calls=1 incl=50"]
+            [
+                "main->c calls=1 incl=100",
+                "main->c dfa 2..2 calls=2 incl=300",
+                "main->d dfa 2..2 calls=1 incl=50"
+            ]
         );
         assert_no_orphans(&g, &pruned);
     }
@@ -311,7 +364,12 @@ mod tests {
         let pruned = prune(&g, &options(&["^b$"])).expect("valid regex");
         assert_eq!(
             names(&g, &pruned),
-            ["main->a calls=1 incl=550", "main->c calls=1 incl=100", "a->c dfa 1..1 calls=2 incl=300", "a->d dfa 1..1 calls=1 incl=50"]
+            [
+                "main->a calls=1 incl=550",
+                "main->c calls=1 incl=100",
+                "a->c dfa 1..1 calls=2 incl=300",
+                "a->d dfa 1..1 calls=1 incl=50"
+            ]
         );
         assert_no_orphans(&g, &pruned);
     }
@@ -321,10 +379,21 @@ mod tests {
         let p = chain();
         let g = CallGraph::new(&p);
         // d costs 50/750 = 6.7 %: dropped at 10 %.
-        let pruned = prune(&g, &PruneOptions { threshold_percent: 10.0, ..PruneOptions::default() }).expect("no regex");
+        let pruned = prune(
+            &g,
+            &PruneOptions {
+                threshold_percent: 10.0,
+                ..PruneOptions::default()
+            },
+        )
+        .expect("no regex");
         assert!(!pruned.functions.iter().any(|&f| g.name(f) == "d"));
         assert_no_orphans(&g, &pruned);
-        let only_c = PruneOptions { include: vec!["^c$".into()], threshold_percent: 0.0, ..PruneOptions::default() };
+        let only_c = PruneOptions {
+            include: vec!["^c$".into()],
+            threshold_percent: 0.0,
+            ..PruneOptions::default()
+        };
         let pruned = prune(&g, &only_c).expect("valid regex");
         let kept: Vec<&str> = pruned.functions.iter().map(|&f| g.name(f)).collect();
         assert_eq!(kept, ["main", "c"]);
@@ -335,11 +404,19 @@ mod tests {
     fn hot_path_follows_the_costliest_edges() {
         let p = chain();
         let g = CallGraph::new(&p);
-        let hot = PruneOptions { hot_path: true, threshold_percent: 0.0, ..PruneOptions::default() };
+        let hot = PruneOptions {
+            hot_path: true,
+            threshold_percent: 0.0,
+            ..PruneOptions::default()
+        };
         let pruned = prune(&g, &hot).expect("no regex");
         assert_eq!(
             names(&g, &pruned),
-            ["main->a calls=1 incl=550", "a->b calls=1 incl=450", "b->c calls=2 incl=300"]
+            [
+                "main->a calls=1 incl=550",
+                "a->b calls=1 incl=450",
+                "b->c calls=2 incl=300"
+            ]
         );
         assert_no_orphans(&g, &pruned);
     }
@@ -356,8 +433,15 @@ mod tests {
         let p = profile_of(t);
         let g = CallGraph::new(&p);
         let pruned = prune(&g, &options(&["^g$"])).expect("valid regex");
-        let dfa = pruned.edges.iter().find(|e| matches!(e.kind, EdgeKind::Dfa { .. })).expect("a dfa edge");
-        assert_eq!((dfa.calls, dfa.recursive_calls, dfa.inclusive_instructions), (2, 2, 30));
+        let dfa = pruned
+            .edges
+            .iter()
+            .find(|e| matches!(e.kind, EdgeKind::Dfa { .. }))
+            .expect("a dfa edge");
+        assert_eq!(
+            (dfa.calls, dfa.recursive_calls, dfa.inclusive_instructions),
+            (2, 2, 30)
+        );
     }
 
     #[test]

@@ -34,7 +34,11 @@ impl RawTreeBuilder {
             names: Vec::new(),
             index_of: FxHashMap::default(),
             depth: vec![1],
-            raw: RawProfile { command: vec!["./sample".into()], exit_status: Some(0), ..RawProfile::default() },
+            raw: RawProfile {
+                command: vec!["./sample".into()],
+                exit_status: Some(0),
+                ..RawProfile::default()
+            },
             explicit_min_max: vec![false],
         };
         let entry = builder.address_of(root);
@@ -51,7 +55,13 @@ impl RawTreeBuilder {
 
     /// Adds the context `parent → callee`, entered `calls` times, executing
     /// `self_instructions` in total itself. Returns its id.
-    pub fn call(&mut self, parent: NodeId, callee: &str, calls: u64, self_instructions: u64) -> NodeId {
+    pub fn call(
+        &mut self,
+        parent: NodeId,
+        callee: &str,
+        calls: u64,
+        self_instructions: u64,
+    ) -> NodeId {
         let id = self.raw.nodes.len() as NodeId;
         let depth = self.depth.get(parent as usize).copied().unwrap_or(0) + 1;
         let entry = self.address_of(callee);
@@ -131,7 +141,12 @@ impl Resolve for NameResolver {
                 file: Some("sample.c".into()),
                 line: Some(10 * (index as u32 + 1)),
             },
-            None => FunctionInfo { address: entry, name: format!("{entry:#x}"), file: None, line: None },
+            None => FunctionInfo {
+                address: entry,
+                name: format!("{entry:#x}"),
+                file: None,
+                line: None,
+            },
         }
     }
 }

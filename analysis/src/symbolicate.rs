@@ -67,13 +67,16 @@ impl Profile {
                 .binary_search(&entry)
                 .map(|i| &infos[i])
                 .expect("every entry was resolved");
-            starts.binary_search(&info.address).expect("every start was recorded") as u32
+            starts
+                .binary_search(&info.address)
+                .expect("every start was recorded") as u32
         };
 
         let mut call_tree = Vec::with_capacity(raw.nodes.len());
         for (index, node) in raw.nodes.iter().enumerate() {
-            let id = u32::try_from(index)
-                .map_err(|_| AnalysisError::Inconsistent("more than 2^32 calling contexts".into()))?;
+            let id = u32::try_from(index).map_err(|_| {
+                AnalysisError::Inconsistent("more than 2^32 calling contexts".into())
+            })?;
             call_tree.push(CallNode {
                 id,
                 parent: node.parent,
@@ -110,7 +113,11 @@ impl Profile {
             partial: raw.partial.clone(),
             totals: Totals {
                 instructions: raw.total_instructions,
-                calls: call_tree.iter().filter(|n| n.parent.is_some()).map(|n| n.calls).sum(),
+                calls: call_tree
+                    .iter()
+                    .filter(|n| n.parent.is_some())
+                    .map(|n| n.calls)
+                    .sum(),
                 syscalls: call_tree.iter().map(|n| n.syscalls).sum(),
                 contexts: call_tree.len() as u64,
             },
@@ -154,13 +161,29 @@ mod tests {
     use crate::raw::RawNode;
 
     fn node(parent: Option<u32>, entry: u64, self_instructions: u64) -> RawNode {
-        RawNode { parent, entry, calls: 1, self_instructions, inclusive_instructions: self_instructions, ..RawNode::default() }
+        RawNode {
+            parent,
+            entry,
+            calls: 1,
+            self_instructions,
+            inclusive_instructions: self_instructions,
+            ..RawNode::default()
+        }
     }
 
     /// Symbols: `main` at 0x1000, `f` at 0x2000 (0x2000..0x3000).
     fn resolver(entry: u64) -> FunctionInfo {
-        let (address, name) = if entry >= 0x2000 { (0x2000, "f") } else { (0x1000, "main") };
-        FunctionInfo { address, name: name.into(), file: None, line: None }
+        let (address, name) = if entry >= 0x2000 {
+            (0x2000, "f")
+        } else {
+            (0x1000, "main")
+        };
+        FunctionInfo {
+            address,
+            name: name.into(),
+            file: None,
+            line: None,
+        }
     }
 
     #[test]
@@ -168,21 +191,35 @@ mod tests {
         // main calls f at its start and at a second entry point inside it.
         let raw = RawProfile {
             total_instructions: 6,
-            nodes: vec![node(None, 0x1000, 1), node(Some(0), 0x2000, 2), node(Some(0), 0x2040, 3)],
+            nodes: vec![
+                node(None, 0x1000, 1),
+                node(Some(0), 0x2000, 2),
+                node(Some(0), 0x2040, 3),
+            ],
             ..RawProfile::default()
         };
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
         let names: Vec<&str> = profile.functions.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["main", "f"]);
         assert_eq!(profile.call_tree[2].function, 1);
-        assert_eq!((profile.functions[1].self_instructions, profile.functions[1].calls), (5, 2));
+        assert_eq!(
+            (
+                profile.functions[1].self_instructions,
+                profile.functions[1].calls
+            ),
+            (5, 2)
+        );
         assert_eq!(profile.totals.calls, 2);
     }
 
     #[test]
     fn a_parent_after_its_child_is_an_error_not_a_panic() {
         let raw = RawProfile {
-            nodes: vec![node(None, 0x1000, 1), node(Some(2), 0x2000, 2), node(Some(0), 0x2000, 3)],
+            nodes: vec![
+                node(None, 0x1000, 1),
+                node(Some(2), 0x2000, 2),
+                node(Some(0), 0x2000, 3),
+            ],
             ..RawProfile::default()
         };
         let err = Profile::from_raw(&raw, &resolver, "test").expect_err("inconsistent tree");

@@ -120,7 +120,10 @@ pub(crate) fn outermost(children: &Children, keys: &[u32], key_count: usize) -> 
             }
         }
     });
-    Outermost { is_outermost, deepest }
+    Outermost {
+        is_outermost,
+        deepest,
+    }
 }
 
 #[cfg(test)]
@@ -128,12 +131,21 @@ mod tests {
     use super::*;
 
     fn node(id: u32, parent: Option<u32>) -> CallNode {
-        CallNode { id, parent, ..CallNode::default() }
+        CallNode {
+            id,
+            parent,
+            ..CallNode::default()
+        }
     }
 
     #[test]
     fn walks_depth_first_in_id_order() {
-        let nodes = [node(0, None), node(1, Some(0)), node(2, Some(1)), node(3, Some(0))];
+        let nodes = [
+            node(0, None),
+            node(1, Some(0)),
+            node(2, Some(1)),
+            node(3, Some(0)),
+        ];
         let children = Children::new(&nodes);
         let mut order = Vec::new();
         children.depth_first(|visit| {
@@ -147,7 +159,12 @@ mod tests {
     #[test]
     fn outermost_ignores_nested_repeats_but_not_siblings() {
         // 0:a -> 1:b -> 2:a ; 0:a -> 3:b
-        let nodes = [node(0, None), node(1, Some(0)), node(2, Some(1)), node(3, Some(0))];
+        let nodes = [
+            node(0, None),
+            node(1, Some(0)),
+            node(2, Some(1)),
+            node(3, Some(0)),
+        ];
         let children = Children::new(&nodes);
         let result = outermost(&children, &[0, 1, 0, 1], 2);
         assert_eq!(result.is_outermost, [true, true, false, true]);

@@ -19,7 +19,11 @@ fn variants() -> Vec<(&'static str, DotOptions)> {
     pruned.prune.exclude = vec!["^__libc_start_main$".into(), "^main$".into()];
     let mut hot = DotOptions::default();
     hot.prune.hot_path = true;
-    vec![("", DotOptions::default()), (".pruned", pruned), (".hot", hot)]
+    vec![
+        ("", DotOptions::default()),
+        (".pruned", pruned),
+        (".hot", hot),
+    ]
 }
 
 #[test]

@@ -18,8 +18,14 @@ fn flat_reports_match_golden_files() {
     for (name, profile) in common::profiles() {
         let g = CallGraph::new(&profile);
         let options = flat::FlatOptions::default();
-        common::check_golden(&format!("{name}.flat.txt"), &render(|o| flat::write_text(&g, &options, o)));
-        common::check_golden(&format!("{name}.flat.json"), &render(|o| flat::write_json(&g, &options, o)));
+        common::check_golden(
+            &format!("{name}.flat.txt"),
+            &render(|o| flat::write_text(&g, &options, o)),
+        );
+        common::check_golden(
+            &format!("{name}.flat.json"),
+            &render(|o| flat::write_json(&g, &options, o)),
+        );
     }
 }
 
@@ -30,7 +36,10 @@ fn flat_report_sorted_by_calls_matches_golden_file() {
     let mut options = flat::FlatOptions::default();
     options.sort = "calls".parse().expect("a known sort key");
     options.limit = Some(4);
-    common::check_golden("small_program.flat-calls.txt", &render(|o| flat::write_text(&g, &options, o)));
+    common::check_golden(
+        "small_program.flat-calls.txt",
+        &render(|o| flat::write_text(&g, &options, o)),
+    );
 }
 
 #[test]
@@ -38,8 +47,14 @@ fn graph_reports_match_golden_files() {
     for (name, profile) in common::profiles() {
         let g = CallGraph::new(&profile);
         let options = graph::GraphOptions::default();
-        common::check_golden(&format!("{name}.graph.txt"), &render(|o| graph::write_text(&g, &options, o)));
-        common::check_golden(&format!("{name}.graph.json"), &render(|o| graph::write_json(&g, &options, o)));
+        common::check_golden(
+            &format!("{name}.graph.txt"),
+            &render(|o| graph::write_text(&g, &options, o)),
+        );
+        common::check_golden(
+            &format!("{name}.graph.json"),
+            &render(|o| graph::write_json(&g, &options, o)),
+        );
     }
 }
 
@@ -48,8 +63,14 @@ fn tree_reports_match_golden_files() {
     for (name, profile) in common::profiles() {
         let g = CallGraph::new(&profile);
         let options = tree::TreeOptions::default();
-        common::check_golden(&format!("{name}.tree.txt"), &render(|o| tree::write_text(&g, &options, o)));
-        common::check_golden(&format!("{name}.tree.json"), &render(|o| tree::write_json(&g, &options, o)));
+        common::check_golden(
+            &format!("{name}.tree.txt"),
+            &render(|o| tree::write_text(&g, &options, o)),
+        );
+        common::check_golden(
+            &format!("{name}.tree.json"),
+            &render(|o| tree::write_json(&g, &options, o)),
+        );
     }
 }
 
@@ -58,8 +79,14 @@ fn summary_reports_match_golden_files() {
     for (name, profile) in common::profiles() {
         let g = CallGraph::new(&profile);
         let options = summary::SummaryOptions::default();
-        common::check_golden(&format!("{name}.summary.txt"), &render(|o| summary::write_text(&g, &options, o)));
-        common::check_golden(&format!("{name}.summary.json"), &render(|o| summary::write_json(&g, &options, o)));
+        common::check_golden(
+            &format!("{name}.summary.txt"),
+            &render(|o| summary::write_text(&g, &options, o)),
+        );
+        common::check_golden(
+            &format!("{name}.summary.json"),
+            &render(|o| summary::write_json(&g, &options, o)),
+        );
     }
 }
 
@@ -74,6 +101,8 @@ fn profile_json_matches_golden_file_and_round_trips() {
 
 #[test]
 fn unknown_sort_key_names_the_valid_ones() {
-    let err = "selfish".parse::<flat::SortKey>().expect_err("not a sort key");
+    let err = "selfish"
+        .parse::<flat::SortKey>()
+        .expect_err("not a sort key");
     assert!(err.contains("self, inclusive, calls"), "{err}");
 }

@@ -53,11 +53,16 @@ pub struct BlockInfo {
 /// Index of a block in the [`BlockCache`].
 pub type BlockId = u32;
 
-/// Decoded blocks, keyed by `(address, size)`.
+/// Slots of the direct-mapped front cache (a power of two).
+const FAST_SLOTS: usize = 1 << 14;
+
+/// Decoded blocks, keyed by `(address, size)`, with a direct-mapped cache in
+/// front of the hash map so the common lookup is one array access.
 pub struct BlockCache {
     capstone: Capstone,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
+    fast: Box<[(u64, u32, BlockId)]>,
 }
 
 impl BlockCache {
@@ -68,13 +73,25 @@ impl BlockCache {
             .mode(ArchMode::Mode64)
             .detail(true)
             .build()?;
-        Ok(BlockCache { capstone, index: FxHashMap::default(), blocks: Vec::new() })
+        Ok(BlockCache {
+            capstone,
+            index: FxHashMap::default(),
+            blocks: Vec::new(),
+            fast: vec![(u64::MAX, 0, 0); FAST_SLOTS].into_boxed_slice(),
+        })
     }
 
     /// The cached block at `address` of `size` bytes, if it was decoded before.
     #[inline]
-    pub fn lookup(&self, address: u64, size: u32) -> Option<BlockId> {
-        self.index.get(&(address, size)).copied()
+    pub fn lookup(&mut self, address: u64, size: u32) -> Option<BlockId> {
+        let slot = fast_slot(address);
+        let (a, s, id) = self.fast[slot];
+        if a == address && s == size {
+            return Some(id);
+        }
+        let id = self.index.get(&(address, size)).copied()?;
+        self.fast[slot] = (address, size, id);
+        Some(id)
     }
 
     /// Decodes `code` (the block's bytes) and caches it.
@@ -120,6 +137,11 @@ impl BlockCache {
         };
         (count, terminator)
     }
+}
+
+#[inline]
+fn fast_slot(address: u64) -> usize {
+    ((address ^ (address >> 14)) as usize) & (FAST_SLOTS - 1)
 }
 
 fn classify(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Terminator {

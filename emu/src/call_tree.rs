@@ -27,10 +27,15 @@ use crate::thread::{Frame, ThreadState};
 use emuprof_analysis::raw::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
 
+/// Slots of the direct-mapped child cache (a power of two).
+const RECENT_CHILD_SLOTS: usize = 1 << 12;
+
 /// Builds the call tree of one run from block and syscall events.
 pub struct CallTreeBuilder {
     nodes: Vec<RawNode>,
     children: FxHashMap<(NodeId, u64), NodeId>,
+    /// Direct-mapped cache in front of `children`: `(parent, entry, child)`.
+    recent_children: Box<[(NodeId, u64, NodeId)]>,
     thread: ThreadState,
     initial_sp: u64,
     total: u64,
@@ -57,6 +62,7 @@ impl CallTreeBuilder {
         CallTreeBuilder {
             nodes: vec![root],
             children: FxHashMap::default(),
+            recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
             thread: ThreadState::new(0, initial_sp),
             initial_sp,
             total: 0,
@@ -182,7 +188,19 @@ impl CallTreeBuilder {
         n.max_instructions = n.max_instructions.max(cost);
     }
 
+    #[inline]
     fn child(&mut self, parent: NodeId, entry: u64) -> NodeId {
+        let slot = ((entry ^ (entry >> 12) ^ u64::from(parent).wrapping_mul(0x9e37_79b9)) as usize) & (RECENT_CHILD_SLOTS - 1);
+        let (p, e, c) = self.recent_children[slot];
+        if p == parent && e == entry {
+            return c;
+        }
+        let c = self.child_slow(parent, entry);
+        self.recent_children[slot] = (parent, entry, c);
+        c
+    }
+
+    fn child_slow(&mut self, parent: NodeId, entry: u64) -> NodeId {
         let next = self.nodes.len() as NodeId;
         let id = *self.children.entry((parent, entry)).or_insert(next);
         if id == next {

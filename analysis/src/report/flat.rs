@@ -35,8 +35,15 @@ pub enum SortKey {
 
 impl SortKey {
     /// The names accepted by [`SortKey::from_str`].
-    pub const NAMES: &'static [&'static str] =
-        &["self", "inclusive", "calls", "self-per-call", "inclusive-per-call", "name", "address"];
+    pub const NAMES: &'static [&'static str] = &[
+        "self",
+        "inclusive",
+        "calls",
+        "self-per-call",
+        "inclusive-per-call",
+        "name",
+        "address",
+    ];
 
     /// The name [`SortKey::from_str`] accepts for this key.
     pub fn name(self) -> &'static str {
@@ -65,9 +72,12 @@ impl FromStr for SortKey {
             SortKey::Name,
             SortKey::Address,
         ];
-        ALL.into_iter()
-            .find(|key| key.name() == s)
-            .ok_or_else(|| format!("unknown sort key {s:?}; use one of: {}", SortKey::NAMES.join(", ")))
+        ALL.into_iter().find(|key| key.name() == s).ok_or_else(|| {
+            format!(
+                "unknown sort key {s:?}; use one of: {}",
+                SortKey::NAMES.join(", ")
+            )
+        })
     }
 }
 
@@ -148,11 +158,20 @@ pub fn build(graph: &CallGraph, options: &FlatOptions) -> FlatReport {
             max_per_call: stats.max_instructions,
         })
         .collect();
-    functions.sort_by(|a, b| compare(options.sort, a, b).then_with(|| a.name.cmp(&b.name)).then(a.address.cmp(&b.address)));
+    functions.sort_by(|a, b| {
+        compare(options.sort, a, b)
+            .then_with(|| a.name.cmp(&b.name))
+            .then(a.address.cmp(&b.address))
+    });
     if let Some(limit) = options.limit {
         functions.truncate(limit);
     }
-    FlatReport { report: "flat", total_instructions: profile.totals.instructions, sort: options.sort, functions }
+    FlatReport {
+        report: "flat",
+        total_instructions: profile.totals.instructions,
+        sort: options.sort,
+        functions,
+    }
 }
 
 fn compare(key: SortKey, a: &FlatRow, b: &FlatRow) -> Ordering {

@@ -11,7 +11,7 @@ pub fn grouped(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
@@ -59,7 +59,10 @@ pub struct Table {
 impl Table {
     /// A table with these headers.
     pub fn new(columns: &[(&str, Align)]) -> Table {
-        Table { columns: columns.iter().map(|&(h, a)| (h.to_string(), a)).collect(), rows: Vec::new() }
+        Table {
+            columns: columns.iter().map(|&(h, a)| (h.to_string(), a)).collect(),
+            rows: Vec::new(),
+        }
     }
 
     /// Adds a row; missing cells are empty.
@@ -67,20 +70,25 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// Writes header and rows.
+    /// Writes header and rows (buffered: `out` may be an unbuffered file).
     pub fn write<W: Write>(&self, out: &mut W) -> io::Result<()> {
-        let mut widths: Vec<usize> = self.columns.iter().map(|(h, _)| h.chars().count()).collect();
+        let mut out = io::BufWriter::new(out);
+        let mut widths: Vec<usize> = self
+            .columns
+            .iter()
+            .map(|(h, _)| h.chars().count())
+            .collect();
         for row in &self.rows {
             for (width, cell) in widths.iter_mut().zip(row) {
                 *width = (*width).max(cell.chars().count());
             }
         }
         let header: Vec<String> = self.columns.iter().map(|(h, _)| h.clone()).collect();
-        self.write_row(out, &header, &widths)?;
+        self.write_row(&mut out, &header, &widths)?;
         for row in &self.rows {
-            self.write_row(out, row, &widths)?;
+            self.write_row(&mut out, row, &widths)?;
         }
-        Ok(())
+        out.flush()
     }
 
     fn write_row<W: Write>(&self, out: &mut W, row: &[String], widths: &[usize]) -> io::Result<()> {
@@ -94,13 +102,13 @@ impl Table {
             let pad = width.saturating_sub(cell.chars().count());
             match align {
                 Align::Right => {
-                    line.extend(std::iter::repeat(' ').take(pad));
+                    line.extend(std::iter::repeat_n(' ', pad));
                     line.push_str(cell);
                 }
                 Align::Left => {
                     line.push_str(cell);
                     if i != last {
-                        line.extend(std::iter::repeat(' ').take(pad));
+                        line.extend(std::iter::repeat_n(' ', pad));
                     }
                 }
             }
@@ -129,6 +137,9 @@ mod tests {
         table.push(vec!["5".into(), "f".into()]);
         let mut out = Vec::new();
         table.write(&mut out).expect("writing to a Vec");
-        assert_eq!(String::from_utf8_lossy(&out), "    n  name\n1,000  main\n    5  f\n");
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "    n  name\n1,000  main\n    5  f\n"
+        );
     }
 }

@@ -80,10 +80,16 @@ pub struct GraphReport {
 pub fn build(graph: &CallGraph, options: &GraphOptions) -> GraphReport {
     let profile = graph.profile;
     let mut order: Vec<FunctionId> = (0..profile.functions.len() as FunctionId)
-        .filter(|&f| profile.percent(profile.functions[f as usize].inclusive_instructions) >= options.threshold_percent)
+        .filter(|&f| {
+            profile.percent(profile.functions[f as usize].inclusive_instructions)
+                >= options.threshold_percent
+        })
         .collect();
     order.sort_by(|&a, &b| {
-        let (fa, fb) = (&profile.functions[a as usize], &profile.functions[b as usize]);
+        let (fa, fb) = (
+            &profile.functions[a as usize],
+            &profile.functions[b as usize],
+        );
         fb.inclusive_instructions
             .cmp(&fa.inclusive_instructions)
             .then_with(|| fa.name.cmp(&fb.name))
@@ -109,7 +115,11 @@ pub fn build(graph: &CallGraph, options: &GraphOptions) -> GraphReport {
                 }
             })
             .collect();
-        list.sort_by(|a, b| b.inclusive_instructions.cmp(&a.inclusive_instructions).then_with(|| a.name.cmp(&b.name)));
+        list.sort_by(|a, b| {
+            b.inclusive_instructions
+                .cmp(&a.inclusive_instructions)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         list
     };
     let functions = order
@@ -130,14 +140,25 @@ pub fn build(graph: &CallGraph, options: &GraphOptions) -> GraphReport {
             }
         })
         .collect();
-    GraphReport { report: "graph", total_instructions: profile.totals.instructions, functions }
+    GraphReport {
+        report: "graph",
+        total_instructions: profile.totals.instructions,
+        functions,
+    }
 }
 
 /// Writes the call-graph report as text.
 pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: W) -> Result<()> {
     let report = build(graph, options);
-    writeln!(out, "Call graph: {} instructions; callers above each function, callees below", grouped(report.total_instructions))?;
-    writeln!(out, "calls on caller/callee lines: calls along the edge / all calls of the callee")?;
+    writeln!(
+        out,
+        "Call graph: {} instructions; callers above each function, callees below",
+        grouped(report.total_instructions)
+    )?;
+    writeln!(
+        out,
+        "calls on caller/callee lines: calls along the edge / all calls of the callee"
+    )?;
     writeln!(out)?;
     let mut table = Table::new(&[
         ("index", Align::Left),
@@ -150,7 +171,11 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
     let tag = |index: Option<usize>| index.map_or(String::new(), |i| format!(" [{i}]"));
     for entry in &report.functions {
         let neighbour_row = |n: &Neighbour, total_calls: u64| -> Vec<String> {
-            let recursive = if n.recursive_calls > 0 { format!(" (recursive {})", grouped(n.recursive_calls)) } else { String::new() };
+            let recursive = if n.recursive_calls > 0 {
+                format!(" (recursive {})", grouped(n.recursive_calls))
+            } else {
+                String::new()
+            };
             vec![
                 String::new(),
                 String::new(),
@@ -163,7 +188,9 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
         for caller in &entry.callers {
             table.push(neighbour_row(caller, entry.calls));
         }
-        let cycle = entry.cycle.map_or(String::new(), |c| format!(" <cycle {c}>"));
+        let cycle = entry
+            .cycle
+            .map_or(String::new(), |c| format!(" <cycle {c}>"));
         table.push(vec![
             format!("[{}]", entry.index),
             percent(entry.inclusive_percent),

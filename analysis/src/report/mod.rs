@@ -24,9 +24,11 @@ pub mod summary;
 pub mod tree;
 
 /// Writes `value` as pretty JSON followed by a newline.
-pub(crate) fn write_pretty_json<W: Write, T: Serialize>(mut out: W, value: &T) -> Result<()> {
+pub(crate) fn write_pretty_json<W: Write, T: Serialize>(out: W, value: &T) -> Result<()> {
+    let mut out = std::io::BufWriter::new(out);
     serde_json::to_writer_pretty(&mut out, value)?;
     out.write_all(b"\n")?;
+    out.flush()?;
     Ok(())
 }
 

@@ -111,10 +111,16 @@ pub fn build(graph: &CallGraph, options: &SummaryOptions) -> SummaryReport {
     let top = |cost: fn(&crate::Function) -> u64| -> Vec<NamedCost> {
         let mut ids: Vec<FunctionId> = (0..profile.functions.len() as FunctionId).collect();
         ids.sort_by(|&a, &b| {
-            let (fa, fb) = (&profile.functions[a as usize], &profile.functions[b as usize]);
+            let (fa, fb) = (
+                &profile.functions[a as usize],
+                &profile.functions[b as usize],
+            );
             cost(fb).cmp(&cost(fa)).then_with(|| fa.name.cmp(&fb.name))
         });
-        ids.iter().take(options.top).map(|&f| named(f, cost(&profile.functions[f as usize]))).collect()
+        ids.iter()
+            .take(options.top)
+            .map(|&f| named(f, cost(&profile.functions[f as usize])))
+            .collect()
     };
     SummaryReport {
         report: "summary",
@@ -129,14 +135,25 @@ pub fn build(graph: &CallGraph, options: &SummaryOptions) -> SummaryReport {
         cycles: graph
             .cycles
             .iter()
-            .map(|c| c.members.iter().map(|&f| graph.name(f).to_string()).collect())
+            .map(|c| {
+                c.members
+                    .iter()
+                    .map(|&f| graph.name(f).to_string())
+                    .collect()
+            })
             .collect(),
         deepest_recursion: graph.tree.deepest_recursion,
-        deepest_recursion_function: graph.tree.deepest_recursion_function.map(|f| graph.name(f).to_string()),
+        deepest_recursion_function: graph
+            .tree
+            .deepest_recursion_function
+            .map(|f| graph.name(f).to_string()),
         max_call_depth: graph.tree.max_call_depth,
         max_stack_bytes: graph.tree.max_stack_bytes,
         calls: profile.totals.calls,
-        direct_calls: profile.totals.calls.saturating_sub(graph.tree.indirect_calls),
+        direct_calls: profile
+            .totals
+            .calls
+            .saturating_sub(graph.tree.indirect_calls),
         indirect_calls: graph.tree.indirect_calls,
         syscalls: profile.totals.syscalls,
         hottest_function: graph
@@ -157,10 +174,21 @@ pub fn build(graph: &CallGraph, options: &SummaryOptions) -> SummaryReport {
 /// Writes the summary as `label: value` lines.
 pub fn write_text<W: Write>(graph: &CallGraph, options: &SummaryOptions, mut out: W) -> Result<()> {
     let r = build(graph, options);
-    let cost = |c: &NamedCost| format!("{} ({} instructions, {})", c.name, grouped(c.instructions), percent(c.percent));
+    let cost = |c: &NamedCost| {
+        format!(
+            "{} ({} instructions, {})",
+            c.name,
+            grouped(c.instructions),
+            percent(c.percent)
+        )
+    };
     let mut lines: Vec<(&str, String)> = vec![
         ("command", r.command.join(" ")),
-        ("exit status", r.exit_status.map_or("none (run did not finish)".into(), |s| s.to_string())),
+        (
+            "exit status",
+            r.exit_status
+                .map_or("none (run did not finish)".into(), |s| s.to_string()),
+        ),
     ];
     if let Some(reason) = &r.partial {
         lines.push(("PARTIAL", reason.clone()));
@@ -171,38 +199,90 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &SummaryOptions, mut out
         ("calling contexts", grouped(r.contexts)),
         ("call-graph edges", grouped(r.edges as u64)),
         ("back edges", grouped(r.back_edges as u64)),
-        ("cycles", if r.cycles.is_empty() { "none".into() } else { r.cycles.iter().map(|c| format!("{{{}}}", c.join(", "))).collect::<Vec<_>>().join(" ") }),
+        (
+            "cycles",
+            if r.cycles.is_empty() {
+                "none".into()
+            } else {
+                r.cycles
+                    .iter()
+                    .map(|c| format!("{{{}}}", c.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+        ),
         (
             "deepest recursion",
             match (&r.deepest_recursion_function, r.deepest_recursion) {
-                (Some(name), depth) if depth > 1 => format!("{} activations of {name}", grouped(u64::from(depth))),
+                (Some(name), depth) if depth > 1 => {
+                    format!("{} activations of {name}", grouped(u64::from(depth)))
+                }
                 _ => "none".into(),
             },
         ),
-        ("max call depth", format!("{} frames", grouped(u64::from(r.max_call_depth)))),
-        ("max stack depth", format!("{} bytes", grouped(r.max_stack_bytes))),
-        ("calls", format!("{} ({} direct, {} indirect)", grouped(r.calls), grouped(r.direct_calls), grouped(r.indirect_calls))),
+        (
+            "max call depth",
+            format!("{} frames", grouped(u64::from(r.max_call_depth))),
+        ),
+        (
+            "max stack depth",
+            format!("{} bytes", grouped(r.max_stack_bytes)),
+        ),
+        (
+            "calls",
+            format!(
+                "{} ({} direct, {} indirect)",
+                grouped(r.calls),
+                grouped(r.direct_calls),
+                grouped(r.indirect_calls)
+            ),
+        ),
         ("syscalls", grouped(r.syscalls)),
-        ("hottest function", r.hottest_function.as_ref().map_or("none".into(), cost)),
+        (
+            "hottest function",
+            r.hottest_function.as_ref().map_or("none".into(), cost),
+        ),
         (
             "hottest edge",
             r.hottest_edge.as_ref().map_or("none".into(), |e| {
-                format!("{} → {} ({} call{}, {} instructions, {})", e.caller, e.callee, grouped(e.calls), if e.calls == 1 { "" } else { "s" }, grouped(e.inclusive_instructions), percent(e.percent))
+                format!(
+                    "{} → {} ({} call{}, {} instructions, {})",
+                    e.caller,
+                    e.callee,
+                    grouped(e.calls),
+                    if e.calls == 1 { "" } else { "s" },
+                    grouped(e.inclusive_instructions),
+                    percent(e.percent)
+                )
             }),
         ),
     ]);
-    let width = lines.iter().map(|(label, _)| label.len()).max().unwrap_or(0);
+    let width = lines
+        .iter()
+        .map(|(label, _)| label.len())
+        .max()
+        .unwrap_or(0);
     for (label, value) in &lines {
         writeln!(out, "{label:<width$}  {value}")?;
     }
-    for (title, list) in [("top by self", &r.top_self), ("top by inclusive", &r.top_inclusive)] {
+    for (title, list) in [
+        ("top by self", &r.top_self),
+        ("top by inclusive", &r.top_inclusive),
+    ] {
         if list.is_empty() {
             continue;
         }
         writeln!(out)?;
         writeln!(out, "{title}:")?;
         for (rank, c) in list.iter().enumerate() {
-            writeln!(out, "  {:>2}. {:>8}  {:>15}  {}", rank + 1, percent(c.percent), grouped(c.instructions), c.name)?;
+            writeln!(
+                out,
+                "  {:>2}. {:>8}  {:>15}  {}",
+                rank + 1,
+                percent(c.percent),
+                grouped(c.instructions),
+                c.name
+            )?;
         }
     }
     Ok(())

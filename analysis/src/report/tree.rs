@@ -29,7 +29,9 @@ pub struct TreeOptions {
 
 impl Default for TreeOptions {
     fn default() -> TreeOptions {
-        TreeOptions { threshold_percent: 1.0 }
+        TreeOptions {
+            threshold_percent: 1.0,
+        }
     }
 }
 

@@ -83,6 +83,8 @@ impl Process {
                 self.random.fill_bytes(&mut buf);
                 call.mem.write(a[0], &buf).map(|_| buf.len() as u64).map_err(Errno::from)
             }
+            SYS_SYSINFO => sysinfo(call, a[0]),
+            SYS_PRCTL => prctl(call, a),
             SYS_GETCPU => {
                 if a[0] != 0 {
                     if let Err(e) = call.mem.write(a[0], &0u32.to_le_bytes()) {
@@ -118,6 +120,45 @@ fn write_limit(call: &mut SyscallCall, addr: u64, resource: u64) -> SysResult {
     call.mem.write_u64(addr, cur)?;
     call.mem.write_u64(addr + 8, max)?;
     Ok(0)
+}
+
+/// `sysinfo`: a fixed machine (8 GiB of RAM, nothing else running) whose
+/// uptime is the virtual clock's start.
+fn sysinfo(call: &mut SyscallCall, addr: u64) -> SysResult {
+    // struct sysinfo: uptime, loads[3], totalram, freeram, sharedram,
+    // bufferram, totalswap, freeswap (longs), procs (u16), pad, totalhigh,
+    // freehigh, mem_unit (u32): 112 bytes.
+    let mut b = [0u8; 112];
+    let put = |b: &mut [u8; 112], at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    put(&mut b, 0, 1);
+    put(&mut b, 32, 8 << 30);
+    put(&mut b, 40, 6 << 30);
+    b[80..82].copy_from_slice(&1u16.to_le_bytes());
+    b[104..108].copy_from_slice(&1u32.to_le_bytes());
+    call.mem.write(addr, &b)?;
+    Ok(0)
+}
+
+/// `prctl`: names and harmless flags are accepted; the rest is `EINVAL`.
+fn prctl(call: &mut SyscallCall, a: [u64; 6]) -> SysResult {
+    const PR_SET_PDEATHSIG: u64 = 1;
+    const PR_GET_DUMPABLE: u64 = 3;
+    const PR_SET_DUMPABLE: u64 = 4;
+    const PR_SET_NAME: u64 = 15;
+    const PR_GET_NAME: u64 = 16;
+    const PR_SET_NO_NEW_PRIVS: u64 = 38;
+    const PR_SET_VMA: u64 = 0x53564d41;
+    match a[0] {
+        PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_NAME | PR_SET_NO_NEW_PRIVS | PR_SET_VMA => Ok(0),
+        PR_GET_DUMPABLE => Ok(1),
+        PR_GET_NAME => {
+            let mut name = [0u8; 16];
+            name[..7].copy_from_slice(b"emuprof");
+            call.mem.write(a[1], &name)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 fn uname(call: &mut SyscallCall, addr: u64) -> SysResult {

@@ -58,18 +58,27 @@ pub fn small_program() -> Profile {
 
 /// The named profiles every golden test runs over.
 pub fn profiles() -> Vec<(&'static str, Profile)> {
-    vec![("foo_bar_toy", foo_bar_toy()), ("small_program", small_program())]
+    vec![
+        ("foo_bar_toy", foo_bar_toy()),
+        ("small_program", small_program()),
+    ]
 }
 
 /// Compares `actual` with `tests/golden/<name>`; with `EMUPROF_BLESS=1` rewrites it.
 pub fn check_golden(name: &str, actual: &[u8]) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("EMUPROF_BLESS").is_some_and(|v| v == "1") {
         std::fs::write(&path, actual).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
         return;
     }
-    let expected = std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}; run with EMUPROF_BLESS=1 to create it", path.display()));
+    let expected = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "reading {}: {e}; run with EMUPROF_BLESS=1 to create it",
+            path.display()
+        )
+    });
     if expected != actual {
         panic!(
             "{} differs from the output (rerun with EMUPROF_BLESS=1 if the change is intended):\n--- expected\n{}\n--- actual\n{}",
