@@ -22,6 +22,10 @@ pub struct Cli {
 pub enum Command {
     /// Run a static binary under the emulator and write its profile.
     Run(RunArgs),
+    /// Print a report (flat, graph, tree, summary) of a profile.
+    Report(crate::commands::report::ReportArgs),
+    /// Export a profile for other tools (DOT, SVG, …).
+    Export(crate::commands::export::ExportArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
@@ -103,7 +107,7 @@ mod tests {
     fn program_flags_go_to_the_program() {
         let args = with_implicit_run(["emuprof", "-o", "x.json", "./p", "-v", "--help"].map(String::from).to_vec());
         let cli = Cli::try_parse_from(args).unwrap();
-        let Command::Run(run) = cli.command;
+        let Command::Run(run) = cli.command else { panic!("not run") };
         assert_eq!(run.output, PathBuf::from("x.json"));
         assert_eq!(run.program, PathBuf::from("./p"));
         assert_eq!(run.args, vec!["-v", "--help"]);

@@ -18,6 +18,8 @@ pub fn write_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::R
         w.flush()?;
     }
     tmp.as_file().sync_all()?;
+    // Temp files are created 0600; give the result the usual 0644.
+    std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -1,6 +1,9 @@
 //! One module per subcommand.
 
-mod run;
+pub mod export;
+mod profile_file;
+pub mod report;
+pub mod run;
 mod summary;
 
 use crate::cli::Command;
@@ -9,5 +12,7 @@ use crate::cli::Command;
 pub fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args),
     }
 }

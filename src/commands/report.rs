@@ -1,0 +1,93 @@
+//! `emuprof report`: text and JSON reports of a profile.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use emuprof_analysis::report::{flat, graph, summary, tree};
+use emuprof_analysis::CallGraph;
+
+use super::profile_file;
+
+/// Print a report of a profile.
+///
+/// --flat (the default) is a gprof-style table: self %, self and inclusive
+/// instructions, calls, cost per call (average, min, max), name and source
+/// location. Inclusive costs count recursion once (Kaes's c_t).
+///
+/// --graph lists, for each function, its callers and callees with call counts
+/// and inclusive costs (gprof's call-graph view). Recursive (back) edges are
+/// marked.
+///
+/// --tree prints Kaes's display tree: every function once, as a master node
+/// under its most expensive caller; other call sites link to it.
+///
+/// --summary gives the run at a glance: functions, edges, back edges, cycles,
+/// deepest recursion, maximum call and stack depth, direct and indirect calls,
+/// syscalls, the hottest function and edge.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct ReportArgs {
+    /// The profile (written by `emuprof run`).
+    pub profile: PathBuf,
+    /// gprof-style flat table (default).
+    #[arg(long, group = "kind")]
+    pub flat: bool,
+    /// Callers and callees of each function.
+    #[arg(long, group = "kind")]
+    pub graph: bool,
+    /// Kaes display tree.
+    #[arg(long, group = "kind")]
+    pub tree: bool,
+    /// Whole-run summary.
+    #[arg(long, group = "kind")]
+    pub summary: bool,
+    /// Machine-readable JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Sort key of the flat report.
+    #[arg(long, default_value = "self", value_parser = clap::builder::PossibleValuesParser::new(flat::SortKey::NAMES))]
+    pub sort: String,
+    /// Show at most N functions in the flat report.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Fold subtrees (tree) or hide functions (graph) below this percentage of the total.
+    #[arg(long, value_name = "PCT")]
+    pub threshold: Option<f64>,
+    /// How many hottest functions the summary lists.
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+}
+
+/// Prints the requested report to stdout.
+pub fn run(args: ReportArgs) -> Result<i32> {
+    let profile = profile_file::read(&args.profile)?;
+    let graph = CallGraph::new(&profile);
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.graph {
+        let mut o = graph::GraphOptions::default();
+        if let Some(t) = args.threshold {
+            o.threshold_percent = t;
+        }
+        if args.json { graph::write_json(&graph, &o, &mut out)? } else { graph::write_text(&graph, &o, &mut out)? }
+    } else if args.tree {
+        let mut o = tree::TreeOptions::default();
+        if let Some(t) = args.threshold {
+            o.threshold_percent = t;
+        }
+        if args.json { tree::write_json(&graph, &o, &mut out)? } else { tree::write_text(&graph, &o, &mut out)? }
+    } else if args.summary {
+        let mut o = summary::SummaryOptions::default();
+        o.top = args.top;
+        if args.json { summary::write_json(&graph, &o, &mut out)? } else { summary::write_text(&graph, &o, &mut out)? }
+    } else {
+        let mut o = flat::FlatOptions::default();
+        o.sort = args.sort.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+        o.limit = args.limit;
+        if args.json { flat::write_json(&graph, &o, &mut out)? } else { flat::write_text(&graph, &o, &mut out)? }
+    }
+    out.flush()?;
+    Ok(0)
+}
