@@ -31,7 +31,12 @@ pub const HWCAP: u64 = 0x178b_fbff;
 /// `AT_CLKTCK`.
 pub const CLOCK_TICKS: u64 = 100;
 
+/// `AT_MINSIGSTKSZ`: smallest signal stack, as x86-64 Linux reports it.
+pub const MIN_SIGNAL_STACK: u64 = 2048;
+
 const AT_NULL: u64 = 0;
+const AT_IGNORE: u64 = 1;
+const AT_MINSIGSTKSZ: u64 = 51;
 const AT_PHDR: u64 = 3;
 const AT_PHENT: u64 = 4;
 const AT_PHNUM: u64 = 5;
@@ -78,7 +83,12 @@ pub fn build(top: u64, args: &[String], env: &[String], aux: &AuxInfo) -> Initia
     let mut random_at = top - 8 - strings.len() as u64 - 16;
     random_at &= !0xf;
 
+    // The order and length of Linux 6.x's vector (22 entries before AT_NULL),
+    // so startup code that walks it does the same work as on a real kernel.
+    // There is no vDSO and no rseq: those entries are AT_IGNORE.
     let auxv: Vec<(u64, u64)> = vec![
+        (AT_IGNORE, 0), // AT_SYSINFO_EHDR: no vDSO, time goes through syscalls
+        (AT_MINSIGSTKSZ, MIN_SIGNAL_STACK),
         (AT_HWCAP, HWCAP),
         (AT_PAGESZ, 4096),
         (AT_CLKTCK, CLOCK_TICKS),
@@ -97,6 +107,8 @@ pub fn build(top: u64, args: &[String], env: &[String], aux: &AuxInfo) -> Initia
         (AT_HWCAP2, 0),
         (AT_EXECFN, execfn),
         (AT_PLATFORM, platform),
+        (AT_IGNORE, 0), // AT_RSEQ_FEATURE_SIZE: rseq is not emulated
+        (AT_IGNORE, 0), // AT_RSEQ_ALIGN
         (AT_NULL, 0),
     ];
     let words = 1 + arg_ptrs.len() + 1 + env_ptrs.len() + 1 + auxv.len() * 2;

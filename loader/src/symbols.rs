@@ -3,7 +3,9 @@
 //!
 //! # Which symbols count
 //!
-//! Defined `STT_FUNC` and `STT_GNU_IFUNC` symbols with a non-zero value, from
+//! Defined `STT_FUNC` and `STT_GNU_IFUNC` symbols with a non-zero value, and
+//! `STT_NOTYPE` symbols that point into executable code (hand-written assembly
+//! such as `_init`/`_fini` — Valgrind counts those as functions too), from
 //! `.symtab`; when the binary has no `.symtab` (it was stripped), from `.dynsym`
 //! (a stripped static-pie may still have one). Values are biased like the image.
 //!
@@ -112,7 +114,7 @@ impl Symbols {
         };
         let mut candidates: Vec<Candidate<'_>> = table
             .iter()
-            .filter(is_defined_function)
+            .filter(|sym| is_defined_function(sym) || is_code_label(sym, image))
             .filter_map(|sym| {
                 let raw_name = strings
                     .get_at(sym.st_name)
@@ -199,6 +201,18 @@ impl Symbols {
 fn is_defined_function(sym: &Sym) -> bool {
     let kind = sym.st_type();
     (kind == STT_FUNC || kind == STT_GNU_IFUNC) && sym.st_shndx != 0 && sym.st_value != 0
+}
+
+/// An untyped symbol in executable code (assembly entry points like `_fini`).
+fn is_code_label(sym: &Sym, image: &Image) -> bool {
+    sym.st_type() == goblin::elf::sym::STT_NOTYPE
+        && sym.st_shndx != 0
+        && sym.st_value != 0
+        && sym
+            .st_value
+            .checked_add(image.load_bias)
+            .and_then(|a| image.segment_at(a))
+            .is_some_and(|seg| seg.executable)
 }
 
 /// Alias preference: a plain function before an IFUNC, then the shorter name.

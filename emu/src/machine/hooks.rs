@@ -19,16 +19,26 @@ const PROGRESS_EVERY: u64 = 1 << 16;
 /// Shared machine state as the hooks hold it.
 pub type Shared<'a> = Rc<RefCell<MachineState<'a>>>;
 
-/// The block hook: count, build the tree, enforce limits.
-pub fn on_block(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, address: u64, size: u32) {
-    let mut guard = state.borrow_mut();
+/// The block hook: count, build the tree, enforce limits. Installed through
+/// the raw C API: it runs for every executed block, and the safe binding's
+/// per-call reference counting showed up in profiles.
+///
+/// # Safety
+/// `user_data` must point to the live `RefCell<MachineState>` the machine
+/// registered; Unicorn calls this only from inside `emu_start`, when no other
+/// borrow of the state is active.
+pub unsafe extern "C" fn on_block_raw(uc: *mut uc_engine, address: u64, size: u32, user_data: *mut c_void) {
+    let state = &*(user_data as *const RefCell<MachineState<'_>>);
+    let Ok(mut guard) = state.try_borrow_mut() else { return };
     let st = &mut *guard;
     let id = match st.blocks.lookup(address, size) {
         Some(id) => id,
         None => {
             let mut code = vec![0u8; size as usize];
             // An unreadable block cannot have run; count what we can.
-            let _ = st.space.read_raw(uc, address, &mut code);
+            let _ = st.space.read_raw_with(address, &mut code, |phys, buf| {
+                unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64) == unicorn_engine::uc_error::OK
+            });
             let is_start = st.symbols.is_function_start(address);
             st.blocks.insert(address, size, &code, is_start)
         }
@@ -41,7 +51,12 @@ pub fn on_block(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, address: u64, size
         terminator: block.terminator,
         is_function_start: block.is_function_start,
     };
-    if st.tree.on_block(event, || uc.reg_read(RegisterX86::RSP).unwrap_or(0)) {
+    let read_sp = || {
+        let mut sp: u64 = 0;
+        unicorn_engine::uc_reg_read(uc, RegisterX86::RSP as i32, (&raw mut sp).cast());
+        sp
+    };
+    if st.tree.on_block(event, read_sp) {
         block.is_function_start = true;
     }
     st.blocks_run += 1;
@@ -57,7 +72,7 @@ pub fn on_block(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, address: u64, size
                 StopReason::Interrupted
             });
         }
-        let _ = uc.emu_stop();
+        unicorn_engine::uc_emu_stop(uc);
     }
 }
 

@@ -179,14 +179,30 @@ fn runs_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
 fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Result<(), EmuError> {
     let err = |e| EmuError::unicorn("installing hooks", e);
     let s = Rc::clone(state);
-    uc.add_block_hook(1, 0, move |uc, address, size| hooks::on_block(uc, &s, address, size)).map_err(err)?;
-    let s = Rc::clone(state);
     uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s)).map_err(err)?;
     let s = Rc::clone(state);
     uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno)).map_err(err)?;
-    // rdtsc/rdtscp need a hook that returns "skip", which the safe binding
-    // does not offer. The state outlives `uc` (it is dropped after `uc`).
+    // The block hook runs for every block and rdtsc/rdtscp need to return
+    // "skip", so these three use the raw API. The state outlives `uc` (it is
+    // dropped after `uc`).
     let user_data = Rc::as_ptr(state) as *mut c_void;
+    let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
+    // SAFETY: a valid engine handle, a callback with the block-hook signature,
+    // and user data that outlives the engine. begin > end means "everywhere".
+    let rc = unsafe {
+        unicorn_engine::uc_hook_add(
+            uc.get_handle(),
+            &raw mut hook,
+            HookType::BLOCK.0 as i32,
+            hooks::on_block_raw as *mut c_void,
+            user_data,
+            1u64,
+            0u64,
+        )
+    };
+    if rc != unicorn_engine::uc_error::OK {
+        return Err(err(rc));
+    }
     for (insn, callback) in [
         (X86Insn::RDTSC, hooks::on_rdtsc as unsafe extern "C" fn(_, _) -> i32),
         (X86Insn::RDTSCP, hooks::on_rdtscp as unsafe extern "C" fn(_, _) -> i32),

@@ -8,7 +8,7 @@ use super::stop::StopReason;
 use super::UnsupportedSyscalls;
 use crate::memory::GuestView;
 use crate::syscalls::numbers::{self, *};
-use crate::syscalls::{memory_map, Errno, SysResult, SyscallCall};
+use crate::syscalls::{children, credentials, futex, memory_map, Errno, SysResult, SyscallCall};
 
 const ARCH_SET_GS: u64 = 0x1001;
 const ARCH_SET_FS: u64 = 0x1002;
@@ -83,6 +83,9 @@ fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, arg
         .handle(&mut call, instructions)
         .or_else(|| sys.process.handle(&mut call))
         .or_else(|| sys.signals.handle(&mut call))
+        .or_else(|| credentials::handle(&mut call))
+        .or_else(|| children::handle(&mut call))
+        .or_else(|| futex::handle(&mut call))
         .or_else(|| sys.files.handle(&mut call));
     notes.extend(sys.files.take_notes());
     result

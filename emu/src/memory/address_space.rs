@@ -197,6 +197,12 @@ impl AddressSpace {
         self.pages.get(&(addr & !(PAGE_SIZE - 1))).map(|p| p.prot)
     }
 
+    /// Reads guest memory ignoring permissions with a raw physical reader
+    /// (`read(phys, buf) -> ok`), for hooks that only hold the engine handle.
+    pub fn read_raw_with(&self, addr: u64, buf: &mut [u8], mut read: impl FnMut(u64, &mut [u8]) -> bool) -> Result<(), MemoryFault> {
+        self.chunks(addr, buf.len(), |_| true, |phys, range| read(phys, &mut buf[range]))
+    }
+
     /// Reads guest memory ignoring permissions (for `mremap`).
     pub fn read_raw(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
         self.chunks(addr, buf.len(), |_| true, |phys, range| uc.mem_read(phys, &mut buf[range]).is_ok())

@@ -5,6 +5,9 @@
 //! returns `None` for numbers it does not own. The machine asks each family in
 //! turn (see `dispatch`); a number nobody owns is an unsupported syscall.
 
+pub mod attributes;
+pub mod children;
+pub mod credentials;
 pub mod errno;
 pub mod memory_access;
 pub mod memory_map;
@@ -14,6 +17,7 @@ pub mod time;
 pub mod dirs;
 pub mod fd_ops;
 pub mod fd_table;
+pub mod futex;
 pub mod file_system;
 pub mod files;
 pub mod guest_io;

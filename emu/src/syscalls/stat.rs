@@ -1,4 +1,5 @@
-//! File metadata: `stat` and friends, `statx`, `statfs`, `access`, `readlink`, `utimensat`.
+//! File metadata: `stat` and friends, `statx`, `statfs`, `access`, `readlink`, `utimensat`
+//! (the older `utime`/`utimes`/`futimesat` are in `attributes`).
 //!
 //! Results are the host kernel's structures copied unchanged (host and guest
 //! are both x86-64 Linux), so inode numbers, devices and times are the host's.
@@ -42,7 +43,7 @@ impl Files {
     /// Runs `query(dir, name, flags)` on what `dirfd`/`path`/`flags` name: the
     /// fd itself for an empty path with `AT_EMPTY_PATH` (or a null path when
     /// `null_is_fd`), otherwise the resolved location with `AT_SYMLINK_NOFOLLOW`.
-    fn query_at<T>(
+    pub(super) fn query_at<T>(
         &self,
         mem: &dyn GuestMemory,
         dirfd: u64,
@@ -185,15 +186,28 @@ impl Files {
 
     fn utimensat(&self, mem: &dyn GuestMemory, a: [u64; 6]) -> SysResult {
         let (dirfd, path_addr, times_addr, flags) = (a[0], a[1], a[2], a[3]);
-        let mut times = [0u8; 32];
-        if times_addr != 0 {
-            mem.read(times_addr, &mut times)?;
-        }
-        let times_ptr = if times_addr == 0 {
-            0
+        let times = if times_addr == 0 {
+            None
         } else {
-            times.as_ptr() as i64
+            let mut times = [0u8; 32];
+            mem.read(times_addr, &mut times)?;
+            Some(times)
         };
+        self.set_times(mem, dirfd, path_addr, times, flags)
+    }
+
+    /// `utimensat` with the two `struct timespec`s already read from the
+    /// guest (`None`: both "now"); also serves `utime`, `utimes` and
+    /// `futimesat`.
+    pub(super) fn set_times(
+        &self,
+        mem: &dyn GuestMemory,
+        dirfd: u64,
+        path_addr: u64,
+        times: Option<[u8; 32]>,
+        flags: u64,
+    ) -> SysResult {
+        let times_ptr = times.as_ref().map_or(0, |t| t.as_ptr() as i64);
         self.refuse_if_read_only()?;
         let set = |dir: BorrowedFd<'_>, name: Option<&CStr>, at_flags: i32| {
             let name_ptr = name.map_or(0, |n| n.as_ptr() as i64);
