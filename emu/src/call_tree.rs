@@ -115,6 +115,7 @@ impl CallTreeBuilder {
         (self.nodes, self.total)
     }
 
+    #[inline(always)]
     fn transition(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
         match self.thread.pending {
             Terminator::Other | Terminator::Jump | Terminator::Syscall => {

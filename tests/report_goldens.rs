@@ -1,0 +1,86 @@
+//! Golden files for every report (text and JSON) and the DOT export of two
+//! real testprogs. The musl builds run on emuprof's fixed CPU, so their counts
+//! are the same on every host. `EMUPROF_BLESS=1` rewrites the goldens.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{bless_requested, repo_root, run_emuprof, testprog, Libc};
+
+const PROGRAMS: &[&str] = &["mutual", "fnptr"];
+
+const REPORTS: &[(&str, &[&str])] = &[
+    ("flat.txt", &["--flat"]),
+    ("flat.json", &["--flat", "--json"]),
+    ("graph.txt", &["--graph"]),
+    ("graph.json", &["--graph", "--json"]),
+    ("tree.txt", &["--tree"]),
+    ("tree.json", &["--tree", "--json"]),
+    ("summary.txt", &["--summary"]),
+    ("summary.json", &["--summary", "--json"]),
+];
+
+fn golden_dir() -> PathBuf {
+    repo_root().join("tests/golden/reports")
+}
+
+/// Paths that depend on where the repository and build live.
+fn normalize(text: &str, program: &Path) -> String {
+    let program_dir = program.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    text.replace(&program_dir, "<testprogs>").replace(&repo_root().display().to_string(), "<repo>")
+}
+
+fn check(name: &str, actual: &str, failures: &mut Vec<String>) {
+    let path = golden_dir().join(name);
+    if bless_requested() {
+        std::fs::write(&path, actual).expect("write golden");
+        return;
+    }
+    match std::fs::read_to_string(&path) {
+        Ok(expected) if expected == actual => {}
+        Ok(expected) => failures.push(format!("{name} differs from {}:\n--- expected\n{expected}\n--- actual\n{actual}", path.display())),
+        Err(e) => failures.push(format!("{name}: cannot read {} ({e}); run with EMUPROF_BLESS=1", path.display())),
+    }
+}
+
+fn emuprof(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_emuprof")).args(args).output().expect("run emuprof");
+    assert!(out.status.success(), "emuprof {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8 report")
+}
+
+#[test]
+fn reports_and_dot_match_goldens() {
+    if !common::testprogs::musl_available() {
+        eprintln!("skipping golden reports: musl-gcc is not installed (apt-get install musl-tools)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut failures = Vec::new();
+    for program in PROGRAMS {
+        let variant = testprog(program, Libc::Musl, "O2");
+        let run = run_emuprof(&variant.path, &variant.args, &["--quiet"]);
+        let profile = dir.path().join(format!("{program}.json"));
+        std::fs::write(&profile, run.profile_bytes.as_deref().expect("profile written")).expect("save profile");
+        let profile_arg = profile.to_str().expect("utf-8 path");
+        for (suffix, flags) in REPORTS {
+            let mut args = vec!["report", profile_arg];
+            args.extend_from_slice(flags);
+            check(&format!("{program}.{suffix}"), &normalize(&emuprof(&args), &variant.path), &mut failures);
+        }
+        let dot = dir.path().join(format!("{program}.dot"));
+        let dot_arg = dot.to_str().expect("utf-8 path");
+        emuprof(&["export", profile_arg, "--format", "dot", "--threshold", "0", "-o", dot_arg]);
+        let dot_text = std::fs::read_to_string(&dot).expect("dot written");
+        check(&format!("{program}.dot"), &normalize(&dot_text, &variant.path), &mut failures);
+        if common::find_in_path("dot").is_some() {
+            let svg = Command::new("dot").args(["-Tsvg", dot_arg]).output().expect("run dot");
+            assert!(svg.status.success(), "Graphviz rejected {program}.dot: {}", String::from_utf8_lossy(&svg.stderr));
+        } else {
+            eprintln!("not checking {program}.dot with Graphviz: dot is not installed");
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
