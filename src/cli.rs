@@ -26,6 +26,12 @@ pub enum Command {
     Report(crate::commands::report::ReportArgs),
     /// Export a profile for other tools (DOT, SVG, …).
     Export(crate::commands::export::ExportArgs),
+    /// Fail (exit 3) when a profile breaks the cost limits of a limits file.
+    Check(crate::commands::check::CheckArgs),
+    /// Compare two profiles (or two builds) function by function.
+    Diff(crate::commands::diff::DiffArgs),
+    /// Source lines or disassembly with exact per-line and per-instruction counts.
+    Annotate(crate::commands::annotate::AnnotateArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
@@ -40,12 +46,9 @@ pub enum UnsupportedPolicy {
     Enosys,
 }
 
-/// Options of `emuprof run`.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// Where to write the profile (JSON).
-    #[arg(short, long, default_value = "emuprof.json")]
-    pub output: PathBuf,
+/// How the guest runs, shared by `run`, `check` and `diff --run`.
+#[derive(Debug, Clone, Args)]
+pub struct GuestArgs {
     /// Add KEY=VALUE to the guest's environment (which is empty by default).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
@@ -67,6 +70,21 @@ pub struct RunArgs {
     /// Refuse every write, create, rename and unlink with EROFS.
     #[arg(long)]
     pub read_only: bool,
+    /// The guest's argv[0] (default: the program path as given). argv[0] is
+    /// input like any argument: its length can change counts.
+    #[arg(long, value_name = "NAME")]
+    pub argv0: Option<String>,
+}
+
+/// Options of `emuprof run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where to write the profile (JSON).
+    #[arg(short, long, default_value = "emuprof.json")]
+    pub output: PathBuf,
+    /// How the guest runs (environment, seed, limits, files).
+    #[command(flatten)]
+    pub guest: GuestArgs,
     /// Do not print the summary after the run.
     #[arg(short, long)]
     pub quiet: bool,

@@ -1,17 +1,46 @@
 //! emuprof as a library: run a static binary under the emulator and query its
 //! exact, deterministic costs from Rust — for example in a `cargo test` that
-//! fails when a function gets more expensive.
+//! fails when a function gets more expensive, like iai-callgrind but without
+//! Valgrind and with counts that do not depend on the host.
 //!
-//! ```no_run
-//! let run = emuprof::Run::new("testprogs/build/fib.musl.O2").arg("25").execute()?;
-//! let fib = run.function("fib").expect("fib ran");
-//! assert!(fib.inclusive_instructions < 5_000_000);
-//! assert_eq!(run.exit_status(), Some(0));
-//! # Ok::<(), anyhow::Error>(())
+//! [`Run`] says what to run (program, arguments, environment, seed);
+//! [`Run::execute`] runs it to the end and returns a [`CompletedRun`] holding
+//! the symbolicated [`Profile`]. Query a function's self and inclusive
+//! instructions and calls by name. The same binary, arguments, environment and
+//! seed give the same counts on every run and every host, so exact
+//! assertions are safe; budgets (`<`) survive small code changes.
+//!
 //! ```
+//! # let dir = tempfile::tempdir()?;
+//! # let fib_path = dir.path().join("fib");
+//! # let testprogs = concat!(env!("CARGO_MANIFEST_DIR"), "/testprogs");
+//! # let built = std::process::Command::new("gcc")
+//! #     .args(["-static", "-O2", "-I", testprogs, &format!("{testprogs}/fib.c"), "-o"])
+//! #     .arg(&fib_path)
+//! #     .status()?;
+//! # assert!(built.success(), "gcc -static could not build testprogs/fib.c");
+//! // fib_path: testprogs/fib.c built with `gcc -static -O2`.
+//! let run = emuprof::Run::new(&fib_path).arg("20").execute()?;
+//! assert_eq!(run.exit_status(), Some(0));
+//!
+//! let fib = run.expect_function("fib")?;
+//! assert_eq!(fib.calls, 21_891); // exact: 2·fib(21) − 1 calls
+//! assert!(fib.inclusive_instructions < 1_000_000, "fib got slower: {fib:?}");
+//! assert!(run.self_instructions("fib") <= run.inclusive_instructions("fib"));
+//!
+//! // Deterministic: the same run gives the same counts.
+//! let again = emuprof::Run::new(&fib_path).arg("20").execute()?;
+//! assert_eq!(again.total_instructions(), run.total_instructions());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! In a test crate, depend on `emuprof` (as a dev-dependency) and build the
+//! binary under test with `-static`; see `tests/library_api.rs` in the
+//! repository for a complete test.
 #![deny(missing_docs)]
 
 pub mod output;
+pub mod source_map;
 mod runner;
 pub mod symbols;
 

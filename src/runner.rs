@@ -45,6 +45,20 @@ impl Run {
         self
     }
 
+    /// Sets the seed of the guest's `getrandom` and `AT_RANDOM` bytes
+    /// (default 0). Programs that use random bytes run differently per seed.
+    pub fn seed(mut self, seed: u64) -> Run {
+        self.options.seed = seed;
+        self
+    }
+
+    /// Stops the run after about `limit` instructions; the profile is then
+    /// partial ([`CompletedRun::is_complete`] is false).
+    pub fn max_instructions(mut self, limit: u64) -> Run {
+        self.options.max_instructions = Some(limit);
+        self
+    }
+
     /// Changes every other setting (seed, limits, sandbox…).
     pub fn options_mut(&mut self) -> &mut RunOptions {
         &mut self.options
@@ -81,6 +95,50 @@ impl CompletedRun {
     /// The function named `name` (exact, demangled), if it ran.
     pub fn function(&self, name: &str) -> Option<&Function> {
         self.profile.functions.iter().find(|f| f.name == name)
+    }
+
+    /// The function named `name`, or an error that lists the functions whose
+    /// names contain it (a function that was inlined does not run at all).
+    pub fn expect_function(&self, name: &str) -> Result<&Function> {
+        if let Some(function) = self.function(name) {
+            return Ok(function);
+        }
+        let similar: Vec<&str> = self
+            .profile
+            .functions
+            .iter()
+            .map(|f| f.name.as_str())
+            .filter(|n| n.contains(name))
+            .take(10)
+            .collect();
+        let hint = if similar.is_empty() {
+            "no function name contains it; was it inlined, or is the binary stripped?".to_string()
+        } else {
+            format!("functions with similar names: {}", similar.join(", "))
+        };
+        anyhow::bail!("no function named {name:?} ran in {}; {hint}", self.profile.command.join(" "))
+    }
+
+    /// Self instructions of `name` (Kaes's `c_i`); 0 when it did not run.
+    pub fn self_instructions(&self, name: &str) -> u64 {
+        self.function(name).map_or(0, |f| f.self_instructions)
+    }
+
+    /// Inclusive instructions of `name` (Kaes's `c_t`, recursion counted
+    /// once); 0 when it did not run.
+    pub fn inclusive_instructions(&self, name: &str) -> u64 {
+        self.function(name).map_or(0, |f| f.inclusive_instructions)
+    }
+
+    /// Times `name` was called, recursive calls included; 0 when it did not run.
+    pub fn calls(&self, name: &str) -> u64 {
+        self.function(name).map_or(0, |f| f.calls)
+    }
+
+    /// True when the program ran to its end (exit or fatal signal), so the
+    /// counts cover the whole run.
+    pub fn is_complete(&self) -> bool {
+        self.profile.partial.is_none()
     }
 
     /// The program's exit status (`128 + signal` if killed), `None` if it did

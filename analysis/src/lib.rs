@@ -14,6 +14,8 @@
 //! | Kaes display tree (master nodes) | [`display_tree`] |
 //! | flat, graph, tree and summary reports, text and JSON | [`report`] |
 //! | pruning with dfa edges and hot paths; DOT and SVG | [`prune`], [`dot`] |
+//! | comparing two profiles per function; diff DOT | [`diff`], [`diff_dot`] |
+//! | cost limits for CI (`emuprof check`) | [`limits`] |
 //! | hand-built profiles for tests and benchmarks | [`sample`] |
 //!
 //! ```
@@ -45,10 +47,16 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod annotate;
 pub mod callgraph;
+pub mod diff;
+pub mod diff_dot;
 pub mod display_tree;
 pub mod dot;
 pub mod error;
+pub mod export;
+pub mod instructions;
+pub mod limits;
 pub mod profile;
 pub mod prune;
 pub mod raw;

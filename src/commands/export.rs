@@ -6,8 +6,15 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use emuprof::output::write_atomically;
 use emuprof_analysis::dot::{self, DotOptions};
-use emuprof_analysis::CallGraph;
+use emuprof_analysis::export::callgrind::{write_callgrind, CallgrindOptions};
+use emuprof_analysis::export::flamegraph::{write_diff_flamegraph, write_flamegraph, FlameGraphOptions};
+use emuprof_analysis::export::folded::{folded_stacks, write_folded, FoldedStack};
+use emuprof_analysis::export::pprof::write_pprof;
+use emuprof_analysis::export::stacks::StackOptions;
+use emuprof_analysis::report::format::grouped;
+use emuprof_analysis::{CallGraph, Profile};
 
+use super::annotate::CodeArgs;
 use super::profile_file;
 
 /// Output formats of `emuprof export`.
@@ -17,6 +24,16 @@ pub enum ExportFormat {
     Dot,
     /// The DOT call graph rendered to SVG by Graphviz `dot`.
     Svg,
+    /// Callgrind format for callgrind_annotate and KCachegrind (needs the binary).
+    Callgrind,
+    /// Folded stacks, `main;foo;bar 1234`, for any flame graph tool.
+    Folded,
+    /// Flame graph SVG (inferno).
+    Flamegraph,
+    /// Differential flame graph of PROFILE against --base (red grew, blue shrank).
+    DiffFlamegraph,
+    /// pprof protobuf (gzipped) for `go tool pprof`, Grafana Pyroscope, speedscope.
+    Pprof,
 }
 
 /// Export a profile for other tools.
@@ -46,26 +63,87 @@ pub struct ExportArgs {
     /// Leave out the colour legend.
     #[arg(long)]
     pub no_legend: bool,
+    /// The profile to compare against (diff-flamegraph): the "before" run.
+    #[arg(long, value_name = "BEFORE.json", required_if_eq("format", "diff-flamegraph"))]
+    pub base: Option<PathBuf>,
+    /// Stack formats: show every level of recursion instead of folding a
+    /// function that is already on the stack onto its outer frame.
+    #[arg(long)]
+    pub keep_recursion: bool,
+    /// Binary and inline options (callgrind, folded, flame graphs, pprof).
+    #[command(flatten)]
+    pub code: CodeArgs,
 }
 
 /// Writes the export atomically.
 pub fn run(args: ExportArgs) -> Result<i32> {
     let profile = profile_file::read(&args.profile)?;
-    let graph = CallGraph::new(&profile);
+    let bytes = export_bytes(&profile, &args)?;
+    write_atomically(&args.output, |w| w.write_all(&bytes)).with_context(|| format!("cannot write {}", args.output.display()))?;
+    Ok(0)
+}
+
+/// The DOT call graph, or its SVG rendering.
+fn dot_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
+    let graph = CallGraph::new(profile);
     let mut options = DotOptions::default();
     options.prune.threshold_percent = args.threshold;
     options.prune.include = args.include.clone();
     options.prune.exclude = args.exclude.clone();
     options.prune.hot_path = args.hot_path;
     options.legend = !args.no_legend;
-    let bytes = {
-        let mut dot_bytes = Vec::new();
-        dot::write_dot(&graph, &options, &mut dot_bytes)?;
-        match args.format {
-            ExportFormat::Dot => dot_bytes,
-            ExportFormat::Svg => dot::svg(&dot_bytes)?,
-        }
+    let mut dot_bytes = Vec::new();
+    dot::write_dot(&graph, &options, &mut dot_bytes)?;
+    Ok(match args.format {
+        ExportFormat::Svg => dot::svg(&dot_bytes)?,
+        _ => dot_bytes,
+    })
+}
+
+/// The export in the chosen format.
+fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
+    let mut stack_options = StackOptions::default();
+    stack_options.inline = args.code.inline();
+    stack_options.fold_recursion = !args.keep_recursion;
+    let stacks = |profile: &Profile, code: &CodeArgs| -> Result<Vec<FoldedStack>> {
+        let costs = if stack_options.inline { code.optional_costs(profile)? } else { None };
+        Ok(folded_stacks(profile, costs.as_ref(), &stack_options))
     };
-    write_atomically(&args.output, |w| w.write_all(&bytes)).with_context(|| format!("cannot write {}", args.output.display()))?;
-    Ok(0)
+    let mut bytes = Vec::new();
+    match args.format {
+        ExportFormat::Callgrind => {
+            let (binary, costs) = args.code.costs(profile)?;
+            let mut options = CallgrindOptions::default();
+            options.inline = args.code.inline();
+            options.object = Some(binary.display().to_string());
+            write_callgrind(profile, &costs, &options, &mut bytes)?;
+        }
+        ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
+        ExportFormat::Flamegraph => {
+            write_flamegraph(&stacks(profile, &args.code)?, &flame_options(profile), &mut bytes)
+                .context("cannot draw the flame graph")?
+        }
+        ExportFormat::DiffFlamegraph => {
+            let base_path = args.base.as_deref().context("diff-flamegraph needs --base BEFORE.json")?;
+            let base = profile_file::read(base_path)?;
+            let base_code = CodeArgs { binary: None, inline: args.code.inline, no_inline: args.code.no_inline };
+            let mut options = flame_options(profile);
+            options.title = format!("emuprof diff: {} → {}", base.command.join(" "), profile.command.join(" "));
+            write_diff_flamegraph(&stacks(&base, &base_code)?, &stacks(profile, &args.code)?, &options, &mut bytes)
+                .context("cannot draw the differential flame graph")?
+        }
+        ExportFormat::Pprof => {
+            let costs = args.code.optional_costs(profile)?;
+            write_pprof(profile, costs.as_ref(), &stack_options, &mut bytes)?
+        }
+        ExportFormat::Dot | ExportFormat::Svg => bytes = dot_bytes(profile, args)?,
+    }
+    Ok(bytes)
+}
+
+fn flame_options(profile: &Profile) -> FlameGraphOptions {
+    let mut options = FlameGraphOptions::default();
+    options.title = format!("emuprof: {}", profile.command.join(" "));
+    options.subtitle = Some(format!("{} instructions, exact call tree", grouped(profile.totals.instructions)));
+    options
 }

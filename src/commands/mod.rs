@@ -1,5 +1,8 @@
 //! One module per subcommand.
 
+pub mod annotate;
+pub mod check;
+pub mod diff;
 pub mod export;
 mod profile_file;
 pub mod report;
@@ -14,5 +17,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Export(args) => export::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Diff(args) => diff::run(args),
+        Command::Annotate(args) => annotate::run(args),
     }
 }

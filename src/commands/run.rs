@@ -1,8 +1,9 @@
 //! `emuprof run`: profile one run of a program.
 
 use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -10,13 +11,12 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use emuprof::output::{check_writable, write_atomically};
-use emuprof::symbols::SymbolResolver;
-use emuprof_analysis::Profile;
+use emuprof::CompletedRun;
 use emuprof_emu::syscalls::files::FilesOptions;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
 use super::summary;
-use crate::cli::{RunArgs, UnsupportedPolicy};
+use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
 use crate::exit_code;
 
 /// Runs the program, writes the profile (also when the run stopped early),
@@ -25,18 +25,9 @@ use crate::exit_code;
 pub fn run(args: RunArgs) -> Result<i32> {
     check_writable(&args.output)
         .with_context(|| format!("cannot write the profile to {}; choose another path with -o", args.output.display()))?;
-    let binary = emuprof_loader::load(&args.program)?;
-    let options = run_options(&args)?;
-    let interrupt = Arc::clone(&options.interrupt);
-    let _ = ctrlc::set_handler(move || interrupt.store(true, Ordering::Relaxed));
-
-    let spinner = Spinner::start(Arc::clone(&options.progress));
-    let outcome = emuprof_emu::run(&binary, options);
-    spinner.finish();
-    let outcome = outcome.with_context(|| format!("could not run {}", args.program.display()))?;
-
-    let resolver = SymbolResolver::new(&binary.symbols);
-    let profile = Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION"))?;
+    let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
+    let outcome = profile_program(&args.program, &args.args, &args.guest, vec![output])?;
+    let profile = &outcome.profile;
     write_atomically(&args.output, |w| profile.write_json(w).map_err(std::io::Error::other))
         .with_context(|| format!("cannot write the profile to {}", args.output.display()))?;
 
@@ -44,12 +35,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
         eprintln!("emuprof: {note}");
     }
     if !args.quiet {
-        eprint!("{}", summary::render(&profile, args.top));
+        eprint!("{}", summary::render(profile, args.top));
     }
     let code = match &outcome.stop {
         StopReason::Exited(_) | StopReason::Signaled { .. } => {
             if let StopReason::Signaled { .. } = outcome.stop {
-                eprintln!("emuprof: {}", outcome.stop);
+                eprintln!("emuprof: {}; partial profile written to {}", outcome.stop, args.output.display());
             }
             outcome.stop.exit_status().unwrap_or(exit_code::EMUPROF_FAILED)
         }
@@ -68,33 +59,57 @@ pub fn run(args: RunArgs) -> Result<i32> {
     Ok(code)
 }
 
-fn run_options(args: &RunArgs) -> Result<RunOptions> {
-    let exe = std::fs::canonicalize(&args.program)
-        .with_context(|| format!("cannot find {}", args.program.display()))?;
-    let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
-    let files = FilesOptions {
-        root: args.root.clone(),
-        read_only: args.read_only,
+/// Loads `program`, runs it with `args` (after `argv[0]`: `--argv0` or the
+/// path as given) under the settings of `guest`, with a progress spinner on a terminal
+/// and Ctrl-C stopping the run, and symbolicates the profile. The guest can
+/// never write to `protected_paths` (emuprof's own output files). Shared by
+/// `run`, `check` and `diff --run`.
+pub fn profile_program(program: &Path, args: &[String], guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
+    let mut run = emuprof::Run::new(program).args(args.iter().cloned());
+    configure(run.options_mut(), program, guest, protected_paths)?;
+    let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
+    let outcome = run.execute();
+    spinner.finish();
+    outcome
+}
+
+/// One Ctrl-C flag for the whole process (the handler can be installed once).
+fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    Arc::clone(FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let handler_flag = Arc::clone(&flag);
+        let _ = ctrlc::set_handler(move || handler_flag.store(true, Ordering::Relaxed));
+        flag
+    }))
+}
+
+fn configure(options: &mut RunOptions, program: &Path, guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<()> {
+    let exe = std::fs::canonicalize(program).with_context(|| format!("cannot find {}", program.display()))?;
+    options.files = FilesOptions {
+        root: guest.root.clone(),
+        read_only: guest.read_only,
         exe_path: exe,
-        protected_paths: vec![output],
+        protected_paths,
     };
-    let mut guest_args = vec![args.program.to_string_lossy().into_owned()];
-    guest_args.extend(args.args.iter().cloned());
-    let mut options = RunOptions::new(guest_args, files);
-    if args.inherit_env {
+    if guest.inherit_env {
         options.env = std::env::vars_os().map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy())).collect();
     }
-    for kv in &args.env {
+    for kv in &guest.env {
         anyhow::ensure!(kv.contains('='), "--env expects KEY=VALUE, got {kv:?}");
         options.env.push(kv.clone());
     }
-    options.seed = args.seed;
-    options.max_instructions = args.max_instructions;
-    options.unsupported_syscalls = match args.unsupported_syscalls {
+    if let (Some(argv0), Some(first)) = (&guest.argv0, options.args.first_mut()) {
+        first.clone_from(argv0);
+    }
+    options.seed = guest.seed;
+    options.max_instructions = guest.max_instructions;
+    options.unsupported_syscalls = match guest.unsupported_syscalls {
         UnsupportedPolicy::Stop => UnsupportedSyscalls::Stop,
         UnsupportedPolicy::Enosys => UnsupportedSyscalls::Enosys,
     };
-    Ok(options)
+    options.interrupt = interrupt_flag();
+    Ok(())
 }
 
 /// An indicatif spinner with instructions executed and speed, drawn only when

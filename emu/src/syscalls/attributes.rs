@@ -34,19 +34,32 @@ impl Files {
             SYS_FCHOWNAT => self.chown_at(mem, a[0], a[1], [a[2], a[3]], a[4]),
             SYS_FCHOWN => self.fchown(int_arg(a[0]), [a[1], a[2]]),
             SYS_UTIME => read_utimbuf(mem, a[1]).and_then(|t| self.set_times(mem, cwd, a[0], t, 0)),
-            SYS_UTIMES => read_timevals(mem, a[1]).and_then(|t| self.set_times(mem, cwd, a[0], t, 0)),
-            SYS_FUTIMESAT => read_timevals(mem, a[2]).and_then(|t| self.futimesat(mem, a[0], a[1], t)),
+            SYS_UTIMES => {
+                read_timevals(mem, a[1]).and_then(|t| self.set_times(mem, cwd, a[0], t, 0))
+            }
+            SYS_FUTIMESAT => {
+                read_timevals(mem, a[2]).and_then(|t| self.futimesat(mem, a[0], a[1], t))
+            }
             _ => return None,
         };
         Some(result)
     }
 
-    fn chown_at(&self, mem: &dyn GuestMemory, dirfd: u64, path_addr: u64, ids: [u64; 2], flags: u64) -> SysResult {
+    fn chown_at(
+        &self,
+        mem: &dyn GuestMemory,
+        dirfd: u64,
+        path_addr: u64,
+        ids: [u64; 2],
+        flags: u64,
+    ) -> SysResult {
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
         self.refuse_if_read_only()?;
-        self.query_at(mem, dirfd, path_addr, flags, |dir, name, at_flags| chown(dir, name, ids, at_flags))
+        self.query_at(mem, dirfd, path_addr, flags, |dir, name, at_flags| {
+            chown(dir, name, ids, at_flags)
+        })
     }
 
     fn fchown(&self, fd: i32, ids: [u64; 2]) -> SysResult {
@@ -56,7 +69,13 @@ impl Files {
     }
 
     /// `futimesat`: like `utimes`, but a null path means `dirfd` itself.
-    fn futimesat(&self, mem: &dyn GuestMemory, dirfd: u64, path_addr: u64, times: Option<[u8; 32]>) -> SysResult {
+    fn futimesat(
+        &self,
+        mem: &dyn GuestMemory,
+        dirfd: u64,
+        path_addr: u64,
+        times: Option<[u8; 32]>,
+    ) -> SysResult {
         self.set_times(mem, dirfd, path_addr, times, 0)
     }
 }
@@ -109,10 +128,16 @@ fn read_timevals(mem: &dyn GuestMemory, addr: u64) -> Result<Option<[u8; 32]>, E
         return Ok(None);
     }
     let [a_sec, a_usec, m_sec, m_usec] = read_i64s::<4>(mem, addr)?;
-    if ![a_usec, m_usec].iter().all(|usec| (0..MICROS_PER_SECOND).contains(usec)) {
+    if ![a_usec, m_usec]
+        .iter()
+        .all(|usec| (0..MICROS_PER_SECOND).contains(usec))
+    {
         return Err(Errno::EINVAL);
     }
-    Ok(Some(timespecs((a_sec, a_usec * 1000), (m_sec, m_usec * 1000))))
+    Ok(Some(timespecs(
+        (a_sec, a_usec * 1000),
+        (m_sec, m_usec * 1000),
+    )))
 }
 
 #[cfg(test)]
@@ -133,7 +158,10 @@ mod tests {
         let mut h = Harness::sandboxed(|_, _| {});
         std::fs::write(h.host("root/f"), b"x").expect("file");
         let f = h.string("/f");
-        h.mem.put(OUT, &[1_000i64.to_le_bytes(), 2_000i64.to_le_bytes()].concat());
+        h.mem.put(
+            OUT,
+            &[1_000i64.to_le_bytes(), 2_000i64.to_le_bytes()].concat(),
+        );
         assert_eq!(h.call(SYS_UTIME, &[f, OUT]), Ok(0));
         assert_eq!(mtime(&h, "root/f"), (2_000, 0));
 
@@ -142,13 +170,17 @@ mod tests {
         assert_eq!(h.call(SYS_UTIMES, &[f, OUT]), Ok(0));
         assert_eq!(mtime(&h, "root/f"), (7_000, 250_000_000));
 
-        let dir = h.open("/", libc::O_RDONLY | libc::O_DIRECTORY).expect("open /");
+        let dir = h
+            .open("/", libc::O_RDONLY | libc::O_DIRECTORY)
+            .expect("open /");
         let name = h.string("f");
-        h.mem.put(OUT, &[1i64, 2, 3, 4].map(i64::to_le_bytes).concat());
+        h.mem
+            .put(OUT, &[1i64, 2, 3, 4].map(i64::to_le_bytes).concat());
         assert_eq!(h.call(SYS_FUTIMESAT, &[dir, name, OUT]), Ok(0));
         assert_eq!(mtime(&h, "root/f"), (3, 4_000));
 
-        h.mem.put(OUT, &[1i64, 1_000_000, 3, 4].map(i64::to_le_bytes).concat());
+        h.mem
+            .put(OUT, &[1i64, 1_000_000, 3, 4].map(i64::to_le_bytes).concat());
         assert_eq!(h.call(SYS_UTIMES, &[f, OUT]), Err(Errno::EINVAL));
     }
 
@@ -166,7 +198,10 @@ mod tests {
         assert_eq!(h.call(SYS_FCHOWN, &[fd, uid, gid]), Ok(0));
         let missing = h.string("/missing");
         assert_eq!(h.call(SYS_CHOWN, &[missing, uid, gid]), Err(Errno::ENOENT));
-        assert_eq!(h.call(SYS_FCHOWNAT, &[libc::AT_FDCWD as u64, f, uid, gid, 0x1]), Err(Errno::EINVAL));
+        assert_eq!(
+            h.call(SYS_FCHOWNAT, &[libc::AT_FDCWD as u64, f, uid, gid, 0x1]),
+            Err(Errno::EINVAL)
+        );
     }
 
     #[test]

@@ -25,7 +25,11 @@ mod tests {
 
     fn call(number: u64) -> Option<SysResult> {
         let mut mem = VecMemory::new(0x1000, 0x100);
-        handle(&mut SyscallCall { number, args: [u64::MAX, 0, 0, 0, 0, 0], mem: &mut mem })
+        handle(&mut SyscallCall {
+            number,
+            args: [u64::MAX, 0, 0, 0, 0, 0],
+            mem: &mut mem,
+        })
     }
 
     #[test]

@@ -58,14 +58,21 @@ mod tests {
         let mut mem = VecMemory::new(0x1000, 0x1000);
         let mut full = [0u64; 6];
         full[..args.len()].copy_from_slice(args);
-        handle(&mut SyscallCall { number, args: full, mem: &mut mem })
+        handle(&mut SyscallCall {
+            number,
+            args: full,
+            mem: &mut mem,
+        })
     }
 
     #[test]
     fn dropping_to_the_ids_the_guest_has_succeeds() {
         assert_eq!(call(SYS_SETGID, &[GUEST_GID]), Some(Ok(0)));
         assert_eq!(call(SYS_SETUID, &[GUEST_UID]), Some(Ok(0)));
-        assert_eq!(call(SYS_SETRESUID, &[u64::MAX, GUEST_UID, u64::from(UNCHANGED)]), Some(Ok(0)));
+        assert_eq!(
+            call(SYS_SETRESUID, &[u64::MAX, GUEST_UID, u64::from(UNCHANGED)]),
+            Some(Ok(0))
+        );
         assert_eq!(call(SYS_SETREGID, &[GUEST_GID, u64::MAX]), Some(Ok(0)));
     }
 
@@ -73,7 +80,10 @@ mod tests {
     fn becoming_anyone_else_is_refused_like_for_an_ordinary_user() {
         assert_eq!(call(SYS_SETUID, &[0]), Some(Err(Errno::EPERM)));
         assert_eq!(call(SYS_SETGID, &[GUEST_GID + 1]), Some(Err(Errno::EPERM)));
-        assert_eq!(call(SYS_SETRESGID, &[GUEST_GID, 0, GUEST_GID]), Some(Err(Errno::EPERM)));
+        assert_eq!(
+            call(SYS_SETRESGID, &[GUEST_GID, 0, GUEST_GID]),
+            Some(Err(Errno::EPERM))
+        );
         assert_eq!(call(SYS_SETGROUPS, &[0, 0]), Some(Err(Errno::EPERM)));
         assert_eq!(call(SYS_SETFSUID, &[0]), Some(Ok(GUEST_UID)));
     }

@@ -2,7 +2,7 @@
 //!
 //! [`Files`] owns the guest's fd table and its view of the host file system
 //! (root, working directory, umask). The calls themselves live in one file per
-//! group (`files`, `fd_ops`, `stat`, `dirs`, `attributes`, `network`); this file holds the
+//! group (`files`, `fd_ops`, `stat`, `dirs`, `attributes`, `storage`, `network`); this file holds the
 //! state, the options and what those groups share.
 //!
 //! What the guest can learn about the host through this family (and so what
@@ -110,6 +110,7 @@ impl Files {
             .or_else(|| self.handle_stat(call))
             .or_else(|| self.handle_dirs(call))
             .or_else(|| self.handle_attributes(call))
+            .or_else(|| self.handle_storage(call))
             .or_else(|| self.handle_network(call))
     }
 

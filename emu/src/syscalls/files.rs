@@ -151,12 +151,12 @@ impl Files {
     }
 
     /// A host syscall taking the fd and two integer arguments.
-    fn fd_call(&self, fd: i32, nr: i64, args: [i64; 2]) -> SysResult {
+    pub(super) fn fd_call(&self, fd: i32, nr: i64, args: [i64; 2]) -> SysResult {
         self.fd_call3(fd, nr, [args[0], args[1], 0])
     }
 
     /// A host syscall taking the fd and three integer arguments.
-    fn fd_call3(&self, fd: i32, nr: i64, args: [i64; 3]) -> SysResult {
+    pub(super) fn fd_call3(&self, fd: i32, nr: i64, args: [i64; 3]) -> SysResult {
         use std::os::fd::AsRawFd;
         let host_fd = self.fds.host(fd)?.as_raw_fd() as i64;
         // SAFETY: every argument is an integer, none is a pointer.

@@ -57,7 +57,7 @@ pub fn handle(call: &mut SyscallCall<'_>) -> Option<SysResult> {
 }
 
 fn read_word(mem: &dyn GuestMemory, addr: u64) -> Result<u32, Errno> {
-    if addr % 4 != 0 {
+    if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     let mut bytes = [0u8; 4];
@@ -97,7 +97,11 @@ mod tests {
     const OTHER: u64 = 0x1004;
 
     fn futex(mem: &mut VecMemory, args: [u64; 6]) -> Option<SysResult> {
-        handle(&mut SyscallCall { number: SYS_FUTEX, args, mem })
+        handle(&mut SyscallCall {
+            number: SYS_FUTEX,
+            args,
+            mem,
+        })
     }
 
     fn memory(word: u32, other: u32) -> VecMemory {
@@ -110,18 +114,36 @@ mod tests {
     #[test]
     fn wakes_find_nobody_waiting() {
         let mut mem = memory(1, 0);
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_WAKE | 128, i32::MAX as u64, 0, 0, 0]), Some(Ok(0)));
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_WAKE_BITSET, 1, 0, 0, u64::MAX]), Some(Ok(0)));
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_WAKE | 128, i32::MAX as u64, 0, 0, 0]),
+            Some(Ok(0))
+        );
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_WAKE_BITSET, 1, 0, 0, u64::MAX]),
+            Some(Ok(0))
+        );
     }
 
     #[test]
     fn waits_end_at_once_or_are_left_unsupported() {
         let mut mem = memory(2, 0);
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_WAIT | 128, 1, 0, 0, 0]), Some(Err(Errno::EAGAIN)));
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_WAIT_BITSET, 2, OTHER, 0, 0]), Some(Err(ETIMEDOUT)));
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_WAIT | 128, 1, 0, 0, 0]),
+            Some(Err(Errno::EAGAIN))
+        );
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_WAIT_BITSET, 2, OTHER, 0, 0]),
+            Some(Err(ETIMEDOUT))
+        );
         assert_eq!(futex(&mut mem, [WORD, FUTEX_WAIT, 2, 0, 0, 0]), None);
-        assert_eq!(futex(&mut mem, [WORD + 1, FUTEX_WAIT, 2, 0, 0, 0]), Some(Err(Errno::EINVAL)));
-        assert_eq!(futex(&mut mem, [0xdead_0000, FUTEX_WAIT, 2, 0, 0, 0]), Some(Err(Errno::EFAULT)));
+        assert_eq!(
+            futex(&mut mem, [WORD + 1, FUTEX_WAIT, 2, 0, 0, 0]),
+            Some(Err(Errno::EINVAL))
+        );
+        assert_eq!(
+            futex(&mut mem, [0xdead_0000, FUTEX_WAIT, 2, 0, 0, 0]),
+            Some(Err(Errno::EFAULT))
+        );
     }
 
     #[test]
@@ -129,7 +151,10 @@ mod tests {
         let mut mem = memory(0, 5);
         // FUTEX_OP(FUTEX_OP_ADD, 3, FUTEX_OP_CMP_EQ, 0)
         let add_three = (1u64 << 28) | (3 << 12);
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_WAKE_OP, 1, 1, OTHER, add_three]), Some(Ok(0)));
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_WAKE_OP, 1, 1, OTHER, add_three]),
+            Some(Ok(0))
+        );
         assert_eq!(mem.get(OTHER, 4), 8u32.to_le_bytes());
         // FUTEX_OP(FUTEX_OP_SET | FUTEX_OP_OPARG_SHIFT, 4, ...): 1 << 4
         let set_bit = (8u64 << 28) | (4 << 12);
@@ -140,7 +165,13 @@ mod tests {
     #[test]
     fn cmp_requeue_checks_the_word() {
         let mut mem = memory(7, 0);
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_CMP_REQUEUE, 1, 1, OTHER, 7]), Some(Ok(0)));
-        assert_eq!(futex(&mut mem, [WORD, FUTEX_CMP_REQUEUE, 1, 1, OTHER, 8]), Some(Err(Errno::EAGAIN)));
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_CMP_REQUEUE, 1, 1, OTHER, 7]),
+            Some(Ok(0))
+        );
+        assert_eq!(
+            futex(&mut mem, [WORD, FUTEX_CMP_REQUEUE, 1, 1, OTHER, 8]),
+            Some(Err(Errno::EAGAIN))
+        );
     }
 }

@@ -27,6 +27,7 @@ pub mod numbers;
 pub mod path_guard;
 pub mod paths;
 pub mod stat;
+pub mod storage;
 #[cfg(test)]
 pub mod test_harness;
 #[cfg(test)]

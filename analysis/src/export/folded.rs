@@ -1,0 +1,145 @@
+//! Folded stacks (`main;foo;bar 1234`): one line per calling context with its self
+//! instructions, the input of every flame graph tool (inferno, Brendan Gregg's
+//! `flamegraph.pl`, speedscope).
+//!
+//! Lines are sorted by stack; their counts add up to the profile's total.
+//! Recursion and inline frames are handled as described in [`super::stacks`].
+//! Frame names have `;` replaced by `:` so that they cannot split a frame.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use crate::instructions::InstructionCosts;
+use crate::profile::Profile;
+
+use super::stacks::{SelfCostSplit, StackOptions, Stacks};
+
+/// One folded line: frames root first, and the self instructions of that stack.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FoldedStack {
+    /// Frames joined by `;`, root first.
+    pub stack: String,
+    /// Self instructions of the stack.
+    pub instructions: u64,
+}
+
+/// The folded stacks of `profile`, sorted by stack; stacks with no self cost are
+/// left out. `costs` adds inline frames when [`StackOptions::inline`] is set.
+pub fn folded_stacks(
+    profile: &Profile,
+    costs: Option<&InstructionCosts>,
+    options: &StackOptions,
+) -> Vec<FoldedStack> {
+    let stacks = Stacks::new(profile, options);
+    let split = costs.filter(|_| options.inline).map(|costs| {
+        SelfCostSplit::new(profile, costs, |i| {
+            i.inlined()
+                .iter()
+                .map(|n| frame_name(n))
+                .collect::<Vec<_>>()
+        })
+    });
+    let names: Vec<String> = profile
+        .functions
+        .iter()
+        .map(|f| frame_name(&f.name))
+        .collect();
+
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    for (id, &self_instructions) in stacks.self_instructions.iter().enumerate() {
+        if self_instructions == 0 {
+            continue;
+        }
+        let path = stacks.functions(id as u32);
+        let base = path
+            .iter()
+            .map(|&f| names[f as usize].as_str())
+            .collect::<Vec<_>>()
+            .join(";");
+        let top = stacks.frames[id].function;
+        match split.as_ref().and_then(|s| s.split(top, self_instructions)) {
+            Some(parts) => {
+                for (chain, part) in parts {
+                    let stack = if chain.is_empty() {
+                        base.clone()
+                    } else {
+                        format!("{base};{}", chain.join(";"))
+                    };
+                    *lines.entry(stack).or_default() += part;
+                }
+            }
+            None => *lines.entry(base).or_default() += self_instructions,
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(stack, instructions)| FoldedStack {
+            stack,
+            instructions,
+        })
+        .collect()
+}
+
+/// Writes `stack count` lines.
+pub fn write_folded<W: Write>(stacks: &[FoldedStack], mut out: W) -> io::Result<()> {
+    for line in stacks {
+        writeln!(out, "{} {}", line.stack, line.instructions)?;
+    }
+    out.flush()
+}
+
+/// A function name usable as one folded frame.
+fn frame_name(name: &str) -> String {
+    name.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instructions::tests::{profile_with_blocks, FakeCode};
+    use crate::instructions::InstructionCosts;
+    use crate::sample::RawTreeBuilder;
+
+    #[test]
+    fn one_line_per_context_summing_to_the_total() {
+        let mut tree = RawTreeBuilder::new("main", 5);
+        let work = tree.call(0, "work", 2, 100);
+        tree.call(work, "leaf", 4, 40);
+        tree.call(0, "leaf", 1, 7);
+        let (raw, resolver) = tree.finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let lines = folded_stacks(&profile, None, &StackOptions::default());
+        let mut text = Vec::new();
+        write_folded(&lines, &mut text).expect("writing to a Vec");
+        assert_eq!(
+            String::from_utf8_lossy(&text),
+            "main 5\nmain;leaf 7\nmain;work 100\nmain;work;leaf 40\n"
+        );
+        let sum: u64 = lines.iter().map(|l| l.instructions).sum();
+        assert_eq!(sum, profile.totals.instructions);
+    }
+
+    #[test]
+    fn inlined_code_becomes_its_own_frame() {
+        // f (0x1000) ran 4 own instructions and 2 inlined helper instructions.
+        let mut profile = profile_with_blocks(&[(0x1000, 8, 4, 1), (0x1010, 4, 2, 1)]);
+        profile.functions[0].address = 0x1000;
+        profile.functions[0].name = "f".into();
+        profile.call_tree[0].self_instructions = 6;
+        let costs = InstructionCosts::build(&profile, &FakeCode);
+        let lines = folded_stacks(&profile, Some(&costs), &StackOptions::default());
+        let rows: Vec<(&str, u64)> = lines
+            .iter()
+            .map(|l| (l.stack.as_str(), l.instructions))
+            .collect();
+        assert_eq!(rows, [("f", 4), ("f;helper", 2)]);
+
+        let no_inline = StackOptions {
+            inline: false,
+            ..StackOptions::default()
+        };
+        let lines = folded_stacks(&profile, Some(&costs), &no_inline);
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].instructions, 6);
+    }
+}

@@ -1,0 +1,20 @@
+//! Exports to the tools people already use.
+//!
+//! | format | module | read by |
+//! |---|---|---|
+//! | Callgrind | [`callgrind`] | `callgrind_annotate`, KCachegrind, QCachegrind |
+//! | folded stacks | [`folded`] | inferno, `flamegraph.pl`, speedscope |
+//! | flame graph / differential flame graph SVG | [`flamegraph`] | any browser |
+//! | pprof (gzipped protobuf) | [`pprof`] | `go tool pprof`, Grafana Pyroscope, speedscope, Perfetto |
+//!
+//! The stack-based formats share [`stacks`] (recursion folding, inline frames);
+//! line- and instruction-level data comes from
+//! [`crate::instructions::InstructionCosts`]. Every exporter writes to any
+//! `W: Write`.
+
+pub mod callgrind;
+pub mod flamegraph;
+pub mod folded;
+pub mod pprof;
+mod pprof_proto;
+pub mod stacks;

@@ -1,0 +1,356 @@
+//! Per-instruction costs: the exact execution count of every instruction that ran,
+//! with its function, disassembly and source position (inline frames included).
+//!
+//! The profile stores every distinct basic block with how often it ran; every
+//! instruction of a block runs exactly as often as the block. Turning that into
+//! per-instruction counts needs the instruction boundaries (a disassembler) and
+//! turning it into source lines needs DWARF. Both live outside this crate, behind
+//! the [`CodeMap`] trait (the `emuprof` binary implements it with the loader and
+//! capstone), so [`InstructionCosts`] can be built from hand-made tables in tests.
+//!
+//! An instruction belongs to the function whose symbol contains its address
+//! ([`CodeMap::function_at`]), as in Callgrind. Code outside every symbol belongs
+//! to the profile function starting closest below it, or, if there is none, to a
+//! function named by the block address.
+
+use std::collections::BTreeMap;
+
+use crate::profile::Profile;
+
+/// One frame of the inline chain at an address.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SourceFrame {
+    /// Name of the (possibly inlined) function, when DWARF records it.
+    pub function: Option<String>,
+    /// Source file of the position in this frame.
+    pub file: Option<String>,
+    /// Line of the position in this frame (for an outer frame: the call site of
+    /// the frame inside it).
+    pub line: Option<u32>,
+}
+
+/// One decoded machine instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedInstruction {
+    /// Its address.
+    pub address: u64,
+    /// Assembly text, e.g. `imul eax, eax`.
+    pub text: String,
+}
+
+/// A function symbol: start address and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CodeFunction {
+    /// Start address of the symbol.
+    pub address: u64,
+    /// Demangled name, as in [`crate::Function::name`].
+    pub name: String,
+}
+
+/// What the analysis needs to know about the profiled binary's code.
+pub trait CodeMap {
+    /// The function symbol containing `address`, if any.
+    fn function_at(&self, address: u64) -> Option<CodeFunction>;
+    /// The inline chain at `address`, innermost frame first; empty without DWARF.
+    fn frames(&self, address: u64) -> Vec<SourceFrame>;
+    /// Decodes the `size` bytes at `address`; stops early at bytes it cannot
+    /// decode or that are not in the binary.
+    fn decode(&self, address: u64, size: u32) -> Vec<DecodedInstruction>;
+}
+
+/// One instruction that ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstructionCost {
+    /// Its address.
+    pub address: u64,
+    /// How many times it ran (Callgrind's `Ir` of this instruction).
+    pub executions: u64,
+    /// Index into [`InstructionCosts::functions`].
+    pub function: u32,
+    /// Assembly text; `(undecodable)` when the bytes could not be decoded.
+    pub text: String,
+    /// Inline chain, innermost first; the last frame is the function itself.
+    /// Empty without DWARF.
+    pub frames: Vec<SourceFrame>,
+}
+
+impl InstructionCost {
+    /// Names of the inlined functions at this instruction, outermost first
+    /// (the containing function itself is not included).
+    pub fn inlined(&self) -> Vec<&str> {
+        let inner = self.frames.len().saturating_sub(1);
+        self.frames[..inner]
+            .iter()
+            .rev()
+            .map(|f| f.function.as_deref().unwrap_or("??"))
+            .collect()
+    }
+
+    /// The source position to charge: the innermost frame's with `inline`,
+    /// otherwise the containing function's own (for inlined code, the call site).
+    pub fn position(&self, inline: bool) -> Option<(&str, u32)> {
+        let frame = if inline {
+            self.frames.first()
+        } else {
+            self.frames.last()
+        }?;
+        Some((frame.file.as_deref()?, frame.line.unwrap_or(0)))
+    }
+}
+
+/// Every instruction that ran, sorted by address, and the functions they belong to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstructionCosts {
+    /// Functions, sorted by address; [`InstructionCost::function`] indexes this.
+    pub functions: Vec<CodeFunction>,
+    /// Instructions, sorted by address, one per address.
+    pub instructions: Vec<InstructionCost>,
+}
+
+impl InstructionCosts {
+    /// Expands the profile's blocks into instructions. The sum of all
+    /// `executions` equals the sum over blocks of `instructions × executions`
+    /// (a block whose bytes decode into fewer instructions than recorded charges
+    /// the rest to its first instruction), so totals stay exact.
+    pub fn build(profile: &Profile, code: &dyn CodeMap) -> InstructionCosts {
+        let mut counts: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        for block in &profile.blocks {
+            let mut decoded = code.decode(block.address, block.size);
+            decoded.truncate(block.instructions as usize);
+            let missing = u64::from(block.instructions) - decoded.len() as u64;
+            if decoded.is_empty() && missing > 0 {
+                decoded.push(DecodedInstruction {
+                    address: block.address,
+                    text: "(undecodable)".into(),
+                });
+            }
+            for (index, instruction) in decoded.into_iter().enumerate() {
+                let extra = if index == 0 { missing } else { 0 };
+                let entry = counts
+                    .entry(instruction.address)
+                    .or_insert_with(|| (0, instruction.text));
+                entry.0 += block.executions * (1 + extra);
+            }
+        }
+
+        let mut functions: BTreeMap<u64, String> = BTreeMap::new();
+        let mut owner = Vec::with_capacity(counts.len());
+        for &address in counts.keys() {
+            let function = code
+                .function_at(address)
+                .or_else(|| enclosing_profile_function(profile, address))
+                .unwrap_or_else(|| CodeFunction {
+                    address,
+                    name: format!("{address:#x}"),
+                });
+            functions.entry(function.address).or_insert(function.name);
+            owner.push(function.address);
+        }
+        let functions: Vec<CodeFunction> = functions
+            .into_iter()
+            .map(|(address, name)| CodeFunction { address, name })
+            .collect();
+        let instructions = counts
+            .into_iter()
+            .zip(owner)
+            .map(|((address, (executions, text)), start)| InstructionCost {
+                address,
+                executions,
+                function: functions.partition_point(|f| f.address < start) as u32,
+                text,
+                frames: code.frames(address),
+            })
+            .collect();
+        InstructionCosts {
+            functions,
+            instructions,
+        }
+    }
+
+    /// All instructions executed.
+    pub fn total(&self) -> u64 {
+        self.instructions.iter().map(|i| i.executions).sum()
+    }
+
+    /// Self cost of every function, indexed like [`InstructionCosts::functions`].
+    pub fn self_by_function(&self) -> Vec<u64> {
+        let mut costs = vec![0; self.functions.len()];
+        for instruction in &self.instructions {
+            costs[instruction.function as usize] += instruction.executions;
+        }
+        costs
+    }
+
+    /// Index of the function named `name`, if any instruction ran in it.
+    pub fn function_named(&self, name: &str) -> Option<u32> {
+        self.functions
+            .iter()
+            .position(|f| f.name == name)
+            .map(|i| i as u32)
+    }
+
+    /// The instructions of one function, by address.
+    pub fn of_function(&self, function: u32) -> impl Iterator<Item = &InstructionCost> {
+        self.instructions
+            .iter()
+            .filter(move |i| i.function == function)
+    }
+}
+
+/// The profile function starting closest below `address` (for code without a symbol,
+/// which the call tree names by its entry address).
+fn enclosing_profile_function(profile: &Profile, address: u64) -> Option<CodeFunction> {
+    let after = profile.functions.partition_point(|f| f.address <= address);
+    let function = profile.functions.get(after.checked_sub(1)?)?;
+    Some(CodeFunction {
+        address: function.address,
+        name: function.name.clone(),
+    })
+}
+
+/// Splits `total` in proportion to `weights` so that the parts add up to `total`
+/// exactly (largest remainder; ties go to the earlier weight). All parts are 0
+/// when every weight is 0.
+pub fn apportion(total: u64, weights: &[u64]) -> Vec<u64> {
+    let sum: u128 = weights.iter().map(|&w| u128::from(w)).sum();
+    if sum == 0 {
+        return vec![0; weights.len()];
+    }
+    let mut parts = Vec::with_capacity(weights.len());
+    let mut remainders = Vec::with_capacity(weights.len());
+    let mut given: u64 = 0;
+    for (index, &weight) in weights.iter().enumerate() {
+        let exact = u128::from(total) * u128::from(weight);
+        let part = (exact / sum) as u64;
+        parts.push(part);
+        remainders.push((exact % sum, index));
+        given += part;
+    }
+    remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, index) in remainders.iter().take((total - given) as usize) {
+        parts[index] += 1;
+    }
+    parts
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::profile::Block;
+    use crate::sample::RawTreeBuilder;
+
+    /// Code where every instruction is 2 bytes long, `f` spans 0x1000..0x1100,
+    /// instructions at 0x1010.. are inlined `helper` code at line 50, the rest is
+    /// at line `address & 0xff`.
+    pub(crate) struct FakeCode;
+
+    impl CodeMap for FakeCode {
+        fn function_at(&self, address: u64) -> Option<CodeFunction> {
+            (0x1000..0x1100).contains(&address).then(|| CodeFunction {
+                address: 0x1000,
+                name: "f".into(),
+            })
+        }
+        fn frames(&self, address: u64) -> Vec<SourceFrame> {
+            let own = SourceFrame {
+                function: Some("f".into()),
+                file: Some("f.c".into()),
+                line: Some((address & 0xff) as u32),
+            };
+            if (0x1010..0x1020).contains(&address) {
+                let inlined = SourceFrame {
+                    function: Some("helper".into()),
+                    file: Some("h.h".into()),
+                    line: Some(50),
+                };
+                vec![
+                    inlined,
+                    SourceFrame {
+                        line: Some(7),
+                        ..own
+                    },
+                ]
+            } else {
+                vec![own]
+            }
+        }
+        fn decode(&self, address: u64, size: u32) -> Vec<DecodedInstruction> {
+            (0..u64::from(size) / 2)
+                .map(|i| DecodedInstruction {
+                    address: address + 2 * i,
+                    text: format!("op{i}"),
+                })
+                .collect()
+        }
+    }
+
+    pub(crate) fn profile_with_blocks(blocks: &[(u64, u32, u32, u64)]) -> Profile {
+        let (raw, resolver) = RawTreeBuilder::new("main", 1).finish();
+        let mut profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        profile.blocks = blocks
+            .iter()
+            .map(|&(address, size, instructions, executions)| Block {
+                address,
+                size,
+                instructions,
+                executions,
+            })
+            .collect();
+        profile
+    }
+
+    #[test]
+    fn overlapping_blocks_add_up_per_instruction() {
+        // 0x1000..0x1008 (4 instrs) ran 3 times; 0x1004..0x1008 (2 instrs) ran 5 times.
+        let profile = profile_with_blocks(&[(0x1000, 8, 4, 3), (0x1004, 4, 2, 5)]);
+        let costs = InstructionCosts::build(&profile, &FakeCode);
+        let counts: Vec<(u64, u64)> = costs
+            .instructions
+            .iter()
+            .map(|i| (i.address, i.executions))
+            .collect();
+        assert_eq!(counts, [(0x1000, 3), (0x1002, 3), (0x1004, 8), (0x1006, 8)]);
+        assert_eq!(costs.total(), 4 * 3 + 2 * 5);
+        assert_eq!(costs.self_by_function(), [costs.total()]);
+    }
+
+    #[test]
+    fn undecodable_instructions_keep_the_total_exact() {
+        // Recorded 5 instructions but only 4 bytes (2 instructions) decode.
+        let profile = profile_with_blocks(&[(0x1000, 4, 5, 2)]);
+        let costs = InstructionCosts::build(&profile, &FakeCode);
+        assert_eq!(costs.total(), 10);
+        assert_eq!(costs.instructions[0].executions, 8);
+    }
+
+    #[test]
+    fn code_outside_symbols_goes_to_the_profile_function_below_it() {
+        let profile = profile_with_blocks(&[(0x40_1010, 2, 1, 1)]);
+        let costs = InstructionCosts::build(&profile, &FakeCode);
+        assert_eq!(costs.functions[0].name, "main");
+    }
+
+    #[test]
+    fn inlined_names_and_positions() {
+        let profile = profile_with_blocks(&[(0x1010, 2, 1, 1)]);
+        let costs = InstructionCosts::build(&profile, &FakeCode);
+        let instruction = &costs.instructions[0];
+        assert_eq!(instruction.inlined(), ["helper"]);
+        assert_eq!(instruction.position(true), Some(("h.h", 50)));
+        assert_eq!(instruction.position(false), Some(("f.c", 7)));
+    }
+
+    #[test]
+    fn apportion_is_exact_and_proportional() {
+        assert_eq!(apportion(10, &[1, 1, 1]), [4, 3, 3]);
+        assert_eq!(apportion(100, &[3, 1]), [75, 25]);
+        assert_eq!(apportion(7, &[0, 0]), [0, 0]);
+        assert_eq!(
+            apportion(u64::MAX, &[u64::MAX, u64::MAX])
+                .iter()
+                .map(|&p| u128::from(p))
+                .sum::<u128>(),
+            u128::from(u64::MAX)
+        );
+    }
+}

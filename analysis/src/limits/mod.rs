@@ -1,0 +1,335 @@
+//! Cost limits for CI (`emuprof check`): the limits file and its evaluation.
+//!
+//! A limits file is TOML. `[total]` limits the whole run; each `[[function]]`
+//! limits the functions matching an exact `name` or a `regex`. Every `max_*`
+//! key other than the growth ones is a **hard limit** checked on the profile
+//! alone; `max_growth` / `max_growth_percent` are **soft limits** checked
+//! against a saved baseline profile and skipped when there is none.
+//!
+//! ```toml
+//! [total]
+//! max_instructions = 5_000_000      # hard: all instructions of the run
+//! max_calls = 100_000               # hard: all calls of the run
+//! max_growth_percent = 2.0          # soft: total instructions vs the baseline
+//! max_growth = 50_000               # soft: same, absolute
+//!
+//! [[function]]
+//! name = "fib"                      # exact demangled name …
+//! max_inclusive = 1_000_000         # hard: c_t, recursion counted once
+//! max_self = 800_000                # hard: c_i
+//! max_calls = 30_000                # hard: calls, recursive ones included
+//! max_growth_percent = 5.0          # soft: growth of `growth_metric` vs baseline
+//! max_growth = 10_000               # soft: same, absolute
+//! growth_metric = "inclusive"       # "inclusive" (default), "self" or "calls"
+//!
+//! [[function]]
+//! regex = "^qsort"                  # … or a regex; each match is checked alone
+//! max_inclusive = 2_000_000
+//! required = false                  # default true: no match is a failure
+//! ```
+//!
+//! Functions sharing a name are added together (as in [`crate::diff`]). A
+//! percent growth from a baseline of 0 counts as unlimited growth.
+//!
+//! ```
+//! use emuprof_analysis::{limits::{Limits, evaluate}, sample::RawTreeBuilder, Profile};
+//!
+//! let mut tree = RawTreeBuilder::new("main", 10);
+//! tree.call(0, "fib", 177, 2_000);
+//! let (raw, resolver) = tree.finish();
+//! let profile = Profile::from_raw(&raw, &resolver, "x")?;
+//!
+//! let limits = Limits::parse("[[function]]\nname = \"fib\"\nmax_self = 1_500\n")?;
+//! let outcome = evaluate(&limits, &profile, None);
+//! assert!(!outcome.passed());
+//! let broken = outcome.broken().next().unwrap();
+//! assert_eq!(broken.message(), "fib: self instructions are 2,000, 500 (33.33%) over the limit of 1,500");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod evaluate;
+mod render;
+
+pub use evaluate::{evaluate, CheckOutcome, CheckRow, LimitKind, Status};
+pub use render::{write_json, write_text};
+
+use std::fmt;
+
+use regex::Regex;
+use serde::Deserialize;
+
+/// What can be wrong with a limits file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitsError {
+    /// Not valid TOML, an unknown key or a value of the wrong type.
+    #[error("the limits file is not valid: {0}")]
+    Toml(#[from] toml::de::Error),
+    /// A `[[function]]` entry has both or neither of `name` and `regex`.
+    #[error("[[function]] entry {index} must have exactly one of `name` or `regex`")]
+    NameOrRegex {
+        /// 1-based position of the entry in the file.
+        index: usize,
+    },
+    /// A `regex` does not compile.
+    #[error("[[function]] entry {index}: invalid regex {pattern:?}: {source}")]
+    Regex {
+        /// 1-based position of the entry in the file.
+        index: usize,
+        /// The pattern as written.
+        pattern: String,
+        /// What the regex parser said.
+        source: regex::Error,
+    },
+    /// An entry sets no limit at all (probably a misspelt key).
+    #[error("{what} sets no limit; use max_self, max_inclusive, max_calls, max_growth or max_growth_percent")]
+    NoLimit {
+        /// `[total]` or the function entry.
+        what: String,
+    },
+    /// A percentage is negative or not a number.
+    #[error("{what}: max_growth_percent must be a number >= 0, not {value}")]
+    BadPercent {
+        /// `[total]` or the function entry.
+        what: String,
+        /// The value as written.
+        value: f64,
+    },
+}
+
+/// A parsed and validated limits file.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Whole-run limits (`[total]`), if any.
+    pub total: Option<TotalLimits>,
+    /// Per-function limits (`[[function]]`), in file order.
+    pub functions: Vec<FunctionLimits>,
+}
+
+/// `[total]`: limits on the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TotalLimits {
+    /// Hard: most instructions the whole run may execute.
+    pub max_instructions: Option<u64>,
+    /// Hard: most calls the whole run may make.
+    pub max_calls: Option<u64>,
+    /// Soft: most growth of total instructions vs the baseline, in percent.
+    pub max_growth_percent: Option<f64>,
+    /// Soft: most growth of total instructions vs the baseline, in instructions.
+    pub max_growth: Option<u64>,
+}
+
+/// Which figure of a function a growth limit watches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrowthMetric {
+    /// Inclusive instructions (`c_t`), the default.
+    #[default]
+    Inclusive,
+    /// Self instructions (`c_i`).
+    #[serde(rename = "self")]
+    SelfCost,
+    /// Calls.
+    Calls,
+}
+
+/// Which functions a `[[function]]` entry applies to.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// Exactly this demangled name.
+    Name(String),
+    /// Every function whose name matches (unanchored; use `^…$` to anchor).
+    Regex(Regex),
+}
+
+impl Matcher {
+    /// True when `name` is one this entry applies to.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            Matcher::Name(n) => n == name,
+            Matcher::Regex(r) => r.is_match(name),
+        }
+    }
+}
+
+impl fmt::Display for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Matcher::Name(n) => write!(f, "name = {n:?}"),
+            Matcher::Regex(r) => write!(f, "regex = {:?}", r.as_str()),
+        }
+    }
+}
+
+/// One `[[function]]` entry.
+#[derive(Debug, Clone)]
+pub struct FunctionLimits {
+    /// Which functions it applies to.
+    pub matcher: Matcher,
+    /// Hard: most self instructions (`c_i`).
+    pub max_self: Option<u64>,
+    /// Hard: most inclusive instructions (`c_t`).
+    pub max_inclusive: Option<u64>,
+    /// Hard: most calls.
+    pub max_calls: Option<u64>,
+    /// Soft: most growth of [`FunctionLimits::growth_metric`] vs the baseline, percent.
+    pub max_growth_percent: Option<f64>,
+    /// Soft: most growth of [`FunctionLimits::growth_metric`] vs the baseline, absolute.
+    pub max_growth: Option<u64>,
+    /// What the growth limits watch. Default: inclusive instructions.
+    pub growth_metric: GrowthMetric,
+    /// Fail when no function of the profile matches. Default: true.
+    pub required: bool,
+}
+
+/// The file as written, before validation.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    total: Option<TotalLimits>,
+    #[serde(default)]
+    function: Vec<FunctionEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FunctionEntry {
+    name: Option<String>,
+    regex: Option<String>,
+    max_self: Option<u64>,
+    max_inclusive: Option<u64>,
+    max_calls: Option<u64>,
+    max_growth_percent: Option<f64>,
+    max_growth: Option<u64>,
+    #[serde(default)]
+    growth_metric: GrowthMetric,
+    #[serde(default = "yes")]
+    required: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn check_percent(what: &str, value: Option<f64>) -> Result<(), LimitsError> {
+    match value {
+        Some(v) if !(v >= 0.0 && v.is_finite()) => Err(LimitsError::BadPercent {
+            what: what.to_string(),
+            value: v,
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl Limits {
+    /// Parses and validates a limits file.
+    pub fn parse(text: &str) -> Result<Limits, LimitsError> {
+        let file: LimitsFile = toml::from_str(text)?;
+        if let Some(total) = &file.total {
+            if total == &TotalLimits::default() {
+                return Err(LimitsError::NoLimit {
+                    what: "[total]".into(),
+                });
+            }
+            check_percent("[total]", total.max_growth_percent)?;
+        }
+        let mut functions = Vec::with_capacity(file.function.len());
+        for (i, entry) in file.function.into_iter().enumerate() {
+            let index = i + 1;
+            let matcher = match (entry.name, entry.regex) {
+                (Some(name), None) => Matcher::Name(name),
+                (None, Some(pattern)) => {
+                    Matcher::Regex(Regex::new(&pattern).map_err(|source| LimitsError::Regex {
+                        index,
+                        pattern,
+                        source,
+                    })?)
+                }
+                _ => return Err(LimitsError::NameOrRegex { index }),
+            };
+            let what = format!("[[function]] entry {index} ({matcher})");
+            let limits = [
+                entry.max_self,
+                entry.max_inclusive,
+                entry.max_calls,
+                entry.max_growth,
+            ];
+            if limits.iter().all(Option::is_none) && entry.max_growth_percent.is_none() {
+                return Err(LimitsError::NoLimit { what });
+            }
+            check_percent(&what, entry.max_growth_percent)?;
+            functions.push(FunctionLimits {
+                matcher,
+                max_self: entry.max_self,
+                max_inclusive: entry.max_inclusive,
+                max_calls: entry.max_calls,
+                max_growth_percent: entry.max_growth_percent,
+                max_growth: entry.max_growth,
+                growth_metric: entry.growth_metric,
+                required: entry.required,
+            });
+        }
+        Ok(Limits {
+            total: file.total,
+            functions,
+        })
+    }
+
+    /// True when some limit needs a baseline (`max_growth*`).
+    pub fn has_soft_limits(&self) -> bool {
+        let total = self
+            .total
+            .as_ref()
+            .is_some_and(|t| t.max_growth.is_some() || t.max_growth_percent.is_some());
+        total
+            || self
+                .functions
+                .iter()
+                .any(|f| f.max_growth.is_some() || f.max_growth_percent.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let text = "[total]\nmax_instructions = 5_000_000\nmax_growth_percent = 2.0\n\
+                    [[function]]\nname = \"fib\"\nmax_inclusive = 1_000_000\nmax_growth = 10_000\ngrowth_metric = \"self\"\n\
+                    [[function]]\nregex = \"^qsort\"\nmax_calls = 3\nrequired = false\n";
+        let limits = Limits::parse(text).expect("valid");
+        assert_eq!(
+            limits.total.as_ref().and_then(|t| t.max_instructions),
+            Some(5_000_000)
+        );
+        assert_eq!(limits.functions.len(), 2);
+        assert_eq!(limits.functions[0].growth_metric, GrowthMetric::SelfCost);
+        assert!(limits.functions[1].matcher.matches("qsort_r"));
+        assert!(!limits.functions[1].required);
+        assert!(limits.has_soft_limits());
+    }
+
+    #[test]
+    fn misspelt_keys_are_refused_with_the_key_named() {
+        let err =
+            Limits::parse("[[function]]\nname = \"f\"\nmax_inclsive = 5\n").expect_err("typo");
+        assert!(err.to_string().contains("max_inclsive"), "{err}");
+    }
+
+    #[test]
+    fn entries_need_one_matcher_and_one_limit() {
+        let both = Limits::parse("[[function]]\nname = \"f\"\nregex = \"f\"\nmax_self = 1\n");
+        assert!(matches!(both, Err(LimitsError::NameOrRegex { index: 1 })));
+        let none = Limits::parse("[[function]]\nname = \"f\"\n").expect_err("no limit");
+        assert!(none.to_string().contains("name = \"f\""), "{none}");
+        let bad =
+            Limits::parse("[[function]]\nregex = \"(\"\nmax_self = 1\n").expect_err("bad regex");
+        assert!(bad.to_string().contains("invalid regex"), "{bad}");
+        let negative = Limits::parse("[total]\nmax_growth_percent = -1.0\n").expect_err("negative");
+        assert!(negative.to_string().contains(">= 0"), "{negative}");
+        let minus = Limits::parse("[total]\nmax_instructions = -5\n");
+        assert!(matches!(minus, Err(LimitsError::Toml(_))));
+    }
+}

@@ -1,0 +1,118 @@
+//! `emuprof annotate`: source lines and disassembly with exact counts.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use emuprof::source_map::{instruction_costs, profiled_binary};
+use emuprof_analysis::annotate::{self, asm, source, AnnotateOptions, Selection};
+use emuprof_analysis::instructions::InstructionCosts;
+use emuprof_analysis::Profile;
+
+use super::profile_file;
+
+/// Where the profiled binary is and whether to show inlined functions; shared by
+/// `annotate` and `export`.
+#[derive(Debug, Args)]
+pub struct CodeArgs {
+    /// The profiled binary, for source lines, inline frames and disassembly
+    /// [default: the profile's argv[0], relative to the current directory].
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Show inlined functions (from DWARF) as their own frames [default].
+    #[arg(long, overrides_with = "no_inline")]
+    pub inline: bool,
+    /// Charge inlined code to the function it was inlined into.
+    #[arg(long, overrides_with = "inline")]
+    pub no_inline: bool,
+}
+
+impl CodeArgs {
+    /// Whether inline frames are wanted.
+    pub fn inline(&self) -> bool {
+        !self.no_inline
+    }
+
+    /// Per-instruction costs from the profiled binary; fails when it cannot be found.
+    pub fn costs(&self, profile: &Profile) -> Result<(PathBuf, InstructionCosts)> {
+        let binary = profiled_binary(profile, self.binary.as_deref())?;
+        let costs = instruction_costs(profile, &binary)?;
+        Ok((binary, costs))
+    }
+
+    /// Per-instruction costs when the binary is found. Without `--binary`, a
+    /// missing binary is a note on stderr, not an error: the export then has no
+    /// inline frames or lines.
+    pub fn optional_costs(&self, profile: &Profile) -> Result<Option<InstructionCosts>> {
+        match self.costs(profile) {
+            Ok((_, costs)) => Ok(Some(costs)),
+            Err(err) if self.binary.is_none() => {
+                eprintln!(
+                    "emuprof: note: {err:#}; exporting without source lines or inline frames"
+                );
+                Ok(None)
+            }
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// Show source lines (or, with --asm, instructions) with exact execution counts.
+///
+/// Without FUNCTION|FILE, every source file holding at least --threshold percent
+/// of the run is shown. With a function name, that function's lines (with
+/// --inline, the lines of functions inlined into it too); with a file name or
+/// path suffix (e.g. `inlining.c`), that file's lines. Cold stretches are skipped
+/// and their instructions summed, so the counts always add up.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct AnnotateArgs {
+    /// The profile (written by `emuprof run`).
+    pub profile: PathBuf,
+    /// A function name (exact) or a source file (path or path suffix).
+    #[arg(value_name = "FUNCTION|FILE")]
+    pub target: Option<String>,
+    /// Disassembly of FUNCTION with per-instruction counts, hottest marked.
+    #[arg(long)]
+    pub asm: bool,
+    /// Lines (or files) below this percentage of what is shown are cold.
+    #[arg(long, value_name = "PCT", default_value_t = 0.1)]
+    pub threshold: f64,
+    /// Source lines shown around each hot line.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub context: usize,
+    /// How many of the most executed instructions --asm marks with `>>`.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub hottest: usize,
+    /// Binary and inline options.
+    #[command(flatten)]
+    pub code: CodeArgs,
+}
+
+/// Prints the annotation to stdout.
+pub fn run(args: AnnotateArgs) -> Result<i32> {
+    let profile = profile_file::read(&args.profile)?;
+    let (_, costs) = args.code.costs(&profile)?;
+    let mut options = AnnotateOptions::default();
+    options.inline = args.code.inline();
+    options.threshold_percent = args.threshold;
+    options.context_lines = args.context;
+    options.hottest = args.hottest;
+    let selection = annotate::select(&costs, args.target.as_deref())?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let written = if args.asm {
+        let Selection::Function(function) = selection else {
+            return Err(annotate::AnnotateError::AsmNeedsFunction.into());
+        };
+        asm::write_asm(&costs, function, &options, &mut out)
+    } else {
+        let read = |path: &str| std::fs::read_to_string(Path::new(path)).ok();
+        source::write_source(&costs, &selection, &options, &read, &mut out)
+    };
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+        other => other.context("cannot write to stdout").map(|()| 0),
+    }
+}

@@ -1,0 +1,238 @@
+//! `emuprof check`: fail a CI job when a profile breaks the cost limits of a
+//! limits file (see `emuprof_analysis::limits` for the file format).
+//!
+//! ```text
+//! emuprof check --limits emuprof.toml [--baseline NAME] [--save-baseline NAME]
+//!               [--baseline-dir DIR] [--json[=FILE]] (PROFILE | -- PROGRAM ARGS...)
+//! ```
+//!
+//! Exit status: 0 when every limit holds, [`LIMIT_BROKEN`] (3) when one is
+//! broken, 125 when emuprof could not check (bad limits file, missing
+//! baseline, unreadable or partial profile, a run that did not finish).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use emuprof::output::{check_writable, write_atomically};
+use emuprof_analysis::limits::{self, Limits};
+use emuprof_analysis::Profile;
+
+use super::{profile_file, run::profile_program};
+use crate::cli::GuestArgs;
+
+/// Exit status of `emuprof check` when at least one limit is broken.
+pub const LIMIT_BROKEN: i32 = 3;
+
+/// Check a profile, or a run of a program, against cost limits.
+///
+/// Give either PROFILE (written by `emuprof run`) or, after `--`, a program
+/// and its arguments to run now. Exits 0 when every limit holds, 3 when one is
+/// broken, 125 when the check itself could not be made.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 when every limit holds; 3 when a limit is broken; 125 when emuprof could \
+not check (bad limits file, missing baseline, unreadable or partial profile, a run that did not finish)."
+)]
+pub struct CheckArgs {
+    /// The limits file (TOML: `[total]` and `[[function]]` entries).
+    #[arg(long, value_name = "FILE")]
+    pub limits: PathBuf,
+    /// Compare the growth limits (max_growth, max_growth_percent) with the
+    /// baseline saved under NAME. Without it they are skipped.
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// When every limit holds, save this profile as baseline NAME (replacing
+    /// an older one); a failing check leaves the baseline alone.
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Where baselines are kept, as `<DIR>/<NAME>.json`.
+    #[arg(long, value_name = "DIR", default_value = ".emuprof/baselines")]
+    pub baseline_dir: PathBuf,
+    /// A missing --baseline is not an error: the growth limits are skipped.
+    #[arg(long)]
+    pub allow_missing_baseline: bool,
+    /// Also write the result as JSON, to FILE or (no value or `-`) to stdout;
+    /// the table then goes to stderr.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+    /// When running a program: also write its profile to FILE.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How the guest runs (only with a program after `--`).
+    #[command(flatten)]
+    pub guest: GuestArgs,
+    /// A profile written by `emuprof run`.
+    #[arg(required_unless_present = "command", conflicts_with = "command")]
+    pub profile: Option<PathBuf>,
+    /// The program to run and its arguments, after `--`.
+    #[arg(last = true, value_name = "PROGRAM [ARGS]")]
+    pub command: Vec<String>,
+}
+
+/// Runs the check and returns the exit status.
+pub fn run(args: CheckArgs) -> Result<i32> {
+    let text = fs::read_to_string(&args.limits)
+        .with_context(|| format!("cannot read the limits file {}", args.limits.display()))?;
+    let limits = Limits::parse(&text).with_context(|| format!("in {}", args.limits.display()))?;
+    for name in args.baseline.iter().chain(&args.save_baseline) {
+        check_baseline_name(name)?;
+    }
+    let baseline = load_baseline(&args)?;
+    let profile = obtain_profile(&args)?;
+    if let Some(base) = &baseline {
+        if base.command != profile.command {
+            eprintln!(
+                "emuprof: note: the baseline was recorded for `{}`, this profile is of `{}`",
+                base.command.join(" "),
+                profile.command.join(" ")
+            );
+        }
+    }
+    if baseline.is_none() && limits.has_soft_limits() {
+        eprintln!("emuprof: note: growth limits are skipped: no baseline to compare with (see --baseline)");
+    }
+
+    let outcome = limits::evaluate(&limits, &profile, baseline.as_ref());
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let mut table = Vec::new();
+    limits::write_text(&outcome, &mut table)?;
+    if json_to_stdout {
+        std::io::stderr().write_all(&table)?;
+    } else {
+        std::io::stdout().write_all(&table)?;
+    }
+    match args.json.as_deref() {
+        Some(path) if path == Path::new("-") => {
+            limits::write_json(&outcome, std::io::stdout().lock())?
+        }
+        Some(path) => write_atomically(path, |w| {
+            limits::write_json(&outcome, w).map_err(std::io::Error::other)
+        })
+        .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {}
+    }
+    for row in outcome.broken() {
+        eprintln!("emuprof: limit broken: {}", row.message());
+    }
+
+    if !outcome.passed() {
+        if let Some(name) = &args.save_baseline {
+            eprintln!("emuprof: baseline {name} not saved because the check failed");
+        }
+        return Ok(LIMIT_BROKEN);
+    }
+    if let Some(name) = &args.save_baseline {
+        let path = baseline_path(&args.baseline_dir, name);
+        fs::create_dir_all(&args.baseline_dir).with_context(|| {
+            format!(
+                "cannot create the baseline directory {}",
+                args.baseline_dir.display()
+            )
+        })?;
+        write_atomically(&path, |w| {
+            profile.write_json(w).map_err(std::io::Error::other)
+        })
+        .with_context(|| format!("cannot save the baseline {}", path.display()))?;
+        eprintln!("emuprof: baseline {name} saved to {}", path.display());
+    }
+    Ok(0)
+}
+
+/// Baseline names become file names: keep them to one plain path component.
+fn check_baseline_name(name: &str) -> Result<()> {
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if name.is_empty() || name.starts_with('.') || !plain {
+        bail!("baseline name {name:?} must be letters, digits, '.', '_' or '-' and not start with '.' (e.g. main)");
+    }
+    Ok(())
+}
+
+fn baseline_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+fn load_baseline(args: &CheckArgs) -> Result<Option<Profile>> {
+    let Some(name) = &args.baseline else {
+        return Ok(None);
+    };
+    let path = baseline_path(&args.baseline_dir, name);
+    if !path.exists() {
+        if args.allow_missing_baseline {
+            eprintln!(
+                "emuprof: note: no baseline {name} at {}; growth limits are skipped",
+                path.display()
+            );
+            return Ok(None);
+        }
+        bail!(
+            "no baseline {name} at {}; save one with --save-baseline {name}, or pass --allow-missing-baseline",
+            path.display()
+        );
+    }
+    profile_file::read(&path).map(Some)
+}
+
+/// Reads PROFILE, or runs the program after `--`; refuses partial profiles,
+/// whose costs are incomplete.
+fn obtain_profile(args: &CheckArgs) -> Result<Profile> {
+    let profile = match (&args.profile, args.command.split_first()) {
+        (Some(path), _) => profile_file::read(path)?,
+        (None, Some((program, program_args))) => {
+            if let Some(output) = &args.output {
+                check_writable(output)
+                    .with_context(|| format!("cannot write the profile to {}", output.display()))?;
+            }
+            let protected = args
+                .output
+                .iter()
+                .chain(&args.json)
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
+            let run = profile_program(
+                Path::new(program),
+                program_args,
+                &args.guest,
+                protected.collect(),
+            )?;
+            for note in &run.notes {
+                eprintln!("emuprof: {note}");
+            }
+            if let Some(output) = &args.output {
+                write_atomically(output, |w| {
+                    run.profile.write_json(w).map_err(std::io::Error::other)
+                })
+                .with_context(|| format!("cannot write the profile to {}", output.display()))?;
+            }
+            run.profile
+        }
+        (None, None) => bail!("give a profile, or a program to run after `--`"),
+    };
+    if let Some(reason) = &profile.partial {
+        bail!("the profile is partial ({reason}); its costs are incomplete, so no limit can be checked");
+    }
+    match profile.exit_status {
+        Some(0) | None => {}
+        Some(status) => eprintln!(
+            "emuprof: note: the program exited with status {status}; its costs are checked anyway"
+        ),
+    }
+    Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baseline_names_stay_inside_the_baseline_directory() {
+        assert!(check_baseline_name("main").is_ok());
+        assert!(check_baseline_name("release-1.2_x").is_ok());
+        for bad in ["", "..", "../x", "a/b", ".hidden", "a b"] {
+            assert!(check_baseline_name(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+}
