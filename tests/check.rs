@@ -34,7 +34,7 @@ fn emuprof(dir: &Path, args: &[&str]) -> Outcome {
 }
 
 fn fib() -> String {
-    testprog("fib", Libc::Glibc, "O2")
+    testprog("fib", Libc::Musl, "O2")
         .path
         .to_string_lossy()
         .into_owned()
@@ -136,6 +136,8 @@ fn growth_past_a_saved_baseline_fails_and_the_baseline_is_kept() {
             "emuprof.toml",
             "--save-baseline",
             "main",
+            "--argv0",
+            "fib",
             "--",
             &fib,
             "18",
@@ -154,6 +156,8 @@ fn growth_past_a_saved_baseline_fails_and_the_baseline_is_kept() {
             "emuprof.toml",
             "--baseline",
             "main",
+            "--argv0",
+            "fib",
             "--",
             &fib,
             "18",
@@ -172,6 +176,8 @@ fn growth_past_a_saved_baseline_fails_and_the_baseline_is_kept() {
             "main",
             "--save-baseline",
             "main",
+            "--argv0",
+            "fib",
             "--",
             &fib,
             "19",

@@ -24,7 +24,7 @@ fn emuprof(args: &[&str]) -> (i32, String, String) {
 }
 
 fn inlining(opt: &str) -> String {
-    testprog("inlining", Libc::Glibc, opt)
+    testprog("inlining", Libc::Musl, opt)
         .path
         .to_string_lossy()
         .into_owned()
