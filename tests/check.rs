@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::process::run_with_timeout;
-use common::{bless_requested, repo_root, testprog, Libc};
+use common::{testprog, Libc};
 
 /// Exit status of a broken limit (documented in `emuprof check --help`).
 const LIMIT_BROKEN: i32 = 3;
@@ -203,7 +203,7 @@ fn growth_past_a_saved_baseline_fails_and_the_baseline_is_kept() {
         saved,
         "a failing check replaced the baseline"
     );
-    check_golden("fib_growth.txt", &grown.stdout);
+    common::golden::assert_golden("check", "fib_growth.txt", &grown.stdout);
 
     // The same check on the profile file instead of a run, with the JSON summary.
     let json = emuprof(
@@ -314,25 +314,3 @@ fn bad_input_exits_125_with_a_message() {
     assert_eq!(escape.code, EMUPROF_FAILED);
 }
 
-/// Compares `actual` with `tests/golden/check/<name>` (`EMUPROF_BLESS=1` rewrites it).
-fn check_golden(name: &str, actual: &str) {
-    let path = repo_root().join("tests/golden/check").join(name);
-    if bless_requested() {
-        std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))
-            .expect("create the golden directory");
-        std::fs::write(&path, actual).expect("write the golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {} ({e}); run with EMUPROF_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual,
-        expected,
-        "output differs from {} (EMUPROF_BLESS=1 updates it)",
-        path.display()
-    );
-}

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::process::run_with_timeout;
-use common::{bless_requested, find_in_path, repo_root, testprog, EmuprofCommand, Libc};
+use common::{find_in_path, testprog, EmuprofCommand, Libc};
 use serde_json::Value;
 
 /// Runs `emuprof <args>` with an empty environment; returns (status, stdout, stderr).
@@ -97,7 +97,7 @@ fn o0_versus_o2_lists_what_inlining_removed_and_totals_add_up() {
         text.contains("square_plus  [only in A (inlined away or removed)]"),
         "{text}"
     );
-    check_golden("inlining_O0_O2.txt", &text);
+    common::golden::assert_golden("diff", "inlining_O0_O2.txt", &text);
 }
 
 #[test]
@@ -172,25 +172,3 @@ fn normalized_and_dot_outputs() {
     }
 }
 
-/// Compares `actual` with `tests/golden/diff/<name>` (`EMUPROF_BLESS=1` rewrites it).
-fn check_golden(name: &str, actual: &str) {
-    let path = repo_root().join("tests/golden/diff").join(name);
-    if bless_requested() {
-        std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))
-            .expect("create the golden directory");
-        std::fs::write(&path, actual).expect("write the golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {} ({e}); run with EMUPROF_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual,
-        expected,
-        "output differs from {} (EMUPROF_BLESS=1 updates it)",
-        path.display()
-    );
-}

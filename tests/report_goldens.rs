@@ -4,10 +4,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{bless_requested, repo_root, run_emuprof, testprog, Libc};
+use common::{repo_root, run_emuprof, testprog, Libc};
 
 const PROGRAMS: &[&str] = &["mutual", "fnptr"];
 
@@ -22,9 +22,6 @@ const REPORTS: &[(&str, &[&str])] = &[
     ("summary.json", &["--summary", "--json"]),
 ];
 
-fn golden_dir() -> PathBuf {
-    repo_root().join("tests/golden/reports")
-}
 
 /// Paths that depend on where the repository and build live.
 fn normalize(text: &str, program: &Path) -> String {
@@ -33,16 +30,7 @@ fn normalize(text: &str, program: &Path) -> String {
 }
 
 fn check(name: &str, actual: &str, failures: &mut Vec<String>) {
-    let path = golden_dir().join(name);
-    if bless_requested() {
-        std::fs::write(&path, actual).expect("write golden");
-        return;
-    }
-    match std::fs::read_to_string(&path) {
-        Ok(expected) if expected == actual => {}
-        Ok(expected) => failures.push(format!("{name} differs from {}:\n--- expected\n{expected}\n--- actual\n{actual}", path.display())),
-        Err(e) => failures.push(format!("{name}: cannot read {} ({e}); run with EMUPROF_BLESS=1", path.display())),
-    }
+    failures.extend(common::golden::compare_golden("reports", name, actual));
 }
 
 fn emuprof(args: &[&str]) -> String {

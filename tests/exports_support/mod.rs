@@ -2,7 +2,7 @@
 //! program once into a temporary directory and run `emuprof` subcommands on it.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use crate::common::{process::run_with_timeout, EmuprofCommand, Variant};
@@ -102,27 +102,8 @@ pub fn emuprof_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Compares `actual` with the golden file `tests/golden/exports/<name>`, or
-/// rewrites it with `EMUPROF_BLESS=1`.
+/// Compares `actual` with `tests/golden/exports/<name>` (`EMUPROF_BLESS=1`
+/// rewrites it).
 pub fn check_golden(name: &str, actual: &str) {
-    let path: PathBuf = crate::common::repo_root()
-        .join("tests/golden/exports")
-        .join(name);
-    if crate::common::bless_requested() {
-        std::fs::create_dir_all(path.parent().unwrap_or(Path::new("."))).expect("golden dir");
-        std::fs::write(&path, actual).expect("write golden file");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {} ({e}); run with EMUPROF_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual,
-        expected,
-        "{} differs (EMUPROF_BLESS=1 updates it)",
-        path.display()
-    );
+    crate::common::golden::assert_golden("exports", name, actual);
 }
