@@ -111,3 +111,52 @@ fn jump_to_own_start_is_a_loop() {
     let (nodes, _) = b.finish();
     assert_eq!(nodes.len(), 1);
 }
+
+/// Random block streams — calls, returns, jumps, with stack pointers that move
+/// arbitrarily — never panic, and self costs always sum to the total while
+/// every inclusive cost stays within it.
+#[test]
+fn random_control_flow_never_panics_and_costs_add_up() {
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for _ in 0..200 {
+        let mut b = CallTreeBuilder::new(0x1000, SP0);
+        let mut sp = SP0;
+        for _ in 0..2_000 {
+            let r = rng.next_u64();
+            let terminator = match r % 7 {
+                0 => Terminator::Call { indirect: r & 8 != 0 },
+                1 => Terminator::Return,
+                2 => Terminator::Jump,
+                3 => Terminator::IndirectJump,
+                4 => Terminator::Syscall,
+                _ => Terminator::Other,
+            };
+            let event = BlockEvent {
+                address: 0x1000 + (r >> 8) % 64 * 0x10,
+                instructions: ((r >> 16) % 20) as u32,
+                terminator,
+                is_function_start: r & 0x100 != 0,
+            };
+            sp = match (r >> 24) % 4 {
+                0 => sp.wrapping_sub(8),
+                1 => sp.wrapping_add(8),
+                2 => sp.wrapping_add((r >> 32) % 512),
+                _ => sp,
+            };
+            b.on_block(event, || sp);
+            if r % 11 == 0 {
+                b.on_syscall();
+            }
+        }
+        let (nodes, total) = b.finish();
+        let self_sum: u64 = nodes.iter().map(|n| n.self_instructions).sum();
+        assert_eq!(self_sum, total);
+        for (i, n) in nodes.iter().enumerate() {
+            assert!(n.inclusive_instructions <= total);
+            assert!(n.min_instructions <= n.max_instructions || n.calls == 0);
+            assert!(n.parent.is_none_or(|p| (p as usize) < i), "parents come before children");
+        }
+        assert_eq!(nodes[0].inclusive_instructions, total);
+    }
+}
