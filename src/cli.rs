@@ -10,7 +10,19 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// `emuprof ./prog args...` is short for `emuprof run ./prog args...`.
 #[derive(Debug, Parser)]
-#[command(name = "emuprof", version, about, long_about = None)]
+#[command(
+    name = "emuprof",
+    version,
+    about,
+    long_about = None,
+    after_help = "`emuprof ./prog args...` is short for `emuprof run ./prog args...`.\n\n\
+Examples:\n  \
+emuprof ./prog input.txt                      profile one run into emuprof.json\n  \
+emuprof report emuprof.json --tree            Kaes display tree\n  \
+emuprof export emuprof.json -f flamegraph -o flame.svg\n  \
+emuprof check --limits emuprof.toml -- ./prog  CI cost assertions (exit 3 when broken)\n  \
+emuprof diff before.json after.json           per-function changes"
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -24,7 +36,7 @@ pub enum Command {
     Run(RunArgs),
     /// Print a report (flat, graph, tree, summary) of a profile.
     Report(crate::commands::report::ReportArgs),
-    /// Export a profile for other tools (DOT, SVG, …).
+    /// Export a profile for other tools (DOT, SVG, Callgrind, folded stacks, flame graphs, pprof).
     Export(crate::commands::export::ExportArgs),
     /// Fail (exit 3) when a profile breaks the cost limits of a limits file.
     Check(crate::commands::check::CheckArgs),
