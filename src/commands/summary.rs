@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use emuprof_analysis::report::format::grouped;
 use emuprof_analysis::Profile;
 
 /// Total instructions and calls, then the top functions by self and by
@@ -9,13 +10,20 @@ use emuprof_analysis::Profile;
 pub fn render(profile: &Profile, top: usize) -> String {
     let mut out = String::new();
     let t = &profile.totals;
-    let _ = writeln!(out, "emuprof: {} instructions, {} calls, {} syscalls, {} calling contexts", t.instructions, t.calls, t.syscalls, t.contexts);
+    let _ = writeln!(
+        out,
+        "emuprof: {} instructions, {} calls, {} syscalls, {} calling contexts",
+        grouped(t.instructions),
+        grouped(t.calls),
+        grouped(t.syscalls),
+        grouped(t.contexts)
+    );
     let mut table = |title: &str, key: fn(&emuprof_analysis::Function) -> u64| {
         let mut fs: Vec<_> = profile.functions.iter().collect();
         fs.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
         let _ = writeln!(out, "emuprof: top {} by {title}:", top.min(fs.len()));
         for f in fs.into_iter().take(top) {
-            let _ = writeln!(out, "emuprof:   {:>6.2}% {:>14}  {}", profile.percent(key(f)), key(f), f.name);
+            let _ = writeln!(out, "emuprof:   {:>6.2}% {:>14}  {}", profile.percent(key(f)), grouped(key(f)), f.name);
         }
     };
     table("self instructions", |f| f.self_instructions);
