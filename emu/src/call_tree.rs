@@ -90,6 +90,13 @@ impl CallTreeBuilder {
         self.nodes[node as usize].syscalls += 1;
     }
 
+    /// A signal handler is about to run: its first block is entered like a
+    /// call from the interrupted context, and its `ret` into the restorer
+    /// pops it again.
+    pub fn enter_signal_handler(&mut self) {
+        self.thread.pending = Terminator::Call { indirect: true };
+    }
+
     /// Instructions executed so far.
     #[inline]
     pub fn total_instructions(&self) -> u64 {

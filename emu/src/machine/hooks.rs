@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 
 use unicorn_engine::{uc_engine, RegisterX86, Unicorn};
 
+use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
+use crate::syscalls::signals::Disposition;
 use super::stop::{signal, StopReason};
 use super::syscall_dispatch;
 use crate::call_tree::BlockEvent;
@@ -104,6 +106,15 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
         17 => (signal::SIGBUS, "alignment check".to_string()),
         _ => (signal::SIGILL, format!("CPU exception {intno}")),
     };
+    if let Disposition::Handler(action) = st.sys.signals.fault(sig as u64) {
+        // A guest handler for the fault: run it (it may fix things and
+        // return to retry the instruction, or longjmp away).
+        let addr = if intno == 14 { uc.reg_read(RegisterX86::CR2).unwrap_or(0) } else { pc };
+        let info = SigInfo { code: 1, value: addr };
+        if signal_delivery::deliver(uc, &mut st, sig as u64, action, info, pc, 0).is_ok() {
+            return;
+        }
+    }
     let stack = st.named_stack(pc);
     if st.stop.is_none() {
         st.stop = Some(StopReason::Signaled { signal: sig, what, pc, stack });

@@ -3,6 +3,7 @@
 
 mod hooks;
 mod options;
+mod signal_delivery;
 mod state;
 mod stop;
 mod syscall_dispatch;
@@ -92,6 +93,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         stop: None,
         notes: Vec::new(),
         blocks_run: 0,
+        signal_contexts: Vec::new(),
     }));
     install_hooks(&mut uc, &state)?;
 

@@ -48,6 +48,8 @@ pub struct MachineState<'a> {
     pub notes: Vec<String>,
     /// Blocks executed, for throttled progress updates.
     pub blocks_run: u64,
+    /// Register state saved when a signal handler started, innermost last.
+    pub signal_contexts: Vec<unicorn_engine::Context>,
 }
 
 impl MachineState<'_> {

@@ -3,7 +3,9 @@
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
+use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
+use crate::syscalls::signals::Disposition;
 use super::stop::StopReason;
 use super::UnsupportedSyscalls;
 use crate::memory::GuestView;
@@ -32,7 +34,8 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
             return;
         }
         SYS_ARCH_PRCTL => arch_prctl(uc, st, args),
-        SYS_KILL | SYS_TGKILL | SYS_TKILL => signal_self(uc, st, number, args),
+        SYS_RT_SIGRETURN => signal_delivery::sigreturn(uc, st, SYSCALL_LENGTH),
+        SYS_KILL | SYS_TGKILL | SYS_TKILL => signal_self(st, number, args),
         _ => match emulate(uc, st, number, args) {
             Some(r) => r,
             None => match st.options.unsupported_syscalls {
@@ -62,6 +65,43 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
         Err(e) => e.to_rax(),
     };
     let _ = uc.reg_write(RegisterX86::RAX, rax);
+    if st.stop.is_none() {
+        deliver_pending(uc, st);
+    }
+}
+
+/// Length of the `syscall` instruction, which Unicorn adds to RIP after the
+/// hook returns.
+const SYSCALL_LENGTH: u64 = 2;
+/// `si_code` of a signal sent with `tkill`/`tgkill` (what `raise` uses).
+const SI_TKILL: i32 = -6;
+
+/// Delivers the first pending signal the mask lets through, as the kernel
+/// does on the way back from a syscall.
+fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
+    while let Some((sig, disposition)) = st.sys.signals.take_deliverable() {
+        let pc = uc.pc_read().unwrap_or(0);
+        match disposition {
+            Disposition::Ignored | Disposition::Pending => continue,
+            Disposition::Handler(action) => {
+                let info = SigInfo { code: SI_TKILL, value: crate::syscalls::process::GUEST_PID };
+                if signal_delivery::deliver(uc, st, sig, action, info, pc + SYSCALL_LENGTH, SYSCALL_LENGTH).is_err() {
+                    terminate(uc, st, sig, "its handler's stack frame could not be written");
+                }
+                return;
+            }
+            Disposition::Terminate => {
+                terminate(uc, st, sig, "sent by the program itself");
+                return;
+            }
+        }
+    }
+}
+
+fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what: &str) {
+    let pc = uc.pc_read().unwrap_or(0);
+    let stack = st.named_stack(pc);
+    st.stop = Some(StopReason::Signaled { signal: sig as i32, what: what.into(), pc, stack });
 }
 
 /// Asks each family in turn; `None` when no family owns `number`.
@@ -108,10 +148,11 @@ fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6
     Ok(0)
 }
 
-/// `kill`/`tkill`/`tgkill` aimed at the guest itself: signal 0 probes, an
-/// ignored signal does nothing, anything else takes the default action and
-/// ends the run.
-fn signal_self(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
+/// `kill`/`tkill`/`tgkill` aimed at the guest itself: signal 0 probes; an
+/// ignored signal does nothing; a blocked one waits; a handled one runs when
+/// the syscall returns; anything else takes the default action and ends the
+/// run.
+fn signal_self(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
     let (target, sig) = match number {
         SYS_TGKILL => (args[1], args[2]),
         _ => (args[0], args[1]),
@@ -126,11 +167,9 @@ fn signal_self(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64,
     if sig > 64 {
         return Err(Errno::EINVAL);
     }
-    if st.sys.signals.action(sig).is_some_and(|a| a.handler == 1) {
-        return Ok(0);
+    match st.sys.signals.raise(sig) {
+        Disposition::Handler(_) | Disposition::Terminate => st.sys.signals.post(sig),
+        Disposition::Ignored | Disposition::Pending => {}
     }
-    let pc = uc.pc_read().unwrap_or(0);
-    let stack = st.named_stack(pc);
-    st.stop = Some(StopReason::Signaled { signal: sig as i32, what: "sent by the program itself".into(), pc, stack });
     Ok(0)
 }

@@ -1,5 +1,6 @@
-//! Signal dispositions and masks. Handlers are recorded so the guest sees
-//! consistent answers; emuprof raises no asynchronous signals.
+//! Signal dispositions, the blocked mask and pending signals. The machine
+//! delivers signals to guest handlers (`machine::signal_delivery`); this file
+//! only decides what a signal does.
 
 use super::numbers::*;
 use super::{Errno, SysResult, SyscallCall};
@@ -10,6 +11,17 @@ const SIG_UNBLOCK: u64 = 1;
 const SIG_SETMASK: u64 = 2;
 const SIGKILL: u64 = 9;
 const SIGSTOP: u64 = 19;
+const SIG_DFL: u64 = 0;
+const SIG_IGN: u64 = 1;
+
+fn bit(sig: u64) -> u64 {
+    1u64.checked_shl((sig as u32).wrapping_sub(1)).unwrap_or(0)
+}
+
+/// Signals whose default action is to do nothing.
+fn ignored_by_default(sig: u64) -> bool {
+    matches!(sig, 17 | 18 | 23 | 28) // SIGCHLD, SIGCONT, SIGURG, SIGWINCH
+}
 
 /// `struct kernel_sigaction` as the guest passed it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -24,17 +36,41 @@ pub struct SigAction {
     pub mask: u64,
 }
 
+/// `SA_ONSTACK`: run the handler on the alternate signal stack.
+pub const SA_ONSTACK: u64 = 0x0800_0000;
+/// `SA_RESETHAND`: back to the default action once delivered.
+pub const SA_RESETHAND: u64 = 0x8000_0000;
+/// `SA_NODEFER`: do not block the signal while its handler runs.
+pub const SA_NODEFER: u64 = 0x4000_0000;
+
+/// What raising a signal does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Nothing: ignored, explicitly or by default (SIGCHLD, SIGWINCH…).
+    Ignored,
+    /// Blocked: kept pending until the mask allows it.
+    Pending,
+    /// Run this guest handler.
+    Handler(SigAction),
+    /// The default action: the process dies.
+    Terminate,
+}
+
 /// Recorded signal state of the process.
 #[derive(Debug)]
 pub struct Signals {
     actions: [SigAction; NSIG],
     mask: u64,
+    pending: u64,
     alt_stack: [u8; 24],
 }
 
 impl Default for Signals {
     fn default() -> Self {
-        Signals { actions: [SigAction::default(); NSIG], mask: 0, alt_stack: [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] }
+        // The alternate stack starts disabled (ss_flags = SS_DISABLE).
+        let mut alt_stack = [0u8; 24];
+        alt_stack[8] = 2;
+        Signals { actions: [SigAction::default(); NSIG], mask: 0, pending: 0, alt_stack }
     }
 }
 
@@ -42,6 +78,85 @@ impl Signals {
     /// The recorded action for signal `sig` (1-based).
     pub fn action(&self, sig: u64) -> Option<SigAction> {
         self.actions.get((sig as usize).checked_sub(1)?).copied()
+    }
+
+    /// What sending `sig` to the process does now (the signal is recorded as
+    /// pending when it is blocked).
+    pub fn raise(&mut self, sig: u64) -> Disposition {
+        let Some(action) = self.action(sig) else { return Disposition::Ignored };
+        if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
+            return Disposition::Ignored;
+        }
+        if self.mask & bit(sig) != 0 && sig != SIGKILL && sig != SIGSTOP {
+            self.pending |= bit(sig);
+            return Disposition::Pending;
+        }
+        self.dispatch(sig, action)
+    }
+
+    /// Marks `sig` pending, to be acted on when the current syscall returns.
+    pub fn post(&mut self, sig: u64) {
+        self.pending |= bit(sig);
+    }
+
+    /// A pending signal the mask now lets through, with what it does.
+    pub fn take_deliverable(&mut self) -> Option<(u64, Disposition)> {
+        let ready = self.pending & !self.mask;
+        if ready == 0 {
+            return None;
+        }
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        self.pending &= !bit(sig);
+        let action = self.action(sig)?;
+        if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
+            return Some((sig, Disposition::Ignored));
+        }
+        Some((sig, self.dispatch(sig, action)))
+    }
+
+    /// A synchronous fault (SIGSEGV, SIGFPE…): a handler runs if installed and
+    /// the signal is not blocked; anything else kills the process.
+    pub fn fault(&mut self, sig: u64) -> Disposition {
+        match self.action(sig) {
+            Some(a) if a.handler > SIG_IGN && self.mask & bit(sig) == 0 => self.dispatch(sig, a),
+            _ => Disposition::Terminate,
+        }
+    }
+
+    /// Starts running `action`'s handler for `sig`: blocks what it asks for
+    /// and returns the mask to restore afterwards.
+    pub fn begin_handler(&mut self, sig: u64, action: &SigAction) -> u64 {
+        let old = self.mask;
+        self.mask |= action.mask;
+        if action.flags & SA_NODEFER == 0 {
+            self.mask |= bit(sig);
+        }
+        self.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
+        if action.flags & SA_RESETHAND != 0 {
+            if let Some(a) = self.actions.get_mut((sig as usize).wrapping_sub(1)) {
+                *a = SigAction::default();
+            }
+        }
+        old
+    }
+
+    /// Sets the blocked mask (from `rt_sigreturn`).
+    pub fn set_mask(&mut self, mask: u64) {
+        self.mask = mask & !(bit(SIGKILL) | bit(SIGSTOP));
+    }
+
+    /// The alternate signal stack: `(ss_sp, enabled, ss_size)`.
+    pub fn alt_stack(&self) -> (u64, bool, u64) {
+        let w = |i: usize| u64::from_le_bytes(self.alt_stack[i..i + 8].try_into().unwrap_or([0; 8]));
+        (w(0), self.alt_stack[8] & 2 == 0, w(16))
+    }
+
+    fn dispatch(&mut self, _sig: u64, action: SigAction) -> Disposition {
+        if action.handler == SIG_DFL {
+            Disposition::Terminate
+        } else {
+            Disposition::Handler(action)
+        }
     }
 
     /// Handles `rt_sigaction`, `rt_sigprocmask`, `sigaltstack`.
