@@ -114,12 +114,22 @@ impl fmt::Display for StopReason {
             StopReason::Signaled { signal: sig, what, pc, stack } => {
                 write!(f, "program killed by {} ({what}) at {pc:#x}; call stack: {}", signal::name(*sig), stack.join(" <- "))
             }
-            StopReason::UnsupportedSyscall { number, name, function } => write!(
-                f,
-                "unsupported system call {} (number {number}) made by {function}; \
-                 rerun with --unsupported-syscalls=enosys to return ENOSYS and continue",
-                name.unwrap_or("?")
-            ),
+            StopReason::UnsupportedSyscall { number, name, function } => {
+                let name = name.unwrap_or("?");
+                if matches!(name, "fork" | "vfork" | "clone" | "clone3" | "execve" | "execveat") {
+                    write!(
+                        f,
+                        "{function} called {name} (number {number}): emuprof runs a single process with a single \
+                         thread, so programs that fork, exec or start threads cannot be profiled yet"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "unsupported system call {name} (number {number}) made by {function}; \
+                         rerun with --unsupported-syscalls=enosys to return ENOSYS and continue"
+                    )
+                }
+            }
             StopReason::InvalidInstruction { pc, function, bytes } => {
                 let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
                 write!(

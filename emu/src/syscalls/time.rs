@@ -83,6 +83,18 @@ impl Time {
                 }
                 Ok(self.clock.monotonic_ns(instructions) / 10_000_000)
             }
+            SYS_GETRUSAGE => {
+                // struct rusage: ru_utime (timeval) then ru_stime, then 14
+                // longs; user time is the virtual CPU time, the rest zero.
+                let ns = self.clock.cpu_ns(instructions);
+                let mut b = [0u8; 144];
+                b[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+                b[8..16].copy_from_slice(&((ns % 1_000_000_000) / 1000).to_le_bytes());
+                match call.mem.write(a[1], &b) {
+                    Ok(()) => Ok(0),
+                    Err(e) => Err(e.into()),
+                }
+            }
             _ => return None,
         })
     }
