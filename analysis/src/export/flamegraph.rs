@@ -1,22 +1,25 @@
-//! Flame graphs (interactive SVG, drawn by the inferno crate) from folded stacks,
-//! and differential flame graphs comparing two profiles.
+//! Flame graphs (SVG) from folded stacks, and differential flame graphs
+//! comparing two profiles.
 //!
 //! Because emuprof's stacks come from the exact call tree, a frame's width is the
 //! exact number of instructions run in that calling context and below, not a
-//! sampling estimate. Colours are chosen by function name (`hash`), so a function
-//! keeps its colour between graphs, and the output is deterministic.
+//! sampling estimate. Colours are chosen from a hash of the function name, so a
+//! function keeps its colour between graphs, and the output is deterministic.
+//! Every frame carries a `<title>` tooltip: `name (N instructions, P%)`.
 //!
 //! A differential flame graph draws the *after* profile's stacks and colours each
-//! frame by how its self cost changed against *before*: red where it grew, blue
-//! where it shrank (Brendan Gregg's red/blue differential flame graphs); a frame's
+//! frame by how its inclusive cost changed against *before*: red where it grew,
+//! blue where it shrank (Brendan Gregg's red/blue differential flame graphs); the
 //! tooltip gives the change as a share of the *after* total.
+//!
+//! The SVG is written here rather than with the `inferno` crate: inferno is
+//! CDDL-licensed, which does not mix with Unicorn's GPL in one binary.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use inferno::differential;
-use inferno::flamegraph::{self, color::BasicPalette, color::Palette};
-
-use super::folded::{write_folded, FoldedStack};
+use super::folded::FoldedStack;
+use crate::report::format::grouped;
 
 /// Options of the flame graph exports.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,66 +39,196 @@ pub struct FlameGraphOptions {
 
 impl Default for FlameGraphOptions {
     fn default() -> FlameGraphOptions {
-        FlameGraphOptions {
-            title: "emuprof".into(),
-            subtitle: None,
-            min_width: 0.1,
-            normalize: false,
-        }
+        FlameGraphOptions { title: "emuprof".into(), subtitle: None, min_width: 0.1, normalize: false }
     }
 }
 
-impl FlameGraphOptions {
-    fn inferno(&self) -> flamegraph::Options<'static> {
-        let mut options = flamegraph::Options::default();
-        options.title = self.title.clone();
-        options.subtitle = self.subtitle.clone();
-        options.count_name = "instructions".into();
-        options.min_width = self.min_width;
-        options.hash = true;
-        options.deterministic = true;
-        options.colors = Palette::Basic(BasicPalette::Hot);
-        options
+const WIDTH: f64 = 1200.0;
+const PAD: f64 = 10.0;
+const FRAME_HEIGHT: f64 = 16.0;
+const TOP: f64 = 48.0;
+const CHAR_WIDTH: f64 = 7.0;
+
+/// One frame of the merged stack tree.
+#[derive(Default)]
+struct Frame {
+    total: u64,
+    /// Inclusive cost in the *before* profile (differential graphs).
+    before: f64,
+    children: BTreeMap<String, Frame>,
+}
+
+impl Frame {
+    fn add(&mut self, stack: &str, instructions: u64) {
+        self.total += instructions;
+        let mut node = self;
+        for name in stack.split(';').filter(|n| !n.is_empty()) {
+            node = node.children.entry(name.to_string()).or_default();
+            node.total += instructions;
+        }
     }
+
+    fn add_before(&mut self, stack: &str, instructions: f64) {
+        self.before += instructions;
+        let mut node = self;
+        for name in stack.split(';').filter(|n| !n.is_empty()) {
+            match node.children.get_mut(name) {
+                Some(child) => {
+                    child.before += instructions;
+                    node = child;
+                }
+                None => return,
+            }
+        }
+    }
+
+    fn depth(&self) -> usize {
+        1 + self.children.values().map(Frame::depth).max().unwrap_or(0)
+    }
+}
+
+fn tree(stacks: &[FoldedStack]) -> io::Result<Frame> {
+    let mut root = Frame::default();
+    for s in stacks {
+        root.add(&s.stack, s.instructions);
+    }
+    if root.total == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "no stack has any cost: nothing to draw"));
+    }
+    Ok(root)
 }
 
 /// Writes the flame graph SVG of `stacks`. Fails (with an I/O error of kind
 /// `InvalidData`) when there are no stacks with a cost.
-pub fn write_flamegraph<W: Write>(
-    stacks: &[FoldedStack],
-    options: &FlameGraphOptions,
-    out: W,
-) -> io::Result<()> {
-    let lines: Vec<String> = stacks
-        .iter()
-        .map(|s| format!("{} {}", s.stack, s.instructions))
-        .collect();
-    flamegraph::from_lines(
-        &mut options.inferno(),
-        lines.iter().map(String::as_str),
-        out,
-    )
+pub fn write_flamegraph<W: Write>(stacks: &[FoldedStack], options: &FlameGraphOptions, out: W) -> io::Result<()> {
+    let root = tree(stacks)?;
+    render(&root, None, options, out)
 }
 
 /// Writes a differential flame graph: the shape of `after`, coloured by the
-/// change of each frame's self cost from `before`.
+/// change of each frame's inclusive cost from `before`.
 pub fn write_diff_flamegraph<W: Write>(
     before: &[FoldedStack],
     after: &[FoldedStack],
     options: &FlameGraphOptions,
     out: W,
 ) -> io::Result<()> {
-    let mut before_text = Vec::new();
-    write_folded(before, &mut before_text)?;
-    let mut after_text = Vec::new();
-    write_folded(after, &mut after_text)?;
-    let mut both = Vec::new();
-    let diff_options = differential::Options {
-        normalize: options.normalize,
-        strip_hex: false,
-    };
-    differential::from_readers(diff_options, &before_text[..], &after_text[..], &mut both)?;
-    flamegraph::from_reader(&mut options.inferno(), &both[..], out)
+    let mut root = tree(after)?;
+    let before_total: u64 = before.iter().map(|s| s.instructions).sum();
+    let scale = if options.normalize && before_total > 0 { root.total as f64 / before_total as f64 } else { 1.0 };
+    for s in before {
+        root.add_before(&s.stack, s.instructions as f64 * scale);
+    }
+    let mut max_change: f64 = 0.0;
+    max_delta(&root, &mut max_change);
+    render(&root, Some(max_change.max(1.0)), options, out)
+}
+
+fn max_delta(frame: &Frame, max: &mut f64) {
+    for child in frame.children.values() {
+        *max = max.max((child.total as f64 - child.before).abs());
+        max_delta(child, max);
+    }
+}
+
+fn render<W: Write>(root: &Frame, diff: Option<f64>, options: &FlameGraphOptions, mut out: W) -> io::Result<()> {
+    let depth = root.depth();
+    let height = TOP + depth as f64 * FRAME_HEIGHT + PAD * 2.0;
+    let per_instruction = (WIDTH - 2.0 * PAD) / root.total as f64;
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#)?;
+    writeln!(
+        out,
+        r#"<svg version="1.1" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">"#
+    )?;
+    writeln!(out, "<style>text {{ font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }} .title {{ font-size: 17px; }}</style>")?;
+    writeln!(out, r##"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#f8f8f0"/>"##)?;
+    writeln!(out, r#"<text class="title" x="{}" y="24" text-anchor="middle">{}</text>"#, WIDTH / 2.0, escape(&options.title))?;
+    if let Some(sub) = &options.subtitle {
+        writeln!(out, r#"<text x="{}" y="40" text-anchor="middle">{}</text>"#, WIDTH / 2.0, escape(sub))?;
+    }
+    let mut ctx = Drawing { out: &mut out, total: root.total, per_instruction, height, diff, min_width: options.min_width };
+    ctx.frame("all", root, PAD, 0)?;
+    writeln!(out, "</svg>")
+}
+
+struct Drawing<'a, W: Write> {
+    out: &'a mut W,
+    total: u64,
+    per_instruction: f64,
+    height: f64,
+    diff: Option<f64>,
+    min_width: f64,
+}
+
+impl<W: Write> Drawing<'_, W> {
+    fn frame(&mut self, name: &str, frame: &Frame, x: f64, depth: usize) -> io::Result<()> {
+        let width = frame.total as f64 * self.per_instruction;
+        if width < self.min_width {
+            return Ok(());
+        }
+        let y = self.height - PAD - (depth as f64 + 1.0) * FRAME_HEIGHT;
+        let percent = 100.0 * frame.total as f64 / self.total as f64;
+        let percent = if frame.total == self.total { "100%".to_string() } else { format!("{percent:.2}%") };
+        let (title, fill) = match self.diff {
+            None => (format!("{name} ({} instructions, {percent})", grouped(frame.total)), hot_colour(name)),
+            Some(max) => {
+                let delta = frame.total as f64 - frame.before;
+                let change = 100.0 * delta / self.total as f64;
+                let sign = if delta > 0.0 { "+" } else if delta < 0.0 { "-" } else { "" };
+                (
+                    format!("{name} ({} instructions, {percent}; {sign}{:.2}%)", grouped(frame.total), change.abs()),
+                    diff_colour(delta / max),
+                )
+            }
+        };
+        writeln!(self.out, "<g><title>{}</title>", escape(&title))?;
+        writeln!(
+            self.out,
+            r#"<rect x="{x:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" fill="{fill}" rx="2" ry="2"/>"#,
+            width,
+            FRAME_HEIGHT - 1.0
+        )?;
+        let fits = ((width - 6.0) / CHAR_WIDTH).floor();
+        if fits >= 3.0 {
+            let label: String = if name.chars().count() as f64 <= fits {
+                name.to_string()
+            } else {
+                name.chars().take(fits as usize - 2).chain("..".chars()).collect()
+            };
+            writeln!(self.out, r#"<text x="{:.2}" y="{:.1}">{}</text>"#, x + 3.0, y + 11.5, escape(&label))?;
+        }
+        writeln!(self.out, "</g>")?;
+        let mut child_x = x;
+        for (child_name, child) in &frame.children {
+            self.frame(child_name, child, child_x, depth + 1)?;
+            child_x += child.total as f64 * self.per_instruction;
+        }
+        Ok(())
+    }
+}
+
+/// flamegraph.pl's "hot" palette, picked by a hash of the name.
+fn hot_colour(name: &str) -> String {
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let v = |shift: u32| ((h >> shift) & 0xff) as f64 / 255.0;
+    format!("rgb({},{},{})", 205 + (50.0 * v(0)) as u32, (230.0 * v(8)) as u32, (55.0 * v(16)) as u32)
+}
+
+/// Red for growth, blue for shrinkage, white for no change; `ratio` in -1..=1.
+fn diff_colour(ratio: f64) -> String {
+    let strength = (ratio.abs().min(1.0) * 200.0) as u32;
+    let fade = 255 - strength;
+    if ratio > 0.0 {
+        format!("rgb(255,{fade},{fade})")
+    } else if ratio < 0.0 {
+        format!("rgb({fade},{fade},255)")
+    } else {
+        "rgb(250,250,250)".to_string()
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 #[cfg(test)]
