@@ -39,6 +39,9 @@ pub enum RowKind {
     Recursive,
     /// Callees below the threshold, folded into one row.
     Folded,
+    /// A function gcc inlined into the master above (from DWARF); its cost is
+    /// part of that master's self cost.
+    Inlined,
 }
 
 /// One printable line of the display tree.

@@ -86,6 +86,12 @@ impl InstructionCost {
             .collect()
     }
 
+    /// The outermost function inlined at this instruction, if any.
+    pub fn outermost_inlined(&self) -> Option<&str> {
+        let inner = self.frames.len().checked_sub(2)?;
+        Some(self.frames[inner].function.as_deref().unwrap_or("??"))
+    }
+
     /// The source position to charge: the innermost frame's with `inline`,
     /// otherwise the containing function's own (for inlined code, the call site).
     pub fn position(&self, inline: bool) -> Option<(&str, u32)> {
@@ -170,6 +176,26 @@ impl InstructionCosts {
     /// All instructions executed.
     pub fn total(&self) -> u64 {
         self.instructions.iter().map(|i| i.executions).sum()
+    }
+
+    /// Instructions of inlined functions by containing function name: for
+    /// each function, `(inlined function, instructions)` of the outermost
+    /// inline frames, most expensive first. Part of the container's self cost.
+    pub fn inlined_by_function(&self) -> std::collections::BTreeMap<String, Vec<(String, u64)>> {
+        let mut sums: std::collections::BTreeMap<(String, String), u64> = std::collections::BTreeMap::new();
+        for i in &self.instructions {
+            if let (Some(inlined), Some(f)) = (i.outermost_inlined(), self.functions.get(i.function as usize)) {
+                *sums.entry((f.name.clone(), inlined.to_string())).or_default() += i.executions;
+            }
+        }
+        let mut by_function: std::collections::BTreeMap<String, Vec<(String, u64)>> = std::collections::BTreeMap::new();
+        for ((function, inlined), n) in sums {
+            by_function.entry(function).or_default().push((inlined, n));
+        }
+        for list in by_function.values_mut() {
+            list.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        }
+        by_function
     }
 
     /// Self cost of every function, indexed like [`InstructionCosts::functions`].

@@ -21,7 +21,9 @@ use super::profile_file;
 /// marked.
 ///
 /// --tree prints Kaes's display tree: every function once, as a master node
-/// under its most expensive caller; other call sites link to it.
+/// under its most expensive caller; other call sites link to it. Functions gcc
+/// inlined (from DWARF) are listed under the function they were inlined into
+/// (needs the binary: --binary, or argv[0] from the profile).
 ///
 /// --summary gives the run at a glance: functions, edges, back edges, cycles,
 /// deepest recursion, maximum call and stack depth, direct and indirect calls,
@@ -58,6 +60,28 @@ pub struct ReportArgs {
     /// How many hottest functions the summary lists.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
+    /// The profiled binary, for inlined functions in --tree (default: the
+    /// profile's argv[0], relative to the current directory, when it exists).
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// In --tree, do not list the functions gcc inlined into each function.
+    #[arg(long)]
+    pub no_inline: bool,
+}
+
+/// Functions inlined into each function, from the binary's DWARF. Without an
+/// explicit `--binary`, a binary that cannot be found just means no inline
+/// rows.
+fn inlined_functions(
+    profile: &emuprof_analysis::Profile,
+    explicit: Option<&std::path::Path>,
+) -> Result<std::collections::BTreeMap<String, Vec<(String, u64)>>> {
+    let binary = match emuprof::source_map::profiled_binary(profile, explicit) {
+        Ok(path) => path,
+        Err(e) if explicit.is_some() => return Err(e),
+        Err(_) => return Ok(Default::default()),
+    };
+    Ok(emuprof::source_map::instruction_costs(profile, &binary)?.inlined_by_function())
 }
 
 /// Prints the requested report to stdout.
@@ -76,6 +100,9 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         let mut o = tree::TreeOptions::default();
         if let Some(t) = args.threshold {
             o.threshold_percent = t;
+        }
+        if !args.no_inline {
+            o.inlined = inlined_functions(&profile, args.binary.as_deref())?;
         }
         if args.json { tree::write_json(&graph, &o, &mut out)? } else { tree::write_text(&graph, &o, &mut out)? }
     } else if args.summary {

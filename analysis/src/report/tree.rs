@@ -8,6 +8,7 @@
 //! recursive call to a function already on the path above, `… N callees` for
 //! callees folded because they cost less than the threshold.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use serde::Serialize;
@@ -25,12 +26,17 @@ pub struct TreeOptions {
     /// Callees costing less than this percentage of the total are folded into one
     /// line per parent. Default: 1.0; 0 shows everything.
     pub threshold_percent: f64,
+    /// Inlined functions and their instructions by containing function name
+    /// (see [`crate::instructions::InstructionCosts::inlined_by_function`]);
+    /// each master row is followed by its inlined functions. Default: empty.
+    pub inlined: BTreeMap<String, Vec<(String, u64)>>,
 }
 
 impl Default for TreeOptions {
     fn default() -> TreeOptions {
         TreeOptions {
             threshold_percent: 1.0,
+            inlined: BTreeMap::new(),
         }
     }
 }
@@ -54,8 +60,43 @@ pub fn build(graph: &CallGraph, options: &TreeOptions) -> TreeReport {
         report: "tree",
         total_instructions: graph.profile.totals.instructions,
         threshold_percent: options.threshold_percent,
-        rows: DisplayTree::new(graph).rows(graph, options.threshold_percent),
+        rows: with_inlined(DisplayTree::new(graph).rows(graph, options.threshold_percent), graph, options),
     }
+}
+
+/// Inserts, after each master row, rows for the functions inlined into it
+/// (those above the threshold).
+fn with_inlined(rows: Vec<TreeRow>, graph: &CallGraph, options: &TreeOptions) -> Vec<TreeRow> {
+    if options.inlined.is_empty() {
+        return rows;
+    }
+    let total = graph.profile.totals.instructions;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let inlined = match row.kind {
+            RowKind::Master => options.inlined.get(&row.name),
+            _ => None,
+        };
+        let depth = row.depth + 1;
+        out.push(row);
+        for (name, instructions) in inlined.into_iter().flatten() {
+            let share = if total == 0 { 0.0 } else { 100.0 * *instructions as f64 / total as f64 };
+            if share < options.threshold_percent {
+                continue;
+            }
+            out.push(TreeRow {
+                depth,
+                kind: RowKind::Inlined,
+                function: None,
+                name: name.clone(),
+                calls: 0,
+                inclusive_instructions: *instructions,
+                inclusive_percent: share,
+                self_instructions: Some(*instructions),
+            });
+        }
+    }
+    out
 }
 
 /// Writes the display tree as indented text.
@@ -81,12 +122,13 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &TreeOptions, mut out: W
             RowKind::Link => "→ ",
             RowKind::Recursive => "↻ ",
             RowKind::Folded => "… ",
+            RowKind::Inlined => "⤷ inlined ",
         };
         table.push(vec![
             percent(row.inclusive_percent),
             grouped(row.inclusive_instructions),
             row.self_instructions.map_or(String::new(), grouped),
-            grouped(row.calls),
+            if row.kind == RowKind::Inlined { String::new() } else { grouped(row.calls) },
             format!("{}{marker}{}", "  ".repeat(row.depth as usize), row.name),
         ]);
     }
