@@ -52,6 +52,9 @@ pub struct BlockEvent {
     pub terminator: Terminator,
     /// Whether a function is known to start at `address`.
     pub is_function_start: bool,
+    /// Address just past the block's last instruction (the return address
+    /// when the block ends in `call`).
+    pub end: u64,
 }
 
 impl CallTreeBuilder {
@@ -81,6 +84,7 @@ impl CallTreeBuilder {
         let node = self.thread.top().node;
         self.nodes[node as usize].self_instructions += u64::from(block.instructions);
         self.thread.pending = block.terminator;
+        self.thread.pending_return = block.end;
         entered_by_call
     }
 
@@ -135,9 +139,22 @@ impl CallTreeBuilder {
             Terminator::Call { indirect } => {
                 let sp = read_sp();
                 self.push(block.address, sp, indirect);
+                let return_address = self.thread.pending_return;
+                if let Some(top) = self.thread.frames.last_mut() {
+                    top.return_address = return_address;
+                }
                 true
             }
             Terminator::Return => {
+                // The common case needs no stack pointer: returning to the
+                // address the innermost real call will return to pops exactly
+                // that frame (the frames below it lie higher on the stack).
+                let top = *self.thread.top();
+                if self.thread.frames.len() > 1 && top.return_address != 0 && top.return_address == block.address {
+                    self.thread.frames.pop();
+                    self.close(top);
+                    return false;
+                }
                 let sp = read_sp();
                 if self.unwind_to(sp) == 0 {
                     // A `ret` that returns to no active call is a jump
@@ -173,7 +190,7 @@ impl CallTreeBuilder {
             n.indirect_calls += 1;
         }
         n.max_stack_bytes = n.max_stack_bytes.max(self.initial_sp.saturating_sub(sp));
-        self.thread.frames.push(Frame { node, sp, entry_total: self.total });
+        self.thread.frames.push(Frame { node, sp, entry_total: self.total, return_address: 0 });
     }
 
     /// Pops every frame (except the root) whose stack pointer is below `sp`.

@@ -18,6 +18,9 @@ pub struct Frame {
     pub sp: u64,
     /// Total instructions executed before the call began.
     pub entry_total: u64,
+    /// Where a real `call` returns to; 0 for calls emuprof inferred (tail
+    /// calls, signal handlers), which are only ever popped by stack pointer.
+    pub return_address: u64,
 }
 
 /// The shadow call stack and pending transition of one guest thread.
@@ -28,14 +31,17 @@ pub struct ThreadState {
     pub frames: Vec<Frame>,
     /// How the previously executed block ended.
     pub pending: Terminator,
+    /// Address just past the previously executed block.
+    pub pending_return: u64,
 }
 
 impl ThreadState {
     /// A thread whose first frame runs `root` with stack pointer `sp`.
     pub fn new(root: NodeId, sp: u64) -> ThreadState {
         ThreadState {
-            frames: vec![Frame { node: root, sp, entry_total: 0 }],
+            frames: vec![Frame { node: root, sp, entry_total: 0, return_address: 0 }],
             pending: Terminator::Other,
+            pending_return: 0,
         }
     }
 

@@ -5,7 +5,7 @@ use super::*;
 const SP0: u64 = 0x7fff_0000;
 
 fn block(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
-    BlockEvent { address, instructions, terminator, is_function_start: false }
+    BlockEvent { address, instructions, terminator, is_function_start: false, end: address + 5 }
 }
 
 fn entry(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
@@ -137,6 +137,7 @@ fn random_control_flow_never_panics_and_costs_add_up() {
                 instructions: ((r >> 16) % 20) as u32,
                 terminator,
                 is_function_start: r & 0x100 != 0,
+                end: 0x1000 + (r >> 40) % 64 * 0x10,
             };
             sp = match (r >> 24) % 4 {
                 0 => sp.wrapping_sub(8),

@@ -52,6 +52,7 @@ pub unsafe extern "C" fn on_block_raw(uc: *mut uc_engine, address: u64, size: u3
         instructions: block.instructions,
         terminator: block.terminator,
         is_function_start: block.is_function_start,
+        end: address + u64::from(size),
     };
     let read_sp = || {
         let mut sp: u64 = 0;
