@@ -1,7 +1,7 @@
 //! emuprof's promise: the same binary, arguments, guest environment, input
 //! files and seed give the same counts on every run and every host. These tests
 //! check the promise (what must NOT change counts) and the documented list of
-//! inputs that DO change them (README, "What changes counts").
+//! inputs that DO change them (README, "Determinism: every input that can change a count").
 
 mod common;
 
