@@ -17,6 +17,7 @@ use std::io::Write;
 
 use crate::callgraph::CallGraph;
 use crate::diff::{costs_by_name, percent_change, share};
+use crate::dot::{escape, write_header};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::report::format::grouped;
@@ -63,12 +64,6 @@ fn colour(change: i128, change_percent: f64) -> (&'static str, &'static str) {
         SHRINK[step]
     };
     (fill, if step >= 3 { "white" } else { "black" })
-}
-
-fn escape(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// Calls per (caller name, callee name) edge of a profile.
@@ -120,7 +115,6 @@ pub fn write_diff_dot<W: Write>(
         .map(|(i, name)| (name, i))
         .collect();
 
-    writeln!(out, "digraph emuprof_diff {{")?;
     let title = format!(
         "A: {} ({} instructions)\\nB: {} ({} instructions, {})",
         escape(&a.command.join(" ")),
@@ -129,15 +123,7 @@ pub fn write_diff_dot<W: Write>(
         grouped(total_b),
         percent_change(total_a, total_b)
     );
-    writeln!(
-        out,
-        "  graph [fontname=\"Helvetica\", label=\"{title}\", labelloc=t, ranksep=0.4];"
-    )?;
-    writeln!(
-        out,
-        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];"
-    )?;
-    writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];")?;
+    write_header(&mut out, "emuprof_diff", &title)?;
     for (&name, &id) in &kept {
         let (in_a, in_b) = (costs_a.get(name), costs_b.get(name));
         let (ca, cb) = (

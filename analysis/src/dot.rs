@@ -55,8 +55,25 @@ fn heat(percent: f64) -> (&'static str, &'static str) {
     (fill, font)
 }
 
+/// Opens a digraph named `name` with emuprof's graph, node and edge styles and
+/// `title` (already escaped) as its label. Shared by the call-graph and diff
+/// exports so they look alike.
+pub(crate) fn write_header<W: Write>(out: &mut W, name: &str, title: &str) -> Result<()> {
+    writeln!(out, "digraph {name} {{")?;
+    writeln!(
+        out,
+        "  graph [fontname=\"Helvetica\", label=\"{title}\", labelloc=t, ranksep=0.4];"
+    )?;
+    writeln!(
+        out,
+        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];"
+    )?;
+    writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];")?;
+    Ok(())
+}
+
 /// Escapes text for a double-quoted DOT string.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
@@ -85,16 +102,7 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> R
             .as_ref()
             .map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p)))
     );
-    writeln!(out, "digraph emuprof {{")?;
-    writeln!(
-        out,
-        "  graph [fontname=\"Helvetica\", label=\"{title}\", labelloc=t, ranksep=0.4];"
-    )?;
-    writeln!(
-        out,
-        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];"
-    )?;
-    writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=9];")?;
+    write_header(&mut out, "emuprof", &title)?;
     for &id in &pruned.functions {
         let f = &profile.functions[id as usize];
         let inclusive = profile.percent(f.inclusive_instructions);

@@ -1,9 +1,11 @@
-//! The short summary printed to stderr after a run.
+//! The short summary printed to stderr after a run, from the analysis layer's
+//! summary report.
 
 use std::fmt::Write;
 
 use emuprof_analysis::report::format::grouped;
-use emuprof_analysis::Profile;
+use emuprof_analysis::report::summary::{self, NamedCost, SummaryOptions};
+use emuprof_analysis::{CallGraph, Profile};
 
 /// Total instructions and calls, then the top functions by self and by
 /// inclusive cost.
@@ -18,15 +20,16 @@ pub fn render(profile: &Profile, top: usize) -> String {
         grouped(t.syscalls),
         grouped(t.contexts)
     );
-    let mut table = |title: &str, key: fn(&emuprof_analysis::Function) -> u64| {
-        let mut fs: Vec<_> = profile.functions.iter().collect();
-        fs.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
-        let _ = writeln!(out, "emuprof: top {} by {title}:", top.min(fs.len()));
-        for f in fs.into_iter().take(top) {
-            let _ = writeln!(out, "emuprof:   {:>6.2}% {:>14}  {}", profile.percent(key(f)), grouped(key(f)), f.name);
+    let mut options = SummaryOptions::default();
+    options.top = top;
+    let report = summary::build(&CallGraph::new(profile), &options);
+    let mut table = |title: &str, rows: &[NamedCost]| {
+        let _ = writeln!(out, "emuprof: top {} by {title}:", rows.len());
+        for f in rows {
+            let _ = writeln!(out, "emuprof:   {:>6.2}% {:>14}  {}", f.percent, grouped(f.instructions), f.name);
         }
     };
-    table("self instructions", |f| f.self_instructions);
-    table("inclusive instructions", |f| f.inclusive_instructions);
+    table("self instructions", &report.top_self);
+    table("inclusive instructions", &report.top_inclusive);
     out
 }

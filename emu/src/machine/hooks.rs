@@ -62,19 +62,20 @@ pub unsafe extern "C" fn on_block_raw(uc: *mut uc_engine, address: u64, size: u3
     if st.tree.on_block(event, read_sp) {
         block.is_function_start = true;
     }
+    // One compare per block; the progress counter and the Ctrl-C flag are
+    // looked at every PROGRESS_EVERY blocks (well under a millisecond).
     st.blocks_run += 1;
-    if st.blocks_run % PROGRESS_EVERY == 0 {
-        st.options.progress.store(st.tree.total_instructions(), Ordering::Relaxed);
-    }
-    let limit_hit = st.options.max_instructions.is_some_and(|max| st.tree.total_instructions() >= max);
-    if limit_hit || st.options.interrupt.load(Ordering::Relaxed) {
-        if st.stop.is_none() {
-            st.stop = Some(if limit_hit {
-                StopReason::InstructionLimit(st.options.max_instructions.unwrap_or(0))
-            } else {
-                StopReason::Interrupted
-            });
-        }
+    let total = st.tree.total_instructions();
+    let stop = if total >= st.instruction_limit {
+        Some(StopReason::InstructionLimit(st.instruction_limit))
+    } else if st.blocks_run % PROGRESS_EVERY == 0 {
+        st.options.progress.store(total, Ordering::Relaxed);
+        st.options.interrupt.load(Ordering::Relaxed).then_some(StopReason::Interrupted)
+    } else {
+        None
+    };
+    if let Some(reason) = stop {
+        st.stop.get_or_insert(reason);
         unicorn_engine::uc_emu_stop(uc);
     }
 }

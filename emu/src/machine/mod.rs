@@ -83,6 +83,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     uc.reg_write(RegisterX86::RSP, stack.sp).map_err(|e| EmuError::unicorn("setting rsp", e))?;
 
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
+    let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
         symbols: &binary.symbols,
         blocks: BlockCache::new()?,
@@ -93,6 +94,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         stop: None,
         notes: Vec::new(),
         blocks_run: 0,
+        instruction_limit,
         signal_contexts: Vec::new(),
     }));
     install_hooks(&mut uc, &state)?;

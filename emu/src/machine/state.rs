@@ -48,6 +48,9 @@ pub struct MachineState<'a> {
     pub notes: Vec<String>,
     /// Blocks executed, for throttled progress updates.
     pub blocks_run: u64,
+    /// `options.max_instructions`, or `u64::MAX` without a limit (checked on
+    /// every block).
+    pub instruction_limit: u64,
     /// Register state saved when a signal handler started, innermost last.
     pub signal_contexts: Vec<unicorn_engine::Context>,
 }

@@ -205,7 +205,7 @@ impl AddressSpace {
 
     /// Reads guest memory ignoring permissions (for `mremap`).
     pub fn read_raw(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
-        self.chunks(addr, buf.len(), |_| true, |phys, range| uc.mem_read(phys, &mut buf[range]).is_ok())
+        self.read_raw_with(addr, buf, |phys, piece| uc.mem_read(phys, piece).is_ok())
     }
 
     /// Bytes of guest physical memory ever allocated.
