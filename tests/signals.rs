@@ -6,20 +6,15 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+
+use common::compile::compile_c;
 use std::process::Command;
 
 use common::{repo_root, run_emuprof, EmuprofCommand};
 
 fn build(compiler: &str, out: &Path) -> Option<PathBuf> {
-    let source = repo_root().join("tests/programs/signals.c");
-    let binary = out.join(format!("signals.{compiler}"));
-    match Command::new(compiler).args(["-O2", "-g", "-static", "-o"]).arg(&binary).arg(&source).status() {
-        Ok(s) if s.success() => Some(binary),
-        _ => {
-            eprintln!("skipping the {compiler} build of signals.c: {compiler} is not available");
-            None
-        }
-    }
+    let source = std::fs::read_to_string(repo_root().join("tests/programs/signals.c")).expect("read signals.c");
+    compile_c(out, &format!("signals.{compiler}"), &source, compiler, &["-O2", "-g"])
 }
 
 #[test]
@@ -52,13 +47,9 @@ fn handlers_run_and_the_profile_stays_consistent() {
 #[test]
 fn an_unhandled_abort_kills_with_sigabrt_and_writes_a_partial_profile() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let source = dir.path().join("abort.c");
-    std::fs::write(&source, "#include <stdlib.h>\nint main(void) { abort(); }\n").expect("write");
-    let binary = dir.path().join("abort");
-    if !Command::new("gcc").args(["-O2", "-static", "-o"]).arg(&binary).arg(&source).status().is_ok_and(|s| s.success()) {
-        eprintln!("skipping: gcc cannot build a static program");
+    let Some(binary) = compile_c(dir.path(), "abort", "#include <stdlib.h>\nint main(void) { abort(); }\n", "gcc", &["-O2"]) else {
         return;
-    }
+    };
     let run = EmuprofCommand::new(&binary).flags(&["--quiet"]).run();
     assert_eq!(run.status.code(), Some(134), "128 + SIGABRT: {}", run.stderr);
     assert!(run.stderr.contains("SIGABRT"), "{}", run.stderr);

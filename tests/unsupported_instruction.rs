@@ -4,26 +4,15 @@
 
 mod common;
 
-use std::process::Command;
-
+use common::compile::compile_c;
 use common::run_emuprof;
 
 #[test]
 fn avx2_code_stops_with_address_function_bytes_and_a_hint() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let source = dir.path().join("avx.c");
-    std::fs::write(
-        &source,
-        "#include <stdio.h>\nint a[1024], b[1024];\n\
-         int main(void) { for (int i = 0; i < 1024; i++) a[i] += b[i] * 3 + i; printf(\"%d\\n\", a[100]); return 0; }\n",
-    )
-    .expect("write source");
-    let binary = dir.path().join("avx");
-    let built = Command::new("gcc").args(["-O3", "-mavx2", "-static", "-o"]).arg(&binary).arg(&source).status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipping: gcc cannot build a static AVX2 program here");
-        return;
-    }
+    let source = "#include <stdio.h>\nint a[1024], b[1024];\n\
+         int main(void) { for (int i = 0; i < 1024; i++) a[i] += b[i] * 3 + i; printf(\"%d\\n\", a[100]); return 0; }\n";
+    let Some(binary) = compile_c(dir.path(), "avx", source, "gcc", &["-O3", "-mavx2"]) else { return };
     let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
     assert_eq!(run.status.code(), Some(125), "{}", run.stderr);
     let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("emuprof:")).collect();
