@@ -12,7 +12,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use emuprof::output::{check_writable, write_atomically};
 use emuprof::CompletedRun;
-use emuprof_emu::syscalls::files::FilesOptions;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
 use super::summary;
@@ -66,7 +65,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
 /// `run`, `check` and `diff --run`.
 pub fn profile_program(program: &Path, args: &[String], guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
     let mut run = emuprof::Run::new(program).args(args.iter().cloned());
-    configure(run.options_mut(), program, guest, protected_paths)?;
+    configure(run.options_mut(), guest, protected_paths)?;
     let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
     spinner.finish();
@@ -84,14 +83,12 @@ fn interrupt_flag() -> Arc<AtomicBool> {
     }))
 }
 
-fn configure(options: &mut RunOptions, program: &Path, guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<()> {
-    let exe = std::fs::canonicalize(program).with_context(|| format!("cannot find {}", program.display()))?;
-    options.files = FilesOptions {
-        root: guest.root.clone(),
-        read_only: guest.read_only,
-        exe_path: exe,
-        protected_paths,
-    };
+/// Applies the guest options on top of what [`emuprof::Run::new`] set up
+/// (argv, the executable's path for `/proc/self/exe`).
+fn configure(options: &mut RunOptions, guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<()> {
+    options.files.root = guest.root.clone();
+    options.files.read_only = guest.read_only;
+    options.files.protected_paths = protected_paths;
     if guest.inherit_env {
         options.env = std::env::vars_os().map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy())).collect();
     }
