@@ -1,8 +1,8 @@
 //! Decoding basic blocks once and caching what the call-tree builder needs.
 //!
 //! Unicorn reports every executed block as `(address, size)`. The first time a
-//! block is seen it is decoded with capstone; afterwards counting is a hash
-//! lookup and an add.
+//! block is seen it is decoded with capstone; afterwards the block hook finds
+//! its id and instruction count with one array access in the common case.
 
 use capstone::arch::x86::{ArchMode, X86OperandType};
 use capstone::arch::{ArchOperand, BuildsCapstone};
@@ -42,12 +42,18 @@ pub struct BlockInfo {
     pub instructions: u32,
     /// The kind of the last instruction.
     pub terminator: Terminator,
-    /// How many times the block ran.
-    pub executions: u64,
-    /// True when the block is known to start a function: a symbol starts
-    /// here, or a `call` has targeted it. A jump to such a block is a tail
-    /// call.
+    /// True when a symbol starts a function here. (The call-tree builder
+    /// also learns function starts from `call` targets.)
     pub is_function_start: bool,
+}
+
+/// What the block hook needs of a cached block on every execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockHandle {
+    /// The block's index in the cache.
+    pub id: BlockId,
+    /// Its number of instructions.
+    pub instructions: u32,
 }
 
 /// Index of a block in the [`BlockCache`].
@@ -62,7 +68,15 @@ pub struct BlockCache {
     capstone: Capstone,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
-    fast: Box<[(u64, u32, BlockId)]>,
+    fast: Box<[FastSlot; FAST_SLOTS]>,
+}
+
+/// One entry of the direct-mapped front cache.
+#[derive(Clone, Copy)]
+struct FastSlot {
+    address: u64,
+    size: u32,
+    handle: BlockHandle,
 }
 
 impl BlockCache {
@@ -77,43 +91,44 @@ impl BlockCache {
             capstone,
             index: FxHashMap::default(),
             blocks: Vec::new(),
-            fast: vec![(u64::MAX, 0, 0); FAST_SLOTS].into_boxed_slice(),
+            fast: Box::new([FastSlot { address: u64::MAX, size: 0, handle: BlockHandle { id: 0, instructions: 0 } }; FAST_SLOTS]),
         })
+    }
+
+    /// The block at `address` of `size` bytes if the direct-mapped front
+    /// cache holds it (the block hook's fast path).
+    #[inline]
+    pub fn cached(&self, address: u64, size: u32) -> Option<BlockHandle> {
+        let slot = &self.fast[fast_slot(address)];
+        (slot.address == address && slot.size == size).then_some(slot.handle)
     }
 
     /// The cached block at `address` of `size` bytes, if it was decoded before.
     #[inline]
-    pub fn lookup(&mut self, address: u64, size: u32) -> Option<BlockId> {
-        let slot = fast_slot(address);
-        let (a, s, id) = self.fast[slot];
-        if a == address && s == size {
-            return Some(id);
+    pub fn lookup(&mut self, address: u64, size: u32) -> Option<BlockHandle> {
+        if let Some(handle) = self.cached(address, size) {
+            return Some(handle);
         }
+        let slot = &mut self.fast[fast_slot(address)];
         let id = self.index.get(&(address, size)).copied()?;
-        self.fast[slot] = (address, size, id);
-        Some(id)
+        let handle = BlockHandle { id, instructions: self.blocks[id as usize].instructions };
+        *slot = FastSlot { address, size, handle };
+        Some(handle)
     }
 
     /// Decodes `code` (the block's bytes) and caches it.
-    pub fn insert(&mut self, address: u64, size: u32, code: &[u8], is_function_start: bool) -> BlockId {
+    pub fn insert(&mut self, address: u64, size: u32, code: &[u8], is_function_start: bool) -> BlockHandle {
         let (instructions, terminator) = self.decode(address, code);
         let id = self.blocks.len() as BlockId;
-        self.blocks.push(BlockInfo {
-            address,
-            size,
-            instructions,
-            terminator,
-            executions: 0,
-            is_function_start,
-        });
+        self.blocks.push(BlockInfo { address, size, instructions, terminator, is_function_start });
         self.index.insert((address, size), id);
-        id
+        BlockHandle { id, instructions }
     }
 
     /// The block with this id.
     #[inline]
-    pub fn get_mut(&mut self, id: BlockId) -> &mut BlockInfo {
-        &mut self.blocks[id as usize]
+    pub fn get(&self, id: BlockId) -> &BlockInfo {
+        &self.blocks[id as usize]
     }
 
     /// All blocks decoded so far, in first-execution order.
@@ -174,8 +189,9 @@ mod tests {
 
     fn decode(code: &[u8]) -> (u32, Terminator) {
         let mut cache = BlockCache::new().unwrap();
-        let id = cache.insert(0x1000, code.len() as u32, code, false);
-        let b = cache.get_mut(id);
+        let handle = cache.insert(0x1000, code.len() as u32, code, false);
+        assert_eq!(cache.lookup(0x1000, code.len() as u32), Some(handle));
+        let b = cache.get(handle.id);
         (b.instructions, b.terminator)
     }
 

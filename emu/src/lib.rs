@@ -23,6 +23,7 @@ pub mod machine;
 pub mod memory;
 pub mod syscalls;
 pub mod thread;
+pub mod tree_feed;
 
 pub use error::EmuError;
 pub use machine::{run, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};

@@ -1,10 +1,9 @@
-//! The Unicorn hooks. They forward to the call-tree builder and the syscall
-//! layer and do nothing else.
+//! The Unicorn hooks other than the block hook (see `block_hook`). They
+//! forward to the call-tree feed and the syscall layer and do nothing else.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 
 use unicorn_engine::{uc_engine, RegisterX86, Unicorn};
 
@@ -13,77 +12,14 @@ use super::state::MachineState;
 use crate::syscalls::signals::Disposition;
 use super::stop::{signal, StopReason};
 use super::syscall_dispatch;
-use crate::call_tree::BlockEvent;
-
-/// How often (in blocks) the progress counter is refreshed.
-const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// Shared machine state as the hooks hold it.
 pub type Shared<'a> = Rc<RefCell<MachineState<'a>>>;
 
-/// The block hook: count, build the tree, enforce limits. Installed through
-/// the raw C API: it runs for every executed block, and the safe binding's
-/// per-call reference counting showed up in profiles.
-///
-/// # Safety
-/// `user_data` must point to the live `RefCell<MachineState>` the machine
-/// registered; Unicorn calls this only from inside `emu_start`, when no other
-/// borrow of the state is active.
-pub unsafe extern "C" fn on_block_raw(uc: *mut uc_engine, address: u64, size: u32, user_data: *mut c_void) {
-    let state = &*(user_data as *const RefCell<MachineState<'_>>);
-    let Ok(mut guard) = state.try_borrow_mut() else { return };
-    let st = &mut *guard;
-    let id = match st.blocks.lookup(address, size) {
-        Some(id) => id,
-        None => {
-            let mut code = vec![0u8; size as usize];
-            // An unreadable block cannot have run; count what we can.
-            let _ = st.space.read_raw_with(address, &mut code, |phys, buf| {
-                unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64) == unicorn_engine::uc_error::OK
-            });
-            let is_start = st.symbols.is_function_start(address);
-            st.blocks.insert(address, size, &code, is_start)
-        }
-    };
-    let block = st.blocks.get_mut(id);
-    block.executions += 1;
-    let event = BlockEvent {
-        address,
-        instructions: block.instructions,
-        terminator: block.terminator,
-        is_function_start: block.is_function_start,
-        end: address + u64::from(size),
-    };
-    let read_sp = || {
-        let mut sp: u64 = 0;
-        unicorn_engine::uc_reg_read(uc, RegisterX86::RSP as i32, (&raw mut sp).cast());
-        sp
-    };
-    if st.tree.on_block(event, read_sp) {
-        block.is_function_start = true;
-    }
-    // One compare per block; the progress counter and the Ctrl-C flag are
-    // looked at every PROGRESS_EVERY blocks (well under a millisecond).
-    st.blocks_run += 1;
-    let total = st.tree.total_instructions();
-    let stop = if total >= st.instruction_limit {
-        Some(StopReason::InstructionLimit(st.instruction_limit))
-    } else if st.blocks_run % PROGRESS_EVERY == 0 {
-        st.options.progress.store(total, Ordering::Relaxed);
-        st.options.interrupt.load(Ordering::Relaxed).then_some(StopReason::Interrupted)
-    } else {
-        None
-    };
-    if let Some(reason) = stop {
-        st.stop.get_or_insert(reason);
-        unicorn_engine::uc_emu_stop(uc);
-    }
-}
-
 /// The `syscall` instruction hook.
 pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) {
     let mut st = state.borrow_mut();
-    st.tree.on_syscall();
+    st.feed.syscall();
     syscall_dispatch::dispatch(uc, &mut st);
     if st.stop.is_some() {
         let _ = uc.emu_stop();
@@ -117,9 +53,9 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
             return;
         }
     }
-    let stack = st.named_stack(pc);
     if st.stop.is_none() {
-        st.stop = Some(StopReason::Signaled { signal: sig, what, pc, stack });
+        // The call stack is filled in when the call-tree thread has caught up.
+        st.stop = Some(StopReason::Signaled { signal: sig, what, pc, stack: Vec::new() });
     }
     let _ = uc.emu_stop();
 }
@@ -133,7 +69,7 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
 pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
     let state = &*(user_data as *const RefCell<MachineState<'_>>);
     let tsc = match state.try_borrow() {
-        Ok(st) => st.sys.time.clock.tsc(st.tree.total_instructions()),
+        Ok(st) => st.sys.time.clock.tsc(st.instructions),
         Err(_) => 0,
     };
     let lo = tsc & 0xffff_ffff;

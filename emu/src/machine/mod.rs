@@ -1,9 +1,11 @@
 //! The machine: loads an image into guest memory, builds the initial stack,
 //! installs the hooks and runs the guest to the end.
 
+mod block_hook;
 mod hooks;
 mod options;
 mod signal_delivery;
+mod stack_pointer;
 mod state;
 mod stop;
 mod syscall_dispatch;
@@ -23,6 +25,8 @@ use unicorn_engine::{Arch, HookType, Mode, RegisterX86, Unicorn, X86Insn};
 
 use crate::blocks::BlockCache;
 use crate::call_tree::CallTreeBuilder;
+use crate::tree_feed;
+use stack_pointer::StackPointerReader;
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
@@ -84,55 +88,75 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
 
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
-    let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
-        symbols: &binary.symbols,
-        blocks: BlockCache::new()?,
-        tree: CallTreeBuilder::new(image.entry, stack.sp),
-        space,
-        sys: SyscallState { files, process, time: Time::default(), signals: Signals::default(), enosys_noted: BTreeSet::new() },
-        options,
-        stop: None,
-        notes: Vec::new(),
-        blocks_run: 0,
-        instruction_limit,
-        signal_contexts: Vec::new(),
-    }));
-    install_hooks(&mut uc, &state)?;
+    let blocks = BlockCache::new()?;
+    std::thread::scope(|scope| {
+        let (feed, builder) = tree_feed::spawn(scope, CallTreeBuilder::new(image.entry, stack.sp));
+        let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
+            symbols: &binary.symbols,
+            blocks,
+            feed,
+            stack_pointer: StackPointerReader::new(),
+            instructions: 0,
+            space,
+            sys: SyscallState { files, process, time: Time::default(), signals: Signals::default(), enosys_noted: BTreeSet::new() },
+            options,
+            stop: None,
+            notes: Vec::new(),
+            next_check: instruction_limit.min(block_hook::PROGRESS_EVERY),
+            instruction_limit,
+            signal_contexts: Vec::new(),
+        }));
+        let installed = install_hooks(&mut uc, &state);
+        let result = installed.and_then(|()| Ok(uc.emu_start(image.entry, u64::MAX, 0, 0)));
+        let mut st = state.borrow_mut();
+        st.feed.close();
+        let result = result?;
+        let pc = uc.pc_read().unwrap_or(0);
+        let stop = match (st.stop.take(), result) {
+            (Some(stop), _) => stop,
+            (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
+                let mut bytes = vec![0u8; 15];
+                let n = (0..15).take_while(|&i| st.space.read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize]).is_ok()).count();
+                bytes.truncate(n);
+                StopReason::InvalidInstruction { pc, function: st.function_name(pc), bytes }
+            }
+            (None, Err(e)) => StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}")),
+            (None, Ok(())) => StopReason::Halted { pc, function: st.function_name(pc) },
+        };
+        st.options.progress.store(st.instructions, Ordering::Relaxed);
+        let notes = std::mem::take(&mut st.notes);
+        let command = st.options.args.clone();
+        let blocks = std::mem::replace(&mut st.blocks, BlockCache::new()?);
+        drop(st);
+        drop(uc); // releases the hooks' references to the state
+        drop(state);
+        let built = builder.join().map_err(|_| EmuError::Setup("internal error: the call-tree thread failed".into()))?;
+        let stop = with_call_stack(stop, &built.tree, &binary.symbols);
+        let blocks = collect_blocks(&blocks, &built.executions);
+        let (nodes, total_instructions) = built.tree.finish();
+        let profile = RawProfile {
+            command,
+            exit_status: stop.exit_status(),
+            partial: stop.partial_reason(),
+            total_instructions,
+            nodes,
+            blocks,
+        };
+        Ok(RunOutcome { profile, stop, notes })
+    })
+}
 
-    let result = uc.emu_start(image.entry, u64::MAX, 0, 0);
-    let pc = uc.pc_read().unwrap_or(0);
-    let mut st = state.borrow_mut();
-    let stop = match (st.stop.take(), result) {
-        (Some(stop), _) => stop,
-        (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
-            let mut bytes = vec![0u8; 15];
-            let n = (0..15).take_while(|&i| st.space.read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize]).is_ok()).count();
-            bytes.truncate(n);
-            StopReason::InvalidInstruction { pc, function: st.function_name(pc), bytes }
+/// Fills in the guest call stack of a fatal signal (innermost first, at most
+/// 12 functions) once the call tree has seen every block.
+fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &emuprof_loader::Symbols) -> StopReason {
+    match stop {
+        StopReason::Signaled { signal, what, pc, .. } => {
+            let callers = tree.call_stack().into_iter().skip(1).take(11);
+            let stack = std::iter::once(pc).chain(callers).map(|addr| symbols.name_for(addr)).collect();
+            StopReason::Signaled { signal, what, pc, stack }
         }
-        (None, Err(e)) => StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}")),
-        (None, Ok(())) => StopReason::Halted { pc, function: st.function_name(pc) },
-    };
-    st.options.progress.store(st.tree.total_instructions(), Ordering::Relaxed);
-    let notes = std::mem::take(&mut st.notes);
-    let command = st.options.args.clone();
-    drop(st);
-    drop(uc); // releases the hooks' references to the state
-    let st = match Rc::try_unwrap(state) {
-        Ok(cell) => cell.into_inner(),
-        Err(_) => return Err(EmuError::Setup("internal error: machine state still shared after the run".into())),
-    };
-    let blocks = collect_blocks(&st.blocks);
-    let (nodes, total_instructions) = st.tree.finish();
-    let profile = RawProfile {
-        command,
-        exit_status: stop.exit_status(),
-        partial: stop.partial_reason(),
-        total_instructions,
-        nodes,
-        blocks,
-    };
-    Ok(RunOutcome { profile, stop, notes })
+        other => other,
+    }
 }
 
 /// Maps every `PT_LOAD` segment, page by page with the union of the
@@ -198,7 +222,7 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
             uc.get_handle(),
             &raw mut hook,
             HookType::BLOCK.0 as i32,
-            hooks::on_block_raw as *mut c_void,
+            block_hook::on_block_entry as *mut c_void,
             user_data,
             1u64,
             0u64,
@@ -233,12 +257,13 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
     Ok(())
 }
 
-fn collect_blocks(cache: &BlockCache) -> Vec<RawBlock> {
+fn collect_blocks(cache: &BlockCache, executions: &[u64]) -> Vec<RawBlock> {
     let mut blocks: Vec<RawBlock> = cache
         .blocks()
         .iter()
-        .filter(|b| b.executions > 0)
-        .map(|b| RawBlock { address: b.address, size: b.size, instructions: b.instructions, executions: b.executions })
+        .zip(executions)
+        .filter(|(_, &runs)| runs > 0)
+        .map(|(b, &executions)| RawBlock { address: b.address, size: b.size, instructions: b.instructions, executions })
         .collect();
     blocks.sort_by_key(|b| (b.address, b.size));
     blocks

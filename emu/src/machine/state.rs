@@ -6,8 +6,9 @@ use emuprof_loader::Symbols;
 
 use super::options::RunOptions;
 use super::stop::StopReason;
+use super::stack_pointer::StackPointerReader;
 use crate::blocks::BlockCache;
-use crate::call_tree::CallTreeBuilder;
+use crate::tree_feed::TreeFeed;
 use crate::memory::AddressSpace;
 use crate::syscalls::files::Files;
 use crate::syscalls::process::Process;
@@ -34,8 +35,13 @@ pub struct MachineState<'a> {
     pub symbols: &'a Symbols,
     /// Decoded blocks.
     pub blocks: BlockCache,
-    /// The call tree being built.
-    pub tree: CallTreeBuilder,
+    /// Events for the call-tree thread.
+    pub feed: TreeFeed,
+    /// Reads the guest stack pointer in the block hook.
+    pub stack_pointer: StackPointerReader,
+    /// Instructions executed so far (the call-tree thread keeps its own
+    /// total; this one drives the virtual clock and the instruction limit).
+    pub instructions: u64,
     /// Guest memory.
     pub space: AddressSpace,
     /// Syscall emulation.
@@ -46,10 +52,10 @@ pub struct MachineState<'a> {
     pub stop: Option<StopReason>,
     /// Messages for the user (printed once, prefixed `emuprof:`).
     pub notes: Vec<String>,
-    /// Blocks executed, for throttled progress updates.
-    pub blocks_run: u64,
-    /// `options.max_instructions`, or `u64::MAX` without a limit (checked on
-    /// every block).
+    /// The instruction total at which the block hook next leaves its fast
+    /// path: the instruction limit, or the next progress update.
+    pub next_check: u64,
+    /// `options.max_instructions`, or `u64::MAX` without a limit.
     pub instruction_limit: u64,
     /// Register state saved when a signal handler started, innermost last.
     pub signal_contexts: Vec<unicorn_engine::Context>,
@@ -59,14 +65,5 @@ impl MachineState<'_> {
     /// Function name for an address, for messages.
     pub fn function_name(&self, addr: u64) -> String {
         self.symbols.name_for(addr)
-    }
-
-    /// The guest call stack by function name, innermost first (at most 12).
-    pub fn named_stack(&self, pc: u64) -> Vec<String> {
-        let mut names = vec![self.function_name(pc)];
-        for entry in self.tree.call_stack().into_iter().skip(1).take(11) {
-            names.push(self.function_name(entry));
-        }
-        names
     }
 }

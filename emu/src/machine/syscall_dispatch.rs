@@ -100,13 +100,13 @@ fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
 
 fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what: &str) {
     let pc = uc.pc_read().unwrap_or(0);
-    let stack = st.named_stack(pc);
-    st.stop = Some(StopReason::Signaled { signal: sig as i32, what: what.into(), pc, stack });
+    // The call stack is filled in when the call-tree thread has caught up.
+    st.stop = Some(StopReason::Signaled { signal: sig as i32, what: what.into(), pc, stack: Vec::new() });
 }
 
 /// Asks each family in turn; `None` when no family owns `number`.
 fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> Option<SysResult> {
-    let MachineState { space, sys, tree, stop, notes, .. } = st;
+    let MachineState { space, sys, instructions, stop, notes, .. } = st;
     let files = &mut sys.files;
     let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
     if let Some(r) = memory_map::handle(number, args, space, uc, &mut read_file) {
@@ -117,7 +117,7 @@ fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, arg
     }
     let mut view = GuestView { uc, space };
     let mut call = SyscallCall { number, args, mem: &mut view };
-    let instructions = tree.total_instructions();
+    let instructions = *instructions;
     let result = sys
         .time
         .handle(&mut call, instructions)
