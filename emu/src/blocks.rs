@@ -125,10 +125,24 @@ impl BlockCache {
         BlockHandle { id, instructions }
     }
 
+    /// Caches a block decoded elsewhere (by another thread's cache).
+    pub fn insert_decoded(&mut self, info: BlockInfo) -> BlockHandle {
+        let id = self.blocks.len() as BlockId;
+        let handle = BlockHandle { id, instructions: info.instructions };
+        self.index.insert((info.address, info.size), id);
+        self.blocks.push(info);
+        handle
+    }
+
     /// The block with this id.
     #[inline]
     pub fn get(&self, id: BlockId) -> &BlockInfo {
         &self.blocks[id as usize]
+    }
+
+    /// All blocks, by id (first-execution order).
+    pub fn into_blocks(self) -> Vec<BlockInfo> {
+        self.blocks
     }
 
     /// All blocks decoded so far, in first-execution order.

@@ -39,6 +39,10 @@ pub struct CallTreeBuilder {
     thread: ThreadState,
     initial_sp: u64,
     total: u64,
+    /// `total` when the innermost frame last changed: the instructions since
+    /// then are self cost of the innermost context, credited when it changes
+    /// (not on every block).
+    self_mark: u64,
 }
 
 /// What the block hook tells the builder about one executed block.
@@ -69,6 +73,7 @@ impl CallTreeBuilder {
             thread: ThreadState::new(0, initial_sp),
             initial_sp,
             total: 0,
+            self_mark: 0,
         }
     }
 
@@ -79,10 +84,11 @@ impl CallTreeBuilder {
     /// remember that a function starts here.
     #[inline]
     pub fn on_block(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
-        let entered_by_call = self.transition(block, read_sp);
+        // Most blocks follow a branch or fall-through inside one function:
+        // nothing to do but count.
+        let stays = matches!(self.thread.pending, Terminator::Other | Terminator::Jump | Terminator::Syscall) && !block.is_function_start;
+        let entered_by_call = !stays && self.transition(block, read_sp);
         self.total += u64::from(block.instructions);
-        let node = self.thread.top().node;
-        self.nodes[node as usize].self_instructions += u64::from(block.instructions);
         self.thread.pending = block.terminator;
         self.thread.pending_return = block.end;
         entered_by_call
@@ -115,6 +121,7 @@ impl CallTreeBuilder {
     /// Closes every open call and returns the calling contexts (parents before
     /// children) and the instruction total.
     pub fn finish(mut self) -> (Vec<RawNode>, u64) {
+        self.settle_self_cost();
         while let Some(frame) = self.thread.frames.pop() {
             self.close(frame);
         }
@@ -126,7 +133,16 @@ impl CallTreeBuilder {
         (self.nodes, self.total)
     }
 
-    #[inline(always)]
+    /// Credits the instructions since the innermost frame last changed to its
+    /// context; called before every change of the innermost frame.
+    #[inline]
+    fn settle_self_cost(&mut self) {
+        let node = self.thread.top().node;
+        self.nodes[node as usize].self_instructions += self.total - self.self_mark;
+        self.self_mark = self.total;
+    }
+
+    #[inline(never)]
     fn transition(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
         match self.thread.pending {
             Terminator::Other | Terminator::Jump | Terminator::Syscall => {
@@ -151,6 +167,7 @@ impl CallTreeBuilder {
                 // that frame (the frames below it lie higher on the stack).
                 let top = *self.thread.top();
                 if self.thread.frames.len() > 1 && top.return_address != 0 && top.return_address == block.address {
+                    self.settle_self_cost();
                     self.thread.frames.pop();
                     self.close(top);
                     return false;
@@ -182,6 +199,7 @@ impl CallTreeBuilder {
     }
 
     fn push(&mut self, entry: u64, sp: u64, indirect: bool) {
+        self.settle_self_cost();
         let parent = self.thread.top().node;
         let node = self.child(parent, entry);
         let n = &mut self.nodes[node as usize];
@@ -195,6 +213,7 @@ impl CallTreeBuilder {
 
     /// Pops every frame (except the root) whose stack pointer is below `sp`.
     fn unwind_to(&mut self, sp: u64) -> usize {
+        self.settle_self_cost();
         let mut popped = 0;
         while self.thread.frames.len() > 1 && self.thread.top().sp < sp {
             if let Some(frame) = self.thread.frames.pop() {

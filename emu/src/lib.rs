@@ -16,6 +16,7 @@
 pub mod blocks;
 pub mod call_tree;
 pub mod clock;
+pub mod code_snapshot;
 pub mod cpu;
 mod error;
 pub mod initial_stack;

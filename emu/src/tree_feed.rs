@@ -1,154 +1,380 @@
 //! The hand-off from the emulation thread to the call-tree thread.
 //!
-//! The block hook does as little as it can per block: it finds the block's id
-//! and instruction count, reads the stack pointer and appends a [`TreeEvent`]
-//! to a batch. Full batches go over a bounded channel to a second thread that
-//! runs the [`CallTreeBuilder`]. That thread sees exactly the sequence of
-//! events a single-threaded run would, in order, so the profile is the same
-//! bytes; only the tree-building work runs beside the guest instead of in
-//! between its blocks.
+//! The block hook does as little as it can per block: it appends the block's
+//! address and size and the guest stack pointer to a batch. Full batches go
+//! over a bounded channel to a second thread, which looks the blocks up
+//! (decoding new ones from the [`CodeSnapshot`]), counts their instructions
+//! and runs the [`CallTreeBuilder`]. That thread applies exactly the events a
+//! single-threaded run would, in order, so the profile is the same bytes.
 //!
-//! Everything the emulation thread itself needs while the guest runs (the
-//! instruction total for the virtual clock and `--max-instructions`) it keeps
-//! on its own side, so it never waits for the builder until the run ends.
+//! The emulation thread does not know the instruction total while the guest
+//! runs. Whenever the guest does something the outside world can see or that
+//! depends on the total (a system call, `rdtsc`, a crash, the end of the run)
+//! it first [syncs](TreeFeed::sync): sends its partial batch and waits until
+//! the builder has applied everything. The builder also enforces
+//! `--max-instructions`: it stops applying events at the block that reaches
+//! the limit, and the emulation thread stops the guest at its next batch or
+//! sync, before the guest can make another system call. The profile and the
+//! program's visible behaviour are therefore the same on every run.
 //!
 //! Both ends spin for a while before they block on the channel: waking a
 //! sleeping thread costs a system call and, on a virtual machine, an
 //! inter-processor interrupt, and doing that for every batch cost more than a
 //! tenth of the run time.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
+use std::sync::Arc;
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::blocks::BlockId;
+use emuprof_loader::FunctionStarts;
+
+use crate::blocks::{BlockCache, BlockInfo};
 use crate::call_tree::{BlockEvent, CallTreeBuilder};
+use crate::code_snapshot::CodeSnapshot;
 
 /// Events per batch: large enough that the channel costs nothing per block,
 /// small enough that a batch stays in the CPU caches.
-const BATCH: usize = 1 << 14;
+const BATCH: usize = 1 << 12;
 
 /// Batches in flight before the emulation thread waits for the builder.
-const BATCHES_IN_FLIGHT: usize = 8;
+const BATCHES_IN_FLIGHT: usize = 4;
 
 /// How long either thread spins on the channel before it blocks.
 const SPIN: Duration = Duration::from_millis(2);
 
-/// One thing the call-tree builder must see, in guest execution order.
+/// Marks the events that are not blocks (no block is 2^15 bytes long).
+const SPECIAL: u64 = 1 << 63;
+const SYSCALL: u64 = SPECIAL | 1;
+const SIGNAL_HANDLER: u64 = SPECIAL | 2;
+
+/// One thing the call-tree builder must see, in guest execution order:
+/// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
+/// special marker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TreeEvent {
-    /// A block ran; `sp` is the guest stack pointer at its first instruction.
-    Block {
-        /// The block, as numbered by the block cache.
-        id: BlockId,
-        /// The guest `rsp` when the block began.
-        sp: u64,
-    },
-    /// The current context made a system call.
-    Syscall,
-    /// A signal handler is about to run (entered like an indirect call).
-    SignalHandler,
+#[repr(C)]
+pub struct TreeEvent {
+    key: u64,
+    sp: u64,
 }
 
-/// Blocks first seen since the previous batch, then the events.
+impl TreeEvent {
+    /// A run of the block at `address` of `size` bytes, entered with stack
+    /// pointer `sp`. (User-space addresses fit in 48 bits, blocks in 15.)
+    #[inline]
+    pub fn block(address: u64, size: u32, sp: u64) -> TreeEvent {
+        TreeEvent { key: address | u64::from(size) << 48, sp }
+    }
+
+    fn special(key: u64) -> TreeEvent {
+        TreeEvent { key, sp: 0 }
+    }
+}
+
+/// The builder's state as the emulation thread sees it after a sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TreeState {
+    /// Instructions executed so far.
+    pub instructions: u64,
+    /// Whether `--max-instructions` was reached: the guest must stop.
+    pub limit_reached: bool,
+}
+
+/// Blocks decoded by the emulation thread since the previous batch (those
+/// outside the snapshot), then the events.
 struct Batch {
-    new_blocks: Vec<BlockEvent>,
+    new_blocks: Vec<BlockInfo>,
     events: Vec<TreeEvent>,
+}
+
+/// What the builder publishes after every batch.
+#[derive(Default)]
+struct Published {
+    batches_done: AtomicU64,
+    instructions: AtomicU64,
+    limit_reached: AtomicBool,
+    finished: AtomicBool,
 }
 
 /// The emulation thread's end: collects events and ships them in batches.
 pub struct TreeFeed {
     events: Vec<TreeEvent>,
-    new_blocks: Vec<BlockEvent>,
+    new_blocks: Vec<BlockInfo>,
     batches: Option<SyncSender<Batch>>,
     recycled: Receiver<Vec<TreeEvent>>,
+    batches_sent: u64,
+    published: Arc<Published>,
+}
+
+/// What the builder thread needs to know about the program.
+pub struct BuilderSetup<'a> {
+    /// The loaded code, to decode blocks from.
+    pub code: &'a CodeSnapshot,
+    /// Where symbols say functions start.
+    pub function_starts: &'a FunctionStarts,
+    /// The builder to run.
+    pub tree: CallTreeBuilder,
+    /// `--max-instructions`, or `u64::MAX`.
+    pub instruction_limit: u64,
+    /// Where to publish the instruction total for progress display.
+    pub progress: Arc<AtomicU64>,
 }
 
 /// What the builder thread hands back when the run is over.
 pub struct BuiltTree {
     /// The builder, with every event applied (calls still open).
     pub tree: CallTreeBuilder,
+    /// Every block that ran, by block id.
+    pub blocks: Vec<BlockInfo>,
     /// How many times each block ran, by block id.
     pub executions: Vec<u64>,
 }
 
 /// Starts the builder thread in `scope`; the returned feed sends it events.
-pub fn spawn<'scope>(scope: &'scope Scope<'scope, '_>, tree: CallTreeBuilder) -> (TreeFeed, ScopedJoinHandle<'scope, BuiltTree>) {
+pub fn spawn<'scope, 'env>(scope: &'scope Scope<'scope, 'env>, setup: BuilderSetup<'env>) -> (TreeFeed, ScopedJoinHandle<'scope, BuiltTree>) {
     let (batches, incoming) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let (give_back, recycled) = mpsc::channel();
-    let handle = scope.spawn(move || build(tree, incoming, give_back));
-    let feed = TreeFeed { events: Vec::with_capacity(BATCH), new_blocks: Vec::new(), batches: Some(batches), recycled };
+    let published = Arc::new(Published::default());
+    let theirs = Arc::clone(&published);
+    let handle = scope.spawn(move || {
+        let _finished = FinishedOnDrop(&theirs);
+        build(setup, &incoming, &give_back, &theirs)
+    });
+    let feed = TreeFeed { events: Vec::with_capacity(BATCH), new_blocks: Vec::new(), batches: Some(batches), recycled, batches_sent: 0, published };
     (feed, handle)
 }
 
 impl TreeFeed {
-    /// A block that was never reported before; its id is the number of
-    /// blocks defined so far. Must come before the block's first run.
-    pub fn define(&mut self, block: BlockEvent) {
-        self.new_blocks.push(block);
-    }
-
-    /// Whether the current batch has room for another event before it is
-    /// sent.
+    /// Whether the current batch has room for another event.
     #[inline]
     pub fn has_room(&self) -> bool {
         self.events.len() < self.events.capacity()
     }
 
-    /// A run of block `id` with stack pointer `sp`.
+    /// A run of a block. The caller makes room first (see [`TreeFeed::make_room`]).
     #[inline]
-    pub fn block(&mut self, id: BlockId, sp: u64) {
-        self.push(TreeEvent::Block { id, sp });
-    }
-
-    /// A system call from the current context.
-    pub fn syscall(&mut self) {
-        self.push(TreeEvent::Syscall);
-    }
-
-    /// A signal handler starts with the next block.
-    pub fn signal_handler(&mut self) {
-        self.push(TreeEvent::SignalHandler);
-    }
-
-    /// Sends what is left and tells the builder thread the run is over.
-    pub fn close(&mut self) {
-        self.flush();
-        self.batches = None;
-    }
-
-    #[inline]
-    fn push(&mut self, event: TreeEvent) {
-        if !self.has_room() {
-            self.flush();
-        }
+    pub fn block(&mut self, event: TreeEvent) {
         let len = self.events.len();
-        // Always true after a flush (batches have room for BATCH events);
-        // written out so the block hook's fast path has no call to `Vec`'s
+        // Written out so the block hook's fast path has no call into `Vec`'s
         // growth path, which would cost register saves on every block.
         if len < self.events.capacity() {
             // SAFETY: `len < capacity`: the slot is allocated and unused.
             unsafe {
-                self.events.as_mut_ptr().add(len).write(event);
+                write_streaming(self.events.as_mut_ptr().add(len), event);
                 self.events.set_len(len + 1);
             }
+        } else {
+            self.make_room();
+            self.events.push(event);
         }
+    }
+
+    /// A block the builder cannot find in the code snapshot, decoded here;
+    /// must come before its first run.
+    pub fn define(&mut self, block: BlockInfo) {
+        self.new_blocks.push(block);
+    }
+
+    /// A system call from the current context.
+    pub fn syscall(&mut self) {
+        self.block(TreeEvent::special(SYSCALL));
+    }
+
+    /// A signal handler starts with the next block.
+    pub fn signal_handler(&mut self) {
+        self.block(TreeEvent::special(SIGNAL_HANDLER));
+    }
+
+    /// Sends the batch if it is full; true when it did (a good moment to
+    /// look at [`TreeFeed::limit_reached`]).
+    pub fn make_room(&mut self) -> bool {
+        if self.has_room() {
+            return false;
+        }
+        self.send();
+        true
+    }
+
+    /// Whether the builder has reached the instruction limit (as of the
+    /// batches it has applied so far).
+    pub fn limit_reached(&self) -> bool {
+        self.published.limit_reached.load(Ordering::Relaxed)
+    }
+
+    /// Sends everything collected so far and waits until the builder has
+    /// applied it.
+    pub fn sync(&mut self) -> TreeState {
+        if !self.events.is_empty() || !self.new_blocks.is_empty() {
+            self.send();
+        }
+        let start = Instant::now();
+        while self.batches.is_some()
+            && self.published.batches_done.load(Ordering::Acquire) < self.batches_sent
+            && !self.published.finished.load(Ordering::Acquire)
+        {
+            if !spin_on(start) {
+                std::thread::yield_now();
+            }
+        }
+        TreeState {
+            instructions: self.published.instructions.load(Ordering::Acquire),
+            limit_reached: self.published.limit_reached.load(Ordering::Acquire),
+        }
+    }
+
+    /// Syncs and tells the builder thread the run is over.
+    pub fn close(&mut self) -> TreeState {
+        let state = self.sync();
+        self.batches = None;
+        state
     }
 
     #[cold]
     #[inline(never)]
-    fn flush(&mut self) {
-        let Some(batches) = &self.batches else { return };
-        if self.events.is_empty() && self.new_blocks.is_empty() {
+    fn send(&mut self) {
+        let Some(batches) = &self.batches else {
+            // The builder is gone; joining it reports why. Keep collecting
+            // nothing.
+            self.events.clear();
+            self.new_blocks.clear();
             return;
-        }
+        };
+        publish_streaming_writes();
         let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
         let batch = Batch { new_blocks: std::mem::take(&mut self.new_blocks), events: std::mem::replace(&mut self.events, next) };
-        // A send fails only when the builder thread died; joining it reports that.
-        if send_spinning(batches, batch).is_err() {
+        if send_spinning(batches, batch).is_ok() {
+            self.batches_sent += 1;
+        } else {
             self.batches = None;
         }
     }
+}
+
+/// Writes an event without pulling its cache line into this core's cache
+/// (`movnti`). The other thread reads each batch once; with ordinary stores
+/// every reused batch line had to be fetched back from the reading core
+/// first, which made the emulation thread up to 2.5 times slower when the
+/// two threads ran on distant cores.
+///
+/// # Safety
+/// `slot` must be valid for writes and 8-byte aligned.
+#[inline(always)]
+unsafe fn write_streaming(slot: *mut TreeEvent, event: TreeEvent) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let words = slot.cast::<i64>();
+        core::arch::x86_64::_mm_stream_si64(words, event.key as i64);
+        core::arch::x86_64::_mm_stream_si64(words.add(1), event.sp as i64);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    slot.write(event);
+}
+
+/// Orders the streaming writes before the batch is handed over (they are
+/// not ordered by the channel's own synchronisation).
+fn publish_streaming_writes() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` has no preconditions.
+    unsafe {
+        core::arch::x86_64::_mm_sfence()
+    };
+}
+
+/// Marks the builder as gone however its thread ends, so a sync never waits
+/// for a thread that panicked.
+struct FinishedOnDrop<'a>(&'a Published);
+
+impl Drop for FinishedOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.finished.store(true, Ordering::Release);
+    }
+}
+
+/// The builder thread: applies every event in order.
+fn build(setup: BuilderSetup<'_>, incoming: &Receiver<Batch>, give_back: &Sender<Vec<TreeEvent>>, published: &Published) -> BuiltTree {
+    let mut blocks = BlockCache::new().expect("capstone handles x86-64");
+    let mut runs: Vec<RunState> = Vec::new();
+    let BuilderSetup { code, function_starts, mut tree, instruction_limit, progress } = setup;
+    let mut applying = true;
+    while let Some(batch) = recv_spinning(incoming) {
+        for info in batch.new_blocks {
+            if blocks.lookup(info.address, info.size).is_none() {
+                runs.push(RunState::new(&info));
+                blocks.insert_decoded(info);
+            }
+        }
+        for event in &batch.events {
+            if !applying {
+                break;
+            }
+            if event.key & SPECIAL != 0 {
+                match event.key {
+                    SYSCALL => tree.on_syscall(),
+                    SIGNAL_HANDLER => tree.enter_signal_handler(),
+                    _ => unreachable!("unknown tree event {:#x}", event.key),
+                }
+                continue;
+            }
+            let (address, size) = (event.key & ((1 << 48) - 1), (event.key >> 48) as u32);
+            let id = match blocks.lookup(address, size) {
+                Some(block) => block.id,
+                None => {
+                    let info = decode(&mut blocks, code, function_starts, address, size);
+                    runs.push(RunState::new(&info));
+                    runs.len() as u32 - 1
+                }
+            };
+            let run = &mut runs[id as usize];
+            run.executions += 1;
+            if tree.on_block(run.event, || event.sp) {
+                run.event.is_function_start = true;
+            }
+            if tree.total_instructions() >= instruction_limit {
+                applying = false;
+                published.limit_reached.store(true, Ordering::Release);
+            }
+        }
+        published.instructions.store(tree.total_instructions(), Ordering::Release);
+        progress.store(tree.total_instructions(), Ordering::Relaxed);
+        published.batches_done.fetch_add(1, Ordering::Release);
+        let mut events = batch.events;
+        events.clear();
+        let _ = give_back.send(events);
+    }
+    let executions = runs.iter().map(|r| r.executions).collect();
+    BuiltTree { tree, blocks: blocks.into_blocks(), executions }
+}
+
+/// What the builder tracks per block, by block id.
+struct RunState {
+    event: BlockEvent,
+    executions: u64,
+}
+
+impl RunState {
+    fn new(info: &BlockInfo) -> RunState {
+        let event = BlockEvent {
+            address: info.address,
+            instructions: info.instructions,
+            terminator: info.terminator,
+            is_function_start: info.is_function_start,
+            end: info.address + u64::from(info.size),
+        };
+        RunState { event, executions: 0 }
+    }
+}
+
+/// Decodes a block from the code snapshot and caches it.
+fn decode(blocks: &mut BlockCache, code: &CodeSnapshot, function_starts: &FunctionStarts, address: u64, size: u32) -> BlockInfo {
+    // Bytes missing from the snapshot read as zeros, as unreadable code
+    // always did (a block of them cannot have run far).
+    let mut bytes = vec![0u8; size as usize];
+    if let Some(loaded) = code.read(address, bytes.len()) {
+        bytes[..loaded.len()].copy_from_slice(loaded);
+    }
+    let handle = blocks.insert(address, size, &bytes, function_starts.contains(address));
+    blocks.get(handle.id).clone()
 }
 
 /// `send`, spinning on a full channel for up to [`SPIN`] before blocking.
@@ -190,68 +416,84 @@ fn spin_on(start: Instant) -> bool {
     start.elapsed() < SPIN
 }
 
-/// The builder thread: applies every event in order.
-fn build(mut tree: CallTreeBuilder, incoming: Receiver<Batch>, give_back: Sender<Vec<TreeEvent>>) -> BuiltTree {
-    let mut blocks: Vec<BlockEvent> = Vec::new();
-    let mut executions: Vec<u64> = Vec::new();
-    while let Some(batch) = recv_spinning(&incoming) {
-        executions.resize(executions.len() + batch.new_blocks.len(), 0);
-        blocks.extend(batch.new_blocks);
-        for &event in &batch.events {
-            match event {
-                TreeEvent::Block { id, sp } => {
-                    let block = &mut blocks[id as usize];
-                    executions[id as usize] += 1;
-                    if tree.on_block(*block, || sp) {
-                        block.is_function_start = true;
-                    }
-                }
-                TreeEvent::Syscall => tree.on_syscall(),
-                TreeEvent::SignalHandler => tree.enter_signal_handler(),
-            }
-        }
-        let mut events = batch.events;
-        events.clear();
-        let _ = give_back.send(events);
-    }
-    BuiltTree { tree, executions }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blocks::Terminator;
 
-    fn block(address: u64, terminator: Terminator) -> BlockEvent {
-        BlockEvent { address, instructions: 3, terminator, is_function_start: false, end: address + 10 }
+    /// call rel32; ret; syscall at 0x1000, 0x2000, 0x1005.
+    fn snapshot() -> CodeSnapshot {
+        let mut code = vec![0u8; 0x2000];
+        code[..5].copy_from_slice(&[0xe8, 0xfb, 0x0f, 0, 0]);
+        code[5..7].copy_from_slice(&[0x0f, 0x05]);
+        code[0x1000] = 0xc3;
+        CodeSnapshot::new(vec![(0x1000, code)])
+    }
+
+    fn run(limit: u64, events: impl FnOnce(&mut TreeFeed)) -> (BuiltTree, TreeState) {
+        let code = snapshot();
+        let starts = FunctionStarts::default();
+        std::thread::scope(|scope| {
+            let setup = BuilderSetup {
+                code: &code,
+                function_starts: &starts,
+                tree: CallTreeBuilder::new(0x1000, 0x7000),
+                instruction_limit: limit,
+                progress: Arc::default(),
+            };
+            let (mut feed, handle) = spawn(scope, setup);
+            events(&mut feed);
+            let state = feed.close();
+            (handle.join().expect("builder thread"), state)
+        })
+    }
+
+    fn rounds(feed: &mut TreeFeed, n: usize) {
+        for _ in 0..n {
+            feed.make_room();
+            feed.block(TreeEvent::block(0x1000, 5, 0x7000));
+            feed.block(TreeEvent::block(0x2000, 1, 0x6ff8));
+            feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+            feed.syscall();
+        }
     }
 
     /// The same events give the same tree whether they cross the thread in
-    /// one batch or in many.
+    /// one batch or in many, and a sync sees every event sent before it.
     #[test]
-    fn batches_do_not_change_the_tree() {
-        let events = |feed: &mut TreeFeed| {
-            feed.define(block(0x1000, Terminator::Call { indirect: false }));
-            feed.define(block(0x2000, Terminator::Return));
-            feed.define(block(0x100a, Terminator::Syscall));
-            for _ in 0..(3 * BATCH / 2) {
-                feed.block(0, 0x7000);
-                feed.block(1, 0x6ff8);
-                feed.block(2, 0x7000);
-                feed.syscall();
-            }
-        };
-        let result = std::thread::scope(|scope| {
-            let (mut feed, handle) = spawn(scope, CallTreeBuilder::new(0x1000, 0x7000));
-            events(&mut feed);
-            feed.close();
-            handle.join().expect("builder thread")
+    fn batches_and_syncs_do_not_change_the_tree() {
+        let n = 3 * BATCH / 2;
+        let (built, state) = run(u64::MAX, |feed| {
+            rounds(feed, 10);
+            assert_eq!(feed.sync(), TreeState { instructions: 30, limit_reached: false });
+            rounds(feed, n - 10);
         });
-        assert_eq!(result.executions, vec![3 * BATCH as u64 / 2; 3]);
-        let (nodes, total) = result.tree.finish();
-        assert_eq!(total, 9 * (3 * BATCH as u64 / 2));
+        assert_eq!(state, TreeState { instructions: 3 * n as u64, limit_reached: false });
+        assert_eq!(built.executions, vec![n as u64; 3]);
+        let (nodes, total) = built.tree.finish();
+        assert_eq!(total, 3 * n as u64);
         assert_eq!(nodes.len(), 2, "root and one callee context");
-        assert_eq!(nodes[1].calls, 3 * BATCH as u64 / 2);
-        assert_eq!(nodes[0].syscalls, 3 * BATCH as u64 / 2);
+        assert_eq!(nodes[1].calls, n as u64);
+        assert_eq!(nodes[0].syscalls, n as u64);
+    }
+
+    /// The builder stops at the block that reaches the limit, whatever the
+    /// emulation thread sends after it.
+    #[test]
+    fn stops_applying_at_the_instruction_limit() {
+        let (built, state) = run(7, |feed| rounds(feed, 100));
+        assert_eq!(state, TreeState { instructions: 7, limit_reached: true });
+        assert_eq!(built.executions, vec![3, 2, 2]);
+        assert_eq!(built.tree.finish().1, 7);
+    }
+
+    /// Blocks outside the snapshot come with their decoded form.
+    #[test]
+    fn defined_blocks_need_no_snapshot() {
+        let (built, _) = run(u64::MAX, |feed| {
+            feed.define(BlockInfo { address: 0x9000, size: 3, instructions: 2, terminator: crate::blocks::Terminator::Other, is_function_start: false });
+            feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+        });
+        assert_eq!(built.executions, vec![1]);
+        assert_eq!(built.tree.finish().1, 2);
     }
 }

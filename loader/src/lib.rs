@@ -42,7 +42,7 @@ pub use image::{
     Image, ImageKind, Segment, TlsTemplate, MAX_SEGMENT_SIZE, PAGE_SIZE, STATIC_PIE_BASE,
     USER_SPACE_END,
 };
-pub use symbols::{FunctionSymbol, Symbols};
+pub use symbols::{FunctionStarts, FunctionSymbol, Symbols};
 
 /// A loaded static binary: its memory image and its symbols.
 #[derive(Debug)]

@@ -83,6 +83,17 @@ pub struct Symbols {
     debug_info: DebugInfo,
 }
 
+/// Where functions start: symbols and the entry point, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FunctionStarts(Vec<u64>);
+
+impl FunctionStarts {
+    /// Whether a function starts exactly at `address`.
+    pub fn contains(&self, address: u64) -> bool {
+        self.0.binary_search(&address).is_ok()
+    }
+}
+
 impl std::fmt::Debug for Symbols {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Symbols")
@@ -157,6 +168,16 @@ impl Symbols {
                 .functions
                 .binary_search_by_key(&address, |f| f.address)
                 .is_ok()
+    }
+
+    /// The addresses [`Symbols::is_function_start`] accepts, as a plain list
+    /// that can go to another thread (the debug-info reader cannot).
+    pub fn function_starts(&self) -> FunctionStarts {
+        let mut starts: Vec<u64> = self.functions.iter().map(|f| f.address).collect();
+        starts.push(self.entry);
+        starts.sort_unstable();
+        starts.dedup();
+        FunctionStarts(starts)
     }
 
     /// A name for the code at `address`: the demangled name of the function that

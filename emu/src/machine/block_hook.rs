@@ -1,12 +1,12 @@
 //! The block hook: the one piece of emuprof that runs for every executed
 //! guest block, so every instruction in it shows up in the run time.
 //!
-//! The fast path (a block seen before, room in the current batch, no limit
-//! or progress check due) finds the block in a direct-mapped cache, reads the
-//! stack pointer straight from Unicorn's CPU state, appends one event for the
-//! call-tree thread and adds the block's instructions to the total: a leaf
-//! function of about twenty instructions. Everything else goes to
-//! [`on_block_slow`], which does the same work the long way round.
+//! The fast path (a block inside the program's loaded text, room in the
+//! current batch) reads the stack pointer straight from Unicorn's CPU state
+//! and appends one event for the call-tree thread, which does all the
+//! counting: a leaf function of about a dozen instructions. Everything else
+//! goes to [`on_block_slow`]: blocks outside the text (decoded here, from
+//! guest memory), full batches, the stack-pointer check.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -17,12 +17,7 @@ use unicorn_engine::uc_engine;
 use super::stack_pointer;
 use super::state::MachineState;
 use super::stop::StopReason;
-use crate::blocks::BlockHandle;
-use crate::call_tree::BlockEvent;
-
-/// How often (in instructions, about a millisecond of emulation) the
-/// progress counter is refreshed and the Ctrl-C flag looked at.
-pub const PROGRESS_EVERY: u64 = 1 << 20;
+use crate::tree_feed::TreeEvent;
 
 /// The block hook's entry point as Unicorn sees it: passes TCG's CPU-state
 /// register (`rbp`) on to [`on_block`] as a fifth argument (see
@@ -62,19 +57,14 @@ unsafe extern "C" fn on_block(uc: *mut uc_engine, address: u64, size: u32, user_
     // SAFETY: no other borrow is active (see above); the reference ends
     // before the slow path borrows the cell properly.
     let st = &mut *cell.as_ptr();
-    if let Some(block) = st.blocks.cached(address, size) {
-        let total = st.instructions + u64::from(block.instructions);
-        if st.stack_pointer.is_direct() && total < st.next_check && st.feed.has_room() {
-            st.feed.block(block.id, stack_pointer::read_direct(env));
-            st.instructions = total;
-            return;
-        }
+    if st.text.contains(address) && st.stack_pointer.is_direct() && st.feed.has_room() {
+        st.feed.block(TreeEvent::block(address, size, stack_pointer::read_direct(env)));
+        return;
     }
     on_block_slow(uc, address, size, user_data, env);
 }
 
-/// Everything the fast path leaves out: new blocks, the stack-pointer check,
-/// full batches, limits and progress. (Same signature as [`on_block`], so
+/// Everything the fast path leaves out. (Same signature as [`on_block`], so
 /// the fast path reaches it with a jump and needs no stack frame.)
 ///
 /// # Safety
@@ -85,29 +75,24 @@ unsafe extern "C" fn on_block_slow(uc: *mut uc_engine, address: u64, size: u32, 
     let cell = &*(user_data as *const RefCell<MachineState<'_>>);
     let Ok(mut guard) = cell.try_borrow_mut() else { return };
     let st = &mut *guard;
-    let block = match st.blocks.lookup(address, size) {
-        Some(block) => block,
-        None => first_run(st, uc, address, size),
-    };
-    let sp = st.stack_pointer.read(uc, address, env);
-    st.feed.block(block.id, sp);
-    st.instructions += u64::from(block.instructions);
-    if st.instructions >= st.next_check {
-        check_limits(st, uc);
+    if st.feed.make_room() {
+        check_stop_requests(st, uc);
     }
+    if !st.text.contains(address) && st.blocks.lookup(address, size).is_none() {
+        define_block(st, uc, address, size);
+    }
+    let sp = st.stack_pointer.read(uc, address, env);
+    st.feed.block(TreeEvent::block(address, size, sp));
 }
 
-/// Every [`PROGRESS_EVERY`] instructions: the instruction limit, progress
-/// and Ctrl-C.
-fn check_limits(st: &mut MachineState<'_>, uc: *mut uc_engine) {
-    let total = st.instructions;
-    let stop = if total >= st.instruction_limit {
+/// After every batch (a few thousand blocks): the instruction limit, as far
+/// as the call-tree thread has got, and Ctrl-C.
+fn check_stop_requests(st: &mut MachineState<'_>, uc: *mut uc_engine) {
+    let stop = if st.feed.limit_reached() {
         Some(StopReason::InstructionLimit(st.instruction_limit))
     } else {
-        st.options.progress.store(total, Ordering::Relaxed);
         st.options.interrupt.load(Ordering::Relaxed).then_some(StopReason::Interrupted)
     };
-    st.next_check = st.instruction_limit.min(total.saturating_add(PROGRESS_EVERY));
     if let Some(reason) = stop {
         st.stop.get_or_insert(reason);
         // SAFETY: `uc` is the live engine the hook was called with.
@@ -115,9 +100,9 @@ fn check_limits(st: &mut MachineState<'_>, uc: *mut uc_engine) {
     }
 }
 
-/// A block seen for the first time: decode it, cache it and tell the
-/// call-tree thread about it.
-fn first_run(st: &mut MachineState<'_>, uc: *mut uc_engine, address: u64, size: u32) -> BlockHandle {
+/// A block outside the code snapshot, seen for the first time: decode it
+/// from guest memory and send it to the call-tree thread.
+fn define_block(st: &mut MachineState<'_>, uc: *mut uc_engine, address: u64, size: u32) {
     let mut code = vec![0u8; size as usize];
     // An unreadable block cannot have run; count what we can.
     let _ = st.space.read_raw_with(address, &mut code, |phys, buf| {
@@ -127,13 +112,5 @@ fn first_run(st: &mut MachineState<'_>, uc: *mut uc_engine, address: u64, size: 
     });
     let is_start = st.symbols.is_function_start(address);
     let handle = st.blocks.insert(address, size, &code, is_start);
-    let info = st.blocks.get(handle.id);
-    st.feed.define(BlockEvent {
-        address,
-        instructions: info.instructions,
-        terminator: info.terminator,
-        is_function_start: info.is_function_start,
-        end: address + u64::from(size),
-    });
-    handle
+    st.feed.define(st.blocks.get(handle.id).clone());
 }

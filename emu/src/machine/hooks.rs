@@ -16,9 +16,25 @@ use super::syscall_dispatch;
 /// Shared machine state as the hooks hold it.
 pub type Shared<'a> = Rc<RefCell<MachineState<'a>>>;
 
+/// Waits for the call-tree thread to catch up before the guest does
+/// something visible. False when the instruction limit was reached before
+/// this point: the run must stop here (the stop reason is recorded).
+fn sync_with_tree(st: &mut MachineState<'_>) -> bool {
+    let tree = st.feed.sync();
+    st.instructions = tree.instructions;
+    if tree.limit_reached {
+        st.stop.get_or_insert(StopReason::InstructionLimit(st.instruction_limit));
+    }
+    !tree.limit_reached
+}
+
 /// The `syscall` instruction hook.
 pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) {
     let mut st = state.borrow_mut();
+    if !sync_with_tree(&mut st) {
+        let _ = uc.emu_stop();
+        return;
+    }
     st.feed.syscall();
     syscall_dispatch::dispatch(uc, &mut st);
     if st.stop.is_some() {
@@ -30,6 +46,10 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) {
 /// signal.
 pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
     let mut st = state.borrow_mut();
+    if !sync_with_tree(&mut st) {
+        let _ = uc.emu_stop();
+        return;
+    }
     let pc = uc.pc_read().unwrap_or(0);
     let (sig, what) = match intno {
         0 => (signal::SIGFPE, "integer divide error".to_string()),
@@ -68,8 +88,11 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
 /// guest code, not inside another hook).
 pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
     let state = &*(user_data as *const RefCell<MachineState<'_>>);
-    let tsc = match state.try_borrow() {
-        Ok(st) => st.sys.time.clock.tsc(st.instructions),
+    let tsc = match state.try_borrow_mut() {
+        Ok(mut st) => {
+            let instructions = st.feed.sync().instructions;
+            st.sys.time.clock.tsc(instructions)
+        }
         Err(_) => 0,
     };
     let lo = tsc & 0xffff_ffff;

@@ -17,15 +17,16 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use emuprof_analysis::raw::{RawBlock, RawProfile};
 use emuprof_loader::{Binary, Image};
 use unicorn_engine::{Arch, HookType, Mode, RegisterX86, Unicorn, X86Insn};
 
-use crate::blocks::BlockCache;
+use crate::blocks::{BlockCache, BlockInfo};
 use crate::call_tree::CallTreeBuilder;
-use crate::tree_feed;
+use crate::code_snapshot::{CodeRange, CodeSnapshot};
+use crate::tree_feed::{self, BuilderSetup};
 use stack_pointer::StackPointerReader;
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
@@ -60,7 +61,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64).map_err(|e| EmuError::unicorn("starting the emulator", e))?;
     cpu::select_model(&mut uc)?;
     let mut space = AddressSpace::new(&mut uc)?;
-    load_segments(&mut uc, &mut space, image)?;
+    let code = load_segments(&mut uc, &mut space, image)?;
     space.set_brk_start(image.brk_start);
 
     let mut process = Process::new(options.seed);
@@ -89,11 +90,20 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
+    let function_starts = binary.symbols.function_starts();
     std::thread::scope(|scope| {
-        let (feed, builder) = tree_feed::spawn(scope, CallTreeBuilder::new(image.entry, stack.sp));
+        let setup = BuilderSetup {
+            code: &code,
+            function_starts: &function_starts,
+            tree: CallTreeBuilder::new(image.entry, stack.sp),
+            instruction_limit,
+            progress: Arc::clone(&options.progress),
+        };
+        let (feed, builder) = tree_feed::spawn(scope, setup);
         let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
             symbols: &binary.symbols,
             blocks,
+            text: CodeRange::new(code.main_range()),
             feed,
             stack_pointer: StackPointerReader::new(),
             instructions: 0,
@@ -102,17 +112,19 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             options,
             stop: None,
             notes: Vec::new(),
-            next_check: instruction_limit.min(block_hook::PROGRESS_EVERY),
             instruction_limit,
             signal_contexts: Vec::new(),
         }));
         let installed = install_hooks(&mut uc, &state);
         let result = installed.and_then(|()| Ok(uc.emu_start(image.entry, u64::MAX, 0, 0)));
         let mut st = state.borrow_mut();
-        st.feed.close();
+        let tree_state = st.feed.close();
         let result = result?;
         let pc = uc.pc_read().unwrap_or(0);
         let stop = match (st.stop.take(), result) {
+            // The guest ran on past the limit until emuprof noticed; what it
+            // did there does not count.
+            _ if tree_state.limit_reached => StopReason::InstructionLimit(instruction_limit),
             (Some(stop), _) => stop,
             (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
                 let mut bytes = vec![0u8; 15];
@@ -123,16 +135,14 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             (None, Err(e)) => StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}")),
             (None, Ok(())) => StopReason::Halted { pc, function: st.function_name(pc) },
         };
-        st.options.progress.store(st.instructions, Ordering::Relaxed);
         let notes = std::mem::take(&mut st.notes);
         let command = st.options.args.clone();
-        let blocks = std::mem::replace(&mut st.blocks, BlockCache::new()?);
         drop(st);
         drop(uc); // releases the hooks' references to the state
         drop(state);
         let built = builder.join().map_err(|_| EmuError::Setup("internal error: the call-tree thread failed".into()))?;
         let stop = with_call_stack(stop, &built.tree, &binary.symbols);
-        let blocks = collect_blocks(&blocks, &built.executions);
+        let blocks = collect_blocks(&built.blocks, &built.executions);
         let (nodes, total_instructions) = built.tree.finish();
         let profile = RawProfile {
             command,
@@ -161,7 +171,8 @@ fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &emuprof_l
 
 /// Maps every `PT_LOAD` segment, page by page with the union of the
 /// permissions of the segments that touch it, and copies the file bytes in.
-fn load_segments(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, image: &Image) -> Result<(), EmuError> {
+/// Returns the executable pages as loaded.
+fn load_segments(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, image: &Image) -> Result<CodeSnapshot, EmuError> {
     let mut pages: BTreeMap<u64, Protection> = BTreeMap::new();
     for seg in &image.segments {
         let start = page_align_down(seg.address);
@@ -184,12 +195,18 @@ fn load_segments(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, image: &Ima
             .write_initial(uc, seg.address, &seg.data)
             .map_err(|f| EmuError::Layout(format!("segment byte at {:#x}", f.address)))?;
     }
+    let mut code = Vec::new();
     for &(start, len, prot) in &runs {
+        if prot.exec {
+            let mut bytes = vec![0u8; len as usize];
+            space.read_raw(uc, start, &mut bytes).map_err(|f| EmuError::Layout(format!("code byte at {:#x}", f.address)))?;
+            code.push((start, bytes));
+        }
         if let Err(page) = space.protect(uc, start, len, prot)? {
             return Err(EmuError::Layout(format!("protecting the segment page at {page:#x}")));
         }
     }
-    Ok(())
+    Ok(CodeSnapshot::new(code))
 }
 
 /// Groups consecutive pages with the same protection: `(start, len, prot)`.
@@ -257,9 +274,8 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
     Ok(())
 }
 
-fn collect_blocks(cache: &BlockCache, executions: &[u64]) -> Vec<RawBlock> {
-    let mut blocks: Vec<RawBlock> = cache
-        .blocks()
+fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<RawBlock> {
+    let mut blocks: Vec<RawBlock> = blocks
         .iter()
         .zip(executions)
         .filter(|(_, &runs)| runs > 0)

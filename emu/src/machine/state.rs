@@ -8,6 +8,7 @@ use super::options::RunOptions;
 use super::stop::StopReason;
 use super::stack_pointer::StackPointerReader;
 use crate::blocks::BlockCache;
+use crate::code_snapshot::CodeRange;
 use crate::tree_feed::TreeFeed;
 use crate::memory::AddressSpace;
 use crate::syscalls::files::Files;
@@ -33,14 +34,16 @@ pub struct SyscallState {
 pub struct MachineState<'a> {
     /// The binary's symbols, for function starts and messages.
     pub symbols: &'a Symbols,
-    /// Decoded blocks.
+    /// Blocks outside the code snapshot, decoded here.
     pub blocks: BlockCache,
+    /// The code the call-tree thread decodes by itself.
+    pub text: CodeRange,
     /// Events for the call-tree thread.
     pub feed: TreeFeed,
     /// Reads the guest stack pointer in the block hook.
     pub stack_pointer: StackPointerReader,
-    /// Instructions executed so far (the call-tree thread keeps its own
-    /// total; this one drives the virtual clock and the instruction limit).
+    /// Instructions executed as of the last sync with the call-tree thread
+    /// (system calls read the virtual clock from it).
     pub instructions: u64,
     /// Guest memory.
     pub space: AddressSpace,
@@ -52,9 +55,6 @@ pub struct MachineState<'a> {
     pub stop: Option<StopReason>,
     /// Messages for the user (printed once, prefixed `emuprof:`).
     pub notes: Vec<String>,
-    /// The instruction total at which the block hook next leaves its fast
-    /// path: the instruction limit, or the next progress update.
-    pub next_check: u64,
     /// `options.max_instructions`, or `u64::MAX` without a limit.
     pub instruction_limit: u64,
     /// Register state saved when a signal handler started, innermost last.

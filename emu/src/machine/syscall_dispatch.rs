@@ -8,6 +8,7 @@ use super::state::MachineState;
 use crate::syscalls::signals::Disposition;
 use super::stop::StopReason;
 use super::UnsupportedSyscalls;
+use crate::code_snapshot::CodeRange;
 use crate::memory::GuestView;
 use crate::syscalls::numbers::{self, *};
 use crate::syscalls::{children, credentials, futex, memory_map, Errno, SysResult, SyscallCall};
@@ -28,6 +29,7 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
     for (a, r) in args.iter_mut().zip(ARG_REGISTERS) {
         *a = uc.reg_read(r).unwrap_or(0);
     }
+    watch_code_mappings(st, number, args);
     let result = match number {
         SYS_EXIT | SYS_EXIT_GROUP => {
             st.stop = Some(StopReason::Exited(args[0] as i32));
@@ -95,6 +97,20 @@ fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
                 return;
             }
         }
+    }
+}
+
+/// The block hook leaves decoding of the loaded text to the call-tree thread,
+/// which reads it from a snapshot. Once the guest changes a mapping over that
+/// text (conservatively: asks to), the hook decodes every block itself again.
+fn watch_code_mappings(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) {
+    let touched = match number {
+        SYS_MMAP | SYS_MPROTECT | SYS_PKEY_MPROTECT | SYS_MUNMAP => st.text.overlaps(args[0], args[1]),
+        SYS_MREMAP => st.text.overlaps(args[0], args[1]) || st.text.overlaps(args[4], args[2]),
+        _ => false,
+    };
+    if touched {
+        st.text = CodeRange::default();
     }
 }
 

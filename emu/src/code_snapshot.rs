@@ -1,0 +1,99 @@
+//! The program's code as it was loaded, readable from any thread.
+//!
+//! The call-tree thread decodes the blocks it is told about from this copy,
+//! so the block hook does not have to look blocks up itself. The copy stays
+//! true as long as the guest leaves its loaded code alone; the machine stops
+//! using it (and decodes on the emulation thread again) as soon as the guest
+//! changes any mapping that overlaps it.
+
+use std::ops::Range;
+
+/// Runs of executable pages with the bytes the guest saw at its first
+/// instruction.
+#[derive(Debug, Clone, Default)]
+pub struct CodeSnapshot {
+    /// `(start address, bytes)`, sorted by address, not overlapping.
+    runs: Vec<(u64, Vec<u8>)>,
+}
+
+impl CodeSnapshot {
+    /// A snapshot of these runs of executable memory.
+    pub fn new(mut runs: Vec<(u64, Vec<u8>)>) -> CodeSnapshot {
+        runs.sort_by_key(|(start, _)| *start);
+        CodeSnapshot { runs }
+    }
+
+    /// The bytes at `[address, address + len)`, cut short at the end of the
+    /// run that holds `address`; `None` when no run holds it.
+    pub fn read(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let i = self.runs.partition_point(|(start, _)| *start <= address).checked_sub(1)?;
+        let (start, bytes) = &self.runs[i];
+        let offset = usize::try_from(address - start).ok()?;
+        let end = offset.saturating_add(len).min(bytes.len());
+        (offset < bytes.len()).then(|| &bytes[offset..end])
+    }
+
+    /// The largest run (the program's text, normally): the addresses the
+    /// block hook may hand on without looking at them.
+    pub fn main_range(&self) -> Range<u64> {
+        self.runs
+            .iter()
+            .max_by_key(|(_, bytes)| bytes.len())
+            .map_or(0..0, |(start, bytes)| *start..start + bytes.len() as u64)
+    }
+}
+
+/// The addresses the block hook hands on without looking at them: the
+/// snapshot's main range, until the guest changes a mapping over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CodeRange {
+    /// First address.
+    pub start: u64,
+    /// Length in bytes (0: nothing).
+    pub len: u64,
+}
+
+impl CodeRange {
+    /// The range `range`.
+    pub fn new(range: Range<u64>) -> CodeRange {
+        CodeRange { start: range.start, len: range.end.saturating_sub(range.start) }
+    }
+
+    /// Whether `address` lies in the range.
+    #[inline]
+    pub fn contains(&self, address: u64) -> bool {
+        address.wrapping_sub(self.start) < self.len
+    }
+
+    /// Whether `[start, start + len)` overlaps the range.
+    pub fn overlaps(&self, start: u64, len: u64) -> bool {
+        start < self.start.saturating_add(self.len) && self.start < start.saturating_add(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_within_one_run() {
+        let snapshot = CodeSnapshot::new(vec![(0x3000, vec![3; 0x1000]), (0x1000, vec![1; 0x2000])]);
+        assert_eq!(snapshot.read(0x1000, 4), Some(&[1u8; 4][..]));
+        assert_eq!(snapshot.read(0x2ffe, 4), Some(&[1u8; 2][..]), "cut at the end of the run");
+        assert_eq!(snapshot.read(0x3ffc, 2), Some(&[3u8; 2][..]));
+        assert_eq!(snapshot.read(0xfff, 1), None);
+        assert_eq!(snapshot.read(0x4000, 1), None);
+        assert_eq!(snapshot.main_range(), 0x1000..0x3000);
+        assert_eq!(CodeSnapshot::default().main_range(), 0..0);
+    }
+
+    #[test]
+    fn code_range_contains_and_overlaps() {
+        let range = CodeRange::new(0x1000..0x3000);
+        assert!(range.contains(0x1000) && range.contains(0x2fff));
+        assert!(!range.contains(0xfff) && !range.contains(0x3000));
+        assert!(range.overlaps(0x2fff, 1) && range.overlaps(0, 0x1001) && range.overlaps(0, u64::MAX));
+        assert!(!range.overlaps(0x3000, 0x1000) && !range.overlaps(0, 0x1000));
+        assert!(!CodeRange::default().contains(0));
+    }
+}
