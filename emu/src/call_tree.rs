@@ -84,10 +84,22 @@ impl CallTreeBuilder {
     /// remember that a function starts here.
     #[inline]
     pub fn on_block(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
-        // Most blocks follow a branch or fall-through inside one function:
-        // nothing to do but count.
-        let stays = matches!(self.thread.pending, Terminator::Other | Terminator::Jump | Terminator::Syscall) && !block.is_function_start;
-        let entered_by_call = !stays && self.transition(block, read_sp);
+        // Most blocks follow a branch or fall-through inside one function
+        // (nothing to do but count), a call, or a return to the innermost
+        // call's return address: those three stay inline.
+        let pending = self.thread.pending;
+        let entered_by_call = match pending {
+            Terminator::Other | Terminator::Jump | Terminator::Syscall if !block.is_function_start => false,
+            Terminator::Call { indirect } => {
+                self.call(block.address, read_sp(), indirect);
+                true
+            }
+            Terminator::Return if self.returns_to_innermost(block.address) => {
+                self.pop_innermost();
+                false
+            }
+            _ => self.transition(block, read_sp),
+        };
         self.total += u64::from(block.instructions);
         self.thread.pending = block.terminator;
         self.thread.pending_return = block.end;
@@ -142,36 +154,48 @@ impl CallTreeBuilder {
         self.self_mark = self.total;
     }
 
+    /// Whether a block at `address` after a `ret` returns to where the
+    /// innermost real call will return: the common case, which pops exactly
+    /// that frame without looking at the stack pointer (the frames below it
+    /// lie higher on the stack).
+    #[inline]
+    fn returns_to_innermost(&self, address: u64) -> bool {
+        let top = self.thread.top();
+        self.thread.frames.len() > 1 && top.return_address != 0 && top.return_address == address
+    }
+
+    #[inline]
+    fn pop_innermost(&mut self) {
+        self.settle_self_cost();
+        if let Some(top) = self.thread.frames.pop() {
+            self.close(top);
+        }
+    }
+
+    /// A block entered by a `call` from the block before.
+    #[inline]
+    fn call(&mut self, entry: u64, sp: u64, indirect: bool) {
+        self.push(entry, sp, indirect);
+        let return_address = self.thread.pending_return;
+        if let Some(top) = self.thread.frames.last_mut() {
+            top.return_address = return_address;
+        }
+    }
+
+    /// The transitions [`CallTreeBuilder::on_block`] does not handle inline.
     #[inline(never)]
     fn transition(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
         match self.thread.pending {
             Terminator::Other | Terminator::Jump | Terminator::Syscall => {
-                if block.is_function_start {
-                    let sp = read_sp();
-                    self.tail_call(block.address, sp);
-                }
+                let sp = read_sp();
+                self.tail_call(block.address, sp);
                 false
             }
             Terminator::Call { indirect } => {
-                let sp = read_sp();
-                self.push(block.address, sp, indirect);
-                let return_address = self.thread.pending_return;
-                if let Some(top) = self.thread.frames.last_mut() {
-                    top.return_address = return_address;
-                }
+                self.call(block.address, read_sp(), indirect);
                 true
             }
             Terminator::Return => {
-                // The common case needs no stack pointer: returning to the
-                // address the innermost real call will return to pops exactly
-                // that frame (the frames below it lie higher on the stack).
-                let top = *self.thread.top();
-                if self.thread.frames.len() > 1 && top.return_address != 0 && top.return_address == block.address {
-                    self.settle_self_cost();
-                    self.thread.frames.pop();
-                    self.close(top);
-                    return false;
-                }
                 let sp = read_sp();
                 if self.unwind_to(sp) == 0 {
                     // A `ret` that returns to no active call is a jump

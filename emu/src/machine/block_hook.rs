@@ -57,7 +57,7 @@ unsafe extern "C" fn on_block(uc: *mut uc_engine, address: u64, size: u32, user_
     // SAFETY: no other borrow is active (see above); the reference ends
     // before the slow path borrows the cell properly.
     let st = &mut *cell.as_ptr();
-    if st.text.contains(address) && st.stack_pointer.is_direct() && st.feed.has_room() {
+    if st.fast_text.contains(address) && st.feed.has_room() {
         st.feed.block(TreeEvent::block(address, size, stack_pointer::read_direct(env)));
         return;
     }
@@ -83,6 +83,9 @@ unsafe extern "C" fn on_block_slow(uc: *mut uc_engine, address: u64, size: u32, 
     }
     let sp = st.stack_pointer.read(uc, address, env);
     st.feed.block(TreeEvent::block(address, size, sp));
+    if st.stack_pointer.is_direct() {
+        st.fast_text = st.text;
+    }
 }
 
 /// After every batch (a few thousand blocks): the instruction limit, as far

@@ -104,6 +104,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             symbols: &binary.symbols,
             blocks,
             text: CodeRange::new(code.main_range()),
+            fast_text: CodeRange::default(),
             feed,
             stack_pointer: StackPointerReader::new(),
             instructions: 0,

@@ -38,6 +38,9 @@ pub struct MachineState<'a> {
     pub blocks: BlockCache,
     /// The code the call-tree thread decodes by itself.
     pub text: CodeRange,
+    /// `text` once direct stack-pointer reads are trusted, else empty: the
+    /// block hook's fast path takes exactly the blocks in this range.
+    pub fast_text: CodeRange,
     /// Events for the call-tree thread.
     pub feed: TreeFeed,
     /// Reads the guest stack pointer in the block hook.

@@ -111,6 +111,7 @@ fn watch_code_mappings(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) {
     };
     if touched {
         st.text = CodeRange::default();
+        st.fast_text = CodeRange::default();
     }
 }
 
