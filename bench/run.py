@@ -6,7 +6,8 @@
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
 in its default full-profile mode (`emuprof -o <tmp>/p.json prog args`), each N times
-with an empty environment in a scratch directory. Prints Markdown tables, ready to
+with an empty environment in a scratch directory (emuprof's guest gets the five
+variables Valgrind adds for its client, so the instruction totals are comparable). Prints Markdown tables, ready to
 paste into the README: median wall time, the ratios emuprof/Callgrind,
 emuprof/native and emuprof/qemu, peak memory (`/usr/bin/time -f %M`; install the
 `time` package if it is missing) and the total instruction counts of Callgrind
@@ -132,7 +133,29 @@ def tool_argv(tool, case, workdir, tools):
         out = workdir / "callgrind.out"
         return [tools["valgrind"], "--tool=callgrind", f"--callgrind-out-file={out}", *case.argv], out
     out = workdir / "p.json"
-    return [tools["emuprof"], "-o", str(out), *case.argv], out
+    env_flags = [flag for kv in valgrind_client_env(tools, workdir) for flag in ("--env", kv)]
+    return [tools["emuprof"], "-o", str(out), *env_flags, *case.argv], out
+
+
+_VALGRIND_ENV = None
+
+
+def valgrind_client_env(tools, workdir):
+    """The variables Valgrind puts in its client's environment even when its own
+    is empty (LD_PRELOAD, PWD, ...), with PWD set to `workdir`. emuprof gets the
+    same ones, so both tools run the same startup code and the instruction totals
+    can be compared exactly (the guest environment is empty by default). Probed
+    once with BusyBox's `env`; empty when Valgrind or BusyBox is missing."""
+    global _VALGRIND_ENV
+    if _VALGRIND_ENV is None:
+        _VALGRIND_ENV = []
+        busybox = tools.get("busybox")
+        if tools.get("valgrind") and busybox:
+            with tempfile.TemporaryDirectory() as scratch:
+                probe = subprocess.run([tools["valgrind"], "-q", "--tool=none", busybox, "env"], cwd=scratch, env={},
+                                       capture_output=True, text=True)
+            _VALGRIND_ENV = [line for line in probe.stdout.splitlines() if "=" in line] if probe.returncode == 0 else []
+    return [f"PWD={workdir}" if kv.startswith("PWD=") else kv for kv in _VALGRIND_ENV]
 
 
 def callgrind_total(path):
@@ -309,6 +332,7 @@ def main():
         "qemu": shutil.which("qemu-x86_64"),
     }
     busybox = shutil.which("busybox") or ("/bin/busybox" if Path("/bin/busybox").exists() else None)
+    tools["busybox"] = busybox
 
     with tempfile.TemporaryDirectory(prefix="emuprof-bench-data-") as data_dir:
         data = Path(data_dir) / "input.txt"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages in scripts/debian-packages.txt (apt-get
-# install is a no-op for those already present).
+# Installs what building and testing emuprof needs on a fresh machine: the
+# Debian packages in scripts/debian-packages.txt (apt-get install is a no-op
+# for those already present), then emuprof's patched Unicorn build
+# (scripts/build-unicorn.sh, a no-op when it is up to date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t packages < <(grep -v '^\s*#' scripts/debian-packages.txt | grep -v '^\s*$')
@@ -8,3 +10,4 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${packages[@]}"
+bash scripts/build-unicorn.sh

@@ -60,6 +60,24 @@ fn two_runs_give_byte_identical_profiles() {
     }
 }
 
+/// emuprof runs the guest and the call-tree builder on two threads; how the
+/// host schedules them must not show in the profile. Four runs at once on a
+/// two-core machine are scheduled every which way.
+#[test]
+fn runs_competing_for_the_cpus_give_the_same_profile_as_a_run_alone() {
+    for variant in variants_of("mutual") {
+        let command = EmuprofCommand::for_variant(&variant);
+        let alone = run(&command);
+        let crowd: Vec<EmuprofRun> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| run(&command))).collect();
+            handles.into_iter().map(|h| h.join().expect("run thread")).collect()
+        });
+        for other in &crowd {
+            assert_identical(&alone, other, &format!("running {} beside three others", variant.name()));
+        }
+    }
+}
+
 #[test]
 fn host_environment_working_directory_and_tz_do_not_change_counts() {
     // fileio works with files in its working directory; nondet reads the clocks.

@@ -410,7 +410,7 @@ fn recv_spinning(incoming: &Receiver<Batch>) -> Option<Batch> {
 
 /// One spin-wait step; false once [`SPIN`] has passed since `start`.
 fn spin_on(start: Instant) -> bool {
-    for _ in 0..64 {
+    for _ in 0..16 {
         std::hint::spin_loop();
     }
     start.elapsed() < SPIN

@@ -107,7 +107,6 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             fast_text: CodeRange::default(),
             feed,
             stack_pointer: StackPointerReader::new(),
-            instructions: 0,
             space,
             sys: SyscallState { files, process, time: Time::default(), signals: Signals::default(), enosys_noted: BTreeSet::new() },
             options,

@@ -45,9 +45,6 @@ pub struct MachineState<'a> {
     pub feed: TreeFeed,
     /// Reads the guest stack pointer in the block hook.
     pub stack_pointer: StackPointerReader,
-    /// Instructions executed as of the last sync with the call-tree thread
-    /// (system calls read the virtual clock from it).
-    pub instructions: u64,
     /// Guest memory.
     pub space: AddressSpace,
     /// Syscall emulation.

@@ -123,7 +123,7 @@ fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what
 
 /// Asks each family in turn; `None` when no family owns `number`.
 fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> Option<SysResult> {
-    let MachineState { space, sys, instructions, stop, notes, .. } = st;
+    let MachineState { space, sys, feed, stop, notes, .. } = st;
     let files = &mut sys.files;
     let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
     if let Some(r) = memory_map::handle(number, args, space, uc, &mut read_file) {
@@ -134,10 +134,9 @@ fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, arg
     }
     let mut view = GuestView { uc, space };
     let mut call = SyscallCall { number, args, mem: &mut view };
-    let instructions = *instructions;
     let result = sys
         .time
-        .handle(&mut call, instructions)
+        .handle(&mut call, || feed.sync().instructions)
         .or_else(|| sys.process.handle(&mut call))
         .or_else(|| sys.signals.handle(&mut call))
         .or_else(|| credentials::handle(&mut call))

@@ -20,9 +20,14 @@ pub struct Time {
 }
 
 impl Time {
-    /// Handles a time syscall; `instructions` is the count so far.
-    pub fn handle(&mut self, call: &mut SyscallCall, instructions: u64) -> Option<SysResult> {
+    /// Handles a time syscall; `instructions` gives the count so far (asked
+    /// only by the calls that read the clock: it makes emuprof wait for its
+    /// call-tree thread).
+    pub fn handle(&mut self, call: &mut SyscallCall, instructions: impl FnOnce() -> u64) -> Option<SysResult> {
         let a = call.args;
+        let reads_clock =
+            matches!(call.number, SYS_CLOCK_GETTIME | SYS_GETTIMEOFDAY | SYS_TIME | SYS_CLOCK_NANOSLEEP | SYS_TIMES | SYS_GETRUSAGE);
+        let instructions = if reads_clock { instructions() } else { 0 };
         Some(match call.number {
             SYS_CLOCK_GETTIME => self.clock_ns(a[0], instructions).and_then(|ns| write_timespec(call, a[1], ns)),
             SYS_CLOCK_GETRES => {
