@@ -8,7 +8,7 @@
 # its own. Without this step cargo still builds, with stock Unicorn: the same
 # profiles, about 1.5x slower on memory-heavy code (emu/build.rs warns).
 #
-# Needs cmake, make and a C compiler. Does nothing when the installed build
+# Needs cmake, make, patch, python3 and a C compiler. Does nothing when the installed build
 # already matches the crate version, the patches and this script.
 set -euo pipefail
 
