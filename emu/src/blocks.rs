@@ -31,6 +31,16 @@ pub enum Terminator {
     Other,
 }
 
+impl Terminator {
+    /// Whether the next block runs in the same call (a branch, a jump or
+    /// fall-through, or the return from a system call), unless it starts a
+    /// function.
+    #[inline]
+    pub fn stays_in_function(self) -> bool {
+        matches!(self, Terminator::Other | Terminator::Jump | Terminator::Syscall)
+    }
+}
+
 /// What is cached about one block.
 #[derive(Debug, Clone)]
 pub struct BlockInfo {

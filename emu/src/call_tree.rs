@@ -87,21 +87,22 @@ impl CallTreeBuilder {
         // Most blocks follow a branch or fall-through inside one function
         // (nothing to do but count), a call, or a return to the innermost
         // call's return address: those three stay inline.
+        // (A flag first, not a match: a jump table over the terminator was
+        // the builder's most mispredicted branch.)
         let pending = self.thread.pending;
-        let entered_by_call = match pending {
-            Terminator::Other | Terminator::Jump | Terminator::Syscall if !block.is_function_start => false,
-            Terminator::Call { indirect } => {
-                self.call(block.address, read_sp(), indirect);
-                true
-            }
-            Terminator::Return if self.returns_to_innermost(block.address) => {
-                self.pop_innermost();
-                false
-            }
-            _ => self.transition(block, read_sp),
+        let entered_by_call = if self.thread.pending_stays && !block.is_function_start {
+            false
+        } else if let Terminator::Call { indirect } = pending {
+            self.call(block.address, read_sp(), indirect);
+            true
+        } else if pending == Terminator::Return && self.returns_to_innermost(block.address) {
+            self.pop_innermost();
+            false
+        } else {
+            self.transition(block, read_sp)
         };
         self.total += u64::from(block.instructions);
-        self.thread.pending = block.terminator;
+        self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
         entered_by_call
     }
@@ -116,7 +117,7 @@ impl CallTreeBuilder {
     /// call from the interrupted context, and its `ret` into the restorer
     /// pops it again.
     pub fn enter_signal_handler(&mut self) {
-        self.thread.pending = Terminator::Call { indirect: true };
+        self.thread.set_pending(Terminator::Call { indirect: true });
     }
 
     /// Instructions executed so far.

@@ -29,8 +29,13 @@ pub struct ThreadState {
     /// Active calls, outermost first; `frames[0]` is the entry point and is
     /// never popped before the run ends.
     pub frames: Vec<Frame>,
-    /// How the previously executed block ended.
+    /// How the previously executed block ended (set with
+    /// [`ThreadState::set_pending`]).
     pub pending: Terminator,
+    /// `pending.stays_in_function()`, kept beside it: the builder tests this
+    /// on every block, and a plain flag predicts better than a branch over
+    /// the terminator's kind.
+    pub pending_stays: bool,
     /// Address just past the previously executed block.
     pub pending_return: u64,
 }
@@ -41,8 +46,16 @@ impl ThreadState {
         ThreadState {
             frames: vec![Frame { node: root, sp, entry_total: 0, return_address: 0 }],
             pending: Terminator::Other,
+            pending_stays: true,
             pending_return: 0,
         }
+    }
+
+    /// Records how the block that just ran ends.
+    #[inline]
+    pub fn set_pending(&mut self, terminator: Terminator) {
+        self.pending = terminator;
+        self.pending_stays = terminator.stays_in_function();
     }
 
     /// The innermost active call.

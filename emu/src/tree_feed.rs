@@ -30,9 +30,12 @@ use std::time::{Duration, Instant};
 
 use emuprof_loader::FunctionStarts;
 
-use crate::blocks::{BlockCache, BlockInfo};
-use crate::call_tree::{BlockEvent, CallTreeBuilder};
+mod builder_thread;
+
+use crate::blocks::BlockInfo;
+use crate::call_tree::CallTreeBuilder;
 use crate::code_snapshot::CodeSnapshot;
+use builder_thread::BuilderThread;
 
 /// Events per batch: large enough that the channel costs nothing per block,
 /// small enough that a batch stays in the CPU caches.
@@ -293,88 +296,23 @@ impl Drop for FinishedOnDrop<'_> {
 
 /// The builder thread: applies every event in order.
 fn build(setup: BuilderSetup<'_>, incoming: &Receiver<Batch>, give_back: &Sender<Vec<TreeEvent>>, published: &Published) -> BuiltTree {
-    let mut blocks = BlockCache::new().expect("capstone handles x86-64");
-    let mut runs: Vec<RunState> = Vec::new();
-    let BuilderSetup { code, function_starts, mut tree, instruction_limit, progress } = setup;
-    let mut applying = true;
+    let BuilderSetup { code, function_starts, tree, instruction_limit, progress } = setup;
+    let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
     while let Some(batch) = recv_spinning(incoming) {
         for info in batch.new_blocks {
-            if blocks.lookup(info.address, info.size).is_none() {
-                runs.push(RunState::new(&info));
-                blocks.insert_decoded(info);
-            }
+            builder.define(info);
         }
-        for event in &batch.events {
-            if !applying {
-                break;
-            }
-            if event.key & SPECIAL != 0 {
-                match event.key {
-                    SYSCALL => tree.on_syscall(),
-                    SIGNAL_HANDLER => tree.enter_signal_handler(),
-                    _ => unreachable!("unknown tree event {:#x}", event.key),
-                }
-                continue;
-            }
-            let (address, size) = (event.key & ((1 << 48) - 1), (event.key >> 48) as u32);
-            let id = match blocks.lookup(address, size) {
-                Some(block) => block.id,
-                None => {
-                    let info = decode(&mut blocks, code, function_starts, address, size);
-                    runs.push(RunState::new(&info));
-                    runs.len() as u32 - 1
-                }
-            };
-            let run = &mut runs[id as usize];
-            run.executions += 1;
-            if tree.on_block(run.event, || event.sp) {
-                run.event.is_function_start = true;
-            }
-            if tree.total_instructions() >= instruction_limit {
-                applying = false;
-                published.limit_reached.store(true, Ordering::Release);
-            }
+        if builder.apply(&batch.events) {
+            published.limit_reached.store(true, Ordering::Release);
         }
-        published.instructions.store(tree.total_instructions(), Ordering::Release);
-        progress.store(tree.total_instructions(), Ordering::Relaxed);
+        published.instructions.store(builder.instructions(), Ordering::Release);
+        progress.store(builder.instructions(), Ordering::Relaxed);
         published.batches_done.fetch_add(1, Ordering::Release);
         let mut events = batch.events;
         events.clear();
         let _ = give_back.send(events);
     }
-    let executions = runs.iter().map(|r| r.executions).collect();
-    BuiltTree { tree, blocks: blocks.into_blocks(), executions }
-}
-
-/// What the builder tracks per block, by block id.
-struct RunState {
-    event: BlockEvent,
-    executions: u64,
-}
-
-impl RunState {
-    fn new(info: &BlockInfo) -> RunState {
-        let event = BlockEvent {
-            address: info.address,
-            instructions: info.instructions,
-            terminator: info.terminator,
-            is_function_start: info.is_function_start,
-            end: info.address + u64::from(info.size),
-        };
-        RunState { event, executions: 0 }
-    }
-}
-
-/// Decodes a block from the code snapshot and caches it.
-fn decode(blocks: &mut BlockCache, code: &CodeSnapshot, function_starts: &FunctionStarts, address: u64, size: u32) -> BlockInfo {
-    // Bytes missing from the snapshot read as zeros, as unreadable code
-    // always did (a block of them cannot have run far).
-    let mut bytes = vec![0u8; size as usize];
-    if let Some(loaded) = code.read(address, bytes.len()) {
-        bytes[..loaded.len()].copy_from_slice(loaded);
-    }
-    let handle = blocks.insert(address, size, &bytes, function_starts.contains(address));
-    blocks.get(handle.id).clone()
+    builder.finish()
 }
 
 /// `send`, spinning on a full channel for up to [`SPIN`] before blocking.

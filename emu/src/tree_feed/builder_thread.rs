@@ -1,0 +1,145 @@
+//! The call-tree thread's side of the feed: finds each block (predicting it
+//! from the block before), counts it and hands it to the builder.
+
+use emuprof_loader::FunctionStarts;
+
+use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPECIAL, SYSCALL};
+use crate::blocks::{BlockCache, BlockInfo};
+use crate::call_tree::{BlockEvent, CallTreeBuilder};
+use crate::code_snapshot::CodeSnapshot;
+
+/// No previous block (a run index that never exists).
+const NO_BLOCK: usize = usize::MAX;
+
+/// What the builder thread tracks per block, by block id.
+struct RunState {
+    event: BlockEvent,
+    executions: u64,
+    /// The block that followed this one last time (`TreeEvent` key) and its
+    /// id: the common case costs one compare on a cache line already loaded,
+    /// instead of a lookup in a table too large for the L1 cache.
+    next_key: u64,
+    next_id: u32,
+}
+
+/// Applies events to the call tree, in order, until the instruction limit.
+pub(super) struct BuilderThread<'a> {
+    blocks: BlockCache,
+    runs: Vec<RunState>,
+    tree: CallTreeBuilder,
+    code: &'a CodeSnapshot,
+    function_starts: &'a FunctionStarts,
+    instruction_limit: u64,
+    previous: usize,
+    applying: bool,
+}
+
+impl<'a> BuilderThread<'a> {
+    pub(super) fn new(tree: CallTreeBuilder, code: &'a CodeSnapshot, function_starts: &'a FunctionStarts, instruction_limit: u64) -> Self {
+        BuilderThread {
+            blocks: BlockCache::new().expect("capstone handles x86-64"),
+            runs: Vec::new(),
+            tree,
+            code,
+            function_starts,
+            instruction_limit,
+            previous: NO_BLOCK,
+            applying: true,
+        }
+    }
+
+    /// A block the emulation thread decoded (one outside the snapshot).
+    pub(super) fn define(&mut self, info: BlockInfo) {
+        if self.blocks.lookup(info.address, info.size).is_none() {
+            self.runs.push(RunState::new(&info));
+            self.blocks.insert_decoded(info);
+        }
+    }
+
+    /// Applies `events` in order; stops for good at the block that reaches
+    /// the instruction limit (returns whether it did).
+    pub(super) fn apply(&mut self, events: &[TreeEvent]) -> bool {
+        for event in events {
+            if !self.applying {
+                break;
+            }
+            if event.key & SPECIAL != 0 {
+                match event.key {
+                    SYSCALL => self.tree.on_syscall(),
+                    SIGNAL_HANDLER => self.tree.enter_signal_handler(),
+                    _ => unreachable!("unknown tree event {:#x}", event.key),
+                }
+                continue;
+            }
+            let id = self.block_id(event.key);
+            self.previous = id;
+            let run = &mut self.runs[id];
+            run.executions += 1;
+            if self.tree.on_block(run.event, || event.sp) {
+                run.event.is_function_start = true;
+            }
+            if self.tree.total_instructions() >= self.instruction_limit {
+                self.applying = false;
+            }
+        }
+        !self.applying
+    }
+
+    /// Instructions applied so far.
+    pub(super) fn instructions(&self) -> u64 {
+        self.tree.total_instructions()
+    }
+
+    pub(super) fn finish(self) -> BuiltTree {
+        let executions = self.runs.iter().map(|r| r.executions).collect();
+        BuiltTree { tree: self.tree, blocks: self.blocks.into_blocks(), executions }
+    }
+
+    /// The run index of the block with this event key, decoding it from the
+    /// snapshot the first time.
+    #[inline]
+    fn block_id(&mut self, key: u64) -> usize {
+        if let Some(previous) = self.runs.get(self.previous) {
+            if previous.next_key == key {
+                return previous.next_id as usize;
+            }
+        }
+        let (address, size) = (key & ((1 << 48) - 1), (key >> 48) as u32);
+        let id = match self.blocks.lookup(address, size) {
+            Some(block) => block.id as usize,
+            None => self.decode(address, size),
+        };
+        if let Some(previous) = self.runs.get_mut(self.previous) {
+            previous.next_key = key;
+            previous.next_id = id as u32;
+        }
+        id
+    }
+
+    /// Decodes a block from the code snapshot and caches it.
+    #[cold]
+    fn decode(&mut self, address: u64, size: u32) -> usize {
+        // Bytes missing from the snapshot read as zeros, as unreadable code
+        // always did (a block of them cannot have run far).
+        let mut bytes = vec![0u8; size as usize];
+        if let Some(loaded) = self.code.read(address, bytes.len()) {
+            bytes[..loaded.len()].copy_from_slice(loaded);
+        }
+        let handle = self.blocks.insert(address, size, &bytes, self.function_starts.contains(address));
+        self.runs.push(RunState::new(self.blocks.get(handle.id)));
+        handle.id as usize
+    }
+}
+
+impl RunState {
+    fn new(info: &BlockInfo) -> RunState {
+        let event = BlockEvent {
+            address: info.address,
+            instructions: info.instructions,
+            terminator: info.terminator,
+            is_function_start: info.is_function_start,
+            end: info.address + u64::from(info.size),
+        };
+        RunState { event, executions: 0, next_key: SPECIAL, next_id: 0 }
+    }
+}
