@@ -73,6 +73,9 @@ def target_dir():
 
 
 def build_emuprof():
+    log("scripts/build-unicorn.sh (emuprof's patched Unicorn; a no-op when up to date)")
+    if subprocess.run(["bash", str(REPO / "scripts" / "build-unicorn.sh")], cwd=REPO).returncode != 0:
+        log("patched Unicorn build failed; cargo will link stock Unicorn (slower)")
     log("cargo build --release")
     result = subprocess.run(["cargo", "build", "--release", "--bin", "emuprof"], cwd=REPO)
     if result.returncode != 0:
