@@ -134,18 +134,22 @@ pub struct BuiltTree {
     pub executions: Vec<u64>,
 }
 
-/// Starts the builder thread in `scope`; the returned feed sends it events.
-pub fn spawn<'scope, 'env>(scope: &'scope Scope<'scope, 'env>, setup: BuilderSetup<'env>) -> (TreeFeed, ScopedJoinHandle<'scope, BuiltTree>) {
+/// Starts the builder thread (`emuprof-tree`) in `scope`; the returned feed
+/// sends it events. Fails only when the system cannot start a thread.
+pub fn spawn<'scope, 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    setup: BuilderSetup<'env>,
+) -> std::io::Result<(TreeFeed, ScopedJoinHandle<'scope, BuiltTree>)> {
     let (batches, incoming) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
     let theirs = Arc::clone(&published);
-    let handle = scope.spawn(move || {
+    let handle = std::thread::Builder::new().name("emuprof-tree".into()).spawn_scoped(scope, move || {
         let _finished = FinishedOnDrop(&theirs);
         build(setup, &incoming, &give_back, &theirs)
-    });
+    })?;
     let feed = TreeFeed { events: Vec::with_capacity(BATCH), new_blocks: Vec::new(), batches: Some(batches), recycled, batches_sent: 0, published };
-    (feed, handle)
+    Ok((feed, handle))
 }
 
 impl TreeFeed {
@@ -378,7 +382,7 @@ mod tests {
                 instruction_limit: limit,
                 progress: Arc::default(),
             };
-            let (mut feed, handle) = spawn(scope, setup);
+            let (mut feed, handle) = spawn(scope, setup).expect("a thread");
             events(&mut feed);
             let state = feed.close();
             (handle.join().expect("builder thread"), state)

@@ -99,7 +99,8 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             instruction_limit,
             progress: Arc::clone(&options.progress),
         };
-        let (feed, builder) = tree_feed::spawn(scope, setup);
+        let (feed, builder) =
+            tree_feed::spawn(scope, setup).map_err(|e| EmuError::Setup(format!("cannot start the call-tree thread: {e}")))?;
         let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
             symbols: &binary.symbols,
             blocks,
