@@ -4,7 +4,7 @@
 //! The fast path (a block inside the program's loaded text, room in the
 //! current batch) reads the stack pointer straight from Unicorn's CPU state
 //! and appends one event for the call-tree thread, which does all the
-//! counting: a leaf function of about a dozen instructions. Everything else
+//! counting: a leaf function of fewer than twenty instructions. Everything else
 //! goes to [`on_block_slow`]: blocks outside the text (decoded here, from
 //! guest memory), full batches, the stack-pointer check.
 
