@@ -67,6 +67,8 @@ impl TreeEvent {
     /// pointer `sp`. (User-space addresses fit in 48 bits, blocks in 15.)
     #[inline]
     pub fn block(address: u64, size: u32, sp: u64) -> TreeEvent {
+        // A translation block holds at most 512 instructions of 15 bytes.
+        debug_assert!(size < 1 << 15 && address < 1 << 48, "block {address:#x}+{size} does not fit an event");
         TreeEvent { key: address | u64::from(size) << 48, sp }
     }
 
