@@ -311,7 +311,7 @@ def scaling(tools, binary, rounds_list, repeats):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3, help="runs per tool and program (default 3)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs per tool and program (default 5)")
     parser.add_argument("--no-build", action="store_true", help="use the existing release emuprof and test programs")
     parser.add_argument("--emuprof", type=Path, help="emuprof binary (default: <target>/release/emuprof)")
     parser.add_argument("--data-mb", type=int, default=4, help="size of the BusyBox input file (default 4 MB)")
