@@ -34,7 +34,12 @@ const RECENT_CHILD_SLOTS: usize = 1 << 12;
 pub struct CallTreeBuilder {
     nodes: Vec<RawNode>,
     children: FxHashMap<(NodeId, u64), NodeId>,
-    /// Direct-mapped cache in front of `children`: `(parent, entry, child)`.
+    /// Per node, the callee entry and child context of its last call: a
+    /// loop or a recursion calls the same function from the same context
+    /// again and again.
+    last_call: Vec<(u64, NodeId)>,
+    /// Direct-mapped cache behind `last_call`, in front of `children`:
+    /// `(parent, entry, child)`.
     recent_children: Box<[(NodeId, u64, NodeId)]>,
     thread: ThreadState,
     initial_sp: u64,
@@ -69,6 +74,7 @@ impl CallTreeBuilder {
         CallTreeBuilder {
             nodes: vec![root],
             children: FxHashMap::default(),
+            last_call: vec![(u64::MAX, 0)],
             recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
             thread: ThreadState::new(0, initial_sp),
             initial_sp,
@@ -259,20 +265,23 @@ impl CallTreeBuilder {
 
     #[inline]
     fn child(&mut self, parent: NodeId, entry: u64) -> NodeId {
+        let (last_entry, last_child) = self.last_call[parent as usize];
+        if last_entry == entry {
+            return last_child;
+        }
         let slot = ((entry ^ (entry >> 12) ^ u64::from(parent).wrapping_mul(0x9e37_79b9)) as usize) & (RECENT_CHILD_SLOTS - 1);
         let (p, e, c) = self.recent_children[slot];
-        if p == parent && e == entry {
-            return c;
-        }
-        let c = self.child_slow(parent, entry);
-        self.recent_children[slot] = (parent, entry, c);
-        c
+        let child = if p == parent && e == entry { c } else { self.child_slow(parent, entry) };
+        self.recent_children[slot] = (parent, entry, child);
+        self.last_call[parent as usize] = (entry, child);
+        child
     }
 
     fn child_slow(&mut self, parent: NodeId, entry: u64) -> NodeId {
         let next = self.nodes.len() as NodeId;
         let id = *self.children.entry((parent, entry)).or_insert(next);
         if id == next {
+            self.last_call.push((u64::MAX, 0));
             self.nodes.push(RawNode {
                 parent: Some(parent),
                 entry,
