@@ -1,8 +1,8 @@
 //! Decoding basic blocks once and caching what the call-tree builder needs.
 //!
 //! Unicorn reports every executed block as `(address, size)`. The first time a
-//! block is seen it is decoded with capstone; afterwards the block hook finds
-//! its id and instruction count with one array access in the common case.
+//! block is seen it is decoded with capstone; afterwards finding it again is
+//! one array access in the common case.
 
 use capstone::arch::x86::{ArchMode, X86OperandType};
 use capstone::arch::{ArchOperand, BuildsCapstone};
@@ -57,15 +57,6 @@ pub struct BlockInfo {
     pub is_function_start: bool,
 }
 
-/// What the block hook needs of a cached block on every execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BlockHandle {
-    /// The block's index in the cache.
-    pub id: BlockId,
-    /// Its number of instructions.
-    pub instructions: u32,
-}
-
 /// Index of a block in the [`BlockCache`].
 pub type BlockId = u32;
 
@@ -78,15 +69,7 @@ pub struct BlockCache {
     capstone: Capstone,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
-    fast: Box<[FastSlot; FAST_SLOTS]>,
-}
-
-/// One entry of the direct-mapped front cache.
-#[derive(Clone, Copy)]
-struct FastSlot {
-    address: u64,
-    size: u32,
-    handle: BlockHandle,
+    fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
 }
 
 impl BlockCache {
@@ -101,47 +84,34 @@ impl BlockCache {
             capstone,
             index: FxHashMap::default(),
             blocks: Vec::new(),
-            fast: Box::new([FastSlot { address: u64::MAX, size: 0, handle: BlockHandle { id: 0, instructions: 0 } }; FAST_SLOTS]),
+            fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
         })
-    }
-
-    /// The block at `address` of `size` bytes if the direct-mapped front
-    /// cache holds it (the block hook's fast path).
-    #[inline]
-    pub fn cached(&self, address: u64, size: u32) -> Option<BlockHandle> {
-        let slot = &self.fast[fast_slot(address)];
-        (slot.address == address && slot.size == size).then_some(slot.handle)
     }
 
     /// The cached block at `address` of `size` bytes, if it was decoded before.
     #[inline]
-    pub fn lookup(&mut self, address: u64, size: u32) -> Option<BlockHandle> {
-        if let Some(handle) = self.cached(address, size) {
-            return Some(handle);
-        }
+    pub fn lookup(&mut self, address: u64, size: u32) -> Option<BlockId> {
         let slot = &mut self.fast[fast_slot(address)];
+        if slot.0 == address && slot.1 == size {
+            return Some(slot.2);
+        }
         let id = self.index.get(&(address, size)).copied()?;
-        let handle = BlockHandle { id, instructions: self.blocks[id as usize].instructions };
-        *slot = FastSlot { address, size, handle };
-        Some(handle)
+        *slot = (address, size, id);
+        Some(id)
     }
 
     /// Decodes `code` (the block's bytes) and caches it.
-    pub fn insert(&mut self, address: u64, size: u32, code: &[u8], is_function_start: bool) -> BlockHandle {
+    pub fn insert(&mut self, address: u64, size: u32, code: &[u8], is_function_start: bool) -> BlockId {
         let (instructions, terminator) = self.decode(address, code);
-        let id = self.blocks.len() as BlockId;
-        self.blocks.push(BlockInfo { address, size, instructions, terminator, is_function_start });
-        self.index.insert((address, size), id);
-        BlockHandle { id, instructions }
+        self.insert_decoded(BlockInfo { address, size, instructions, terminator, is_function_start })
     }
 
     /// Caches a block decoded elsewhere (by another thread's cache).
-    pub fn insert_decoded(&mut self, info: BlockInfo) -> BlockHandle {
+    pub fn insert_decoded(&mut self, info: BlockInfo) -> BlockId {
         let id = self.blocks.len() as BlockId;
-        let handle = BlockHandle { id, instructions: info.instructions };
         self.index.insert((info.address, info.size), id);
         self.blocks.push(info);
-        handle
+        id
     }
 
     /// The block with this id.
@@ -153,11 +123,6 @@ impl BlockCache {
     /// All blocks, by id (first-execution order).
     pub fn into_blocks(self) -> Vec<BlockInfo> {
         self.blocks
-    }
-
-    /// All blocks decoded so far, in first-execution order.
-    pub fn blocks(&self) -> &[BlockInfo] {
-        &self.blocks
     }
 
     fn decode(&self, address: u64, code: &[u8]) -> (u32, Terminator) {
@@ -213,9 +178,9 @@ mod tests {
 
     fn decode(code: &[u8]) -> (u32, Terminator) {
         let mut cache = BlockCache::new().unwrap();
-        let handle = cache.insert(0x1000, code.len() as u32, code, false);
-        assert_eq!(cache.lookup(0x1000, code.len() as u32), Some(handle));
-        let b = cache.get(handle.id);
+        let id = cache.insert(0x1000, code.len() as u32, code, false);
+        assert_eq!(cache.lookup(0x1000, code.len() as u32), Some(id));
+        let b = cache.get(id);
         (b.instructions, b.terminator)
     }
 

@@ -72,6 +72,11 @@ impl TreeEvent {
         TreeEvent { key: address | u64::from(size) << 48, sp }
     }
 
+    /// The `(address, size)` of a block event's key.
+    fn split_key(key: u64) -> (u64, u32) {
+        (key & ((1 << 48) - 1), (key >> 48) as u32)
+    }
+
     fn special(key: u64) -> TreeEvent {
         TreeEvent { key, sp: 0 }
     }

@@ -81,6 +81,8 @@ pub struct Symbols {
     /// Whether `.symtab` was missing.
     stripped: bool,
     debug_info: DebugInfo,
+    /// Function addresses and the entry point: where calls can begin.
+    starts: FunctionStarts,
 }
 
 /// Where functions start: symbols and the entry point, sorted.
@@ -88,6 +90,13 @@ pub struct Symbols {
 pub struct FunctionStarts(Vec<u64>);
 
 impl FunctionStarts {
+    /// These addresses, in any order.
+    pub fn new(mut starts: Vec<u64>) -> FunctionStarts {
+        starts.sort_unstable();
+        starts.dedup();
+        FunctionStarts(starts)
+    }
+
     /// Whether a function starts exactly at `address`.
     pub fn contains(&self, address: u64) -> bool {
         self.0.binary_search(&address).is_ok()
@@ -145,11 +154,13 @@ impl Symbols {
                 .then(a.raw_name.cmp(b.raw_name))
         });
         let functions = merge_aliases(&candidates, image);
+        let starts = FunctionStarts::new(functions.iter().map(|f| f.address).chain([image.entry]).collect());
         Symbols {
             functions,
             entry: image.entry,
             stripped,
             debug_info: DebugInfo::new(elf, bytes, image.load_bias),
+            starts,
         }
     }
 
@@ -163,21 +174,13 @@ impl Symbols {
     /// Whether a function symbol starts exactly at `address` (the entry point
     /// always counts, even in a stripped binary).
     pub fn is_function_start(&self, address: u64) -> bool {
-        address == self.entry
-            || self
-                .functions
-                .binary_search_by_key(&address, |f| f.address)
-                .is_ok()
+        self.starts.contains(address)
     }
 
     /// The addresses [`Symbols::is_function_start`] accepts, as a plain list
     /// that can go to another thread (the debug-info reader cannot).
-    pub fn function_starts(&self) -> FunctionStarts {
-        let mut starts: Vec<u64> = self.functions.iter().map(|f| f.address).collect();
-        starts.push(self.entry);
-        starts.sort_unstable();
-        starts.dedup();
-        FunctionStarts(starts)
+    pub fn function_starts(&self) -> &FunctionStarts {
+        &self.starts
     }
 
     /// A name for the code at `address`: the demangled name of the function that

@@ -114,6 +114,6 @@ fn define_block(st: &mut MachineState<'_>, uc: *mut uc_engine, address: u64, siz
         unsafe { unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64) == unicorn_engine::uc_error::OK }
     });
     let is_start = st.symbols.is_function_start(address);
-    let handle = st.blocks.insert(address, size, &code, is_start);
-    st.feed.define(st.blocks.get(handle.id).clone());
+    let id = st.blocks.insert(address, size, &code, is_start);
+    st.feed.define(st.blocks.get(id).clone());
 }

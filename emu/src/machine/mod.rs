@@ -90,11 +90,10 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
-    let function_starts = binary.symbols.function_starts();
     std::thread::scope(|scope| {
         let setup = BuilderSetup {
             code: &code,
-            function_starts: &function_starts,
+            function_starts: binary.symbols.function_starts(),
             tree: CallTreeBuilder::new(image.entry, stack.sp),
             instruction_limit,
             progress: Arc::clone(&options.progress),

@@ -104,9 +104,9 @@ impl<'a> BuilderThread<'a> {
                 return previous.next_id as usize;
             }
         }
-        let (address, size) = (key & ((1 << 48) - 1), (key >> 48) as u32);
+        let (address, size) = TreeEvent::split_key(key);
         let id = match self.blocks.lookup(address, size) {
-            Some(block) => block.id as usize,
+            Some(id) => id as usize,
             None => self.decode(address, size),
         };
         if let Some(previous) = self.runs.get_mut(self.previous) {
@@ -125,9 +125,9 @@ impl<'a> BuilderThread<'a> {
         if let Some(loaded) = self.code.read(address, bytes.len()) {
             bytes[..loaded.len()].copy_from_slice(loaded);
         }
-        let handle = self.blocks.insert(address, size, &bytes, self.function_starts.contains(address));
-        self.runs.push(RunState::new(self.blocks.get(handle.id)));
-        handle.id as usize
+        let id = self.blocks.insert(address, size, &bytes, self.function_starts.contains(address));
+        self.runs.push(RunState::new(self.blocks.get(id)));
+        id as usize
     }
 }
 
