@@ -47,7 +47,9 @@ pub enum Command {
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
-pub const SUBCOMMANDS: &[&str] = &["run", "report", "export", "check", "diff", "annotate", "help"];
+pub const SUBCOMMANDS: &[&str] = &[
+    "run", "report", "export", "check", "diff", "annotate", "help",
+];
 
 /// What to do when the guest makes a syscall emuprof does not emulate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -135,9 +137,15 @@ mod tests {
 
     #[test]
     fn program_flags_go_to_the_program() {
-        let args = with_implicit_run(["emuprof", "-o", "x.json", "./p", "-v", "--help"].map(String::from).to_vec());
+        let args = with_implicit_run(
+            ["emuprof", "-o", "x.json", "./p", "-v", "--help"]
+                .map(String::from)
+                .to_vec(),
+        );
         let cli = Cli::try_parse_from(args).unwrap();
-        let Command::Run(run) = cli.command else { panic!("not run") };
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
         assert_eq!(run.output, PathBuf::from("x.json"));
         assert_eq!(run.program, PathBuf::from("./p"));
         assert_eq!(run.args, vec!["-v", "--help"]);

@@ -40,8 +40,8 @@
 #![deny(missing_docs)]
 
 pub mod output;
-pub mod source_map;
 mod runner;
+pub mod source_map;
 pub mod symbols;
 
 pub use emuprof_analysis::{Function, Profile};

@@ -24,7 +24,10 @@ impl Run {
         let program = program.as_ref().to_path_buf();
         let exe = std::fs::canonicalize(&program).unwrap_or_else(|_| program.clone());
         let args = vec![program.to_string_lossy().into_owned()];
-        Run { program, options: RunOptions::new(args, FilesOptions::for_exe(exe)) }
+        Run {
+            program,
+            options: RunOptions::new(args, FilesOptions::for_exe(exe)),
+        }
     }
 
     /// Appends one argument.
@@ -70,14 +73,19 @@ impl Run {
         let outcome = emuprof_emu::run(&binary, self.options)
             .with_context(|| format!("could not run {}", self.program.display()))?;
         let profile = symbolicate(&binary, &outcome)?;
-        Ok(CompletedRun { profile, stop: outcome.stop, notes: outcome.notes })
+        Ok(CompletedRun {
+            profile,
+            stop: outcome.stop,
+            notes: outcome.notes,
+        })
     }
 }
 
 /// Turns a run's raw profile into a symbolicated [`Profile`].
 pub fn symbolicate(binary: &emuprof_loader::Binary, outcome: &RunOutcome) -> Result<Profile> {
     let resolver = SymbolResolver::new(&binary.symbols);
-    Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION")).context("could not build the profile")
+    Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION"))
+        .context("could not build the profile")
 }
 
 /// The result of a run: its profile and how it ended.
@@ -116,7 +124,10 @@ impl CompletedRun {
         } else {
             format!("functions with similar names: {}", similar.join(", "))
         };
-        anyhow::bail!("no function named {name:?} ran in {}; {hint}", self.profile.command.join(" "))
+        anyhow::bail!(
+            "no function named {name:?} ran in {}; {hint}",
+            self.profile.command.join(" ")
+        )
     }
 
     /// Self instructions of `name` (Kaes's `c_i`); 0 when it did not run.

@@ -313,4 +313,3 @@ fn bad_input_exits_125_with_a_message() {
     );
     assert_eq!(escape.code, EMUPROF_FAILED);
 }
-

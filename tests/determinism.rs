@@ -70,10 +70,17 @@ fn runs_competing_for_the_cpus_give_the_same_profile_as_a_run_alone() {
         let alone = run(&command);
         let crowd: Vec<EmuprofRun> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| run(&command))).collect();
-            handles.into_iter().map(|h| h.join().expect("run thread")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("run thread"))
+                .collect()
         });
         for other in &crowd {
-            assert_identical(&alone, other, &format!("running {} beside three others", variant.name()));
+            assert_identical(
+                &alone,
+                other,
+                &format!("running {} beside three others", variant.name()),
+            );
         }
     }
 }

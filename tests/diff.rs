@@ -171,4 +171,3 @@ fn normalized_and_dot_outputs() {
         );
     }
 }
-

@@ -22,11 +22,14 @@ const REPORTS: &[(&str, &[&str])] = &[
     ("summary.json", &["--summary", "--json"]),
 ];
 
-
 /// Paths that depend on where the repository and build live.
 fn normalize(text: &str, program: &Path) -> String {
-    let program_dir = program.parent().map(|p| p.display().to_string()).unwrap_or_default();
-    text.replace(&program_dir, "<testprogs>").replace(&repo_root().display().to_string(), "<repo>")
+    let program_dir = program
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    text.replace(&program_dir, "<testprogs>")
+        .replace(&repo_root().display().to_string(), "<repo>")
 }
 
 fn check(name: &str, actual: &str, failures: &mut Vec<String>) {
@@ -34,15 +37,24 @@ fn check(name: &str, actual: &str, failures: &mut Vec<String>) {
 }
 
 fn emuprof(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_emuprof")).args(args).output().expect("run emuprof");
-    assert!(out.status.success(), "emuprof {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(args)
+        .output()
+        .expect("run emuprof");
+    assert!(
+        out.status.success(),
+        "emuprof {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("utf-8 report")
 }
 
 #[test]
 fn reports_and_dot_match_goldens() {
     if !common::testprogs::musl_available() {
-        eprintln!("skipping golden reports: musl-gcc is not installed (apt-get install musl-tools)");
+        eprintln!(
+            "skipping golden reports: musl-gcc is not installed (apt-get install musl-tools)"
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -51,23 +63,55 @@ fn reports_and_dot_match_goldens() {
         let variant = testprog(program, Libc::Musl, "O2");
         // argv[0] is part of the input (musl scans it for the program name):
         // fix it so the goldens do not depend on where the build lives.
-        let run = run_emuprof(&variant.path, &variant.args, &["--quiet", "--argv0", program]);
+        let run = run_emuprof(
+            &variant.path,
+            &variant.args,
+            &["--quiet", "--argv0", program],
+        );
         let profile = dir.path().join(format!("{program}.json"));
-        std::fs::write(&profile, run.profile_bytes.as_deref().expect("profile written")).expect("save profile");
+        std::fs::write(
+            &profile,
+            run.profile_bytes.as_deref().expect("profile written"),
+        )
+        .expect("save profile");
         let profile_arg = profile.to_str().expect("utf-8 path");
         for (suffix, flags) in REPORTS {
             let mut args = vec!["report", profile_arg];
             args.extend_from_slice(flags);
-            check(&format!("{program}.{suffix}"), &normalize(&emuprof(&args), &variant.path), &mut failures);
+            check(
+                &format!("{program}.{suffix}"),
+                &normalize(&emuprof(&args), &variant.path),
+                &mut failures,
+            );
         }
         let dot = dir.path().join(format!("{program}.dot"));
         let dot_arg = dot.to_str().expect("utf-8 path");
-        emuprof(&["export", profile_arg, "--format", "dot", "--threshold", "0", "-o", dot_arg]);
+        emuprof(&[
+            "export",
+            profile_arg,
+            "--format",
+            "dot",
+            "--threshold",
+            "0",
+            "-o",
+            dot_arg,
+        ]);
         let dot_text = std::fs::read_to_string(&dot).expect("dot written");
-        check(&format!("{program}.dot"), &normalize(&dot_text, &variant.path), &mut failures);
+        check(
+            &format!("{program}.dot"),
+            &normalize(&dot_text, &variant.path),
+            &mut failures,
+        );
         if common::find_in_path("dot").is_some() {
-            let svg = Command::new("dot").args(["-Tsvg", dot_arg]).output().expect("run dot");
-            assert!(svg.status.success(), "Graphviz rejected {program}.dot: {}", String::from_utf8_lossy(&svg.stderr));
+            let svg = Command::new("dot")
+                .args(["-Tsvg", dot_arg])
+                .output()
+                .expect("run dot");
+            assert!(
+                svg.status.success(),
+                "Graphviz rejected {program}.dot: {}",
+                String::from_utf8_lossy(&svg.stderr)
+            );
         } else {
             eprintln!("not checking {program}.dot with Graphviz: dot is not installed");
         }

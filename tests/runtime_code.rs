@@ -45,18 +45,42 @@ int main(void) {
 #[test]
 fn generated_code_and_reprotected_text_are_counted_exactly() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let Some(binary) = compile_c(dir.path(), "runtime_code", SOURCE, "gcc", &["-O2"]) else { return };
-    let native = std::process::Command::new(&binary).output().expect("run natively");
+    let Some(binary) = compile_c(dir.path(), "runtime_code", SOURCE, "gcc", &["-O2"]) else {
+        return;
+    };
+    let native = std::process::Command::new(&binary)
+        .output()
+        .expect("run natively");
     let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
-    assert_eq!(run.stdout_text(), String::from_utf8_lossy(&native.stdout), "output unchanged");
+    assert_eq!(
+        run.stdout_text(),
+        String::from_utf8_lossy(&native.stdout),
+        "output unchanged"
+    );
 
     // The generated function has no symbol: it shows up by address, called
     // 1000 times, two instructions each.
-    let functions = run.profile()["functions"].as_array().cloned().unwrap_or_default();
-    let generated: Vec<_> = functions.iter().filter(|f| f["calls"] == 1000 && f["self_instructions"] == 2000).collect();
-    assert_eq!(generated.len(), 1, "one 2-instruction function called 1000 times: {functions:#?}");
-    assert!(generated[0]["name"].as_str().is_some_and(|n| n.starts_with("0x")), "{}", generated[0]["name"]);
+    let functions = run.profile()["functions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let generated: Vec<_> = functions
+        .iter()
+        .filter(|f| f["calls"] == 1000 && f["self_instructions"] == 2000)
+        .collect();
+    assert_eq!(
+        generated.len(),
+        1,
+        "one 2-instruction function called 1000 times: {functions:#?}"
+    );
+    assert!(
+        generated[0]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("0x")),
+        "{}",
+        generated[0]["name"]
+    );
 
     // After the program changed its text's protection, its calls are still
     // all seen.
@@ -66,7 +90,11 @@ fn generated_code_and_reprotected_text_are_counted_exactly() {
     // And cost the same as Callgrind says, where Valgrind is installed.
     if let Some(cg) = common::callgrind::run_callgrind(&binary, &[] as &[&str]) {
         for name in ["work", "square"] {
-            assert_eq!(run.function_metric(name, "self_instructions"), cg.self_ir(name), "{name} self cost vs Callgrind");
+            assert_eq!(
+                run.function_metric(name, "self_instructions"),
+                cg.self_ir(name),
+                "{name} self cost vs Callgrind"
+            );
         }
     }
 }

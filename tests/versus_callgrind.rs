@@ -48,7 +48,13 @@ fn emuprof_flags() -> Vec<String> {
 
 /// Startup functions whose cost depends on the auxv/environment the loader
 /// (Valgrind or emuprof) builds, not on the program.
-const STARTUP_AUXV_READERS: &[&str] = &["__init_libc", "_dl_aux_init", "__tunables_init", "__libc_start_main", "(below main)"];
+const STARTUP_AUXV_READERS: &[&str] = &[
+    "__init_libc",
+    "_dl_aux_init",
+    "__tunables_init",
+    "__libc_start_main",
+    "(below main)",
+];
 
 /// musl's malloc asks `brk` where the heap is and aligns from there; Valgrind
 /// places the heap elsewhere than emuprof (or Linux), so these paths differ.
@@ -58,8 +64,13 @@ const BRK_DEPENDENT: &[&str] = &["__malloc_alloc_meta", "__expand_heap"];
 fn musl_counts_equal_callgrind() {
     let mut failures = Vec::new();
     let mut compared = 0;
-    for variant in testprog_variants().into_iter().filter(|v| v.libc == Libc::Musl && !v.spec.heavy && v.spec.native_counts_deterministic) {
-        let Some(cg) = run_callgrind(&variant.path, &variant.args) else { return };
+    for variant in testprog_variants()
+        .into_iter()
+        .filter(|v| v.libc == Libc::Musl && !v.spec.heavy && v.spec.native_counts_deterministic)
+    {
+        let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
+            return;
+        };
         let run = run_emuprof(&variant.path, &variant.args, &emuprof_flags());
         let name = variant.name();
         let total = run.total_instructions();
@@ -67,7 +78,10 @@ fn musl_counts_equal_callgrind() {
         if diff as f64 > cg.total as f64 * 0.001 {
             failures.push(format!("{name}: total {total} vs Callgrind {}", cg.total));
         }
-        let functions = run.profile()["functions"].as_array().cloned().unwrap_or_default();
+        let functions = run.profile()["functions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let name_count = |n: &str| functions.iter().filter(|f| f["name"] == n).count();
         for f in &functions {
             let fname = f["name"].as_str().unwrap_or("");
@@ -82,19 +96,32 @@ fn musl_counts_equal_callgrind() {
                 continue;
             }
             compared += 1;
-            let (ours, theirs) = (f["self_instructions"].as_u64().unwrap_or(0), cg.self_ir(fname));
+            let (ours, theirs) = (
+                f["self_instructions"].as_u64().unwrap_or(0),
+                cg.self_ir(fname),
+            );
             if ours != theirs {
                 failures.push(format!("{name}: {fname} self {ours} vs Callgrind {theirs}"));
             }
             let (ours, theirs) = (f["calls"].as_u64().unwrap_or(0), cg.calls(fname));
             if fname != "_start" && ours != theirs {
-                failures.push(format!("{name}: {fname} calls {ours} vs Callgrind {theirs}"));
+                failures.push(format!(
+                    "{name}: {fname} calls {ours} vs Callgrind {theirs}"
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     if common::testprogs::musl_available() {
-        assert!(compared > 50, "only {compared} functions compared: is the name matching broken?");
+        assert!(
+            compared > 50,
+            "only {compared} functions compared: is the name matching broken?"
+        );
     }
 }
 
@@ -104,8 +131,28 @@ fn musl_counts_equal_callgrind() {
 /// (`__memcpy_avx_unaligned_erms` on the host under Valgrind, `__memcpy_ssse3`
 /// on emuprof's fixed CPU model).
 fn cpu_dependent(name: &str) -> bool {
-    const CPU_ID: &[&str] = &["intel_check_word", "handle_intel", "init_cacheinfo", "init_cpu_features", "update_active", "get_common_cache_info", "__init_cpu_features", "__tunables_init", "_dl_aux_init"];
-    const VARIANTS: &[&str] = &["_avx", "_sse", "_ssse3", "_evex", "_erms", "_sse2", "_sse4", "ifunc", "cpu_features"];
+    const CPU_ID: &[&str] = &[
+        "intel_check_word",
+        "handle_intel",
+        "init_cacheinfo",
+        "init_cpu_features",
+        "update_active",
+        "get_common_cache_info",
+        "__init_cpu_features",
+        "__tunables_init",
+        "_dl_aux_init",
+    ];
+    const VARIANTS: &[&str] = &[
+        "_avx",
+        "_sse",
+        "_ssse3",
+        "_evex",
+        "_erms",
+        "_sse2",
+        "_sse4",
+        "ifunc",
+        "cpu_features",
+    ];
     CPU_ID.iter().any(|p| name.starts_with(p)) || VARIANTS.iter().any(|v| name.contains(v))
 }
 
@@ -113,8 +160,15 @@ fn cpu_dependent(name: &str) -> bool {
 fn glibc_totals_within_one_percent_of_callgrind_outside_cpu_dependent_code() {
     let mut failures = Vec::new();
     let mut compared = 0;
-    for variant in testprog_variants().into_iter().filter(|v| v.libc == Libc::Glibc && v.opt == "O2" && !v.spec.heavy && v.spec.native_counts_deterministic) {
-        let Some(cg) = run_callgrind(&variant.path, &variant.args) else { return };
+    for variant in testprog_variants().into_iter().filter(|v| {
+        v.libc == Libc::Glibc
+            && v.opt == "O2"
+            && !v.spec.heavy
+            && v.spec.native_counts_deterministic
+    }) {
+        let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
+            return;
+        };
         // glibc's startup identifies the CPU in code Callgrind often cannot
         // name (IFUNC resolvers run from IRELATIVE relocations): a few thousand
         // instructions that differ by host. Compare programs that do real work.
@@ -130,13 +184,24 @@ fn glibc_totals_within_one_percent_of_callgrind_outside_cpu_dependent_code() {
             .filter(|f| !cpu_dependent(f["name"].as_str().unwrap_or("")))
             .map(|f| f["self_instructions"].as_u64().unwrap_or(0))
             .sum();
-        let theirs: u64 = cg.self_by_fn.iter().filter(|(n, _)| !cpu_dependent(n)).map(|(_, c)| c).sum();
+        let theirs: u64 = cg
+            .self_by_fn
+            .iter()
+            .filter(|(n, _)| !cpu_dependent(n))
+            .map(|(_, c)| c)
+            .sum();
         if ours.abs_diff(theirs) as f64 > theirs as f64 * 0.01 {
-            failures.push(format!("{}: {ours} instructions outside CPU-dependent code vs Callgrind {theirs}", variant.name()));
+            failures.push(format!(
+                "{}: {ours} instructions outside CPU-dependent code vs Callgrind {theirs}",
+                variant.name()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     if common::find_in_path("valgrind").is_some() {
-        assert!(compared >= 2, "only {compared} glibc programs were large enough to compare");
+        assert!(
+            compared >= 2,
+            "only {compared} glibc programs were large enough to compare"
+        );
     }
 }

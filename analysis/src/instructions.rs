@@ -182,13 +182,20 @@ impl InstructionCosts {
     /// each function, `(inlined function, instructions)` of the outermost
     /// inline frames, most expensive first. Part of the container's self cost.
     pub fn inlined_by_function(&self) -> std::collections::BTreeMap<String, Vec<(String, u64)>> {
-        let mut sums: std::collections::BTreeMap<(String, String), u64> = std::collections::BTreeMap::new();
+        let mut sums: std::collections::BTreeMap<(String, String), u64> =
+            std::collections::BTreeMap::new();
         for i in &self.instructions {
-            if let (Some(inlined), Some(f)) = (i.outermost_inlined(), self.functions.get(i.function as usize)) {
-                *sums.entry((f.name.clone(), inlined.to_string())).or_default() += i.executions;
+            if let (Some(inlined), Some(f)) = (
+                i.outermost_inlined(),
+                self.functions.get(i.function as usize),
+            ) {
+                *sums
+                    .entry((f.name.clone(), inlined.to_string()))
+                    .or_default() += i.executions;
             }
         }
-        let mut by_function: std::collections::BTreeMap<String, Vec<(String, u64)>> = std::collections::BTreeMap::new();
+        let mut by_function: std::collections::BTreeMap<String, Vec<(String, u64)>> =
+            std::collections::BTreeMap::new();
         for ((function, inlined), n) in sums {
             by_function.entry(function).or_default().push((inlined, n));
         }

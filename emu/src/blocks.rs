@@ -37,7 +37,10 @@ impl Terminator {
     /// function.
     #[inline]
     pub fn stays_in_function(self) -> bool {
-        matches!(self, Terminator::Other | Terminator::Jump | Terminator::Syscall)
+        matches!(
+            self,
+            Terminator::Other | Terminator::Jump | Terminator::Syscall
+        )
     }
 }
 
@@ -101,9 +104,21 @@ impl BlockCache {
     }
 
     /// Decodes `code` (the block's bytes) and caches it.
-    pub fn insert(&mut self, address: u64, size: u32, code: &[u8], is_function_start: bool) -> BlockId {
+    pub fn insert(
+        &mut self,
+        address: u64,
+        size: u32,
+        code: &[u8],
+        is_function_start: bool,
+    ) -> BlockId {
         let (instructions, terminator) = self.decode(address, code);
-        self.insert_decoded(BlockInfo { address, size, instructions, terminator, is_function_start })
+        self.insert_decoded(BlockInfo {
+            address,
+            size,
+            instructions,
+            terminator,
+            is_function_start,
+        })
     }
 
     /// Caches a block decoded elsewhere (by another thread's cache).
@@ -151,7 +166,9 @@ fn fast_slot(address: u64) -> usize {
 fn classify(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Terminator {
     let in_group = |g: InsnGroupType::Type| detail.groups().contains(&InsnGroupId(g as u8));
     if in_group(InsnGroupType::CS_GRP_CALL) {
-        return Terminator::Call { indirect: !has_only_immediate(detail) };
+        return Terminator::Call {
+            indirect: !has_only_immediate(detail),
+        };
     }
     if in_group(InsnGroupType::CS_GRP_RET) {
         return Terminator::Return;
@@ -160,7 +177,11 @@ fn classify(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Terminator {
         return Terminator::Syscall;
     }
     if mnemonic == "jmp" || mnemonic == "ljmp" {
-        return if has_only_immediate(detail) { Terminator::Jump } else { Terminator::IndirectJump };
+        return if has_only_immediate(detail) {
+            Terminator::Jump
+        } else {
+            Terminator::IndirectJump
+        };
     }
     Terminator::Other
 }
@@ -187,11 +208,20 @@ mod tests {
     #[test]
     fn classifies_terminators() {
         // push rbp; call rel32
-        assert_eq!(decode(&[0x55, 0xe8, 0, 0, 0, 0]), (2, Terminator::Call { indirect: false }));
+        assert_eq!(
+            decode(&[0x55, 0xe8, 0, 0, 0, 0]),
+            (2, Terminator::Call { indirect: false })
+        );
         // call rax
-        assert_eq!(decode(&[0xff, 0xd0]), (1, Terminator::Call { indirect: true }));
+        assert_eq!(
+            decode(&[0xff, 0xd0]),
+            (1, Terminator::Call { indirect: true })
+        );
         // call [rip+0]
-        assert_eq!(decode(&[0xff, 0x15, 0, 0, 0, 0]), (1, Terminator::Call { indirect: true }));
+        assert_eq!(
+            decode(&[0xff, 0x15, 0, 0, 0, 0]),
+            (1, Terminator::Call { indirect: true })
+        );
         // pop rbp; ret
         assert_eq!(decode(&[0x5d, 0xc3]), (2, Terminator::Return));
         // jmp rel8 / jmp rax

@@ -70,7 +70,13 @@ impl CallTreeBuilder {
     /// A builder whose root context is the program entry point `entry`,
     /// entered once with stack pointer `initial_sp`.
     pub fn new(entry: u64, initial_sp: u64) -> CallTreeBuilder {
-        let root = RawNode { parent: None, entry, calls: 1, min_instructions: u64::MAX, ..RawNode::default() };
+        let root = RawNode {
+            parent: None,
+            entry,
+            calls: 1,
+            min_instructions: u64::MAX,
+            ..RawNode::default()
+        };
         CallTreeBuilder {
             nodes: vec![root],
             children: FxHashMap::default(),
@@ -134,7 +140,12 @@ impl CallTreeBuilder {
 
     /// Entry addresses of the active calls, innermost first.
     pub fn call_stack(&self) -> Vec<u64> {
-        self.thread.frames.iter().rev().map(|f| self.nodes[f.node as usize].entry).collect()
+        self.thread
+            .frames
+            .iter()
+            .rev()
+            .map(|f| self.nodes[f.node as usize].entry)
+            .collect()
     }
 
     /// Closes every open call and returns the calling contexts (parents before
@@ -239,7 +250,12 @@ impl CallTreeBuilder {
             n.indirect_calls += 1;
         }
         n.max_stack_bytes = n.max_stack_bytes.max(self.initial_sp.saturating_sub(sp));
-        self.thread.frames.push(Frame { node, sp, entry_total: self.total, return_address: 0 });
+        self.thread.frames.push(Frame {
+            node,
+            sp,
+            entry_total: self.total,
+            return_address: 0,
+        });
     }
 
     /// Pops every frame (except the root) whose stack pointer is below `sp`.
@@ -269,9 +285,14 @@ impl CallTreeBuilder {
         if last_entry == entry {
             return last_child;
         }
-        let slot = ((entry ^ (entry >> 12) ^ u64::from(parent).wrapping_mul(0x9e37_79b9)) as usize) & (RECENT_CHILD_SLOTS - 1);
+        let slot = ((entry ^ (entry >> 12) ^ u64::from(parent).wrapping_mul(0x9e37_79b9)) as usize)
+            & (RECENT_CHILD_SLOTS - 1);
         let (p, e, c) = self.recent_children[slot];
-        let child = if p == parent && e == entry { c } else { self.child_slow(parent, entry) };
+        let child = if p == parent && e == entry {
+            c
+        } else {
+            self.child_slow(parent, entry)
+        };
         self.recent_children[slot] = (parent, entry, child);
         self.last_call[parent as usize] = (entry, child);
         child

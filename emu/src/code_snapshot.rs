@@ -26,7 +26,10 @@ impl CodeSnapshot {
     /// The bytes at `[address, address + len)`, cut short at the end of the
     /// run that holds `address`; `None` when no run holds it.
     pub fn read(&self, address: u64, len: usize) -> Option<&[u8]> {
-        let i = self.runs.partition_point(|(start, _)| *start <= address).checked_sub(1)?;
+        let i = self
+            .runs
+            .partition_point(|(start, _)| *start <= address)
+            .checked_sub(1)?;
         let (start, bytes) = &self.runs[i];
         let offset = usize::try_from(address - start).ok()?;
         let end = offset.saturating_add(len).min(bytes.len());
@@ -56,7 +59,10 @@ pub struct CodeRange {
 impl CodeRange {
     /// The range `range`.
     pub fn new(range: Range<u64>) -> CodeRange {
-        CodeRange { start: range.start, len: range.end.saturating_sub(range.start) }
+        CodeRange {
+            start: range.start,
+            len: range.end.saturating_sub(range.start),
+        }
     }
 
     /// Whether `address` lies in the range.
@@ -77,9 +83,14 @@ mod tests {
 
     #[test]
     fn reads_within_one_run() {
-        let snapshot = CodeSnapshot::new(vec![(0x3000, vec![3; 0x1000]), (0x1000, vec![1; 0x2000])]);
+        let snapshot =
+            CodeSnapshot::new(vec![(0x3000, vec![3; 0x1000]), (0x1000, vec![1; 0x2000])]);
         assert_eq!(snapshot.read(0x1000, 4), Some(&[1u8; 4][..]));
-        assert_eq!(snapshot.read(0x2ffe, 4), Some(&[1u8; 2][..]), "cut at the end of the run");
+        assert_eq!(
+            snapshot.read(0x2ffe, 4),
+            Some(&[1u8; 2][..]),
+            "cut at the end of the run"
+        );
         assert_eq!(snapshot.read(0x3ffc, 2), Some(&[3u8; 2][..]));
         assert_eq!(snapshot.read(0xfff, 1), None);
         assert_eq!(snapshot.read(0x4000, 1), None);
@@ -92,7 +103,9 @@ mod tests {
         let range = CodeRange::new(0x1000..0x3000);
         assert!(range.contains(0x1000) && range.contains(0x2fff));
         assert!(!range.contains(0xfff) && !range.contains(0x3000));
-        assert!(range.overlaps(0x2fff, 1) && range.overlaps(0, 0x1001) && range.overlaps(0, u64::MAX));
+        assert!(
+            range.overlaps(0x2fff, 1) && range.overlaps(0, 0x1001) && range.overlaps(0, u64::MAX)
+        );
         assert!(!range.overlaps(0x3000, 0x1000) && !range.overlaps(0, 0x1000));
         assert!(!CodeRange::default().contains(0));
     }

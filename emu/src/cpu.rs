@@ -26,20 +26,27 @@ pub const CPU_MODEL: X86CpuModel = X86CpuModel::HASWELL;
 
 /// Selects the fixed CPU model. Must run before anything else touches the CPU.
 pub fn select_model(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
-    uc.ctl_set_cpu_model(CPU_MODEL as i32).map_err(|e| EmuError::unicorn("selecting the CPU model", e))
+    uc.ctl_set_cpu_model(CPU_MODEL as i32)
+        .map_err(|e| EmuError::unicorn("selecting the CPU model", e))
 }
 
 /// Turns on 4-level paging with the given PML4, write protection at CPL 0 and
 /// NX, keeping SSE usable.
 pub fn enable_paging(uc: &mut Unicorn<'_, ()>, pml4: u64) -> Result<(), EmuError> {
     let err = |doing| move |e| EmuError::unicorn(doing, e);
-    uc.reg_write(RegisterX86::CR3, pml4).map_err(err("setting CR3"))?;
+    uc.reg_write(RegisterX86::CR3, pml4)
+        .map_err(err("setting CR3"))?;
     let cr4 = uc.reg_read(RegisterX86::CR4).map_err(err("reading CR4"))?;
-    uc.reg_write(RegisterX86::CR4, cr4 | CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT).map_err(err("setting CR4"))?;
+    uc.reg_write(
+        RegisterX86::CR4,
+        cr4 | CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT,
+    )
+    .map_err(err("setting CR4"))?;
     write_msr(uc, MSR_EFER, EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE)?;
     let cr0 = uc.reg_read(RegisterX86::CR0).map_err(err("reading CR0"))?;
     let cr0 = (cr0 | CR0_PE | CR0_MP | CR0_NE | CR0_WP | CR0_PG) & !CR0_EM;
-    uc.reg_write(RegisterX86::CR0, cr0).map_err(err("setting CR0"))
+    uc.reg_write(RegisterX86::CR0, cr0)
+        .map_err(err("setting CR0"))
 }
 
 fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {
@@ -47,5 +54,6 @@ fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuErr
     let mut raw = [0u8; 16];
     raw[..4].copy_from_slice(&id.to_le_bytes());
     raw[8..].copy_from_slice(&value.to_le_bytes());
-    uc.reg_write_long(RegisterX86::MSR, &raw).map_err(|e| EmuError::unicorn("writing an MSR", e))
+    uc.reg_write_long(RegisterX86::MSR, &raw)
+        .map_err(|e| EmuError::unicorn("writing an MSR", e))
 }

@@ -77,8 +77,22 @@ pub fn build(top: u64, args: &[String], env: &[String], aux: &AuxInfo) -> Initia
         top - 8 - strings.len() as u64
     };
     let execfn = place(aux.execfn.as_bytes(), &mut strings);
-    let env_ptrs: Vec<u64> = env.iter().rev().map(|e| place(e.as_bytes(), &mut strings)).collect::<Vec<_>>().into_iter().rev().collect();
-    let arg_ptrs: Vec<u64> = args.iter().rev().map(|a| place(a.as_bytes(), &mut strings)).collect::<Vec<_>>().into_iter().rev().collect();
+    let env_ptrs: Vec<u64> = env
+        .iter()
+        .rev()
+        .map(|e| place(e.as_bytes(), &mut strings))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let arg_ptrs: Vec<u64> = args
+        .iter()
+        .rev()
+        .map(|a| place(a.as_bytes(), &mut strings))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     let platform = place(b"x86_64", &mut strings);
     let mut random_at = top - 8 - strings.len() as u64 - 16;
     random_at &= !0xf;
@@ -156,7 +170,14 @@ mod tests {
 
     #[test]
     fn argv_envp_and_auxv_are_where_the_abi_puts_them() {
-        let aux = AuxInfo { phdr: 0x400040, phent: 56, phnum: 9, entry: 0x401000, random: [7; 16], execfn: "./prog".into() };
+        let aux = AuxInfo {
+            phdr: 0x400040,
+            phent: 56,
+            phnum: 9,
+            entry: 0x401000,
+            random: [7; 16],
+            execfn: "./prog".into(),
+        };
         let args = vec!["./prog".to_string(), "hello".to_string()];
         let env = vec!["A=1".to_string()];
         let top = 0x7fff_ffff_f000;

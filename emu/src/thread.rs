@@ -44,7 +44,12 @@ impl ThreadState {
     /// A thread whose first frame runs `root` with stack pointer `sp`.
     pub fn new(root: NodeId, sp: u64) -> ThreadState {
         ThreadState {
-            frames: vec![Frame { node: root, sp, entry_total: 0, return_address: 0 }],
+            frames: vec![Frame {
+                node: root,
+                sp,
+                entry_total: 0,
+                return_address: 0,
+            }],
             pending: Terminator::Other,
             pending_stays: true,
             pending_return: 0,

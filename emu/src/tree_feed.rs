@@ -68,8 +68,14 @@ impl TreeEvent {
     #[inline]
     pub fn block(address: u64, size: u32, sp: u64) -> TreeEvent {
         // A translation block holds at most 512 instructions of 15 bytes.
-        debug_assert!(size < 1 << 15 && address < 1 << 48, "block {address:#x}+{size} does not fit an event");
-        TreeEvent { key: address | u64::from(size) << 48, sp }
+        debug_assert!(
+            size < 1 << 15 && address < 1 << 48,
+            "block {address:#x}+{size} does not fit an event"
+        );
+        TreeEvent {
+            key: address | u64::from(size) << 48,
+            sp,
+        }
     }
 
     /// The `(address, size)` of a block event's key.
@@ -151,11 +157,20 @@ pub fn spawn<'scope, 'env>(
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
     let theirs = Arc::clone(&published);
-    let handle = std::thread::Builder::new().name("emuprof-tree".into()).spawn_scoped(scope, move || {
-        let _finished = FinishedOnDrop(&theirs);
-        build(setup, &incoming, &give_back, &theirs)
-    })?;
-    let feed = TreeFeed { events: Vec::with_capacity(BATCH), new_blocks: Vec::new(), batches: Some(batches), recycled, batches_sent: 0, published };
+    let handle = std::thread::Builder::new()
+        .name("emuprof-tree".into())
+        .spawn_scoped(scope, move || {
+            let _finished = FinishedOnDrop(&theirs);
+            build(setup, &incoming, &give_back, &theirs)
+        })?;
+    let feed = TreeFeed {
+        events: Vec::with_capacity(BATCH),
+        new_blocks: Vec::new(),
+        batches: Some(batches),
+        recycled,
+        batches_sent: 0,
+        published,
+    };
     Ok((feed, handle))
 }
 
@@ -255,8 +270,14 @@ impl TreeFeed {
             return;
         };
         publish_streaming_writes();
-        let next = self.recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-        let batch = Batch { new_blocks: std::mem::take(&mut self.new_blocks), events: std::mem::replace(&mut self.events, next) };
+        let next = self
+            .recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let batch = Batch {
+            new_blocks: std::mem::take(&mut self.new_blocks),
+            events: std::mem::replace(&mut self.events, next),
+        };
         if send_spinning(batches, batch).is_ok() {
             self.batches_sent += 1;
         } else {
@@ -306,8 +327,19 @@ impl Drop for FinishedOnDrop<'_> {
 }
 
 /// The builder thread: applies every event in order.
-fn build(setup: BuilderSetup<'_>, incoming: &Receiver<Batch>, give_back: &Sender<Vec<TreeEvent>>, published: &Published) -> BuiltTree {
-    let BuilderSetup { code, function_starts, tree, instruction_limit, progress } = setup;
+fn build(
+    setup: BuilderSetup<'_>,
+    incoming: &Receiver<Batch>,
+    give_back: &Sender<Vec<TreeEvent>>,
+    published: &Published,
+) -> BuiltTree {
+    let BuilderSetup {
+        code,
+        function_starts,
+        tree,
+        instruction_limit,
+        progress,
+    } = setup;
     let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
     while let Some(batch) = recv_spinning(incoming) {
         for info in batch.new_blocks {
@@ -316,7 +348,9 @@ fn build(setup: BuilderSetup<'_>, incoming: &Receiver<Batch>, give_back: &Sender
         if builder.apply(&batch.events) {
             published.limit_reached.store(true, Ordering::Release);
         }
-        published.instructions.store(builder.instructions(), Ordering::Release);
+        published
+            .instructions
+            .store(builder.instructions(), Ordering::Release);
         progress.store(builder.instructions(), Ordering::Relaxed);
         published.batches_done.fetch_add(1, Ordering::Release);
         let mut events = batch.events;
@@ -413,10 +447,22 @@ mod tests {
         let n = 3 * BATCH / 2;
         let (built, state) = run(u64::MAX, |feed| {
             rounds(feed, 10);
-            assert_eq!(feed.sync(), TreeState { instructions: 30, limit_reached: false });
+            assert_eq!(
+                feed.sync(),
+                TreeState {
+                    instructions: 30,
+                    limit_reached: false
+                }
+            );
             rounds(feed, n - 10);
         });
-        assert_eq!(state, TreeState { instructions: 3 * n as u64, limit_reached: false });
+        assert_eq!(
+            state,
+            TreeState {
+                instructions: 3 * n as u64,
+                limit_reached: false
+            }
+        );
         assert_eq!(built.executions, vec![n as u64; 3]);
         let (nodes, total) = built.tree.finish();
         assert_eq!(total, 3 * n as u64);
@@ -430,7 +476,13 @@ mod tests {
     #[test]
     fn stops_applying_at_the_instruction_limit() {
         let (built, state) = run(7, |feed| rounds(feed, 100));
-        assert_eq!(state, TreeState { instructions: 7, limit_reached: true });
+        assert_eq!(
+            state,
+            TreeState {
+                instructions: 7,
+                limit_reached: true
+            }
+        );
         assert_eq!(built.executions, vec![3, 2, 2]);
         assert_eq!(built.tree.finish().1, 7);
     }
@@ -439,7 +491,13 @@ mod tests {
     #[test]
     fn defined_blocks_need_no_snapshot() {
         let (built, _) = run(u64::MAX, |feed| {
-            feed.define(BlockInfo { address: 0x9000, size: 3, instructions: 2, terminator: crate::blocks::Terminator::Other, is_function_start: false });
+            feed.define(BlockInfo {
+                address: 0x9000,
+                size: 3,
+                instructions: 2,
+                terminator: crate::blocks::Terminator::Other,
+                is_function_start: false,
+            });
             feed.block(TreeEvent::block(0x9000, 3, 0x7000));
         });
         assert_eq!(built.executions, vec![1]);

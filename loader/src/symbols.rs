@@ -154,7 +154,13 @@ impl Symbols {
                 .then(a.raw_name.cmp(b.raw_name))
         });
         let functions = merge_aliases(&candidates, image);
-        let starts = FunctionStarts::new(functions.iter().map(|f| f.address).chain([image.entry]).collect());
+        let starts = FunctionStarts::new(
+            functions
+                .iter()
+                .map(|f| f.address)
+                .chain([image.entry])
+                .collect(),
+        );
         Symbols {
             functions,
             entry: image.entry,

@@ -7,7 +7,9 @@ use clap::{Args, ValueEnum};
 use emuprof::output::write_atomically;
 use emuprof_analysis::dot::{self, DotOptions};
 use emuprof_analysis::export::callgrind::{write_callgrind, CallgrindOptions};
-use emuprof_analysis::export::flamegraph::{write_diff_flamegraph, write_flamegraph, FlameGraphOptions};
+use emuprof_analysis::export::flamegraph::{
+    write_diff_flamegraph, write_flamegraph, FlameGraphOptions,
+};
 use emuprof_analysis::export::folded::{folded_stacks, write_folded, FoldedStack};
 use emuprof_analysis::export::pprof::write_pprof;
 use emuprof_analysis::export::stacks::StackOptions;
@@ -64,7 +66,11 @@ pub struct ExportArgs {
     #[arg(long)]
     pub no_legend: bool,
     /// The profile to compare against (diff-flamegraph): the "before" run.
-    #[arg(long, value_name = "BEFORE.json", required_if_eq("format", "diff-flamegraph"))]
+    #[arg(
+        long,
+        value_name = "BEFORE.json",
+        required_if_eq("format", "diff-flamegraph")
+    )]
     pub base: Option<PathBuf>,
     /// Stack formats: show every level of recursion instead of folding a
     /// function that is already on the stack onto its outer frame.
@@ -79,7 +85,8 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> Result<i32> {
     let profile = profile_file::read(&args.profile)?;
     let bytes = export_bytes(&profile, &args)?;
-    write_atomically(&args.output, |w| w.write_all(&bytes)).with_context(|| format!("cannot write {}", args.output.display()))?;
+    write_atomically(&args.output, |w| w.write_all(&bytes))
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     Ok(0)
 }
 
@@ -106,7 +113,11 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
     stack_options.inline = args.code.inline();
     stack_options.fold_recursion = !args.keep_recursion;
     let stacks = |profile: &Profile, code: &CodeArgs| -> Result<Vec<FoldedStack>> {
-        let costs = if stack_options.inline { code.optional_costs(profile)? } else { None };
+        let costs = if stack_options.inline {
+            code.optional_costs(profile)?
+        } else {
+            None
+        };
         Ok(folded_stacks(profile, costs.as_ref(), &stack_options))
     };
     let mut bytes = Vec::new();
@@ -119,18 +130,36 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
-        ExportFormat::Flamegraph => {
-            write_flamegraph(&stacks(profile, &args.code)?, &flame_options(profile), &mut bytes)
-                .context("cannot draw the flame graph")?
-        }
+        ExportFormat::Flamegraph => write_flamegraph(
+            &stacks(profile, &args.code)?,
+            &flame_options(profile),
+            &mut bytes,
+        )
+        .context("cannot draw the flame graph")?,
         ExportFormat::DiffFlamegraph => {
-            let base_path = args.base.as_deref().context("diff-flamegraph needs --base BEFORE.json")?;
+            let base_path = args
+                .base
+                .as_deref()
+                .context("diff-flamegraph needs --base BEFORE.json")?;
             let base = profile_file::read(base_path)?;
-            let base_code = CodeArgs { binary: None, inline: args.code.inline, no_inline: args.code.no_inline };
+            let base_code = CodeArgs {
+                binary: None,
+                inline: args.code.inline,
+                no_inline: args.code.no_inline,
+            };
             let mut options = flame_options(profile);
-            options.title = format!("emuprof diff: {} → {}", base.command.join(" "), profile.command.join(" "));
-            write_diff_flamegraph(&stacks(&base, &base_code)?, &stacks(profile, &args.code)?, &options, &mut bytes)
-                .context("cannot draw the differential flame graph")?
+            options.title = format!(
+                "emuprof diff: {} → {}",
+                base.command.join(" "),
+                profile.command.join(" ")
+            );
+            write_diff_flamegraph(
+                &stacks(&base, &base_code)?,
+                &stacks(profile, &args.code)?,
+                &options,
+                &mut bytes,
+            )
+            .context("cannot draw the differential flame graph")?
         }
         ExportFormat::Pprof => {
             let costs = args.code.optional_costs(profile)?;
@@ -144,6 +173,9 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
 fn flame_options(profile: &Profile) -> FlameGraphOptions {
     let mut options = FlameGraphOptions::default();
     options.title = format!("emuprof: {}", profile.command.join(" "));
-    options.subtitle = Some(format!("{} instructions, exact call tree", grouped(profile.totals.instructions)));
+    options.subtitle = Some(format!(
+        "{} instructions, exact call tree",
+        grouped(profile.totals.instructions)
+    ));
     options
 }

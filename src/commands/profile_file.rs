@@ -9,6 +9,8 @@ use emuprof_analysis::Profile;
 
 /// Reads and validates the profile at `path`.
 pub fn read(path: &Path) -> Result<Profile> {
-    let file = File::open(path).with_context(|| format!("cannot open the profile {}", path.display()))?;
-    Profile::read_json(BufReader::new(file)).with_context(|| format!("{} is not a valid emuprof profile", path.display()))
+    let file =
+        File::open(path).with_context(|| format!("cannot open the profile {}", path.display()))?;
+    Profile::read_json(BufReader::new(file))
+        .with_context(|| format!("{} is not a valid emuprof profile", path.display()))
 }

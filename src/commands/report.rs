@@ -95,7 +95,11 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         if let Some(t) = args.threshold {
             o.threshold_percent = t;
         }
-        if args.json { graph::write_json(&graph, &o, &mut out)? } else { graph::write_text(&graph, &o, &mut out)? }
+        if args.json {
+            graph::write_json(&graph, &o, &mut out)?
+        } else {
+            graph::write_text(&graph, &o, &mut out)?
+        }
     } else if args.tree {
         let mut o = tree::TreeOptions::default();
         if let Some(t) = args.threshold {
@@ -104,16 +108,28 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         if !args.no_inline {
             o.inlined = inlined_functions(&profile, args.binary.as_deref())?;
         }
-        if args.json { tree::write_json(&graph, &o, &mut out)? } else { tree::write_text(&graph, &o, &mut out)? }
+        if args.json {
+            tree::write_json(&graph, &o, &mut out)?
+        } else {
+            tree::write_text(&graph, &o, &mut out)?
+        }
     } else if args.summary {
         let mut o = summary::SummaryOptions::default();
         o.top = args.top;
-        if args.json { summary::write_json(&graph, &o, &mut out)? } else { summary::write_text(&graph, &o, &mut out)? }
+        if args.json {
+            summary::write_json(&graph, &o, &mut out)?
+        } else {
+            summary::write_text(&graph, &o, &mut out)?
+        }
     } else {
         let mut o = flat::FlatOptions::default();
         o.sort = args.sort.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
         o.limit = args.limit;
-        if args.json { flat::write_json(&graph, &o, &mut out)? } else { flat::write_text(&graph, &o, &mut out)? }
+        if args.json {
+            flat::write_json(&graph, &o, &mut out)?
+        } else {
+            flat::write_text(&graph, &o, &mut out)?
+        }
     }
     out.flush()?;
     Ok(0)

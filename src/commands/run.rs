@@ -22,13 +22,19 @@ use crate::exit_code;
 /// prints the summary and returns the exit code: the program's own status, or
 /// one of [`exit_code`]'s when the run did not finish.
 pub fn run(args: RunArgs) -> Result<i32> {
-    check_writable(&args.output)
-        .with_context(|| format!("cannot write the profile to {}; choose another path with -o", args.output.display()))?;
+    check_writable(&args.output).with_context(|| {
+        format!(
+            "cannot write the profile to {}; choose another path with -o",
+            args.output.display()
+        )
+    })?;
     let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
     let outcome = profile_program(&args.program, &args.args, &args.guest, vec![output])?;
     let profile = &outcome.profile;
-    write_atomically(&args.output, |w| profile.write_json(w).map_err(std::io::Error::other))
-        .with_context(|| format!("cannot write the profile to {}", args.output.display()))?;
+    write_atomically(&args.output, |w| {
+        profile.write_json(w).map_err(std::io::Error::other)
+    })
+    .with_context(|| format!("cannot write the profile to {}", args.output.display()))?;
 
     for note in &outcome.notes {
         eprintln!("emuprof: {note}");
@@ -39,16 +45,30 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let code = match &outcome.stop {
         StopReason::Exited(_) | StopReason::Signaled { .. } => {
             if let StopReason::Signaled { .. } = outcome.stop {
-                eprintln!("emuprof: {}; partial profile written to {}", outcome.stop, args.output.display());
+                eprintln!(
+                    "emuprof: {}; partial profile written to {}",
+                    outcome.stop,
+                    args.output.display()
+                );
             }
-            outcome.stop.exit_status().unwrap_or(exit_code::EMUPROF_FAILED)
+            outcome
+                .stop
+                .exit_status()
+                .unwrap_or(exit_code::EMUPROF_FAILED)
         }
         StopReason::Interrupted => {
-            eprintln!("emuprof: {}; partial profile written to {}", outcome.stop, args.output.display());
+            eprintln!(
+                "emuprof: {}; partial profile written to {}",
+                outcome.stop,
+                args.output.display()
+            );
             exit_code::INTERRUPTED
         }
         other => {
-            eprintln!("emuprof: {other}; partial profile written to {}", args.output.display());
+            eprintln!(
+                "emuprof: {other}; partial profile written to {}",
+                args.output.display()
+            );
             exit_code::EMUPROF_FAILED
         }
     };
@@ -63,7 +83,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
 /// and Ctrl-C stopping the run, and symbolicates the profile. The guest can
 /// never write to `protected_paths` (emuprof's own output files). Shared by
 /// `run`, `check` and `diff --run`.
-pub fn profile_program(program: &Path, args: &[String], guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
+pub fn profile_program(
+    program: &Path,
+    args: &[String],
+    guest: &GuestArgs,
+    protected_paths: Vec<PathBuf>,
+) -> Result<CompletedRun> {
     let mut run = emuprof::Run::new(program).args(args.iter().cloned());
     configure(run.options_mut(), guest, protected_paths)?;
     let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
@@ -85,12 +110,18 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up
 /// (argv, the executable's path for `/proc/self/exe`).
-fn configure(options: &mut RunOptions, guest: &GuestArgs, protected_paths: Vec<PathBuf>) -> Result<()> {
+fn configure(
+    options: &mut RunOptions,
+    guest: &GuestArgs,
+    protected_paths: Vec<PathBuf>,
+) -> Result<()> {
     options.files.root = guest.root.clone();
     options.files.read_only = guest.read_only;
     options.files.protected_paths = protected_paths;
     if guest.inherit_env {
-        options.env = std::env::vars_os().map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy())).collect();
+        options.env = std::env::vars_os()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+            .collect();
     }
     for kv in &guest.env {
         anyhow::ensure!(kv.contains('='), "--env expects KEY=VALUE, got {kv:?}");
@@ -125,18 +156,28 @@ impl Spinner {
         let flag = Arc::clone(&done);
         let handle = thread::spawn(move || {
             let bar = ProgressBar::new_spinner();
-            bar.set_style(ProgressStyle::with_template("{spinner} emuprof: {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} emuprof: {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
             let start = Instant::now();
             while !flag.load(Ordering::Relaxed) {
                 let n = progress.load(Ordering::Relaxed);
                 let secs = start.elapsed().as_secs_f64().max(1e-3);
-                bar.set_message(format!("{:.1} M instructions, {:.0} M/s", n as f64 / 1e6, n as f64 / 1e6 / secs));
+                bar.set_message(format!(
+                    "{:.1} M instructions, {:.0} M/s",
+                    n as f64 / 1e6,
+                    n as f64 / 1e6 / secs
+                ));
                 bar.tick();
                 thread::sleep(Duration::from_millis(100));
             }
             bar.finish_and_clear();
         });
-        Spinner { done, handle: Some(handle) }
+        Spinner {
+            done,
+            handle: Some(handle),
+        }
     }
 
     fn finish(mut self) {

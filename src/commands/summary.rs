@@ -26,7 +26,13 @@ pub fn render(profile: &Profile, top: usize) -> String {
     let mut table = |title: &str, rows: &[NamedCost]| {
         let _ = writeln!(out, "emuprof: top {} by {title}:", rows.len());
         for f in rows {
-            let _ = writeln!(out, "emuprof:   {:>6.2}% {:>14}  {}", f.percent, grouped(f.instructions), f.name);
+            let _ = writeln!(
+                out,
+                "emuprof:   {:>6.2}% {:>14}  {}",
+                f.percent,
+                grouped(f.instructions),
+                f.name
+            );
         }
     };
     table("self instructions", &report.top_self);

@@ -6,15 +6,30 @@ use std::process::Command;
 /// Writes `source` to `dir/<name>.c` and compiles it with `compiler -static
 /// <flags>` into `dir/<name>`. `None`, with a printed reason, when the
 /// compiler is missing or fails (so the test can skip).
-pub fn compile_c(dir: &Path, name: &str, source: &str, compiler: &str, flags: &[&str]) -> Option<PathBuf> {
+pub fn compile_c(
+    dir: &Path,
+    name: &str,
+    source: &str,
+    compiler: &str,
+    flags: &[&str],
+) -> Option<PathBuf> {
     let source_path = dir.join(format!("{name}.c"));
     std::fs::write(&source_path, source).expect("write the C source");
     let binary = dir.join(name);
-    let status = Command::new(compiler).args(flags).arg("-static").arg("-o").arg(&binary).arg(&source_path).status();
+    let status = Command::new(compiler)
+        .args(flags)
+        .arg("-static")
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source_path)
+        .status();
     match status {
         Ok(s) if s.success() => Some(binary),
         _ => {
-            eprintln!("skipping: `{compiler} -static {}` cannot build {name}.c here", flags.join(" "));
+            eprintln!(
+                "skipping: `{compiler} -static {}` cannot build {name}.c here",
+                flags.join(" ")
+            );
             None
         }
     }

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 /// The golden file `tests/golden/<group>/<name>`.
 pub fn golden_path(group: &str, name: &str) -> PathBuf {
-    super::repo_root().join("tests/golden").join(group).join(name)
+    super::repo_root()
+        .join("tests/golden")
+        .join(group)
+        .join(name)
 }
 
 /// Compares `actual` with `tests/golden/<group>/<name>`, or rewrites the file

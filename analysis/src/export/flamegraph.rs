@@ -39,7 +39,12 @@ pub struct FlameGraphOptions {
 
 impl Default for FlameGraphOptions {
     fn default() -> FlameGraphOptions {
-        FlameGraphOptions { title: "emuprof".into(), subtitle: None, min_width: 0.1, normalize: false }
+        FlameGraphOptions {
+            title: "emuprof".into(),
+            subtitle: None,
+            min_width: 0.1,
+            normalize: false,
+        }
     }
 }
 
@@ -93,14 +98,21 @@ fn tree(stacks: &[FoldedStack]) -> io::Result<Frame> {
         root.add(&s.stack, s.instructions);
     }
     if root.total == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "no stack has any cost: nothing to draw"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no stack has any cost: nothing to draw",
+        ));
     }
     Ok(root)
 }
 
 /// Writes the flame graph SVG of `stacks`. Fails (with an I/O error of kind
 /// `InvalidData`) when there are no stacks with a cost.
-pub fn write_flamegraph<W: Write>(stacks: &[FoldedStack], options: &FlameGraphOptions, out: W) -> io::Result<()> {
+pub fn write_flamegraph<W: Write>(
+    stacks: &[FoldedStack],
+    options: &FlameGraphOptions,
+    out: W,
+) -> io::Result<()> {
     let root = tree(stacks)?;
     render(&root, None, options, out)
 }
@@ -115,7 +127,11 @@ pub fn write_diff_flamegraph<W: Write>(
 ) -> io::Result<()> {
     let mut root = tree(after)?;
     let before_total: u64 = before.iter().map(|s| s.instructions).sum();
-    let scale = if options.normalize && before_total > 0 { root.total as f64 / before_total as f64 } else { 1.0 };
+    let scale = if options.normalize && before_total > 0 {
+        root.total as f64 / before_total as f64
+    } else {
+        1.0
+    };
     for s in before {
         root.add_before(&s.stack, s.instructions as f64 * scale);
     }
@@ -131,22 +147,50 @@ fn max_delta(frame: &Frame, max: &mut f64) {
     }
 }
 
-fn render<W: Write>(root: &Frame, diff: Option<f64>, options: &FlameGraphOptions, mut out: W) -> io::Result<()> {
+fn render<W: Write>(
+    root: &Frame,
+    diff: Option<f64>,
+    options: &FlameGraphOptions,
+    mut out: W,
+) -> io::Result<()> {
     let depth = root.depth();
     let height = TOP + depth as f64 * FRAME_HEIGHT + PAD * 2.0;
     let per_instruction = (WIDTH - 2.0 * PAD) / root.total as f64;
-    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#)?;
+    writeln!(
+        out,
+        r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#
+    )?;
     writeln!(
         out,
         r#"<svg version="1.1" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">"#
     )?;
     writeln!(out, "<style>text {{ font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }} .title {{ font-size: 17px; }}</style>")?;
-    writeln!(out, r##"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#f8f8f0"/>"##)?;
-    writeln!(out, r#"<text class="title" x="{}" y="24" text-anchor="middle">{}</text>"#, WIDTH / 2.0, escape(&options.title))?;
+    writeln!(
+        out,
+        r##"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#f8f8f0"/>"##
+    )?;
+    writeln!(
+        out,
+        r#"<text class="title" x="{}" y="24" text-anchor="middle">{}</text>"#,
+        WIDTH / 2.0,
+        escape(&options.title)
+    )?;
     if let Some(sub) = &options.subtitle {
-        writeln!(out, r#"<text x="{}" y="40" text-anchor="middle">{}</text>"#, WIDTH / 2.0, escape(sub))?;
+        writeln!(
+            out,
+            r#"<text x="{}" y="40" text-anchor="middle">{}</text>"#,
+            WIDTH / 2.0,
+            escape(sub)
+        )?;
     }
-    let mut ctx = Drawing { out: &mut out, total: root.total, per_instruction, height, diff, min_width: options.min_width };
+    let mut ctx = Drawing {
+        out: &mut out,
+        total: root.total,
+        per_instruction,
+        height,
+        diff,
+        min_width: options.min_width,
+    };
     ctx.frame("all", root, PAD, 0)?;
     writeln!(out, "</svg>")
 }
@@ -168,15 +212,32 @@ impl<W: Write> Drawing<'_, W> {
         }
         let y = self.height - PAD - (depth as f64 + 1.0) * FRAME_HEIGHT;
         let percent = 100.0 * frame.total as f64 / self.total as f64;
-        let percent = if frame.total == self.total { "100%".to_string() } else { format!("{percent:.2}%") };
+        let percent = if frame.total == self.total {
+            "100%".to_string()
+        } else {
+            format!("{percent:.2}%")
+        };
         let (title, fill) = match self.diff {
-            None => (format!("{name} ({} instructions, {percent})", grouped(frame.total)), hot_colour(name)),
+            None => (
+                format!("{name} ({} instructions, {percent})", grouped(frame.total)),
+                hot_colour(name),
+            ),
             Some(max) => {
                 let delta = frame.total as f64 - frame.before;
                 let change = 100.0 * delta / self.total as f64;
-                let sign = if delta > 0.0 { "+" } else if delta < 0.0 { "-" } else { "" };
+                let sign = if delta > 0.0 {
+                    "+"
+                } else if delta < 0.0 {
+                    "-"
+                } else {
+                    ""
+                };
                 (
-                    format!("{name} ({} instructions, {percent}; {sign}{:.2}%)", grouped(frame.total), change.abs()),
+                    format!(
+                        "{name} ({} instructions, {percent}; {sign}{:.2}%)",
+                        grouped(frame.total),
+                        change.abs()
+                    ),
                     diff_colour(delta / max),
                 )
             }
@@ -193,9 +254,18 @@ impl<W: Write> Drawing<'_, W> {
             let label: String = if name.chars().count() as f64 <= fits {
                 name.to_string()
             } else {
-                name.chars().take(fits as usize - 2).chain("..".chars()).collect()
+                name.chars()
+                    .take(fits as usize - 2)
+                    .chain("..".chars())
+                    .collect()
             };
-            writeln!(self.out, r#"<text x="{:.2}" y="{:.1}">{}</text>"#, x + 3.0, y + 11.5, escape(&label))?;
+            writeln!(
+                self.out,
+                r#"<text x="{:.2}" y="{:.1}">{}</text>"#,
+                x + 3.0,
+                y + 11.5,
+                escape(&label)
+            )?;
         }
         writeln!(self.out, "</g>")?;
         let mut child_x = x;
@@ -209,9 +279,16 @@ impl<W: Write> Drawing<'_, W> {
 
 /// flamegraph.pl's "hot" palette, picked by a hash of the name.
 fn hot_colour(name: &str) -> String {
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let v = |shift: u32| ((h >> shift) & 0xff) as f64 / 255.0;
-    format!("rgb({},{},{})", 205 + (50.0 * v(0)) as u32, (230.0 * v(8)) as u32, (55.0 * v(16)) as u32)
+    format!(
+        "rgb({},{},{})",
+        205 + (50.0 * v(0)) as u32,
+        (230.0 * v(8)) as u32,
+        (55.0 * v(16)) as u32
+    )
 }
 
 /// Red for growth, blue for shrinkage, white for no change; `ratio` in -1..=1.
@@ -228,7 +305,10 @@ fn diff_colour(ratio: f64) -> String {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -60,7 +60,11 @@ pub fn build(graph: &CallGraph, options: &TreeOptions) -> TreeReport {
         report: "tree",
         total_instructions: graph.profile.totals.instructions,
         threshold_percent: options.threshold_percent,
-        rows: with_inlined(DisplayTree::new(graph).rows(graph, options.threshold_percent), graph, options),
+        rows: with_inlined(
+            DisplayTree::new(graph).rows(graph, options.threshold_percent),
+            graph,
+            options,
+        ),
     }
 }
 
@@ -80,7 +84,11 @@ fn with_inlined(rows: Vec<TreeRow>, graph: &CallGraph, options: &TreeOptions) ->
         let depth = row.depth + 1;
         out.push(row);
         for (name, instructions) in inlined.into_iter().flatten() {
-            let share = if total == 0 { 0.0 } else { 100.0 * *instructions as f64 / total as f64 };
+            let share = if total == 0 {
+                0.0
+            } else {
+                100.0 * *instructions as f64 / total as f64
+            };
             if share < options.threshold_percent {
                 continue;
             }
@@ -128,7 +136,11 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &TreeOptions, mut out: W
             percent(row.inclusive_percent),
             grouped(row.inclusive_instructions),
             row.self_instructions.map_or(String::new(), grouped),
-            if row.kind == RowKind::Inlined { String::new() } else { grouped(row.calls) },
+            if row.kind == RowKind::Inlined {
+                String::new()
+            } else {
+                grouped(row.calls)
+            },
             format!("{}{marker}{}", "  ".repeat(row.depth as usize), row.name),
         ]);
     }

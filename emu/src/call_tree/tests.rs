@@ -5,11 +5,20 @@ use super::*;
 const SP0: u64 = 0x7fff_0000;
 
 fn block(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
-    BlockEvent { address, instructions, terminator, is_function_start: false, end: address + 5 }
+    BlockEvent {
+        address,
+        instructions,
+        terminator,
+        is_function_start: false,
+        end: address + 5,
+    }
 }
 
 fn entry(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
-    BlockEvent { is_function_start: true, ..block(address, instructions, terminator) }
+    BlockEvent {
+        is_function_start: true,
+        ..block(address, instructions, terminator)
+    }
 }
 
 const CALL: Terminator = Terminator::Call { indirect: false };
@@ -41,10 +50,16 @@ fn call_and_return_build_contexts_with_inclusive_costs() {
     let (nodes, total) = b.finish();
     assert_eq!(total, 16);
     let f = node(&nodes, &[0x100, 0x200]);
-    assert_eq!((f.calls, f.self_instructions, f.inclusive_instructions), (2, 10, 10));
+    assert_eq!(
+        (f.calls, f.self_instructions, f.inclusive_instructions),
+        (2, 10, 10)
+    );
     assert_eq!((f.min_instructions, f.max_instructions), (5, 5));
     let root = node(&nodes, &[0x100]);
-    assert_eq!((root.self_instructions, root.inclusive_instructions), (6, 16));
+    assert_eq!(
+        (root.self_instructions, root.inclusive_instructions),
+        (6, 16)
+    );
 }
 
 #[test]
@@ -58,7 +73,10 @@ fn recursion_gets_one_context_per_depth() {
     let (nodes, total) = b.finish();
     assert_eq!(total, 7);
     assert_eq!(node(&nodes, &[0x100, 0x200]).inclusive_instructions, 5);
-    assert_eq!(node(&nodes, &[0x100, 0x200, 0x200]).inclusive_instructions, 2);
+    assert_eq!(
+        node(&nodes, &[0x100, 0x200, 0x200]).inclusive_instructions,
+        2
+    );
     assert_eq!(node(&nodes, &[0x100, 0x200]).max_stack_bytes, 8);
 }
 
@@ -125,7 +143,9 @@ fn random_control_flow_never_panics_and_costs_add_up() {
         for _ in 0..2_000 {
             let r = rng.next_u64();
             let terminator = match r % 7 {
-                0 => Terminator::Call { indirect: r & 8 != 0 },
+                0 => Terminator::Call {
+                    indirect: r & 8 != 0,
+                },
                 1 => Terminator::Return,
                 2 => Terminator::Jump,
                 3 => Terminator::IndirectJump,
@@ -156,7 +176,10 @@ fn random_control_flow_never_panics_and_costs_add_up() {
         for (i, n) in nodes.iter().enumerate() {
             assert!(n.inclusive_instructions <= total);
             assert!(n.min_instructions <= n.max_instructions || n.calls == 0);
-            assert!(n.parent.is_none_or(|p| (p as usize) < i), "parents come before children");
+            assert!(
+                n.parent.is_none_or(|p| (p as usize) < i),
+                "parents come before children"
+            );
         }
         assert_eq!(nodes[0].inclusive_instructions, total);
     }

@@ -27,7 +27,12 @@ use crate::tree_feed::TreeEvent;
 /// As for [`on_block`]; only Unicorn calls it, as a block hook.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(naked)]
-pub unsafe extern "C" fn on_block_entry(uc: *mut uc_engine, address: u64, size: u32, user_data: *mut c_void) {
+pub unsafe extern "C" fn on_block_entry(
+    uc: *mut uc_engine,
+    address: u64,
+    size: u32,
+    user_data: *mut c_void,
+) {
     core::arch::naked_asm!("mov r8, rbp", "jmp {hook}", hook = sym on_block)
 }
 
@@ -37,7 +42,12 @@ pub unsafe extern "C" fn on_block_entry(uc: *mut uc_engine, address: u64, size: 
 /// # Safety
 /// As for [`on_block`].
 #[cfg(not(target_arch = "x86_64"))]
-pub unsafe extern "C" fn on_block_entry(uc: *mut uc_engine, address: u64, size: u32, user_data: *mut c_void) {
+pub unsafe extern "C" fn on_block_entry(
+    uc: *mut uc_engine,
+    address: u64,
+    size: u32,
+    user_data: *mut c_void,
+) {
     on_block(uc, address, size, user_data, std::ptr::null())
 }
 
@@ -51,14 +61,27 @@ pub unsafe extern "C" fn on_block_entry(uc: *mut uc_engine, address: u64, size: 
 /// calls hooks one at a time from inside `emu_start`, and no hook runs guest
 /// code, so no borrow of the state is active while this runs; the fast path
 /// relies on that instead of paying for a `RefCell` borrow on every block.
-unsafe extern "C" fn on_block(uc: *mut uc_engine, address: u64, size: u32, user_data: *mut c_void, env: *const u64) {
+unsafe extern "C" fn on_block(
+    uc: *mut uc_engine,
+    address: u64,
+    size: u32,
+    user_data: *mut c_void,
+    env: *const u64,
+) {
     let cell = &*(user_data as *const RefCell<MachineState<'_>>);
-    debug_assert!(cell.try_borrow_mut().is_ok(), "block hook entered while the machine state is borrowed");
+    debug_assert!(
+        cell.try_borrow_mut().is_ok(),
+        "block hook entered while the machine state is borrowed"
+    );
     // SAFETY: no other borrow is active (see above); the reference ends
     // before the slow path borrows the cell properly.
     let st = &mut *cell.as_ptr();
     if st.fast_text.contains(address) && st.feed.has_room() {
-        st.feed.block(TreeEvent::block(address, size, stack_pointer::read_direct(env)));
+        st.feed.block(TreeEvent::block(
+            address,
+            size,
+            stack_pointer::read_direct(env),
+        ));
         return;
     }
     on_block_slow(uc, address, size, user_data, env);
@@ -71,9 +94,17 @@ unsafe extern "C" fn on_block(uc: *mut uc_engine, address: u64, size: u32, user_
 /// As for [`on_block`].
 #[cold]
 #[inline(never)]
-unsafe extern "C" fn on_block_slow(uc: *mut uc_engine, address: u64, size: u32, user_data: *mut c_void, env: *const u64) {
+unsafe extern "C" fn on_block_slow(
+    uc: *mut uc_engine,
+    address: u64,
+    size: u32,
+    user_data: *mut c_void,
+    env: *const u64,
+) {
     let cell = &*(user_data as *const RefCell<MachineState<'_>>);
-    let Ok(mut guard) = cell.try_borrow_mut() else { return };
+    let Ok(mut guard) = cell.try_borrow_mut() else {
+        return;
+    };
     let st = &mut *guard;
     if st.feed.make_room() {
         check_stop_requests(st, uc);
@@ -94,7 +125,10 @@ fn check_stop_requests(st: &mut MachineState<'_>, uc: *mut uc_engine) {
     let stop = if st.feed.limit_reached() {
         Some(StopReason::InstructionLimit(st.instruction_limit))
     } else {
-        st.options.interrupt.load(Ordering::Relaxed).then_some(StopReason::Interrupted)
+        st.options
+            .interrupt
+            .load(Ordering::Relaxed)
+            .then_some(StopReason::Interrupted)
     };
     if let Some(reason) = stop {
         st.stop.get_or_insert(reason);
@@ -111,7 +145,10 @@ fn define_block(st: &mut MachineState<'_>, uc: *mut uc_engine, address: u64, siz
     let _ = st.space.read_raw_with(address, &mut code, |phys, buf| {
         // SAFETY: `uc` is the live engine the hook was called with and `buf`
         // is a writable buffer of the length passed.
-        unsafe { unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64) == unicorn_engine::uc_error::OK }
+        unsafe {
+            unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64)
+                == unicorn_engine::uc_error::OK
+        }
     });
     let is_start = st.symbols.is_function_start(address);
     let id = st.blocks.insert(address, size, &code, is_start);

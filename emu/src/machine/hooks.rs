@@ -9,9 +9,9 @@ use unicorn_engine::{uc_engine, RegisterX86, Unicorn};
 
 use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
-use crate::syscalls::signals::Disposition;
 use super::stop::{signal, StopReason};
 use super::syscall_dispatch;
+use crate::syscalls::signals::Disposition;
 
 /// Shared machine state as the hooks hold it.
 pub type Shared<'a> = Rc<RefCell<MachineState<'a>>>;
@@ -22,7 +22,8 @@ pub type Shared<'a> = Rc<RefCell<MachineState<'a>>>;
 fn sync_with_tree(st: &mut MachineState<'_>) -> bool {
     let tree = st.feed.sync();
     if tree.limit_reached {
-        st.stop.get_or_insert(StopReason::InstructionLimit(st.instruction_limit));
+        st.stop
+            .get_or_insert(StopReason::InstructionLimit(st.instruction_limit));
     }
     !tree.limit_reached
 }
@@ -57,11 +58,18 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
         0 => (signal::SIGFPE, "integer divide error".to_string()),
         3 => (signal::SIGTRAP, "breakpoint (int3)".to_string()),
         4 | 5 => (signal::SIGSEGV, "bound/overflow trap".to_string()),
-        13 => (signal::SIGSEGV, "general protection fault (non-canonical address or privileged instruction)".to_string()),
+        13 => (
+            signal::SIGSEGV,
+            "general protection fault (non-canonical address or privileged instruction)"
+                .to_string(),
+        ),
         14 => {
             let addr = uc.reg_read(RegisterX86::CR2).unwrap_or(0);
             let why = if addr < 0x1000 { " (null pointer)" } else { "" };
-            (signal::SIGSEGV, format!("invalid memory access at address {addr:#x}{why}"))
+            (
+                signal::SIGSEGV,
+                format!("invalid memory access at address {addr:#x}{why}"),
+            )
         }
         17 => (signal::SIGBUS, "alignment check".to_string()),
         _ => (signal::SIGILL, format!("CPU exception {intno}")),
@@ -69,15 +77,27 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
     if let Disposition::Handler(action) = st.sys.signals.fault(sig as u64) {
         // A guest handler for the fault: run it (it may fix things and
         // return to retry the instruction, or longjmp away).
-        let addr = if intno == 14 { uc.reg_read(RegisterX86::CR2).unwrap_or(0) } else { pc };
-        let info = SigInfo { code: 1, value: addr };
+        let addr = if intno == 14 {
+            uc.reg_read(RegisterX86::CR2).unwrap_or(0)
+        } else {
+            pc
+        };
+        let info = SigInfo {
+            code: 1,
+            value: addr,
+        };
         if signal_delivery::deliver(uc, &mut st, sig as u64, action, info, pc, 0).is_ok() {
             return;
         }
     }
     if st.stop.is_none() {
         // The call stack is filled in when the call-tree thread has caught up.
-        st.stop = Some(StopReason::Signaled { signal: sig, what, pc, stack: Vec::new() });
+        st.stop = Some(StopReason::Signaled {
+            signal: sig,
+            what,
+            pc,
+            stack: Vec::new(),
+        });
     }
     let _ = uc.emu_stop();
 }

@@ -26,14 +26,14 @@ use unicorn_engine::{Arch, HookType, Mode, RegisterX86, Unicorn, X86Insn};
 use crate::blocks::{BlockCache, BlockInfo};
 use crate::call_tree::CallTreeBuilder;
 use crate::code_snapshot::{CodeRange, CodeSnapshot};
-use crate::tree_feed::{self, BuilderSetup};
-use stack_pointer::StackPointerReader;
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
+use crate::tree_feed::{self, BuilderSetup};
 use crate::{cpu, initial_stack, EmuError};
+use stack_pointer::StackPointerReader;
 use state::{MachineState, SyscallState};
 
 /// Top of the guest stack (exclusive), as Linux places it without ASLR.
@@ -58,7 +58,8 @@ pub struct RunOutcome {
 /// guest does (including crashing) ends in a [`RunOutcome`].
 pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError> {
     let image = &binary.image;
-    let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64).map_err(|e| EmuError::unicorn("starting the emulator", e))?;
+    let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
+        .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
     cpu::select_model(&mut uc)?;
     let mut space = AddressSpace::new(&mut uc)?;
     let code = load_segments(&mut uc, &mut space, image)?;
@@ -67,7 +68,10 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     let mut process = Process::new(options.seed);
     let mut random = [0u8; 16];
     process.random_bytes(&mut random);
-    let stack_prot = Protection { exec: image.stack_executable, ..Protection::READ_WRITE };
+    let stack_prot = Protection {
+        exec: image.stack_executable,
+        ..Protection::READ_WRITE
+    };
     space.map(&mut uc, STACK_TOP - STACK_LIMIT, STACK_LIMIT, stack_prot)?;
     let aux = initial_stack::AuxInfo {
         phdr: image.phdr_address,
@@ -79,13 +83,16 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     };
     let stack = initial_stack::build(STACK_TOP, &options.args, &options.env, &aux);
     if stack.bytes.len() as u64 > STACK_LIMIT / 2 {
-        return Err(EmuError::Layout("the arguments and environment are larger than 4 MiB".into()));
+        return Err(EmuError::Layout(
+            "the arguments and environment are larger than 4 MiB".into(),
+        ));
     }
     space
         .write_initial(&mut uc, stack.sp, &stack.bytes)
         .map_err(|f| EmuError::Layout(format!("initial stack at {:#x}", f.address)))?;
     cpu::enable_paging(&mut uc, space.page_table_root())?;
-    uc.reg_write(RegisterX86::RSP, stack.sp).map_err(|e| EmuError::unicorn("setting rsp", e))?;
+    uc.reg_write(RegisterX86::RSP, stack.sp)
+        .map_err(|e| EmuError::unicorn("setting rsp", e))?;
 
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
@@ -98,8 +105,8 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             instruction_limit,
             progress: Arc::clone(&options.progress),
         };
-        let (feed, builder) =
-            tree_feed::spawn(scope, setup).map_err(|e| EmuError::Setup(format!("cannot start the call-tree thread: {e}")))?;
+        let (feed, builder) = tree_feed::spawn(scope, setup)
+            .map_err(|e| EmuError::Setup(format!("cannot start the call-tree thread: {e}")))?;
         let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
             symbols: &binary.symbols,
             blocks,
@@ -108,7 +115,13 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             feed,
             stack_pointer: StackPointerReader::new(),
             space,
-            sys: SyscallState { files, process, time: Time::default(), signals: Signals::default(), enosys_noted: BTreeSet::new() },
+            sys: SyscallState {
+                files,
+                process,
+                time: Time::default(),
+                signals: Signals::default(),
+                enosys_noted: BTreeSet::new(),
+            },
             options,
             stop: None,
             notes: Vec::new(),
@@ -128,19 +141,36 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             (Some(stop), _) => stop,
             (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
                 let mut bytes = vec![0u8; 15];
-                let n = (0..15).take_while(|&i| st.space.read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize]).is_ok()).count();
+                let n = (0..15)
+                    .take_while(|&i| {
+                        st.space
+                            .read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize])
+                            .is_ok()
+                    })
+                    .count();
                 bytes.truncate(n);
-                StopReason::InvalidInstruction { pc, function: st.function_name(pc), bytes }
+                StopReason::InvalidInstruction {
+                    pc,
+                    function: st.function_name(pc),
+                    bytes,
+                }
             }
-            (None, Err(e)) => StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}")),
-            (None, Ok(())) => StopReason::Halted { pc, function: st.function_name(pc) },
+            (None, Err(e)) => {
+                StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}"))
+            }
+            (None, Ok(())) => StopReason::Halted {
+                pc,
+                function: st.function_name(pc),
+            },
         };
         let notes = std::mem::take(&mut st.notes);
         let command = st.options.args.clone();
         drop(st);
         drop(uc); // releases the hooks' references to the state
         drop(state);
-        let built = builder.join().map_err(|_| EmuError::Setup("internal error: the call-tree thread failed".into()))?;
+        let built = builder
+            .join()
+            .map_err(|_| EmuError::Setup("internal error: the call-tree thread failed".into()))?;
         let stop = with_call_stack(stop, &built.tree, &binary.symbols);
         let blocks = collect_blocks(&built.blocks, &built.executions);
         let (nodes, total_instructions) = built.tree.finish();
@@ -152,18 +182,36 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             nodes,
             blocks,
         };
-        Ok(RunOutcome { profile, stop, notes })
+        Ok(RunOutcome {
+            profile,
+            stop,
+            notes,
+        })
     })
 }
 
 /// Fills in the guest call stack of a fatal signal (innermost first, at most
 /// 12 functions) once the call tree has seen every block.
-fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &emuprof_loader::Symbols) -> StopReason {
+fn with_call_stack(
+    stop: StopReason,
+    tree: &CallTreeBuilder,
+    symbols: &emuprof_loader::Symbols,
+) -> StopReason {
     match stop {
-        StopReason::Signaled { signal, what, pc, .. } => {
+        StopReason::Signaled {
+            signal, what, pc, ..
+        } => {
             let callers = tree.call_stack().into_iter().skip(1).take(11);
-            let stack = std::iter::once(pc).chain(callers).map(|addr| symbols.name_for(addr)).collect();
-            StopReason::Signaled { signal, what, pc, stack }
+            let stack = std::iter::once(pc)
+                .chain(callers)
+                .map(|addr| symbols.name_for(addr))
+                .collect();
+            StopReason::Signaled {
+                signal,
+                what,
+                pc,
+                stack,
+            }
         }
         other => other,
     }
@@ -172,7 +220,11 @@ fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &emuprof_l
 /// Maps every `PT_LOAD` segment, page by page with the union of the
 /// permissions of the segments that touch it, and copies the file bytes in.
 /// Returns the executable pages as loaded.
-fn load_segments(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, image: &Image) -> Result<CodeSnapshot, EmuError> {
+fn load_segments(
+    uc: &mut Unicorn<'_, ()>,
+    space: &mut AddressSpace,
+    image: &Image,
+) -> Result<CodeSnapshot, EmuError> {
     let mut pages: BTreeMap<u64, Protection> = BTreeMap::new();
     for seg in &image.segments {
         let start = page_align_down(seg.address);
@@ -199,11 +251,15 @@ fn load_segments(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, image: &Ima
     for &(start, len, prot) in &runs {
         if prot.exec {
             let mut bytes = vec![0u8; len as usize];
-            space.read_raw(uc, start, &mut bytes).map_err(|f| EmuError::Layout(format!("code byte at {:#x}", f.address)))?;
+            space
+                .read_raw(uc, start, &mut bytes)
+                .map_err(|f| EmuError::Layout(format!("code byte at {:#x}", f.address)))?;
             code.push((start, bytes));
         }
         if let Err(page) = space.protect(uc, start, len, prot)? {
-            return Err(EmuError::Layout(format!("protecting the segment page at {page:#x}")));
+            return Err(EmuError::Layout(format!(
+                "protecting the segment page at {page:#x}"
+            )));
         }
     }
     Ok(CodeSnapshot::new(code))
@@ -224,9 +280,11 @@ fn runs_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
 fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Result<(), EmuError> {
     let err = |e| EmuError::unicorn("installing hooks", e);
     let s = Rc::clone(state);
-    uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s)).map_err(err)?;
+    uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s))
+        .map_err(err)?;
     let s = Rc::clone(state);
-    uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno)).map_err(err)?;
+    uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno))
+        .map_err(err)?;
     // The block hook runs for every block and rdtsc/rdtscp need to return
     // "skip", so these three use the raw API. The state outlives `uc` (it is
     // dropped after `uc`).
@@ -249,8 +307,14 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
         return Err(err(rc));
     }
     for (insn, callback) in [
-        (X86Insn::RDTSC, hooks::on_rdtsc as unsafe extern "C" fn(_, _) -> i32),
-        (X86Insn::RDTSCP, hooks::on_rdtscp as unsafe extern "C" fn(_, _) -> i32),
+        (
+            X86Insn::RDTSC,
+            hooks::on_rdtsc as unsafe extern "C" fn(_, _) -> i32,
+        ),
+        (
+            X86Insn::RDTSCP,
+            hooks::on_rdtscp as unsafe extern "C" fn(_, _) -> i32,
+        ),
     ] {
         let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
         // SAFETY: a valid engine handle, a callback with the signature Unicorn
@@ -279,7 +343,12 @@ fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<RawBlock> {
         .iter()
         .zip(executions)
         .filter(|(_, &runs)| runs > 0)
-        .map(|(b, &executions)| RawBlock { address: b.address, size: b.size, instructions: b.instructions, executions })
+        .map(|(b, &executions)| RawBlock {
+            address: b.address,
+            size: b.size,
+            instructions: b.instructions,
+            executions,
+        })
         .collect();
     blocks.sort_by_key(|b| (b.address, b.size));
     blocks

@@ -80,14 +80,20 @@ pub fn deliver(
 
     let (alt_sp, alt_enabled, alt_size) = st.sys.signals.alt_stack();
     let on_alt = alt_enabled && rsp > alt_sp && rsp <= alt_sp + alt_size;
-    let top = if action.flags & SA_ONSTACK != 0 && alt_enabled && !on_alt { alt_sp + alt_size } else { rsp - RED_ZONE };
+    let top = if action.flags & SA_ONSTACK != 0 && alt_enabled && !on_alt {
+        alt_sp + alt_size
+    } else {
+        rsp - RED_ZONE
+    };
     let info_addr = (top - SIGINFO_SIZE) & !15;
     let uc_addr = (info_addr - UCONTEXT_SIZE) & !15;
     let frame = uc_addr - 8; // the return address; rsp ≡ 8 (mod 16) at entry
 
     let old_mask = st.sys.signals.begin_handler(sig, &action);
     let mut ucontext = vec![0u8; UCONTEXT_SIZE as usize];
-    let put = |buf: &mut [u8], at: u64, v: u64| buf[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes());
+    let put = |buf: &mut [u8], at: u64, v: u64| {
+        buf[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes())
+    };
     put(&mut ucontext, 16, alt_sp);
     put(&mut ucontext, 24, if alt_enabled { 0 } else { 2 });
     put(&mut ucontext, 32, alt_size);
@@ -103,7 +109,10 @@ pub fn deliver(
     siginfo[8..12].copy_from_slice(&info.code.to_le_bytes());
     put(&mut siginfo, 16, info.value);
 
-    let mut view = GuestView { uc, space: &st.space };
+    let mut view = GuestView {
+        uc,
+        space: &st.space,
+    };
     view.write(info_addr, &siginfo)?;
     view.write(uc_addr, &ucontext)?;
     view.write_u64(frame, action.restorer)?;
@@ -127,8 +136,18 @@ pub fn deliver(
 pub fn sigreturn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, pc_bias: u64) -> SysResult {
     let uc_addr = uc.reg_read(RegisterX86::RSP).map_err(|_| Errno::EFAULT)?;
     let mut ucontext = vec![0u8; UCONTEXT_SIZE as usize];
-    GuestView { uc, space: &st.space }.read(uc_addr, &mut ucontext)?;
-    let get = |at: u64| u64::from_le_bytes(ucontext[at as usize..at as usize + 8].try_into().unwrap_or([0; 8]));
+    GuestView {
+        uc,
+        space: &st.space,
+    }
+    .read(uc_addr, &mut ucontext)?;
+    let get = |at: u64| {
+        u64::from_le_bytes(
+            ucontext[at as usize..at as usize + 8]
+                .try_into()
+                .unwrap_or([0; 8]),
+        )
+    };
     if let Some(saved) = st.signal_contexts.pop() {
         uc.context_restore(&saved).map_err(|_| Errno::EFAULT)?;
     }
@@ -142,7 +161,8 @@ pub fn sigreturn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, pc_bias: u
     // Only the flags a program may change (arithmetic, direction, trap).
     let flags = uc.reg_read(RegisterX86::EFLAGS).unwrap_or(0x202);
     let user = get(MCONTEXT + 8 * 17) & 0x0dd5;
-    uc.reg_write(RegisterX86::EFLAGS, (flags & !0x0dd5) | user).map_err(|_| Errno::EFAULT)?;
+    uc.reg_write(RegisterX86::EFLAGS, (flags & !0x0dd5) | user)
+        .map_err(|_| Errno::EFAULT)?;
     st.sys.signals.set_mask(get(SIGMASK));
     Ok(get(MCONTEXT + 8 * 13))
 }

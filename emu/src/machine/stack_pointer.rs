@@ -64,7 +64,10 @@ impl StackPointerReader {
             StackPointerReader::RegisterApi => register_api(uc),
             StackPointerReader::Checking(left) => {
                 let sp = register_api(uc);
-                let agrees = !env.is_null() && env.is_aligned() && *env.add(RIP_INDEX) == address && *env.add(RSP_INDEX) == sp;
+                let agrees = !env.is_null()
+                    && env.is_aligned()
+                    && *env.add(RIP_INDEX) == address
+                    && *env.add(RSP_INDEX) == sp;
                 *self = match (agrees, left) {
                     (false, _) => StackPointerReader::RegisterApi,
                     (true, 1) => StackPointerReader::Direct,

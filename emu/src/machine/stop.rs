@@ -111,12 +111,29 @@ impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StopReason::Exited(code) => write!(f, "program exited with status {code}"),
-            StopReason::Signaled { signal: sig, what, pc, stack } => {
-                write!(f, "program killed by {} ({what}) at {pc:#x}; call stack: {}", signal::name(*sig), stack.join(" <- "))
+            StopReason::Signaled {
+                signal: sig,
+                what,
+                pc,
+                stack,
+            } => {
+                write!(
+                    f,
+                    "program killed by {} ({what}) at {pc:#x}; call stack: {}",
+                    signal::name(*sig),
+                    stack.join(" <- ")
+                )
             }
-            StopReason::UnsupportedSyscall { number, name, function } => {
+            StopReason::UnsupportedSyscall {
+                number,
+                name,
+                function,
+            } => {
                 let name = name.unwrap_or("?");
-                if matches!(name, "fork" | "vfork" | "clone" | "clone3" | "execve" | "execveat") {
+                if matches!(
+                    name,
+                    "fork" | "vfork" | "clone" | "clone3" | "execve" | "execveat"
+                ) {
                     write!(
                         f,
                         "{function} called {name} (number {number}): emuprof runs a single process with a single \
@@ -130,7 +147,11 @@ impl fmt::Display for StopReason {
                     )
                 }
             }
-            StopReason::InvalidInstruction { pc, function, bytes } => {
+            StopReason::InvalidInstruction {
+                pc,
+                function,
+                bytes,
+            } => {
                 let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
                 write!(
                     f,
@@ -139,9 +160,13 @@ impl fmt::Display for StopReason {
                     hex.join(" ")
                 )
             }
-            StopReason::InstructionLimit(n) => write!(f, "stopped after reaching --max-instructions {n}"),
+            StopReason::InstructionLimit(n) => {
+                write!(f, "stopped after reaching --max-instructions {n}")
+            }
             StopReason::Interrupted => write!(f, "interrupted by Ctrl-C"),
-            StopReason::Internal(msg) => write!(f, "emuprof failed while running the program: {msg}"),
+            StopReason::Internal(msg) => {
+                write!(f, "emuprof failed while running the program: {msg}")
+            }
             StopReason::Halted { pc, function } => {
                 write!(f, "the program stopped at {pc:#x} in {function} without exiting (hlt or a privileged instruction)")
             }

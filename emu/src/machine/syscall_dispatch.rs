@@ -5,12 +5,12 @@ use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
-use crate::syscalls::signals::Disposition;
 use super::stop::StopReason;
 use super::UnsupportedSyscalls;
 use crate::code_snapshot::CodeRange;
 use crate::memory::GuestView;
 use crate::syscalls::numbers::{self, *};
+use crate::syscalls::signals::Disposition;
 use crate::syscalls::{children, credentials, futex, memory_map, Errno, SysResult, SyscallCall};
 
 const ARCH_SET_GS: u64 = 0x1001;
@@ -18,8 +18,14 @@ const ARCH_SET_FS: u64 = 0x1002;
 const ARCH_GET_FS: u64 = 0x1003;
 const ARCH_GET_GS: u64 = 0x1004;
 
-const ARG_REGISTERS: [RegisterX86; 6] =
-    [RegisterX86::RDI, RegisterX86::RSI, RegisterX86::RDX, RegisterX86::R10, RegisterX86::R8, RegisterX86::R9];
+const ARG_REGISTERS: [RegisterX86; 6] = [
+    RegisterX86::RDI,
+    RegisterX86::RSI,
+    RegisterX86::RDX,
+    RegisterX86::R10,
+    RegisterX86::R8,
+    RegisterX86::R9,
+];
 
 /// Emulates the syscall the guest is making (RIP is at the `syscall`
 /// instruction; Unicorn moves past it afterwards).
@@ -86,9 +92,27 @@ fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
         match disposition {
             Disposition::Ignored | Disposition::Pending => continue,
             Disposition::Handler(action) => {
-                let info = SigInfo { code: SI_TKILL, value: crate::syscalls::process::GUEST_PID };
-                if signal_delivery::deliver(uc, st, sig, action, info, pc + SYSCALL_LENGTH, SYSCALL_LENGTH).is_err() {
-                    terminate(uc, st, sig, "its handler's stack frame could not be written");
+                let info = SigInfo {
+                    code: SI_TKILL,
+                    value: crate::syscalls::process::GUEST_PID,
+                };
+                if signal_delivery::deliver(
+                    uc,
+                    st,
+                    sig,
+                    action,
+                    info,
+                    pc + SYSCALL_LENGTH,
+                    SYSCALL_LENGTH,
+                )
+                .is_err()
+                {
+                    terminate(
+                        uc,
+                        st,
+                        sig,
+                        "its handler's stack frame could not be written",
+                    );
                 }
                 return;
             }
@@ -105,7 +129,9 @@ fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
 /// text (conservatively: asks to), the hook decodes every block itself again.
 fn watch_code_mappings(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) {
     let touched = match number {
-        SYS_MMAP | SYS_MPROTECT | SYS_PKEY_MPROTECT | SYS_MUNMAP => st.text.overlaps(args[0], args[1]),
+        SYS_MMAP | SYS_MPROTECT | SYS_PKEY_MPROTECT | SYS_MUNMAP => {
+            st.text.overlaps(args[0], args[1])
+        }
         SYS_MREMAP => st.text.overlaps(args[0], args[1]) || st.text.overlaps(args[4], args[2]),
         _ => false,
     };
@@ -118,12 +144,29 @@ fn watch_code_mappings(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) {
 fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what: &str) {
     let pc = uc.pc_read().unwrap_or(0);
     // The call stack is filled in when the call-tree thread has caught up.
-    st.stop = Some(StopReason::Signaled { signal: sig as i32, what: what.into(), pc, stack: Vec::new() });
+    st.stop = Some(StopReason::Signaled {
+        signal: sig as i32,
+        what: what.into(),
+        pc,
+        stack: Vec::new(),
+    });
 }
 
 /// Asks each family in turn; `None` when no family owns `number`.
-fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> Option<SysResult> {
-    let MachineState { space, sys, feed, stop, notes, .. } = st;
+fn emulate(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    number: u64,
+    args: [u64; 6],
+) -> Option<SysResult> {
+    let MachineState {
+        space,
+        sys,
+        feed,
+        stop,
+        notes,
+        ..
+    } = st;
     let files = &mut sys.files;
     let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
     if let Some(r) = memory_map::handle(number, args, space, uc, &mut read_file) {
@@ -133,7 +176,11 @@ fn emulate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, number: u64, arg
         }));
     }
     let mut view = GuestView { uc, space };
-    let mut call = SyscallCall { number, args, mem: &mut view };
+    let mut call = SyscallCall {
+        number,
+        args,
+        mem: &mut view,
+    };
     let result = sys
         .time
         .handle(&mut call, || feed.sync().instructions)
@@ -158,7 +205,10 @@ fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6
         uc.reg_write(reg, addr).map_err(|_| Errno::EINVAL)?;
     } else {
         let value = uc.reg_read(reg).map_err(|_| Errno::EINVAL)?;
-        let mut view = GuestView { uc, space: &st.space };
+        let mut view = GuestView {
+            uc,
+            space: &st.space,
+        };
         crate::syscalls::GuestMemory::write_u64(&mut view, addr, value)?;
     }
     Ok(0)

@@ -30,15 +30,27 @@ pub struct Protection {
 
 impl Protection {
     /// Read and write, no execute: data, heap, stack.
-    pub const READ_WRITE: Protection = Protection { read: true, write: true, exec: false };
+    pub const READ_WRITE: Protection = Protection {
+        read: true,
+        write: true,
+        exec: false,
+    };
 
     /// From Linux `PROT_*` bits.
     pub fn from_linux(prot: u64) -> Protection {
-        Protection { read: prot & 1 != 0, write: prot & 2 != 0, exec: prot & 4 != 0 }
+        Protection {
+            read: prot & 1 != 0,
+            write: prot & 2 != 0,
+            exec: prot & 4 != 0,
+        }
     }
 
     fn leaf(self) -> LeafFlags {
-        LeafFlags { present: self.read || self.write || self.exec, writable: self.write, executable: self.exec }
+        LeafFlags {
+            present: self.read || self.write || self.exec,
+            writable: self.write,
+            executable: self.exec,
+        }
     }
 }
 
@@ -64,7 +76,14 @@ impl AddressSpace {
     pub fn new(uc: &mut Unicorn<'_, ()>) -> Result<AddressSpace, EmuError> {
         let mut phys = PhysicalMemory::new();
         let tables = PageTables::new(uc, &mut phys)?;
-        Ok(AddressSpace { phys, tables, pages: BTreeMap::new(), mmap_next: MMAP_TOP, brk_start: 0, brk: 0 })
+        Ok(AddressSpace {
+            phys,
+            tables,
+            pages: BTreeMap::new(),
+            mmap_next: MMAP_TOP,
+            brk_start: 0,
+            brk: 0,
+        })
     }
 
     /// Physical address of the PML4, for CR3.
@@ -74,12 +93,25 @@ impl AddressSpace {
 
     /// Maps fresh zero-filled pages over `[addr, addr + len)` (page aligned),
     /// replacing whatever was mapped there.
-    pub fn map(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64, prot: Protection) -> Result<(), EmuError> {
+    pub fn map(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        len: u64,
+        prot: Protection,
+    ) -> Result<(), EmuError> {
         let replaced = self.drop_pages(addr, len);
         let mut entries = Vec::with_capacity((len / PAGE_SIZE) as usize);
         for page in (addr..addr + len).step_by(PAGE_SIZE as usize) {
             let phys = self.phys.alloc(uc)?;
-            self.pages.insert(page, Page { phys, prot, held_code: prot.exec });
+            self.pages.insert(
+                page,
+                Page {
+                    phys,
+                    prot,
+                    held_code: prot.exec,
+                },
+            );
             entries.push((page, phys, prot.leaf()));
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
@@ -91,11 +123,28 @@ impl AddressSpace {
 
     /// Unmaps `[addr, addr + len)`; unmapped holes are fine, as in `munmap`.
     pub fn unmap(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) -> Result<(), EmuError> {
-        let pages: Vec<u64> = self.pages.range(addr..addr.saturating_add(len)).map(|(&v, _)| v).collect();
+        let pages: Vec<u64> = self
+            .pages
+            .range(addr..addr.saturating_add(len))
+            .map(|(&v, _)| v)
+            .collect();
         if pages.is_empty() {
             return Ok(());
         }
-        let entries: Vec<_> = pages.iter().map(|&v| (v, 0, LeafFlags { present: false, writable: false, executable: false })).collect();
+        let entries: Vec<_> = pages
+            .iter()
+            .map(|&v| {
+                (
+                    v,
+                    0,
+                    LeafFlags {
+                        present: false,
+                        writable: false,
+                        executable: false,
+                    },
+                )
+            })
+            .collect();
         self.tables.set(uc, &mut self.phys, &entries)?;
         self.drop_pages(addr, len);
         flush_tlb(uc)
@@ -103,7 +152,13 @@ impl AddressSpace {
 
     /// Changes permissions of `[addr, addr + len)`. Fails with the first
     /// unmapped page address, as `mprotect` fails with `ENOMEM`.
-    pub fn protect(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64, prot: Protection) -> Result<Result<(), u64>, EmuError> {
+    pub fn protect(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        len: u64,
+        prot: Protection,
+    ) -> Result<Result<(), u64>, EmuError> {
         let mut entries = Vec::new();
         for page in (addr..addr.saturating_add(len)).step_by(PAGE_SIZE as usize) {
             match self.pages.get_mut(&page) {
@@ -122,12 +177,17 @@ impl AddressSpace {
 
     /// True when no page of `[addr, addr + len)` is mapped.
     pub fn is_free(&self, addr: u64, len: u64) -> bool {
-        self.pages.range(addr..addr.saturating_add(len)).next().is_none()
+        self.pages
+            .range(addr..addr.saturating_add(len))
+            .next()
+            .is_none()
     }
 
     /// True when every page of `[addr, addr + len)` is mapped.
     pub fn is_mapped(&self, addr: u64, len: u64) -> bool {
-        (addr..addr.saturating_add(len)).step_by(PAGE_SIZE as usize).all(|p| self.pages.contains_key(&p))
+        (addr..addr.saturating_add(len))
+            .step_by(PAGE_SIZE as usize)
+            .all(|p| self.pages.contains_key(&p))
     }
 
     /// A free range of `len` bytes for `mmap` without a usable hint: the next
@@ -176,20 +236,43 @@ impl AddressSpace {
 
     /// Reads guest memory as the guest would (needs read permission).
     pub fn read(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
-        self.chunks(addr, buf.len(), |p| p.prot.read || p.prot.write || p.prot.exec, |phys, range| {
-            uc.mem_read(phys, &mut buf[range]).is_ok()
-        })
+        self.chunks(
+            addr,
+            buf.len(),
+            |p| p.prot.read || p.prot.write || p.prot.exec,
+            |phys, range| uc.mem_read(phys, &mut buf[range]).is_ok(),
+        )
     }
 
     /// Writes guest memory as the guest would (needs write permission).
-    pub fn write(&self, uc: &mut Unicorn<'_, ()>, addr: u64, data: &[u8]) -> Result<(), MemoryFault> {
-        self.chunks(addr, data.len(), |p| p.prot.write, |phys, range| uc.mem_write(phys, &data[range]).is_ok())
+    pub fn write(
+        &self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        data: &[u8],
+    ) -> Result<(), MemoryFault> {
+        self.chunks(
+            addr,
+            data.len(),
+            |p| p.prot.write,
+            |phys, range| uc.mem_write(phys, &data[range]).is_ok(),
+        )
     }
 
     /// Writes guest memory ignoring permissions (loading the image, building
     /// the initial stack).
-    pub fn write_initial(&self, uc: &mut Unicorn<'_, ()>, addr: u64, data: &[u8]) -> Result<(), MemoryFault> {
-        self.chunks(addr, data.len(), |_| true, |phys, range| uc.mem_write(phys, &data[range]).is_ok())
+    pub fn write_initial(
+        &self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        data: &[u8],
+    ) -> Result<(), MemoryFault> {
+        self.chunks(
+            addr,
+            data.len(),
+            |_| true,
+            |phys, range| uc.mem_write(phys, &data[range]).is_ok(),
+        )
     }
 
     /// Permissions of the page containing `addr`, if mapped.
@@ -199,12 +282,27 @@ impl AddressSpace {
 
     /// Reads guest memory ignoring permissions with a raw physical reader
     /// (`read(phys, buf) -> ok`), for hooks that only hold the engine handle.
-    pub fn read_raw_with(&self, addr: u64, buf: &mut [u8], mut read: impl FnMut(u64, &mut [u8]) -> bool) -> Result<(), MemoryFault> {
-        self.chunks(addr, buf.len(), |_| true, |phys, range| read(phys, &mut buf[range]))
+    pub fn read_raw_with(
+        &self,
+        addr: u64,
+        buf: &mut [u8],
+        mut read: impl FnMut(u64, &mut [u8]) -> bool,
+    ) -> Result<(), MemoryFault> {
+        self.chunks(
+            addr,
+            buf.len(),
+            |_| true,
+            |phys, range| read(phys, &mut buf[range]),
+        )
     }
 
     /// Reads guest memory ignoring permissions (for `mremap`).
-    pub fn read_raw(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
+    pub fn read_raw(
+        &self,
+        uc: &Unicorn<'_, ()>,
+        addr: u64,
+        buf: &mut [u8],
+    ) -> Result<(), MemoryFault> {
         self.read_raw_with(addr, buf, |phys, piece| uc.mem_read(phys, piece).is_ok())
     }
 
@@ -224,11 +322,17 @@ impl AddressSpace {
     ) -> Result<(), MemoryFault> {
         let mut done = 0usize;
         while done < len {
-            let at = addr.checked_add(done as u64).ok_or(MemoryFault { address: addr })?;
+            let at = addr
+                .checked_add(done as u64)
+                .ok_or(MemoryFault { address: addr })?;
             let page = at & !(PAGE_SIZE - 1);
             let offset = at - page;
             let n = ((PAGE_SIZE - offset) as usize).min(len - done);
-            let p = self.pages.get(&page).filter(|p| allowed(p)).ok_or(MemoryFault { address: at })?;
+            let p = self
+                .pages
+                .get(&page)
+                .filter(|p| allowed(p))
+                .ok_or(MemoryFault { address: at })?;
             if !access(p.phys + offset, done..done + n) {
                 return Err(MemoryFault { address: at });
             }
@@ -240,7 +344,11 @@ impl AddressSpace {
     /// Forgets the pages of a range, returning physical pages that never held
     /// code to the pool. True if anything was mapped there.
     fn drop_pages(&mut self, addr: u64, len: u64) -> bool {
-        let doomed: Vec<u64> = self.pages.range(addr..addr.saturating_add(len)).map(|(&v, _)| v).collect();
+        let doomed: Vec<u64> = self
+            .pages
+            .range(addr..addr.saturating_add(len))
+            .map(|(&v, _)| v)
+            .collect();
         for v in &doomed {
             if let Some(p) = self.pages.remove(v) {
                 if !p.held_code {
@@ -253,5 +361,6 @@ impl AddressSpace {
 }
 
 fn flush_tlb(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
-    uc.ctl_flush_tlb().map_err(|e| EmuError::unicorn("flushing the TLB", e))
+    uc.ctl_flush_tlb()
+        .map_err(|e| EmuError::unicorn("flushing the TLB", e))
 }

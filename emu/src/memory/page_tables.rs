@@ -49,9 +49,15 @@ pub struct PageTables {
 
 impl PageTables {
     /// Allocates an empty PML4.
-    pub fn new(uc: &mut Unicorn<'_, ()>, phys: &mut PhysicalMemory) -> Result<PageTables, EmuError> {
+    pub fn new(
+        uc: &mut Unicorn<'_, ()>,
+        phys: &mut PhysicalMemory,
+    ) -> Result<PageTables, EmuError> {
         let root = phys.alloc(uc)?;
-        Ok(PageTables { root, tables: FxHashMap::default() })
+        Ok(PageTables {
+            root,
+            tables: FxHashMap::default(),
+        })
     }
 
     /// Physical address of the PML4, for CR3.
@@ -72,7 +78,10 @@ impl PageTables {
         while i < pages.len() {
             let table_key = pages[i].0 >> 21;
             let mut j = i;
-            while j < pages.len() && pages[j].0 >> 21 == table_key && (j == i || pages[j].0 == pages[j - 1].0 + 0x1000) {
+            while j < pages.len()
+                && pages[j].0 >> 21 == table_key
+                && (j == i || pages[j].0 == pages[j - 1].0 + 0x1000)
+            {
                 j += 1;
             }
             let table = self.table_for(uc, phys, pages[i].0)?;
@@ -81,14 +90,20 @@ impl PageTables {
                 bytes.extend_from_slice(&flags.entry(p).to_le_bytes());
             }
             let slot = (pages[i].0 >> 12) & 0x1ff;
-            uc.mem_write(table + slot * 8, &bytes).map_err(|e| EmuError::unicorn("writing a page table", e))?;
+            uc.mem_write(table + slot * 8, &bytes)
+                .map_err(|e| EmuError::unicorn("writing a page table", e))?;
             i = j;
         }
         Ok(())
     }
 
     /// The page table (level 1) covering `vaddr`, created with its parents.
-    fn table_for(&mut self, uc: &mut Unicorn<'_, ()>, phys: &mut PhysicalMemory, vaddr: u64) -> Result<u64, EmuError> {
+    fn table_for(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        phys: &mut PhysicalMemory,
+        vaddr: u64,
+    ) -> Result<u64, EmuError> {
         let mut parent = self.root;
         for level in (1..=3u8).rev() {
             let key = (level, vaddr >> (12 + 9 * u32::from(level)));

@@ -25,13 +25,19 @@ pub struct PhysicalMemory {
 impl PhysicalMemory {
     /// No arenas yet; physical addresses start at 0.
     pub fn new() -> PhysicalMemory {
-        PhysicalMemory { mapped_end: 0, next: 0, free: Vec::new(), zero_page: vec![0; PAGE as usize] }
+        PhysicalMemory {
+            mapped_end: 0,
+            next: 0,
+            free: Vec::new(),
+            zero_page: vec![0; PAGE as usize],
+        }
     }
 
     /// A zero-filled physical page.
     pub fn alloc(&mut self, uc: &mut Unicorn<'_, ()>) -> Result<u64, EmuError> {
         if let Some(page) = self.free.pop() {
-            uc.mem_write(page, &self.zero_page).map_err(|e| EmuError::unicorn("clearing a reused page", e))?;
+            uc.mem_write(page, &self.zero_page)
+                .map_err(|e| EmuError::unicorn("clearing a reused page", e))?;
             return Ok(page);
         }
         if self.next == self.mapped_end {

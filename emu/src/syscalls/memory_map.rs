@@ -60,7 +60,12 @@ pub fn handle(
     })
 }
 
-fn mmap(space: &mut AddressSpace, uc: &mut Unicorn<'_, ()>, a: [u64; 6], read_file: FileReader<'_>) -> Result<SysResult, EmuError> {
+fn mmap(
+    space: &mut AddressSpace,
+    uc: &mut Unicorn<'_, ()>,
+    a: [u64; 6],
+    read_file: FileReader<'_>,
+) -> Result<SysResult, EmuError> {
     let [addr, len, prot, flags, fd, offset] = a;
     if len == 0 || len > MAX_MAPPING || offset % PAGE_SIZE != 0 {
         return Ok(Err(Errno::EINVAL));
@@ -107,7 +112,11 @@ fn mmap(space: &mut AddressSpace, uc: &mut Unicorn<'_, ()>, a: [u64; 6], read_fi
     Ok(Ok(at))
 }
 
-fn mremap(space: &mut AddressSpace, uc: &mut Unicorn<'_, ()>, a: [u64; 6]) -> Result<SysResult, EmuError> {
+fn mremap(
+    space: &mut AddressSpace,
+    uc: &mut Unicorn<'_, ()>,
+    a: [u64; 6],
+) -> Result<SysResult, EmuError> {
     let [old, old_len, new_len, flags, _new_addr, _] = a;
     if old % PAGE_SIZE != 0 || new_len == 0 || new_len > MAX_MAPPING || flags & MREMAP_FIXED != 0 {
         return Ok(Err(Errno::EINVAL));
@@ -143,7 +152,11 @@ fn mremap(space: &mut AddressSpace, uc: &mut Unicorn<'_, ()>, a: [u64; 6]) -> Re
     Ok(Ok(at))
 }
 
-fn madvise(space: &mut AddressSpace, uc: &mut Unicorn<'_, ()>, a: [u64; 6]) -> Result<SysResult, EmuError> {
+fn madvise(
+    space: &mut AddressSpace,
+    uc: &mut Unicorn<'_, ()>,
+    a: [u64; 6],
+) -> Result<SysResult, EmuError> {
     let [addr, len, advice, ..] = a;
     if addr % PAGE_SIZE != 0 {
         return Ok(Err(Errno::EINVAL));

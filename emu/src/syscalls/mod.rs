@@ -8,30 +8,30 @@
 pub mod attributes;
 pub mod children;
 pub mod credentials;
-pub mod errno;
-pub mod memory_access;
-pub mod memory_map;
-pub mod process;
-pub mod signals;
-pub mod time;
 pub mod dirs;
+pub mod errno;
 pub mod fd_ops;
 pub mod fd_table;
-pub mod futex;
 pub mod file_system;
 pub mod files;
+pub mod futex;
 pub mod guest_io;
 pub mod host;
+pub mod memory_access;
+pub mod memory_map;
 pub mod network;
 pub mod numbers;
 pub mod path_guard;
 pub mod paths;
+pub mod process;
+pub mod signals;
 pub mod stat;
 pub mod storage;
 #[cfg(test)]
 pub mod test_harness;
 #[cfg(test)]
 pub mod test_memory;
+pub mod time;
 
 pub use errno::{Errno, SysResult};
 pub use memory_access::{GuestMemory, MemoryFault};

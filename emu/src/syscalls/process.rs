@@ -29,7 +29,10 @@ pub struct Process {
 impl Process {
     /// A process whose `getrandom` stream (and `AT_RANDOM`) derive from `seed`.
     pub fn new(seed: u64) -> Process {
-        Process { random: ChaCha8Rng::seed_from_u64(seed), clear_child_tid: 0 }
+        Process {
+            random: ChaCha8Rng::seed_from_u64(seed),
+            clear_child_tid: 0,
+        }
     }
 
     /// The next `n` seeded random bytes.
@@ -48,7 +51,11 @@ impl Process {
             SYS_GETUID | SYS_GETEUID => Ok(GUEST_UID),
             SYS_GETGID | SYS_GETEGID => Ok(GUEST_GID),
             SYS_GETRESUID | SYS_GETRESGID => {
-                let id = if call.number == SYS_GETRESUID { GUEST_UID } else { GUEST_GID };
+                let id = if call.number == SYS_GETRESUID {
+                    GUEST_UID
+                } else {
+                    GUEST_GID
+                };
                 write_all(call, &[(a[0], id), (a[1], id), (a[2], id)])
             }
             SYS_GETGROUPS => Ok(0),
@@ -81,7 +88,10 @@ impl Process {
             SYS_GETRANDOM => {
                 let mut buf = vec![0u8; a[1].min(1 << 20) as usize];
                 self.random.fill_bytes(&mut buf);
-                call.mem.write(a[0], &buf).map(|_| buf.len() as u64).map_err(Errno::from)
+                call.mem
+                    .write(a[0], &buf)
+                    .map(|_| buf.len() as u64)
+                    .map_err(Errno::from)
             }
             SYS_SYSINFO => sysinfo(call, a[0]),
             SYS_PRCTL => prctl(call, a),
@@ -129,7 +139,8 @@ fn sysinfo(call: &mut SyscallCall, addr: u64) -> SysResult {
     // bufferram, totalswap, freeswap (longs), procs (u16), pad, totalhigh,
     // freehigh, mem_unit (u32): 112 bytes.
     let mut b = [0u8; 112];
-    let put = |b: &mut [u8; 112], at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    let put =
+        |b: &mut [u8; 112], at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
     put(&mut b, 0, 1);
     put(&mut b, 32, 8 << 30);
     put(&mut b, 40, 6 << 30);
@@ -149,7 +160,9 @@ fn prctl(call: &mut SyscallCall, a: [u64; 6]) -> SysResult {
     const PR_SET_NO_NEW_PRIVS: u64 = 38;
     const PR_SET_VMA: u64 = 0x53564d41;
     match a[0] {
-        PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_NAME | PR_SET_NO_NEW_PRIVS | PR_SET_VMA => Ok(0),
+        PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_NAME | PR_SET_NO_NEW_PRIVS | PR_SET_VMA => {
+            Ok(0)
+        }
         PR_GET_DUMPABLE => Ok(1),
         PR_GET_NAME => {
             let mut name = [0u8; 16];
@@ -162,7 +175,14 @@ fn prctl(call: &mut SyscallCall, a: [u64; 6]) -> SysResult {
 }
 
 fn uname(call: &mut SyscallCall, addr: u64) -> SysResult {
-    let fields = ["Linux", "emuprof", "6.1.0-emuprof", "#1 SMP PREEMPT_DYNAMIC", "x86_64", "(none)"];
+    let fields = [
+        "Linux",
+        "emuprof",
+        "6.1.0-emuprof",
+        "#1 SMP PREEMPT_DYNAMIC",
+        "x86_64",
+        "(none)",
+    ];
     let mut b = vec![0u8; 65 * fields.len()];
     for (i, f) in fields.iter().enumerate() {
         b[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());

@@ -70,7 +70,12 @@ impl Default for Signals {
         // The alternate stack starts disabled (ss_flags = SS_DISABLE).
         let mut alt_stack = [0u8; 24];
         alt_stack[8] = 2;
-        Signals { actions: [SigAction::default(); NSIG], mask: 0, pending: 0, alt_stack }
+        Signals {
+            actions: [SigAction::default(); NSIG],
+            mask: 0,
+            pending: 0,
+            alt_stack,
+        }
     }
 }
 
@@ -83,7 +88,9 @@ impl Signals {
     /// What sending `sig` to the process does now (the signal is recorded as
     /// pending when it is blocked).
     pub fn raise(&mut self, sig: u64) -> Disposition {
-        let Some(action) = self.action(sig) else { return Disposition::Ignored };
+        let Some(action) = self.action(sig) else {
+            return Disposition::Ignored;
+        };
         if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
             return Disposition::Ignored;
         }
@@ -147,7 +154,8 @@ impl Signals {
 
     /// The alternate signal stack: `(ss_sp, enabled, ss_size)`.
     pub fn alt_stack(&self) -> (u64, bool, u64) {
-        let w = |i: usize| u64::from_le_bytes(self.alt_stack[i..i + 8].try_into().unwrap_or([0; 8]));
+        let w =
+            |i: usize| u64::from_le_bytes(self.alt_stack[i..i + 8].try_into().unwrap_or([0; 8]));
         (w(0), self.alt_stack[8] & 2 == 0, w(16))
     }
 
@@ -184,7 +192,10 @@ impl Signals {
     }
 
     fn sigaction(&mut self, call: &mut SyscallCall, sig: u64, act: u64, old: u64) -> SysResult {
-        let index = (sig as usize).checked_sub(1).filter(|&i| i < NSIG).ok_or(Errno::EINVAL)?;
+        let index = (sig as usize)
+            .checked_sub(1)
+            .filter(|&i| i < NSIG)
+            .ok_or(Errno::EINVAL)?;
         if old != 0 {
             let o = self.actions[index];
             let mut b = [0u8; 32];
@@ -199,7 +210,12 @@ impl Signals {
             }
             let b = read_bytes::<32>(call, act)?;
             let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
-            self.actions[index] = SigAction { handler: w(0), flags: w(1), restorer: w(2), mask: w(3) };
+            self.actions[index] = SigAction {
+                handler: w(0),
+                flags: w(1),
+                restorer: w(2),
+                mask: w(3),
+            };
         }
         Ok(0)
     }

@@ -23,13 +23,26 @@ impl Time {
     /// Handles a time syscall; `instructions` gives the count so far (asked
     /// only by the calls that read the clock: it makes emuprof wait for its
     /// call-tree thread).
-    pub fn handle(&mut self, call: &mut SyscallCall, instructions: impl FnOnce() -> u64) -> Option<SysResult> {
+    pub fn handle(
+        &mut self,
+        call: &mut SyscallCall,
+        instructions: impl FnOnce() -> u64,
+    ) -> Option<SysResult> {
         let a = call.args;
-        let reads_clock =
-            matches!(call.number, SYS_CLOCK_GETTIME | SYS_GETTIMEOFDAY | SYS_TIME | SYS_CLOCK_NANOSLEEP | SYS_TIMES | SYS_GETRUSAGE);
+        let reads_clock = matches!(
+            call.number,
+            SYS_CLOCK_GETTIME
+                | SYS_GETTIMEOFDAY
+                | SYS_TIME
+                | SYS_CLOCK_NANOSLEEP
+                | SYS_TIMES
+                | SYS_GETRUSAGE
+        );
         let instructions = if reads_clock { instructions() } else { 0 };
         Some(match call.number {
-            SYS_CLOCK_GETTIME => self.clock_ns(a[0], instructions).and_then(|ns| write_timespec(call, a[1], ns)),
+            SYS_CLOCK_GETTIME => self
+                .clock_ns(a[0], instructions)
+                .and_then(|ns| write_timespec(call, a[1], ns)),
             SYS_CLOCK_GETRES => {
                 if a[1] != 0 {
                     write_timespec(call, a[1], 1)
@@ -106,7 +119,9 @@ impl Time {
 
     fn clock_ns(&self, clock: u64, instructions: u64) -> Result<u64, Errno> {
         Ok(match clock {
-            CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_TAI => self.clock.realtime_ns(instructions),
+            CLOCK_REALTIME | CLOCK_REALTIME_COARSE | CLOCK_TAI => {
+                self.clock.realtime_ns(instructions)
+            }
             CLOCK_PROCESS_CPUTIME_ID | CLOCK_THREAD_CPUTIME_ID => self.clock.cpu_ns(instructions),
             0..=11 => self.clock.monotonic_ns(instructions),
             _ => return Err(Errno::EINVAL),

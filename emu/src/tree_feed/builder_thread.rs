@@ -35,7 +35,12 @@ pub(super) struct BuilderThread<'a> {
 }
 
 impl<'a> BuilderThread<'a> {
-    pub(super) fn new(tree: CallTreeBuilder, code: &'a CodeSnapshot, function_starts: &'a FunctionStarts, instruction_limit: u64) -> Self {
+    pub(super) fn new(
+        tree: CallTreeBuilder,
+        code: &'a CodeSnapshot,
+        function_starts: &'a FunctionStarts,
+        instruction_limit: u64,
+    ) -> Self {
         BuilderThread {
             blocks: BlockCache::new().expect("capstone handles x86-64"),
             runs: Vec::new(),
@@ -92,7 +97,11 @@ impl<'a> BuilderThread<'a> {
 
     pub(super) fn finish(self) -> BuiltTree {
         let executions = self.runs.iter().map(|r| r.executions).collect();
-        BuiltTree { tree: self.tree, blocks: self.blocks.into_blocks(), executions }
+        BuiltTree {
+            tree: self.tree,
+            blocks: self.blocks.into_blocks(),
+            executions,
+        }
     }
 
     /// The run index of the block with this event key, decoding it from the
@@ -125,7 +134,12 @@ impl<'a> BuilderThread<'a> {
         if let Some(loaded) = self.code.read(address, bytes.len()) {
             bytes[..loaded.len()].copy_from_slice(loaded);
         }
-        let id = self.blocks.insert(address, size, &bytes, self.function_starts.contains(address));
+        let id = self.blocks.insert(
+            address,
+            size,
+            &bytes,
+            self.function_starts.contains(address),
+        );
         self.runs.push(RunState::new(self.blocks.get(id)));
         id as usize
     }
@@ -140,6 +154,11 @@ impl RunState {
             is_function_start: info.is_function_start,
             end: info.address + u64::from(info.size),
         };
-        RunState { event, executions: 0, next_key: SPECIAL, next_id: 0 }
+        RunState {
+            event,
+            executions: 0,
+            next_key: SPECIAL,
+            next_id: 0,
+        }
     }
 }
