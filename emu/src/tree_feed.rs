@@ -17,14 +17,19 @@
 //! sync, before the guest can make another system call. The profile and the
 //! program's visible behaviour are therefore the same on every run.
 //!
-//! Both ends spin for a while before they block on the channel: waking a
-//! sleeping thread costs a system call and, on a virtual machine, an
-//! inter-processor interrupt, and doing that for every batch cost more than a
-//! tenth of the run time.
+//! When the process may run on more than one CPU, both ends spin for a
+//! while before they block: waking a sleeping thread costs a system call
+//! and, on a virtual machine, an inter-processor interrupt, and doing that
+//! for every batch cost more than a tenth of the run time. With a single CPU
+//! (an affinity mask of one CPU, as `taskset -c 0` sets, or a cgroup quota of
+//! one CPU) spinning only burns the time slice the other thread needs to make
+//! progress (a run took 29 s instead of 1 s), so both ends block at once.
+//! Waiting for a [sync](TreeFeed::sync) blocks on a condition variable after
+//! the spin, never in a loop of yields.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -44,8 +49,19 @@ const BATCH: usize = 1 << 12;
 /// Batches in flight before the emulation thread waits for the builder.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-/// How long either thread spins on the channel before it blocks.
+/// How long either thread spins on the channel before it blocks, when the
+/// two threads can run at the same time.
 const SPIN: Duration = Duration::from_millis(2);
+
+/// How long to spin before blocking: [`SPIN`] when the process may use more
+/// than one CPU (`available_parallelism` reads the affinity mask and the
+/// cgroup CPU quota), nothing otherwise.
+fn spin_budget() -> Duration {
+    match std::thread::available_parallelism() {
+        Ok(cpus) if cpus.get() > 1 => SPIN,
+        _ => Duration::ZERO,
+    }
+}
 
 /// Marks the events that are not blocks (no block is 2^15 bytes long).
 const SPECIAL: u64 = 1 << 63;
@@ -111,6 +127,22 @@ struct Published {
     instructions: AtomicU64,
     limit_reached: AtomicBool,
     finished: AtomicBool,
+    /// Set while the emulation thread blocks in a sync; the builder then
+    /// signals `progressed` after each batch.
+    sync_waiting: AtomicBool,
+    progressed: Condvar,
+    progress_lock: Mutex<()>,
+}
+
+impl Published {
+    /// Called by the builder after it published a batch (or finished):
+    /// wakes a sync that blocks.
+    fn wake_sync(&self) {
+        if self.sync_waiting.load(Ordering::SeqCst) {
+            let _guard = self.progress_lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.progressed.notify_all();
+        }
+    }
 }
 
 /// The emulation thread's end: collects events and ships them in batches.
@@ -121,6 +153,7 @@ pub struct TreeFeed {
     recycled: Receiver<Vec<TreeEvent>>,
     batches_sent: u64,
     published: Arc<Published>,
+    spin: Duration,
 }
 
 /// What the builder thread needs to know about the program.
@@ -157,11 +190,12 @@ pub fn spawn<'scope, 'env>(
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
     let theirs = Arc::clone(&published);
+    let spin = spin_budget();
     let handle = std::thread::Builder::new()
         .name("emuprof-tree".into())
         .spawn_scoped(scope, move || {
             let _finished = FinishedOnDrop(&theirs);
-            build(setup, &incoming, &give_back, &theirs)
+            build(setup, &incoming, &give_back, &theirs, spin)
         })?;
     let feed = TreeFeed {
         events: Vec::with_capacity(BATCH),
@@ -170,6 +204,7 @@ pub fn spawn<'scope, 'env>(
         recycled,
         batches_sent: 0,
         published,
+        spin,
     };
     Ok((feed, handle))
 }
@@ -238,18 +273,45 @@ impl TreeFeed {
             self.send();
         }
         let start = Instant::now();
-        while self.batches.is_some()
-            && self.published.batches_done.load(Ordering::Acquire) < self.batches_sent
-            && !self.published.finished.load(Ordering::Acquire)
-        {
-            if !spin_on(start) {
-                std::thread::yield_now();
+        while !self.applied_everything() {
+            if !spin_on(start, self.spin) {
+                self.block_until_applied();
+                break;
             }
         }
         TreeState {
             instructions: self.published.instructions.load(Ordering::Acquire),
             limit_reached: self.published.limit_reached.load(Ordering::Acquire),
         }
+    }
+
+    /// Whether the builder has applied every batch sent (or is gone).
+    fn applied_everything(&self) -> bool {
+        self.batches.is_none()
+            || self.published.batches_done.load(Ordering::SeqCst) >= self.batches_sent
+            || self.published.finished.load(Ordering::SeqCst)
+    }
+
+    /// Blocks until [`TreeFeed::applied_everything`]: the builder wakes this
+    /// thread after each batch while `sync_waiting` is set. The flag and
+    /// the builder's counter are both sequentially consistent, so either the
+    /// builder sees the flag and signals (under the lock this thread holds
+    /// until it waits), or this thread sees the new count.
+    #[cold]
+    fn block_until_applied(&self) {
+        let published = &*self.published;
+        let mut guard = published
+            .progress_lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        published.sync_waiting.store(true, Ordering::SeqCst);
+        while !self.applied_everything() {
+            guard = published
+                .progressed
+                .wait(guard)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        published.sync_waiting.store(false, Ordering::SeqCst);
     }
 
     /// Syncs and tells the builder thread the run is over.
@@ -278,7 +340,7 @@ impl TreeFeed {
             new_blocks: std::mem::take(&mut self.new_blocks),
             events: std::mem::replace(&mut self.events, next),
         };
-        if send_spinning(batches, batch).is_ok() {
+        if send_spinning(batches, batch, self.spin).is_ok() {
             self.batches_sent += 1;
         } else {
             self.batches = None;
@@ -322,7 +384,8 @@ struct FinishedOnDrop<'a>(&'a Published);
 
 impl Drop for FinishedOnDrop<'_> {
     fn drop(&mut self) {
-        self.0.finished.store(true, Ordering::Release);
+        self.0.finished.store(true, Ordering::SeqCst);
+        self.0.wake_sync();
     }
 }
 
@@ -332,6 +395,7 @@ fn build(
     incoming: &Receiver<Batch>,
     give_back: &Sender<Vec<TreeEvent>>,
     published: &Published,
+    spin: Duration,
 ) -> BuiltTree {
     let BuilderSetup {
         code,
@@ -341,7 +405,7 @@ fn build(
         progress,
     } = setup;
     let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
-    while let Some(batch) = recv_spinning(incoming) {
+    while let Some(batch) = recv_spinning(incoming, spin) {
         for info in batch.new_blocks {
             builder.define(info);
         }
@@ -352,7 +416,8 @@ fn build(
             .instructions
             .store(builder.instructions(), Ordering::Release);
         progress.store(builder.instructions(), Ordering::Relaxed);
-        published.batches_done.fetch_add(1, Ordering::Release);
+        published.batches_done.fetch_add(1, Ordering::SeqCst);
+        published.wake_sync();
         let mut events = batch.events;
         events.clear();
         let _ = give_back.send(events);
@@ -360,8 +425,8 @@ fn build(
     builder.finish()
 }
 
-/// `send`, spinning on a full channel for up to [`SPIN`] before blocking.
-fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch) -> Result<(), ()> {
+/// `send`, spinning on a full channel for up to `spin` before blocking.
+fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch, spin: Duration) -> Result<(), ()> {
     let start = Instant::now();
     loop {
         match batches.try_send(batch) {
@@ -369,15 +434,15 @@ fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch) -> Result<(), ()
             Err(TrySendError::Disconnected(_)) => return Err(()),
             Err(TrySendError::Full(back)) => batch = back,
         }
-        if !spin_on(start) {
+        if !spin_on(start, spin) {
             return batches.send(batch).map_err(|_| ());
         }
     }
 }
 
-/// `recv`, spinning on an empty channel for up to [`SPIN`] before blocking;
+/// `recv`, spinning on an empty channel for up to `spin` before blocking;
 /// `None` once the emulation thread has hung up.
-fn recv_spinning(incoming: &Receiver<Batch>) -> Option<Batch> {
+fn recv_spinning(incoming: &Receiver<Batch>, spin: Duration) -> Option<Batch> {
     let start = Instant::now();
     loop {
         match incoming.try_recv() {
@@ -385,18 +450,22 @@ fn recv_spinning(incoming: &Receiver<Batch>) -> Option<Batch> {
             Err(TryRecvError::Disconnected) => return None,
             Err(TryRecvError::Empty) => {}
         }
-        if !spin_on(start) {
+        if !spin_on(start, spin) {
             return incoming.recv().ok();
         }
     }
 }
 
-/// One spin-wait step; false once [`SPIN`] has passed since `start`.
-fn spin_on(start: Instant) -> bool {
+/// One spin-wait step; false once `spin` has passed since `start` (at
+/// once for a zero budget).
+fn spin_on(start: Instant, spin: Duration) -> bool {
+    if spin.is_zero() {
+        return false;
+    }
     for _ in 0..16 {
         std::hint::spin_loop();
     }
-    start.elapsed() < SPIN
+    start.elapsed() < spin
 }
 
 #[cfg(test)]
@@ -438,6 +507,26 @@ mod tests {
             feed.block(TreeEvent::block(0x1005, 2, 0x7000));
             feed.syscall();
         }
+    }
+
+    /// Pinned to one CPU (as `taskset -c 0` does), neither thread spins: the
+    /// other thread could not run while it did.
+    #[test]
+    fn one_cpu_means_no_spinning() {
+        let budget = std::thread::spawn(|| {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+            // sched_setaffinity only read and write that local set.
+            let pinned = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+            };
+            assert_eq!(pinned, 0, "pinning the test thread to CPU 0");
+            spin_budget()
+        })
+        .join()
+        .expect("test thread");
+        assert_eq!(budget, Duration::ZERO);
     }
 
     /// The same events give the same tree whether they cross the thread in
