@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
 """Benchmark emuprof against native, qemu-x86_64 and Callgrind on the same work.
 
-    python3 bench/run.py [--repeats N] [--no-build] [--scaling]
+    python3 bench/run.py [--repeats N] [--no-build] [--scaling] [--modes two-cpus,one-cpu,loaded]
 
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
 in its default full-profile mode (`emuprof -o <tmp>/p.json prog args`), each N times
 with an empty environment in a scratch directory (emuprof's guest gets the five
 variables Valgrind adds for its client, so the instruction totals are comparable). Prints Markdown tables, ready to
-paste into the README: median wall time, the ratios emuprof/Callgrind,
-emuprof/native and emuprof/qemu, peak memory (`/usr/bin/time -f %M`; install the
+paste into the README: median wall time and median CPU time (user + system,
+of the tool and every process it waited for), the ratios emuprof/Callgrind,
+emuprof/native and emuprof/qemu for both, peak memory (`/usr/bin/time -f %M`; install the
 `time` package if it is missing) and the total instruction counts of Callgrind
 (`summary:` line) and emuprof (`totals.instructions`) side by side.
+
+Modes (`--modes`, default all three), each with its own tables:
+- `two-cpus`: the machine as it is (every CPU the script may use);
+- `one-cpu`: every tool under `taskset -c 0`, as on a CI runner or container
+  with one CPU;
+- `loaded`: a CPU-bound competitor process on every CPU while the tools run,
+  as on a shared, busy CI runner.
 
 A tool that is missing or fails on a program is shown as "n/a" with a note; in
 particular emuprof is skipped until `target/release/emuprof` builds and runs.
@@ -19,6 +27,7 @@ particular emuprof is skipped until `target/release/emuprof` builds and runs.
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import random
@@ -37,6 +46,11 @@ TOOLS = ["native", "qemu", "callgrind", "emuprof"]
 TOOL_TITLES = {"native": "native", "qemu": "qemu-x86_64", "callgrind": "Callgrind", "emuprof": "emuprof"}
 # The executable each tool needs (a key of the `tools` dict built in main).
 TOOL_EXECUTABLE = {"qemu": "qemu", "callgrind": "valgrind", "emuprof": "emuprof"}
+MODES = {
+    "two-cpus": "every CPU available",
+    "one-cpu": "every tool pinned to CPU 0 (`taskset -c 0`)",
+    "loaded": "a CPU-bound competitor on every CPU",
+}
 
 
 @dataclass
@@ -52,6 +66,7 @@ class Measurement:
     """All runs of one tool on one case."""
 
     seconds: list = field(default_factory=list)
+    cpu_seconds: list = field(default_factory=list)
     peak_kib: list = field(default_factory=list)
     instructions: int | None = None
     exit_code: int | None = None
@@ -59,6 +74,9 @@ class Measurement:
 
     def median_seconds(self):
         return statistics.median(self.seconds) if self.seconds and not self.failure else None
+
+    def median_cpu_seconds(self):
+        return statistics.median(self.cpu_seconds) if self.cpu_seconds and not self.failure else None
 
     def peak_mib(self):
         return max(self.peak_kib) / 1024 if self.peak_kib and not self.failure else None
@@ -103,7 +121,9 @@ def make_data(path, megabytes):
 
 
 def run_once(argv, cwd, capture_stderr):
-    """Runs argv with an empty environment; returns (exit code, seconds, peak KiB, stderr).
+    """Runs argv with an empty environment; returns (exit code, wall seconds, CPU
+    seconds, peak KiB, stderr). CPU time is user + system time of the process and
+    every descendant it waited for (wait4's rusage).
 
     Peak memory comes from `/usr/bin/time -f %M` when it exists: the maxrss that
     wait4 reports for a direct child of this script would include Python's own
@@ -116,6 +136,7 @@ def run_once(argv, cwd, capture_stderr):
                                    stdout=subprocess.DEVNULL, stderr=err if capture_stderr else subprocess.DEVNULL)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
+        cpu_seconds = usage.ru_utime + usage.ru_stime
         process.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         stderr = err.read().decode(errors="replace")
@@ -123,11 +144,17 @@ def run_once(argv, cwd, capture_stderr):
         if GNU_TIME:
             reported = peak_file.read().split()
             peak = int(reported[-1]) if reported and reported[-1].isdigit() else None
-    return process.returncode, seconds, peak, stderr
+    return process.returncode, seconds, cpu_seconds, peak, stderr
 
 
-def tool_argv(tool, case, workdir, tools):
-    """The command line for `tool`, and the file it leaves its profile in (or None)."""
+def tool_argv(tool, case, workdir, tools, pin):
+    """The command line for `tool` (under `taskset -c 0` when `pin`), and the file
+    it leaves its profile in (or None)."""
+    argv, profile = unpinned_argv(tool, case, workdir, tools)
+    return (["taskset", "-c", "0", *argv] if pin else argv), profile
+
+
+def unpinned_argv(tool, case, workdir, tools):
     if tool == "native":
         return case.argv, None
     if tool == "qemu":
@@ -179,7 +206,7 @@ def emuprof_total(path):
     return json.loads(path.read_text())["totals"]["instructions"]
 
 
-def measure(tool, case, repeats, tools, expected_code):
+def measure(tool, case, repeats, tools, expected_code, pin=False):
     measurement = Measurement()
     if tool in TOOL_EXECUTABLE and tools.get(TOOL_EXECUTABLE[tool]) is None:
         measurement.failure = "not installed or not runnable"
@@ -187,8 +214,8 @@ def measure(tool, case, repeats, tools, expected_code):
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="emuprof-bench-") as scratch:
             workdir = Path(scratch)
-            argv, profile = tool_argv(tool, case, workdir, tools)
-            code, seconds, peak, stderr = run_once(argv, workdir, capture_stderr=tool == "emuprof")
+            argv, profile = tool_argv(tool, case, workdir, tools, pin)
+            code, seconds, cpu_seconds, peak, stderr = run_once(argv, workdir, capture_stderr=tool == "emuprof")
             measurement.exit_code = code
             if expected_code is not None and code != expected_code:
                 detail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
@@ -203,6 +230,7 @@ def measure(tool, case, repeats, tools, expected_code):
                 measurement.failure = f"no usable profile ({error})"
                 return measurement
             measurement.seconds.append(seconds)
+            measurement.cpu_seconds.append(cpu_seconds)
             if peak is not None:
                 measurement.peak_kib.append(peak)
     return measurement
@@ -233,21 +261,33 @@ def difference(emuprof, callgrind):
     return f"{delta:+,} ({100 * delta / callgrind:+.3f} %)"
 
 
-def tables(cases, results, repeats):
-    lines = [f"Wall time, median of {repeats} runs (seconds):", "",
+def time_table(title, cases, results, median):
+    """One table of median times per tool and the emuprof ratios, and the
+    suite's median ratios; `median` picks wall or CPU time of a Measurement."""
+    lines = [title, "",
              "| program | native | qemu-x86_64 | Callgrind | emuprof | emuprof/Callgrind | emuprof/native | emuprof/qemu |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     ratios = {"callgrind": [], "native": [], "qemu": []}
     for case in cases:
-        medians = {tool: results[case.label][tool].median_seconds() for tool in TOOLS}
+        medians = {tool: median(results[case.label][tool]) for tool in TOOLS}
         for other in ratios:
             if medians["emuprof"] is not None and medians[other]:
                 ratios[other].append(medians["emuprof"] / medians[other])
         lines.append(f"| {case.label} | " + " | ".join(fmt_seconds(medians[t]) for t in TOOLS) + " | "
                      + " | ".join(fmt_ratio(medians["emuprof"], medians[o]) for o in ("callgrind", "native", "qemu")) + " |")
     summary = ", ".join(f"emuprof/{TOOL_TITLES[o]} {statistics.median(r):.2f}" for o, r in ratios.items() if r)
-    lines += ["", f"Median ratios over the suite: {summary or 'n/a (emuprof did not run)'}.", "",
-              "Peak memory (MiB) and total instructions:", "",
+    lines += ["", f"Median ratios over the suite: {summary or 'n/a (emuprof did not run)'}."]
+    return lines
+
+
+def tables(cases, results, repeats, mode):
+    lines = [f"### Mode `{mode}`: {MODES[mode]}", ""]
+    lines += time_table(f"Wall time, median of {repeats} runs (seconds):", cases, results,
+                        Measurement.median_seconds)
+    lines += [""]
+    lines += time_table(f"CPU time (user + system), median of {repeats} runs (seconds):", cases, results,
+                        Measurement.median_cpu_seconds)
+    lines += ["", "Peak memory (MiB) and total instructions:", "",
               "| program | native | qemu-x86_64 | Callgrind | emuprof | Callgrind Ir | emuprof instructions | emuprof − Callgrind |",
               "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for case in cases:
@@ -262,6 +302,54 @@ def tables(cases, results, repeats):
     if notes:
         lines += ["", "Not measured:", *notes]
     return "\n".join(lines)
+
+
+class Competitors:
+    """CPU-bound busy loops, one per CPU, for the `loaded` mode."""
+
+    def __init__(self, count):
+        self.count = count
+        self.processes = []
+
+    def __enter__(self):
+        for _ in range(self.count):
+            process = multiprocessing.Process(target=busy_loop, daemon=True)
+            process.start()
+            self.processes.append(process)
+        return self
+
+    def __exit__(self, *exc):
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.join()
+
+
+def busy_loop():
+    value = 0
+    while True:
+        value = (value * 1103515245 + 12345) & 0xFFFFFFFF
+
+
+def run_mode(mode, cases, tools, repeats):
+    """Measures every tool on every case in one mode."""
+    pin = mode == "one-cpu"
+    load = Competitors(len(os.sched_getaffinity(0))) if mode == "loaded" else None
+    results = {}
+    if load:
+        load.__enter__()
+    try:
+        for case in cases:
+            results[case.label] = {}
+            for tool in TOOLS:
+                log(f"[{mode}] {case.label}: {TOOL_TITLES[tool]}")
+                # Every tool must end the program with the exit status it has natively.
+                expected = None if tool == "native" else results[case.label]["native"].exit_code
+                results[case.label][tool] = measure(tool, case, repeats, tools, expected, pin)
+    finally:
+        if load:
+            load.__exit__(None, None, None)
+    return results
 
 
 def machine_description(tools):
@@ -318,7 +406,16 @@ def main():
     parser.add_argument("--only", help="comma-separated substrings: run only programs whose label matches")
     parser.add_argument("--scaling", action="store_true",
                         help="also time emuprof at about 1e8, 1e9 and 1e10 instructions")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="comma-separated: " + ", ".join(f"{m} ({d})" for m, d in MODES.items())
+                        + "; default all")
     args = parser.parse_args()
+    modes = [mode for mode in args.modes.split(",") if mode]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown:
+        parser.error(f"unknown mode {unknown[0]!r}; choose from {', '.join(MODES)}")
+    if "one-cpu" in modes and shutil.which("taskset") is None:
+        parser.error("the one-cpu mode needs taskset (Debian package util-linux)")
 
     out_dir = target_dir() / "testprogs"
     if not args.no_build:
@@ -359,17 +456,10 @@ def main():
             wanted = args.only.split(",")
             cases = [case for case in cases if any(w in case.label for w in wanted)]
 
-        results = {}
-        for case in cases:
-            results[case.label] = {}
-            for tool in TOOLS:
-                log(f"{case.label}: {TOOL_TITLES[tool]}")
-                # Every tool must end the program with the exit status it has natively.
-                expected = None if tool == "native" else results[case.label]["native"].exit_code
-                results[case.label][tool] = measure(tool, case, args.repeats, tools, expected)
+        results = {mode: run_mode(mode, cases, tools, args.repeats) for mode in modes}
 
     print(f"Machine: {machine_description(tools)}.\n")
-    print(tables(cases, results, args.repeats))
+    print("\n\n".join(tables(cases, results[mode], args.repeats, mode) for mode in modes))
     if args.scaling and musl:
         print()
         print(scaling(tools, out_dir / "cpuheavy.musl.O2", [11, 112, 1123], 1))
