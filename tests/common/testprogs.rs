@@ -48,6 +48,7 @@ pub const PROGRAMS: &[ProgramSpec] = &[
         native_counts_deterministic: false,
         ..spec("nondet", 0)
     },
+    spec("initstate", 0),
 ];
 
 const fn spec(name: &'static str, exit_status: i32) -> ProgramSpec {

@@ -54,40 +54,97 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
         return;
     }
     let pc = uc.pc_read().unwrap_or(0);
-    let (sig, what) = match intno {
-        0 => (signal::SIGFPE, "integer divide error".to_string()),
-        3 => (signal::SIGTRAP, "breakpoint (int3)".to_string()),
-        4 | 5 => (signal::SIGSEGV, "bound/overflow trap".to_string()),
+    let fault_address = uc.reg_read(RegisterX86::CR2).unwrap_or(0);
+    let (sig, code, what) = match intno {
+        0 => (
+            signal::SIGFPE,
+            FPE_INTDIV,
+            "integer divide error".to_string(),
+        ),
+        3 => (signal::SIGTRAP, SI_KERNEL, "breakpoint (int3)".to_string()),
+        4 | 5 => (
+            signal::SIGSEGV,
+            SI_KERNEL,
+            "bound/overflow trap".to_string(),
+        ),
         13 => (
             signal::SIGSEGV,
-            "general protection fault (non-canonical address or privileged instruction)"
+            SI_KERNEL,
+            "general protection fault (a privileged instruction or a non-canonical address)"
                 .to_string(),
         ),
         14 => {
-            let addr = uc.reg_read(RegisterX86::CR2).unwrap_or(0);
-            let why = if addr < 0x1000 { " (null pointer)" } else { "" };
+            let why = if fault_address < 0x1000 {
+                " (null pointer)"
+            } else {
+                ""
+            };
             (
                 signal::SIGSEGV,
-                format!("invalid memory access at address {addr:#x}{why}"),
+                SEGV_MAPERR,
+                format!("invalid memory access at address {fault_address:#x}{why}"),
             )
         }
-        17 => (signal::SIGBUS, "alignment check".to_string()),
-        _ => (signal::SIGILL, format!("CPU exception {intno}")),
+        16 | 19 => (
+            signal::SIGFPE,
+            FPE_FLTINV,
+            "floating-point exception".to_string(),
+        ),
+        17 => (signal::SIGBUS, BUS_ADRALN, "alignment check".to_string()),
+        _ => (signal::SIGSEGV, SI_KERNEL, format!("CPU exception {intno}")),
     };
+    // Linux reports the faulting address for page faults, the instruction's
+    // otherwise.
+    let value = if intno == 14 { fault_address } else { pc };
+    if !raise_fault(uc, &mut st, sig, SigInfo { code, value }, what) {
+        let _ = uc.emu_stop();
+    }
+}
+
+/// `#UD`: an instruction the CPU does not have. Linux sends `SIGILL`; emuprof
+/// does the same, except for AVX/AVX-512 encodings, which the real CPU runs
+/// and only the emulated one lacks: those end the run with emuprof's own
+/// message and a hint. True when the guest continues (a handler runs).
+pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) -> bool {
+    let mut st = state.borrow_mut();
+    if !sync_with_tree(&mut st) {
+        return false;
+    }
+    let pc = uc.pc_read().unwrap_or(0);
+    let bytes = instruction_bytes(uc, &st, pc);
+    if is_vector_extension(&bytes) {
+        st.stop = Some(StopReason::InvalidInstruction {
+            pc,
+            function: st.function_name(pc),
+            bytes,
+        });
+        return false;
+    }
+    let hex: Vec<String> = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let what = format!("illegal instruction, bytes {}", hex.join(" "));
+    let info = SigInfo {
+        code: ILL_ILLOPN,
+        value: pc,
+    };
+    raise_fault(uc, &mut st, signal::SIGILL, info, what)
+}
+
+/// Sends a CPU fault's signal: runs the guest's handler when it has one and
+/// returns true; otherwise records that the guest was killed and returns
+/// false (the caller stops the emulation).
+fn raise_fault(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    sig: i32,
+    info: SigInfo,
+    what: String,
+) -> bool {
+    let pc = uc.pc_read().unwrap_or(0);
     if let Disposition::Handler(action) = st.sys.signals.fault(sig as u64) {
         // A guest handler for the fault: run it (it may fix things and
         // return to retry the instruction, or longjmp away).
-        let addr = if intno == 14 {
-            uc.reg_read(RegisterX86::CR2).unwrap_or(0)
-        } else {
-            pc
-        };
-        let info = SigInfo {
-            code: 1,
-            value: addr,
-        };
-        if signal_delivery::deliver(uc, &mut st, sig as u64, action, info, pc, 0).is_ok() {
-            return;
+        if signal_delivery::deliver(uc, st, sig as u64, action, info, pc, 0).is_ok() {
+            return true;
         }
     }
     if st.stop.is_none() {
@@ -99,8 +156,45 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
             stack: Vec::new(),
         });
     }
-    let _ = uc.emu_stop();
+    false
 }
+
+/// Up to 15 bytes of the instruction at `pc` (fewer at the end of mapped
+/// memory).
+pub fn instruction_bytes(uc: &Unicorn<'_, ()>, st: &MachineState<'_>, pc: u64) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(15);
+    for address in pc..pc + 15 {
+        let mut byte = [0u8];
+        if st.space.read_raw(uc, address, &mut byte).is_err() {
+            break;
+        }
+        bytes.push(byte[0]);
+    }
+    bytes
+}
+
+/// Whether the instruction starts (after legacy and REX prefixes) with a VEX
+/// or EVEX prefix (in 64-bit mode `c4`, `c5` and `62` are nothing else):
+/// AVX, AVX2, AVX-512 and friends, which the emulated CPU lacks.
+fn is_vector_extension(bytes: &[u8]) -> bool {
+    let legacy_prefix = |b: &u8| {
+        matches!(
+            b,
+            0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65
+        )
+    };
+    let rest = bytes.iter().skip_while(|b| legacy_prefix(b)).copied();
+    let opcode = rest.skip_while(|b| b & 0xf0 == 0x40).next(); // REX
+    matches!(opcode, Some(0xc4 | 0xc5 | 0x62))
+}
+
+/// `si_code` values Linux uses for CPU faults.
+const SI_KERNEL: i32 = 0x80;
+const ILL_ILLOPN: i32 = 2;
+const FPE_INTDIV: i32 = 1;
+const FPE_FLTINV: i32 = 7;
+const SEGV_MAPERR: i32 = 1;
+const BUS_ADRALN: i32 = 1;
 
 /// Raw `rdtsc`/`rdtscp` hook: answer from the virtual clock, never the host's.
 ///

@@ -9,6 +9,7 @@ mod stack_pointer;
 mod state;
 mod stop;
 mod syscall_dispatch;
+mod user_mode;
 
 pub use options::{RunOptions, UnsupportedSyscalls, DEFAULT_SEED};
 pub use stop::{signal, StopReason};
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 use emuprof_analysis::raw::{RawBlock, RawProfile};
 use emuprof_loader::{Binary, Image};
-use unicorn_engine::{Arch, HookType, Mode, RegisterX86, Unicorn, X86Insn};
+use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use crate::blocks::{BlockCache, BlockInfo};
 use crate::call_tree::CallTreeBuilder;
@@ -91,8 +92,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         .write_initial(&mut uc, stack.sp, &stack.bytes)
         .map_err(|f| EmuError::Layout(format!("initial stack at {:#x}", f.address)))?;
     cpu::enable_paging(&mut uc, space.page_table_root())?;
-    uc.reg_write(RegisterX86::RSP, stack.sp)
-        .map_err(|e| EmuError::unicorn("setting rsp", e))?;
+    user_mode::enter(&mut uc, &mut space, image.entry, stack.sp)?;
 
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
@@ -139,22 +139,11 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             // did there does not count.
             _ if tree_state.limit_reached => StopReason::InstructionLimit(instruction_limit),
             (Some(stop), _) => stop,
-            (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
-                let mut bytes = vec![0u8; 15];
-                let n = (0..15)
-                    .take_while(|&i| {
-                        st.space
-                            .read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize])
-                            .is_ok()
-                    })
-                    .count();
-                bytes.truncate(n);
-                StopReason::InvalidInstruction {
-                    pc,
-                    function: st.function_name(pc),
-                    bytes,
-                }
-            }
+            (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => StopReason::InvalidInstruction {
+                pc,
+                function: st.function_name(pc),
+                bytes: hooks::instruction_bytes(&uc, &st, pc),
+            },
             (None, Err(e)) => {
                 StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}"))
             }
@@ -284,6 +273,9 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
         .map_err(err)?;
     let s = Rc::clone(state);
     uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno))
+        .map_err(err)?;
+    let s = Rc::clone(state);
+    uc.add_insn_invalid_hook(move |uc| hooks::on_invalid_instruction(uc, &s))
         .map_err(err)?;
     // The block hook runs for every block and rdtsc/rdtscp need to return
     // "skip", so these three use the raw API. The state outlives `uc` (it is

@@ -50,6 +50,7 @@ impl Protection {
             present: self.read || self.write || self.exec,
             writable: self.write,
             executable: self.exec,
+            user: true,
         }
     }
 }
@@ -121,6 +122,33 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Maps `bytes` (padded to whole pages) at `addr` for emuprof's own
+    /// CPL 0 code and tables: the guest cannot touch these pages, and they
+    /// are not part of its address space (`read`, `write`, `mmap` and the
+    /// other guest views never see them). `addr` lies in the kernel half.
+    pub fn map_supervisor(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        bytes: &[u8],
+        executable: bool,
+    ) -> Result<(), EmuError> {
+        let flags = LeafFlags {
+            present: true,
+            writable: !executable,
+            executable,
+            user: false,
+        };
+        let mut entries = Vec::new();
+        for (i, chunk) in bytes.chunks(PAGE_SIZE as usize).enumerate() {
+            let phys = self.phys.alloc(uc)?;
+            uc.mem_write(phys, chunk)
+                .map_err(|e| EmuError::unicorn("writing a supervisor page", e))?;
+            entries.push((addr + i as u64 * PAGE_SIZE, phys, flags));
+        }
+        self.tables.set(uc, &mut self.phys, &entries)
+    }
+
     /// Unmaps `[addr, addr + len)`; unmapped holes are fine, as in `munmap`.
     pub fn unmap(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) -> Result<(), EmuError> {
         let pages: Vec<u64> = self
@@ -141,6 +169,7 @@ impl AddressSpace {
                         present: false,
                         writable: false,
                         executable: false,
+                        user: false,
                     },
                 )
             })

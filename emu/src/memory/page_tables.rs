@@ -8,6 +8,8 @@ use crate::EmuError;
 
 const PRESENT: u64 = 1;
 const WRITABLE: u64 = 1 << 1;
+/// User (CPL 3) access allowed; the guest runs at CPL 3.
+const USER: u64 = 1 << 2;
 const ACCESSED: u64 = 1 << 5;
 const DIRTY: u64 = 1 << 6;
 const NO_EXECUTE: u64 = 1 << 63;
@@ -21,6 +23,9 @@ pub struct LeafFlags {
     pub writable: bool,
     /// Instruction fetch is allowed (NX is set otherwise).
     pub executable: bool,
+    /// The guest (CPL 3) may use the page; false for emuprof's own
+    /// supervisor pages (the GDT and the user-mode entry trampoline).
+    pub user: bool,
 }
 
 impl LeafFlags {
@@ -34,6 +39,9 @@ impl LeafFlags {
         }
         if !self.executable {
             e |= NO_EXECUTE;
+        }
+        if self.user {
+            e |= USER;
         }
         e
     }
@@ -115,7 +123,8 @@ impl PageTables {
                     // The entry for this table sits in its parent at the
                     // parent's index bits (39, 30 or 21 upwards).
                     let parent_index = (vaddr >> (12 + 9 * u32::from(level))) & 0x1ff;
-                    let entry = t | PRESENT | WRITABLE | ACCESSED;
+                    // Directories allow everything; the leaf entries decide.
+                    let entry = t | PRESENT | WRITABLE | USER | ACCESSED;
                     uc.mem_write(parent + parent_index * 8, &entry.to_le_bytes())
                         .map_err(|e| EmuError::unicorn("writing a page directory", e))?;
                     self.tables.insert(key, t);
