@@ -49,6 +49,76 @@ pub fn enable_paging(uc: &mut Unicorn<'_, ()>, pml4: u64) -> Result<(), EmuError
         .map_err(err("setting CR0"))
 }
 
+/// x87 control word Linux gives a new process (`fninit`: all exceptions
+/// masked, 64-bit precision, round to nearest).
+pub const X87_CONTROL_WORD: u64 = 0x037f;
+/// MXCSR Linux gives a new process (all exceptions masked, round to nearest).
+pub const MXCSR: u64 = 0x1f80;
+/// RFLAGS at a new process's first instruction: IF and the reserved bit 1.
+pub const RFLAGS: u64 = 0x202;
+/// The user code segment selector of x86-64 Linux (`__USER_CS`).
+pub const USER_CS: u64 = 0x33;
+/// The user stack segment selector of x86-64 Linux (`__USER_DS`).
+pub const USER_SS: u64 = 0x2b;
+
+/// Every general register except RSP and RIP; `start_thread` leaves them 0.
+const GENERAL_REGISTERS: [RegisterX86; 15] = [
+    RegisterX86::RAX,
+    RegisterX86::RBX,
+    RegisterX86::RCX,
+    RegisterX86::RDX,
+    RegisterX86::RSI,
+    RegisterX86::RDI,
+    RegisterX86::RBP,
+    RegisterX86::R8,
+    RegisterX86::R9,
+    RegisterX86::R10,
+    RegisterX86::R11,
+    RegisterX86::R12,
+    RegisterX86::R13,
+    RegisterX86::R14,
+    RegisterX86::R15,
+];
+
+/// Puts the registers in the state x86-64 Linux's `start_thread` leaves a
+/// new process in at `execve`: general registers 0 except the stack
+/// pointer, RFLAGS 0x202, user selectors (CS 0x33, SS 0x2b, the data
+/// selectors and the FS/GS bases 0) and the initial floating-point state.
+///
+/// The selectors are what the guest reads with `mov %cs`; the emulated CPU
+/// still runs at CPL 0 (see README, "The emulated CPU").
+pub fn set_start_state(uc: &mut Unicorn<'_, ()>, sp: u64) -> Result<(), EmuError> {
+    let mut values: Vec<(RegisterX86, u64)> =
+        GENERAL_REGISTERS.iter().map(|&r| (r, 0)).collect();
+    values.extend([
+        (RegisterX86::RSP, sp),
+        (RegisterX86::RFLAGS, RFLAGS),
+        (RegisterX86::CS, USER_CS),
+        (RegisterX86::SS, USER_SS),
+        (RegisterX86::DS, 0),
+        (RegisterX86::ES, 0),
+        (RegisterX86::FS, 0),
+        (RegisterX86::GS, 0),
+        (RegisterX86::FS_BASE, 0),
+        (RegisterX86::GS_BASE, 0),
+    ]);
+    for (reg, value) in values {
+        uc.reg_write(reg, value)
+            .map_err(|e| EmuError::unicorn("setting the initial registers", e))?;
+    }
+    reset_fpu(uc).map_err(|e| EmuError::unicorn("setting the initial FPU state", e))
+}
+
+/// Resets the x87 and SSE state to Linux's initial one (`fninit` and MXCSR
+/// 0x1F80): what a new process starts with and what a signal handler starts
+/// with (the interrupted state comes back at `rt_sigreturn`).
+pub fn reset_fpu(uc: &mut Unicorn<'_, ()>) -> Result<(), unicorn_engine::uc_error> {
+    uc.reg_write(RegisterX86::FPCW, X87_CONTROL_WORD)?;
+    uc.reg_write(RegisterX86::FPSW, 0)?;
+    uc.reg_write(RegisterX86::FPTAG, 0xffff)?; // every register empty
+    uc.reg_write(RegisterX86::MXCSR, MXCSR)
+}
+
 fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {
     // struct uc_x86_msr { uint32_t rid; uint64_t value; } — value at offset 8.
     let mut raw = [0u8; 16];

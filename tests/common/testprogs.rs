@@ -48,6 +48,8 @@ pub const PROGRAMS: &[ProgramSpec] = &[
         native_counts_deterministic: false,
         ..spec("nondet", 0)
     },
+    spec("floats", 0),
+    spec("initstate", 0),
 ];
 
 const fn spec(name: &'static str, exit_status: i32) -> ProgramSpec {

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use emuprof_analysis::raw::{RawBlock, RawProfile};
 use emuprof_loader::{Binary, Image};
-use unicorn_engine::{Arch, HookType, Mode, RegisterX86, Unicorn, X86Insn};
+use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use crate::blocks::{BlockCache, BlockInfo};
 use crate::call_tree::CallTreeBuilder;
@@ -91,8 +91,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         .write_initial(&mut uc, stack.sp, &stack.bytes)
         .map_err(|f| EmuError::Layout(format!("initial stack at {:#x}", f.address)))?;
     cpu::enable_paging(&mut uc, space.page_table_root())?;
-    uc.reg_write(RegisterX86::RSP, stack.sp)
-        .map_err(|e| EmuError::unicorn("setting rsp", e))?;
+    cpu::set_start_state(&mut uc, stack.sp)?;
 
     let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
