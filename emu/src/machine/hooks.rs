@@ -102,6 +102,79 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
     let _ = uc.emu_stop();
 }
 
+/// `si_code` of a SIGILL for an illegal opcode (`ILL_ILLOPN`).
+const ILL_ILLOPN: i32 = 2;
+
+/// Invalid-instruction hook (`ud2`, an opcode the CPU lacks): SIGILL as
+/// Linux delivers it, to the guest's handler if it has one. VEX/EVEX-encoded
+/// (AVX) instructions are emuprof's limitation rather than the program's
+/// fault (the native CPU runs them): they stop the run with a hint instead.
+/// True when the guest continues (in its handler).
+pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) -> bool {
+    let mut st = state.borrow_mut();
+    if !sync_with_tree(&mut st) {
+        return false;
+    }
+    let pc = uc.pc_read().unwrap_or(0);
+    let bytes = instruction_bytes(uc, &st, pc);
+    if is_vex_encoded(&bytes) {
+        st.stop = Some(StopReason::InvalidInstruction {
+            pc,
+            function: st.function_name(pc),
+            bytes,
+        });
+        return false;
+    }
+    if let Disposition::Handler(action) = st.sys.signals.fault(signal::SIGILL as u64) {
+        let info = SigInfo {
+            code: ILL_ILLOPN,
+            value: pc,
+        };
+        let sig = signal::SIGILL as u64;
+        if signal_delivery::deliver(uc, &mut st, sig, action, info, pc, 0).is_ok() {
+            return true;
+        }
+    }
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    st.stop.get_or_insert(StopReason::Signaled {
+        signal: signal::SIGILL,
+        what: format!("illegal instruction (bytes {})", hex.join(" ")),
+        pc,
+        stack: Vec::new(),
+    });
+    false
+}
+
+/// Up to 15 readable bytes at `pc` (the longest x86 instruction).
+pub fn instruction_bytes(uc: &Unicorn<'_, ()>, st: &MachineState<'_>, pc: u64) -> Vec<u8> {
+    let mut bytes = vec![0u8; 15];
+    let n = (0..15)
+        .take_while(|&i| {
+            st.space
+                .read_raw(uc, pc + i, &mut bytes[i as usize..=i as usize])
+                .is_ok()
+        })
+        .count();
+    bytes.truncate(n);
+    bytes
+}
+
+/// True when the instruction is VEX or EVEX encoded (AVX, AVX2, AVX-512):
+/// after legacy and REX prefixes comes 0xC4, 0xC5 or 0x62 (in 64-bit mode
+/// these bytes always start a VEX/EVEX prefix).
+fn is_vex_encoded(bytes: &[u8]) -> bool {
+    let is_prefix = |b: &u8| {
+        matches!(
+            b,
+            0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65 | 0x40..=0x4f
+        )
+    };
+    matches!(
+        bytes.iter().find(|b| !is_prefix(b)),
+        Some(0xc4 | 0xc5 | 0x62)
+    )
+}
+
 /// Raw `rdtsc`/`rdtscp` hook: answer from the virtual clock, never the host's.
 ///
 /// # Safety

@@ -138,22 +138,11 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             // did there does not count.
             _ if tree_state.limit_reached => StopReason::InstructionLimit(instruction_limit),
             (Some(stop), _) => stop,
-            (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => {
-                let mut bytes = vec![0u8; 15];
-                let n = (0..15)
-                    .take_while(|&i| {
-                        st.space
-                            .read_raw(&uc, pc + i, &mut bytes[i as usize..=i as usize])
-                            .is_ok()
-                    })
-                    .count();
-                bytes.truncate(n);
-                StopReason::InvalidInstruction {
-                    pc,
-                    function: st.function_name(pc),
-                    bytes,
-                }
-            }
+            (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => StopReason::InvalidInstruction {
+                pc,
+                function: st.function_name(pc),
+                bytes: hooks::instruction_bytes(&uc, &st, pc),
+            },
             (None, Err(e)) => {
                 StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}"))
             }
@@ -283,6 +272,9 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
         .map_err(err)?;
     let s = Rc::clone(state);
     uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno))
+        .map_err(err)?;
+    let s = Rc::clone(state);
+    uc.add_insn_invalid_hook(move |uc| hooks::on_invalid_instruction(uc, &s))
         .map_err(err)?;
     // The block hook runs for every block and rdtsc/rdtscp need to return
     // "skip", so these three use the raw API. The state outlives `uc` (it is
