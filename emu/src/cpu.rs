@@ -49,6 +49,25 @@ pub fn enable_paging(uc: &mut Unicorn<'_, ()>, pml4: u64) -> Result<(), EmuError
         .map_err(err("setting CR0"))
 }
 
+/// x87 control word Linux gives a new process (`fninit`: all exceptions
+/// masked, 64-bit precision, round to nearest). Unicorn starts with 0, which
+/// made x87 arithmetic round to single precision.
+pub const X87_CONTROL_WORD: u64 = 0x037f;
+/// MXCSR Linux gives a new process (all exceptions masked, round to nearest).
+pub const MXCSR: u64 = 0x1f80;
+/// x87 tag word (full form) with every register empty.
+const ALL_X87_REGISTERS_EMPTY: u64 = 0xffff;
+
+/// Resets the x87 and SSE state to Linux's initial one (`fninit` and MXCSR
+/// 0x1F80): what a new process starts with and what a signal handler starts
+/// with (the interrupted state comes back at `rt_sigreturn`).
+pub fn reset_fpu(uc: &mut Unicorn<'_, ()>) -> Result<(), unicorn_engine::uc_error> {
+    uc.reg_write(RegisterX86::FPCW, X87_CONTROL_WORD)?;
+    uc.reg_write(RegisterX86::FPSW, 0)?;
+    uc.reg_write(RegisterX86::FPTAG, ALL_X87_REGISTERS_EMPTY)?;
+    uc.reg_write(RegisterX86::MXCSR, MXCSR)
+}
+
 fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {
     // struct uc_x86_msr { uint32_t rid; uint64_t value; } — value at offset 8.
     let mut raw = [0u8; 16];

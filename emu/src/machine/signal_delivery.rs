@@ -5,7 +5,9 @@
 //!
 //! The guest frame holds the general registers and the mask (a handler may
 //! change them); the floating-point state is kept on emuprof's side with
-//! Unicorn's context save/restore.
+//! Unicorn's context save/restore. The handler starts with Linux's initial
+//! floating-point state (x87 control word 0x037F, MXCSR 0x1F80), as the
+//! kernel gives it; the frame's `fpstate` pointer is NULL (no `fxsave` area).
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
@@ -126,7 +128,7 @@ pub fn deliver(
     set(uc, RegisterX86::RAX, 0)?;
     set(uc, RegisterX86::RSP, frame)?;
     set(uc, RegisterX86::RIP, action.handler.wrapping_sub(pc_bias))?;
-    Ok(())
+    crate::cpu::reset_fpu(uc).map_err(|_| Errno::EFAULT)
 }
 
 /// `rt_sigreturn`: restores what the handler interrupted (registers from the

@@ -65,6 +65,8 @@ pub mod signal {
     pub const SIGFPE: i32 = 8;
     /// Invalid memory reference.
     pub const SIGSEGV: i32 = 11;
+    /// Write to a pipe or socket with no reader.
+    pub const SIGPIPE: i32 = 13;
 
     /// The conventional name of a signal.
     pub fn name(sig: i32) -> &'static str {

@@ -5,7 +5,7 @@ use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
-use super::stop::StopReason;
+use super::stop::{signal, StopReason};
 use super::UnsupportedSyscalls;
 use crate::code_snapshot::CodeRange;
 use crate::memory::GuestView;
@@ -68,6 +68,9 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
             },
         },
     };
+    if result == Err(Errno::EPIPE) && raises_sigpipe(number, args) {
+        post_to_self(st, signal::SIGPIPE as u64);
+    }
     let rax = match result {
         Ok(v) => v,
         Err(e) => e.to_rax(),
@@ -83,6 +86,21 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
 const SYSCALL_LENGTH: u64 = 2;
 /// `si_code` of a signal sent with `tkill`/`tgkill` (what `raise` uses).
 const SI_TKILL: i32 = -6;
+
+/// `MSG_NOSIGNAL`: a socket send that fails with EPIPE raises no SIGPIPE.
+const MSG_NOSIGNAL: u64 = 0x4000;
+
+/// True when Linux raises SIGPIPE along with EPIPE for this call: writes to a
+/// pipe or socket whose reading end is gone, unless the send asked for
+/// `MSG_NOSIGNAL`.
+fn raises_sigpipe(number: u64, args: [u64; 6]) -> bool {
+    match number {
+        SYS_WRITE | SYS_WRITEV | SYS_PWRITEV | SYS_SENDFILE | SYS_SPLICE => true,
+        SYS_SENDTO | SYS_SENDMMSG => args[3] & MSG_NOSIGNAL == 0,
+        SYS_SENDMSG => args[2] & MSG_NOSIGNAL == 0,
+        _ => false,
+    }
+}
 
 /// Delivers the first pending signal the mask lets through, as the kernel
 /// does on the way back from a syscall.
@@ -117,7 +135,12 @@ fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
                 return;
             }
             Disposition::Terminate => {
-                terminate(uc, st, sig, "sent by the program itself");
+                let what = if sig == signal::SIGPIPE as u64 {
+                    "a write to a pipe or socket whose reader is gone"
+                } else {
+                    "sent by the program itself"
+                };
+                terminate(uc, st, sig, what);
                 return;
             }
         }
@@ -233,9 +256,15 @@ fn signal_self(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysRes
     if sig > 64 {
         return Err(Errno::EINVAL);
     }
+    post_to_self(st, sig);
+    Ok(0)
+}
+
+/// Makes `sig` pending for the guest unless it is ignored; it is delivered
+/// (or kills the process) on the way back from the current syscall.
+fn post_to_self(st: &mut MachineState<'_>, sig: u64) {
     match st.sys.signals.raise(sig) {
         Disposition::Handler(_) | Disposition::Terminate => st.sys.signals.post(sig),
         Disposition::Ignored | Disposition::Pending => {}
     }
-    Ok(0)
 }

@@ -13,15 +13,12 @@
 //! and is never counted; the GDT and trampoline pages live in the kernel half
 //! of the address space, outside everything the guest can map or address.
 //!
-//! The floating-point state is `fninit`'s and Linux's: control word `0x37f`
-//! (64-bit precision, all exceptions masked), all registers empty, MXCSR
-//! `0x1f80`. (Unicorn leaves both control words at 0, which made x87
-//! arithmetic round to single precision.)
+//! The floating-point state is `fninit`'s and Linux's ([`cpu::reset_fpu`]).
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
 use crate::memory::AddressSpace;
-use crate::EmuError;
+use crate::{cpu, EmuError};
 
 /// Linux's `__USER_DS` selector (GDT entry 5, RPL 3).
 pub const USER_DS: u64 = 0x2b;
@@ -29,12 +26,6 @@ pub const USER_DS: u64 = 0x2b;
 pub const USER_CS: u64 = 0x33;
 /// `rflags` of a new program: IF and the always-one bit 1.
 pub const INITIAL_RFLAGS: u64 = 0x202;
-/// x87 control word after `fninit` (and in every new Linux process).
-pub const INITIAL_FPU_CONTROL: u64 = 0x37f;
-/// x87 tag word with every register empty (full form).
-const ALL_FPU_REGISTERS_EMPTY: u64 = 0xffff;
-/// MXCSR of every new Linux process: all SSE exceptions masked.
-pub const INITIAL_MXCSR: u64 = 0x1f80;
 
 /// Where emuprof's supervisor pages start: the GDT, then the trampoline
 /// (`iretq`), then the trampoline's stack. Canonical, in the kernel half.
@@ -80,14 +71,7 @@ pub fn enter(
         &descriptor_table(GDT, gdt.len() as u32 - 1),
     )
     .map_err(err("loading the GDT"))?;
-    uc.reg_write(RegisterX86::FPCW, INITIAL_FPU_CONTROL)
-        .map_err(err("setting the x87 control word"))?;
-    uc.reg_write(RegisterX86::FPSW, 0)
-        .map_err(err("setting the x87 status word"))?;
-    uc.reg_write(RegisterX86::FPTAG, ALL_FPU_REGISTERS_EMPTY)
-        .map_err(err("setting the x87 tag word"))?;
-    uc.reg_write(RegisterX86::MXCSR, INITIAL_MXCSR)
-        .map_err(err("setting MXCSR"))?;
+    cpu::reset_fpu(uc).map_err(err("setting the initial x87 and SSE state"))?;
     uc.reg_write(
         RegisterX86::RSP,
         TRAMPOLINE_STACK_TOP - frame.len() as u64 * 8,
