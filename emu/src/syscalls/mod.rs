@@ -15,6 +15,7 @@ pub mod fd_table;
 pub mod file_system;
 pub mod files;
 pub mod futex;
+pub mod machine_files;
 pub mod guest_io;
 pub mod host;
 pub mod memory_access;
