@@ -102,6 +102,46 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
     let _ = uc.emu_stop();
 }
 
+/// `si_code` of a signal the kernel itself sends (`SI_KERNEL`), as for a
+/// general protection fault.
+const SI_KERNEL: i32 = 0x80;
+/// The `hlt` opcode.
+const HLT: u8 = 0xf4;
+
+/// The guest stopped without an error: after a `hlt`, that is the SIGSEGV
+/// Linux raises for a privileged instruction at CPL 3. Returns where the
+/// guest continues when its handler takes the signal; `None` when the run
+/// ends (the stop reason is recorded for `hlt`).
+pub fn on_halt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) -> Option<u64> {
+    let mut st = state.borrow_mut();
+    if !sync_with_tree(&mut st) {
+        return None;
+    }
+    // Unicorn leaves RIP after the `hlt`; Linux reports the instruction.
+    let pc = uc.pc_read().unwrap_or(0).wrapping_sub(1);
+    let mut byte = [0u8];
+    if st.space.read_raw(uc, pc, &mut byte).is_err() || byte[0] != HLT {
+        return None;
+    }
+    let sig = signal::SIGSEGV;
+    if let Disposition::Handler(action) = st.sys.signals.fault(sig as u64) {
+        let info = SigInfo {
+            code: SI_KERNEL,
+            value: 0,
+        };
+        if signal_delivery::deliver(uc, &mut st, sig as u64, action, info, pc, 0).is_ok() {
+            return uc.pc_read().ok();
+        }
+    }
+    st.stop.get_or_insert(StopReason::Signaled {
+        signal: sig,
+        what: "general protection fault (privileged instruction hlt)".to_string(),
+        pc,
+        stack: Vec::new(),
+    });
+    None
+}
+
 /// `si_code` of a SIGILL for an illegal opcode (`ILL_ILLOPN`).
 const ILL_ILLOPN: i32 = 2;
 

@@ -128,7 +128,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             signal_contexts: Vec::new(),
         }));
         let installed = install_hooks(&mut uc, &state);
-        let result = installed.and_then(|()| Ok(uc.emu_start(image.entry, u64::MAX, 0, 0)));
+        let result = installed.map(|()| run_guest(&mut uc, &state, image.entry));
         let mut st = state.borrow_mut();
         let tree_state = st.feed.close();
         let result = result?;
@@ -176,6 +176,27 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             notes,
         })
     })
+}
+
+/// Runs the guest from `start` until it exits or stops. `hlt` ends
+/// `emu_start` without an error at CPL 0; it becomes the SIGSEGV Linux
+/// gives it, and when a guest handler takes that, the run resumes there.
+fn run_guest(
+    uc: &mut Unicorn<'_, ()>,
+    state: &hooks::Shared<'_>,
+    start: u64,
+) -> Result<(), unicorn_engine::uc_error> {
+    let mut start = start;
+    loop {
+        let result = uc.emu_start(start, u64::MAX, 0, 0);
+        if result.is_err() || state.borrow().stop.is_some() {
+            return result;
+        }
+        match hooks::on_halt(uc, state) {
+            Some(resume) => start = resume,
+            None => return result,
+        }
+    }
 }
 
 /// Fills in the guest call stack of a fatal signal (innermost first, at most
