@@ -92,8 +92,7 @@ const GENERAL_REGISTERS: [RegisterX86; 15] = [
 /// The selectors are what the guest reads with `mov %cs`; the emulated CPU
 /// still runs at CPL 0 (see README, "The emulated CPU").
 pub fn set_start_state(uc: &mut Unicorn<'_, ()>, sp: u64) -> Result<(), EmuError> {
-    let mut values: Vec<(RegisterX86, u64)> =
-        GENERAL_REGISTERS.iter().map(|&r| (r, 0)).collect();
+    let mut values: Vec<(RegisterX86, u64)> = GENERAL_REGISTERS.iter().map(|&r| (r, 0)).collect();
     values.extend([
         (RegisterX86::RSP, sp),
         (RegisterX86::RFLAGS, RFLAGS),

@@ -129,7 +129,6 @@ pub fn deliver(
     set(uc, RegisterX86::RSP, frame)?;
     set(uc, RegisterX86::RIP, action.handler.wrapping_sub(pc_bias))?;
     crate::cpu::reset_fpu(uc).map_err(|_| Errno::EFAULT)
-
 }
 
 /// `rt_sigreturn`: restores what the handler interrupted (registers from the

@@ -30,9 +30,9 @@ impl Files {
                 }
                 Err(Errno::EACCES)
             }
-            SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG
-            | SYS_RECVMSG | SYS_SHUTDOWN | SYS_BIND | SYS_LISTEN | SYS_GETSOCKNAME
-            | SYS_GETPEERNAME | SYS_SETSOCKOPT | SYS_GETSOCKOPT | SYS_RECVMMSG | SYS_SENDMMSG => {
+            SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG
+            | SYS_SHUTDOWN | SYS_BIND | SYS_LISTEN | SYS_GETSOCKNAME | SYS_GETPEERNAME
+            | SYS_SETSOCKOPT | SYS_GETSOCKOPT | SYS_RECVMMSG | SYS_SENDMMSG => {
                 match self.fds.get(int_arg(call.args[0])) {
                     Ok(_) => Err(Errno::ENOTSOCK),
                     Err(e) => Err(e),
@@ -53,7 +53,10 @@ impl Files {
         let host_flags = (flags & libc::SOCK_NONBLOCK) | libc::SOCK_CLOEXEC;
         // SAFETY: plain socket creation; the fd is owned right below.
         let raw = unsafe { libc::socket(libc::AF_UNIX, base | host_flags, 0) };
-        let entry = FdEntry::new(host::owned(i64::from(raw))?, flags & libc::SOCK_CLOEXEC != 0)?;
+        let entry = FdEntry::new(
+            host::owned(i64::from(raw))?,
+            flags & libc::SOCK_CLOEXEC != 0,
+        )?;
         Ok(self.fds.insert(entry)? as u64)
     }
 

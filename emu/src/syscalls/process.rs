@@ -85,7 +85,11 @@ impl Process {
                 } else {
                     let mask: Vec<u8> = (0..words * 64)
                         .step_by(8)
-                        .map(|bit| (0..8).filter(|b| bit + b < cpus).fold(0u8, |m, b| m | 1 << b))
+                        .map(|bit| {
+                            (0..8)
+                                .filter(|b| bit + b < cpus)
+                                .fold(0u8, |m, b| m | 1 << b)
+                        })
                         .collect();
                     call.mem
                         .write(a[2], &mask)
