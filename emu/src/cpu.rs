@@ -19,6 +19,10 @@ const EFER_LME: u64 = 1 << 8;
 const EFER_LMA: u64 = 1 << 10;
 const EFER_NXE: u64 = 1 << 11;
 
+/// How many CPUs the guest sees (online, possible and present; the
+/// affinity mask; `/proc/cpuinfo`, `/proc/stat`). The one place to change it.
+pub const CPU_COUNT: u32 = 1;
+
 /// The CPU model every run uses. CPUID answers from this model decide which
 /// string functions glibc picks, so it is fixed (DESIGN.md: Haswell as
 /// Unicorn emulates it reports no AVX/AVX2).
@@ -66,6 +70,18 @@ pub fn reset_fpu(uc: &mut Unicorn<'_, ()>) -> Result<(), unicorn_engine::uc_erro
     uc.reg_write(RegisterX86::FPSW, 0)?;
     uc.reg_write(RegisterX86::FPTAG, ALL_X87_REGISTERS_EMPTY)?;
     uc.reg_write(RegisterX86::MXCSR, MXCSR)
+}
+
+/// CPUID leaf 1 as the guest sees it: Unicorn's Haswell (family 6, model
+/// 60, stepping 4, APIC id 0, 64-byte `clflush`) without RDRAND (ECX bit
+/// 30), which would return host randomness. Every other leaf is Unicorn's
+/// fixed Haswell answer (README, "The emulated CPU", lists them).
+pub const CPUID_LEAF_1: [u32; 4] = [0x0003_06c4, 0x0000_0800, 0x8ed8_2203, 0x078b_fbfd];
+
+/// The answer to `cpuid` with `leaf` in EAX when emuprof overrides Unicorn's
+/// (`None`: Unicorn answers).
+pub fn cpuid_override(leaf: u32) -> Option<[u32; 4]> {
+    (leaf == 1).then_some(CPUID_LEAF_1)
 }
 
 fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {

@@ -28,6 +28,7 @@ mod dwarf;
 mod error;
 mod identify;
 mod image;
+mod plt;
 mod symbols;
 
 use std::path::Path;

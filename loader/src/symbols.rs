@@ -26,6 +26,11 @@
 //!
 //! The chosen symbol's extent is the largest `st_size` among the aliases.
 //!
+//! # PLT stubs
+//!
+//! The IFUNC stubs of a static binary's `.plt`/`.iplt` are functions named
+//! `memcpy@plt` (see `plt.rs`), not part of the `_init` before them.
+//!
 //! # Extents
 //!
 //! A symbol covers `[address, address + size)`. A symbol with `st_size == 0`
@@ -153,7 +158,14 @@ impl Symbols {
                 .then_with(|| a.rank.cmp(&b.rank))
                 .then(a.raw_name.cmp(b.raw_name))
         });
-        let functions = merge_aliases(&candidates, image);
+        let mut functions = merge_aliases(&candidates);
+        let stubs = crate::plt::stubs(elf, &bytes, image.load_bias, &functions);
+        for stub in stubs {
+            if let Err(at) = functions.binary_search_by_key(&stub.address, |f| f.address) {
+                functions.insert(at, stub);
+            }
+        }
+        fill_extents(&mut functions, image);
         let starts = FunctionStarts::new(
             functions
                 .iter()
@@ -252,7 +264,7 @@ fn rank(sym: &Sym, raw_name: &str) -> (bool, usize) {
 
 /// Keeps the best-ranked symbol per address (candidates are sorted so it comes
 /// first) and gives every symbol a non-empty extent.
-fn merge_aliases(candidates: &[Candidate<'_>], image: &Image) -> Vec<FunctionSymbol> {
+fn merge_aliases(candidates: &[Candidate<'_>]) -> Vec<FunctionSymbol> {
     let mut functions: Vec<FunctionSymbol> = Vec::new();
     for candidate in candidates {
         match functions.last_mut() {
@@ -267,6 +279,11 @@ fn merge_aliases(candidates: &[Candidate<'_>], image: &Image) -> Vec<FunctionSym
             }),
         }
     }
+    functions
+}
+
+/// Gives each `st_size == 0` symbol its extent (see the module documentation).
+fn fill_extents(functions: &mut [FunctionSymbol], image: &Image) {
     let next_starts: Vec<Option<u64>> = functions
         .iter()
         .skip(1)
@@ -281,5 +298,4 @@ fn merge_aliases(candidates: &[Candidate<'_>], image: &Image) -> Vec<FunctionSym
             function.size = end.saturating_sub(function.address).max(1);
         }
     }
-    functions
 }

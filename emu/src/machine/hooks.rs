@@ -218,6 +218,32 @@ pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) ->
     1 // skip the real instruction
 }
 
+/// Raw `cpuid` hook: emuprof's fixed answer where it overrides Unicorn's
+/// (leaf 1, without RDRAND), else Unicorn's own.
+///
+/// # Safety
+/// `uc` must be the engine running the hook.
+pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, _user_data: *mut c_void) -> i32 {
+    let mut leaf: u64 = 0;
+    unicorn_engine::uc_reg_read(uc, RegisterX86::RAX as i32, (&raw mut leaf).cast());
+    let Some(answer) = crate::cpu::cpuid_override(leaf as u32) else {
+        return 0; // Unicorn answers
+    };
+    for (reg, value) in [
+        RegisterX86::RAX,
+        RegisterX86::RBX,
+        RegisterX86::RCX,
+        RegisterX86::RDX,
+    ]
+    .into_iter()
+    .zip(answer)
+    {
+        let value = u64::from(value);
+        unicorn_engine::uc_reg_write(uc, reg as i32, (&raw const value).cast());
+    }
+    1 // skip the real instruction
+}
+
 /// Raw `rdtscp` hook: like [`on_rdtsc`], and `TSC_AUX` (ecx) is 0.
 ///
 /// # Safety

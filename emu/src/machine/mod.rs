@@ -129,7 +129,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             signal_contexts: Vec::new(),
         }));
         let installed = install_hooks(&mut uc, &state);
-        let result = installed.and_then(|()| Ok(uc.emu_start(image.entry, u64::MAX, 0, 0)));
+        let result = installed.map(|()| uc.emu_start(image.entry, u64::MAX, 0, 0));
         let mut st = state.borrow_mut();
         let tree_state = st.feed.close();
         let result = result?;
@@ -307,10 +307,14 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
             X86Insn::RDTSCP,
             hooks::on_rdtscp as unsafe extern "C" fn(_, _) -> i32,
         ),
+        (
+            X86Insn::CPUID,
+            hooks::on_cpuid as unsafe extern "C" fn(_, _) -> i32,
+        ),
     ] {
         let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
         // SAFETY: a valid engine handle, a callback with the signature Unicorn
-        // expects for rdtsc hooks, and user data that outlives the engine.
+        // expects for rdtsc/cpuid hooks, and user data that outlives the engine.
         let rc = unsafe {
             unicorn_engine::uc_hook_add(
                 uc.get_handle(),

@@ -39,6 +39,7 @@ impl Errno {
     pub const ENOTSOCK: Errno = Errno(88);
     pub const EAFNOSUPPORT: Errno = Errno(97);
     pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const ECONNREFUSED: Errno = Errno(111);
 
     /// The errno of a host I/O error, `EIO` when it has none.
     pub fn from_io(err: &std::io::Error) -> Errno {

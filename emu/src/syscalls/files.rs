@@ -8,6 +8,7 @@ use super::fd_table::FdEntry;
 use super::file_system::{int_arg, is_self_exe, read_path, AT_FDCWD};
 use super::guest_io::{read_iovecs, read_to_guest, write_from_guest};
 use super::host;
+use super::machine_files;
 use super::numbers::*;
 use super::paths::Follow;
 use super::{Errno, GuestMemory, SysResult, SyscallCall};
@@ -76,6 +77,9 @@ impl Files {
         mode: u32,
     ) -> SysResult {
         let mut path = read_path(mem, path_addr)?;
+        if let Some(content) = machine_files::content(&path) {
+            return self.open_served(&content, flags);
+        }
         if is_self_exe(&path) {
             path = self.exe_path.clone();
         }
@@ -106,6 +110,26 @@ impl Files {
             host::openat(loc.dir.as_fd(), &loc.name, host_flags, mode)
         })?;
         let entry = FdEntry::new(opened, flags & libc::O_CLOEXEC != 0)?;
+        Ok(self.fds.insert(entry)? as u64)
+    }
+
+    /// Opens a file whose contents emuprof serves (read-only, like the
+    /// kernel's own): a sealed host memory file holding `content`.
+    fn open_served(&mut self, content: &[u8], flags: i32) -> SysResult {
+        if flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_CREAT != 0 {
+            return Err(Errno::EACCES);
+        }
+        let name = c"emuprof-served";
+        // SAFETY: a NUL-terminated name; the fd is owned right below.
+        let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        let file = std::fs::File::from(host::owned(i64::from(raw))?);
+        {
+            use std::io::{Seek, Write};
+            let mut writer = &file;
+            writer.write_all(content).map_err(|e| Errno::from_io(&e))?;
+            writer.rewind().map_err(|e| Errno::from_io(&e))?;
+        }
+        let entry = FdEntry::new(file.into(), flags & libc::O_CLOEXEC != 0)?;
         Ok(self.fds.insert(entry)? as u64)
     }
 

@@ -77,10 +77,24 @@ impl Process {
             SYS_GETRLIMIT => write_limit(call, a[1], a[0]),
             SYS_SETRLIMIT => Ok(0),
             SYS_SCHED_GETAFFINITY => {
-                if a[1] < 8 {
+                // One bit per CPU, in whole 64-bit words as the kernel writes.
+                let cpus = crate::cpu::CPU_COUNT as usize;
+                let words = cpus.div_ceil(64);
+                if (a[1] as usize) < words * 8 {
                     Err(Errno::EINVAL)
                 } else {
-                    call.mem.write_u64(a[2], 1).map(|_| 8).map_err(Errno::from)
+                    let mask: Vec<u8> = (0..words * 64)
+                        .step_by(8)
+                        .map(|bit| {
+                            (0..8)
+                                .filter(|b| bit + b < cpus)
+                                .fold(0u8, |m, b| m | 1 << b)
+                        })
+                        .collect();
+                    call.mem
+                        .write(a[2], &mask)
+                        .map(|_| mask.len() as u64)
+                        .map_err(Errno::from)
                 }
             }
             SYS_SCHED_YIELD => Ok(0),
@@ -142,8 +156,8 @@ fn sysinfo(call: &mut SyscallCall, addr: u64) -> SysResult {
     let put =
         |b: &mut [u8; 112], at: usize, v: u64| b[at..at + 8].copy_from_slice(&v.to_le_bytes());
     put(&mut b, 0, 1);
-    put(&mut b, 32, 8 << 30);
-    put(&mut b, 40, 6 << 30);
+    put(&mut b, 32, super::machine_files::TOTAL_RAM);
+    put(&mut b, 40, super::machine_files::FREE_RAM);
     b[80..82].copy_from_slice(&1u16.to_le_bytes());
     b[104..108].copy_from_slice(&1u32.to_le_bytes());
     call.mem.write(addr, &b)?;
