@@ -39,7 +39,11 @@ fn faults_and_broken_pipes_end_as_natively_and_handlers_run() {
         let Some(binary) = build(dir.path(), compiler, "fidelity.c") else {
             continue;
         };
-        for (mode, signal) in [("ud2", 4), ("hlt", 11), ("pipe", 13)] {
+        let privileged = ["hlt", "cli", "sti", "movcr", "wrmsr", "lgdt", "in", "out"];
+        let modes = [("ud2", 4), ("pipe", 13)]
+            .into_iter()
+            .chain(privileged.into_iter().map(|mode| (mode, 11)));
+        for (mode, signal) in modes {
             for handled in [false, true] {
                 let args: &[&str] = if handled { &[mode, "handle"] } else { &[mode] };
                 let what = format!("{compiler} {args:?}");

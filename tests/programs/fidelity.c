@@ -3,7 +3,8 @@
  * line and exit with 40 + the signal number.
  *
  *   ud2       executes ud2 (SIGILL)
- *   hlt       executes hlt, privileged (SIGSEGV)
+ *   hlt       executes hlt, privileged (SIGSEGV); likewise cli, sti,
+ *             movcr (mov %cr0), wrmsr, lgdt, in and out
  *   pipe      writes to a pipe whose reader is closed (SIGPIPE, EPIPE)
  *   ncpu      prints sysconf's CPU counts and the CPUs in /proc/cpuinfo
  *   getpwnam  looks up root (glibc asks nscd over an AF_UNIX socket first)
@@ -53,6 +54,26 @@ int main(int argc, char **argv) {
         __asm__ volatile("ud2");
     if (!strcmp(mode, "hlt"))
         __asm__ volatile("hlt");
+    if (!strcmp(mode, "cli"))
+        __asm__ volatile("cli");
+    if (!strcmp(mode, "sti"))
+        __asm__ volatile("sti");
+    if (!strcmp(mode, "movcr")) {
+        unsigned long cr0;
+        __asm__ volatile("mov %%cr0, %0" : "=r"(cr0));
+    }
+    if (!strcmp(mode, "wrmsr"))
+        __asm__ volatile("wrmsr" ::"c"(0x10), "a"(0), "d"(0));
+    if (!strcmp(mode, "lgdt")) {
+        char descriptor[10] = {0};
+        __asm__ volatile("lgdt %0" ::"m"(descriptor));
+    }
+    if (!strcmp(mode, "in")) {
+        unsigned char value;
+        __asm__ volatile("inb $0x60, %0" : "=a"(value));
+    }
+    if (!strcmp(mode, "out"))
+        __asm__ volatile("outb %0, $0x80" ::"a"((unsigned char)0));
     if (!strcmp(mode, "pipe")) {
         int fds[2];
         if (pipe(fds) != 0)
