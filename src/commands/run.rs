@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use emuprof::output::{check_writable, write_atomically};
+use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
@@ -22,19 +22,19 @@ use crate::exit_code;
 /// prints the summary and returns the exit code: the program's own status, or
 /// one of [`exit_code`]'s when the run did not finish.
 pub fn run(args: RunArgs) -> Result<i32> {
-    check_writable(&args.output).with_context(|| {
+    let target = OutputTarget::open(&args.output).with_context(|| {
         format!(
             "cannot write the profile to {}; choose another path with -o",
             args.output.display()
         )
     })?;
-    let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
-    let outcome = profile_program(&args.program, &args.args, &args.guest, vec![output])?;
+    let protected = target.protected_path().into_iter().collect();
+    let outcome = profile_program(&args.program, &args.args, &args.guest, protected)?;
     let profile = &outcome.profile;
-    write_atomically(&args.output, |w| {
-        profile.write_json(w).map_err(std::io::Error::other)
-    })
-    .with_context(|| format!("cannot write the profile to {}", args.output.display()))?;
+    let written_to = target.describe();
+    target
+        .write(|w| profile.write_json(w).map_err(std::io::Error::other))
+        .with_context(|| format!("cannot write the profile to {written_to}"))?;
 
     for note in &outcome.notes {
         eprintln!("emuprof: {note}");
@@ -47,8 +47,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             if let StopReason::Signaled { .. } = outcome.stop {
                 eprintln!(
                     "emuprof: {}; partial profile written to {}",
-                    outcome.stop,
-                    args.output.display()
+                    outcome.stop, written_to
                 );
             }
             outcome
@@ -59,21 +58,17 @@ pub fn run(args: RunArgs) -> Result<i32> {
         StopReason::Interrupted => {
             eprintln!(
                 "emuprof: {}; partial profile written to {}",
-                outcome.stop,
-                args.output.display()
+                outcome.stop, written_to
             );
             exit_code::INTERRUPTED
         }
         other => {
-            eprintln!(
-                "emuprof: {other}; partial profile written to {}",
-                args.output.display()
-            );
+            eprintln!("emuprof: {other}; partial profile written to {written_to}");
             exit_code::EMUPROF_FAILED
         }
     };
     if !args.quiet && outcome.stop.partial_reason().is_none() {
-        eprintln!("emuprof: profile written to {}", args.output.display());
+        eprintln!("emuprof: profile written to {written_to}");
     }
     Ok(code)
 }
