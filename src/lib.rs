@@ -39,6 +39,7 @@
 //! repository for a complete test.
 #![deny(missing_docs)]
 
+pub mod input;
 pub mod output;
 mod runner;
 pub mod source_map;

@@ -1,12 +1,16 @@
 //! The `emuprof` command.
 
+#[macro_use]
+mod stderr;
 mod cli;
 mod commands;
 mod exit_code;
+mod termination;
 
 use clap::Parser;
 
 fn main() {
+    termination::ignore_file_size_signal();
     let args = cli::with_implicit_run(std::env::args().collect());
     let cli = cli::Cli::parse_from(args);
     let code = match commands::dispatch(cli.command) {

@@ -108,7 +108,7 @@ pub fn run(args: AnnotateArgs) -> Result<i32> {
         };
         asm::write_asm(&costs, function, &options, &mut out)
     } else {
-        let read = |path: &str| std::fs::read_to_string(Path::new(path)).ok();
+        let read = |path: &str| emuprof::input::read_to_string(Path::new(path)).ok();
         source::write_source(&costs, &selection, &options, &read, &mut out)
     };
     match written.and_then(|()| out.flush()) {

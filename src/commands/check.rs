@@ -74,7 +74,7 @@ pub struct CheckArgs {
 
 /// Runs the check and returns the exit status.
 pub fn run(args: CheckArgs) -> Result<i32> {
-    let text = fs::read_to_string(&args.limits)
+    let text = emuprof::input::read_to_string(&args.limits)
         .with_context(|| format!("cannot read the limits file {}", args.limits.display()))?;
     let limits = Limits::parse(&text).with_context(|| format!("in {}", args.limits.display()))?;
     for name in args.baseline.iter().chain(&args.save_baseline) {

@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
 use super::summary;
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
-use crate::exit_code;
+use crate::{exit_code, termination};
 
 /// Runs the program, writes the profile (also when the run stopped early),
 /// prints the summary and returns the exit code: the program's own status, or
@@ -56,10 +56,16 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 .unwrap_or(exit_code::EMUPROF_FAILED)
         }
         StopReason::Interrupted => {
-            eprintln!(
-                "emuprof: {}; partial profile written to {}",
-                outcome.stop, written_to
-            );
+            match termination::termination_signal() {
+                Some(signal) => eprintln!(
+                    "emuprof: stopped by {signal}; partial profile written to {written_to}"
+                ),
+                None => eprintln!(
+                    "emuprof: {}; partial profile written to {written_to}",
+                    outcome.stop
+                ),
+            }
+            termination::die_of_termination_signal();
             exit_code::INTERRUPTED
         }
         other => {
@@ -92,17 +98,6 @@ pub fn profile_program(
     outcome
 }
 
-/// One Ctrl-C flag for the whole process (the handler can be installed once).
-fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    Arc::clone(FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let handler_flag = Arc::clone(&flag);
-        let _ = ctrlc::set_handler(move || handler_flag.store(true, Ordering::Relaxed));
-        flag
-    }))
-}
-
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up
 /// (argv, the executable's path for `/proc/self/exe`).
 fn configure(
@@ -131,7 +126,7 @@ fn configure(
         UnsupportedPolicy::Stop => UnsupportedSyscalls::Stop,
         UnsupportedPolicy::Enosys => UnsupportedSyscalls::Enosys,
     };
-    options.interrupt = interrupt_flag();
+    options.interrupt = termination::interrupt_flag();
     Ok(())
 }
 

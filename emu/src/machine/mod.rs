@@ -94,7 +94,9 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     uc.reg_write(RegisterX86::RSP, stack.sp)
         .map_err(|e| EmuError::unicorn("setting rsp", e))?;
 
-    let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
+    let mut files =
+        Files::new(options.files.clone()).map_err(|e| EmuError::Setup(e.to_string()))?;
+    files.interrupt_reads_on(Arc::clone(&options.interrupt));
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
     std::thread::scope(|scope| {

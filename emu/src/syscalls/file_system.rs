@@ -77,6 +77,9 @@ pub struct Files {
     pub(super) umask: u32,
     pub(super) notes: Vec<String>,
     pub(super) network_noted: bool,
+    /// Set when emuprof is asked to stop: ends blocking reads (see
+    /// [`super::interruptible`]).
+    pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Files {
@@ -100,7 +103,14 @@ impl Files {
             umask: host::current_umask(),
             notes: Vec::new(),
             network_noted: false,
+            interrupt: Default::default(),
         })
+    }
+
+    /// Lets `flag` end the guest's blocking reads of pipes, FIFOs and
+    /// terminals (with `EINTR`) once it is set.
+    pub fn interrupt_reads_on(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.interrupt = flag;
     }
 
     /// Runs the syscall if it belongs to this family; `None` otherwise.

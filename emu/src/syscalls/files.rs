@@ -47,7 +47,11 @@ impl Files {
                 .fds
                 .host(fd)
                 .and_then(|h| host::lseek(h, a[1] as i64, int_arg(a[2]))),
-            SYS_FTRUNCATE => self.fd_call(fd, libc::SYS_ftruncate, [a[1] as i64, 0]),
+            // Refused under --read-only whatever the fd is: an inherited
+            // stdout redirected to a file is a file too.
+            SYS_FTRUNCATE => self
+                .refuse_if_read_only()
+                .and_then(|()| self.fd_call(fd, libc::SYS_ftruncate, [a[1] as i64, 0])),
             SYS_FSYNC => self.fd_call(fd, libc::SYS_fsync, [0, 0]),
             SYS_FDATASYNC => self.fd_call(fd, libc::SYS_fdatasync, [0, 0]),
             SYS_FLOCK => self.fd_call(fd, libc::SYS_flock, [a[1] as i64, 0]),
@@ -137,6 +141,9 @@ impl Files {
         offset: Option<u64>,
     ) -> SysResult {
         let entry = self.fds.get(fd)?;
+        if entry.kind == super::fd_table::FileKind::Stream {
+            super::interruptible::wait_readable(entry.host.as_fd(), &self.interrupt)?;
+        }
         read_to_guest(entry.host.as_fd(), entry.kind, mem, segments, offset)
     }
 
@@ -342,6 +349,7 @@ mod tests {
         }
         let fd = h.open("/f", libc::O_RDONLY).expect("open");
         assert_eq!(h.call(SYS_FCHMOD, &[fd, 0o777]), Err(Errno::EROFS));
+        assert_eq!(h.call(SYS_FTRUNCATE, &[fd, 0]), Err(Errno::EROFS));
         assert_eq!(std::fs::read(h.host("root/f")).expect("read"), b"keep");
         assert!(h.host("root/d").is_dir() && !h.host("root/newdir").exists());
     }

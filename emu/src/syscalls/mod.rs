@@ -17,6 +17,7 @@ pub mod files;
 pub mod futex;
 pub mod guest_io;
 pub mod host;
+pub mod interruptible;
 pub mod memory_access;
 pub mod memory_map;
 pub mod network;
