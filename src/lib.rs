@@ -44,6 +44,7 @@ pub mod output;
 mod runner;
 pub mod source_map;
 pub mod symbols;
+pub mod terminal_text;
 
 pub use emuprof_analysis::{Function, Profile};
 pub use runner::{CompletedRun, Run};

@@ -1,7 +1,8 @@
 //! emuprof's own messages on stderr, written so that a closed or broken
 //! stderr (`emuprof ... 2>&1 | head -0`) never panics: write errors such as
 //! `EPIPE` are ignored, as a message nobody can read is no reason to lose a
-//! profile.
+//! profile. Control characters in them (from a hostile binary's symbol
+//! names) are escaped, see [`emuprof::terminal_text`].
 //!
 //! `main.rs` declares this module first with `#[macro_use]`, so these
 //! `eprint!`/`eprintln!` shadow the standard library's (which panic on a
@@ -11,7 +12,9 @@
 macro_rules! eprint {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
+        let mut err = emuprof::terminal_text::EscapeControls::new(std::io::stderr());
+        let _ = write!(err, $($arg)*);
+        let _ = err.flush();
     }};
 }
 
@@ -19,6 +22,8 @@ macro_rules! eprint {
 macro_rules! eprintln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let mut err = emuprof::terminal_text::EscapeControls::new(std::io::stderr());
+        let _ = writeln!(err, $($arg)*);
+        let _ = err.flush();
     }};
 }

@@ -101,7 +101,7 @@ pub fn run(args: AnnotateArgs) -> Result<i32> {
     options.hottest = args.hottest;
     let selection = annotate::select(&costs, args.target.as_deref())?;
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = io::BufWriter::new(emuprof::terminal_text::EscapeControls::new(stdout.lock()));
     let written = if args.asm {
         let Selection::Function(function) = selection else {
             return Err(annotate::AnnotateError::AsmNeedsFunction.into());

@@ -104,7 +104,10 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let outcome = limits::evaluate(&limits, &profile, baseline.as_ref());
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     let mut table = Vec::new();
-    limits::write_text(&outcome, &mut table)?;
+    limits::write_text(
+        &outcome,
+        &mut emuprof::terminal_text::EscapeControls::new(&mut table),
+    )?;
     if json_to_stdout {
         std::io::stderr().write_all(&table)?;
     } else {

@@ -109,7 +109,10 @@ pub fn run(args: DiffArgs) -> Result<i32> {
             options.include_unchanged = args.all;
             let comparison = ProfileDiff::new(&a, &b, &options);
             if format == DiffFormat::Text {
-                diff::write_text(&comparison, &mut bytes)?;
+                diff::write_text(
+                    &comparison,
+                    &mut emuprof::terminal_text::EscapeControls::new(&mut bytes),
+                )?;
             } else {
                 diff::write_json(&comparison, &mut bytes)?;
             }
