@@ -194,21 +194,7 @@ impl Files {
         let path = read_path(mem, path_addr)?;
         let loc = self.locate_at(dirfd, &path, Follow::Yes)?;
         self.refuse_if_read_only()?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: the name is a valid C string owned by `loc`.
-        unsafe {
-            host::syscall6(
-                libc::SYS_fchmodat,
-                [
-                    loc.dir.as_raw_fd() as i64,
-                    loc.name.as_ptr() as i64,
-                    mode as i64,
-                    0,
-                    0,
-                    0,
-                ],
-            )
-        }
+        super::no_follow::chmod(loc.dir.as_fd(), &loc.name, mode)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod interruptible;
 pub mod memory_access;
 pub mod memory_map;
 pub mod network;
+pub mod no_follow;
 pub mod numbers;
 pub mod path_guard;
 pub mod paths;
