@@ -235,3 +235,36 @@ fn small_refusals_are_sentences() {
     ]);
     assert!(line.contains("character device"), "{line}");
 }
+
+/// Class 11: under `--root`, `/proc/self/exe` names the program by its path
+/// inside the root, not by the host path.
+#[test]
+fn proc_self_exe_is_the_guest_path_under_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let built = build(
+        dir.path(),
+        "selfexe",
+        "#include <stdio.h>\n#include <unistd.h>\n\
+         int main(void){ char b[256]; ssize_t n = readlink(\"/proc/self/exe\", b, 255);\n\
+         if (n < 0) return 1; b[n] = 0; puts(b); return 0; }\n",
+    );
+    let program = root.join("bin").join("selfexe");
+    std::fs::copy(&built, &program).unwrap();
+    let mut command = emuprof();
+    command
+        .args(["-q", "--root"])
+        .arg(&root)
+        .arg("-o")
+        .arg(dir.path().join("p.json"))
+        .arg(&program);
+    let out = run_with_timeout(command, "emuprof selfexe");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "/bin/selfexe\n");
+}

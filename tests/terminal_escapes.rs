@@ -22,7 +22,7 @@ fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
     assert!(
         !text
             .chars()
-            .any(|c| (c.is_control() && c != '\n' && c != '\t')),
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
         "{what} printed a raw control character:\n{text:?}"
     );
     assert!(

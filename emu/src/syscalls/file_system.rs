@@ -14,7 +14,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::fd_table::FdTable;
 use super::host;
@@ -48,6 +48,24 @@ impl FilesOptions {
             exe_path,
             ..FilesOptions::default()
         }
+    }
+}
+
+/// `/proc/self/exe` as the guest sees it: under `--root`, a program inside
+/// the root is named by its path from the root (`/bin/prog`), not by the host
+/// path. A program outside the root keeps its host path.
+fn guest_exe_path(options: &FilesOptions) -> PathBuf {
+    let Some(root) = options
+        .root
+        .as_ref()
+        .and_then(|r| std::fs::canonicalize(r).ok())
+    else {
+        return options.exe_path.clone();
+    };
+    let exe = std::fs::canonicalize(&options.exe_path).unwrap_or_else(|_| options.exe_path.clone());
+    match exe.strip_prefix(&root) {
+        Ok(inside) => Path::new("/").join(inside),
+        Err(_) => options.exe_path.clone(),
     }
 }
 
@@ -99,7 +117,7 @@ impl Files {
             fds: FdTable::with_host_stdio(),
             paths,
             read_only: options.read_only,
-            exe_path: options.exe_path.as_os_str().as_bytes().to_vec(),
+            exe_path: guest_exe_path(&options).as_os_str().as_bytes().to_vec(),
             umask: host::current_umask(),
             notes: Vec::new(),
             network_noted: false,
