@@ -2,7 +2,8 @@
 //! trigger, each with inputs built here: a huge mapping (1), `ftruncate` of an
 //! inherited fd under `--read-only` (4), a closed stderr (5), a run blocked
 //! on an empty pipe stopped by Ctrl-C or SIGTERM (6), `/dev/zero` where a
-//! file is expected (10), and the smaller ones (11).
+//! file is expected (10), and the smaller ones (11: `--root` naming nothing,
+//! `--binary /dev/zero`, a low `ulimit -v`, `/proc/self/exe` under `--root`).
 
 mod common;
 
@@ -267,4 +268,29 @@ fn proc_self_exe_is_the_guest_path_under_root() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "/bin/selfexe\n");
+}
+
+/// Class 11: under a low `ulimit -v` emuprof says so in one `emuprof:` line
+/// (QEMU used to exit 1 with its own message only).
+#[test]
+fn a_low_address_space_limit_is_one_emuprof_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
+    for kib in ["1000000", "1700000"] {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v {kib} && exec \"$0\" -q -o p.json \"$1\""
+            ))
+            .arg(env!("CARGO_BIN_EXE_emuprof"))
+            .arg(&program)
+            .current_dir(dir.path())
+            .env_clear();
+        let out = run_with_timeout(command, "emuprof under ulimit -v");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "ulimit -v {kib}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "ulimit -v {kib}: {stderr}");
+        assert!(stderr.starts_with("emuprof: "), "ulimit -v {kib}: {stderr}");
+    }
 }

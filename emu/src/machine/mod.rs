@@ -3,6 +3,7 @@
 
 mod block_hook;
 mod hooks;
+mod host_limits;
 mod options;
 mod signal_delivery;
 mod stack_pointer;
@@ -58,6 +59,7 @@ pub struct RunOutcome {
 /// guest does (including crashing) ends in a [`RunOutcome`].
 pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError> {
     let image = &binary.image;
+    host_limits::check_address_space_limit()?;
     let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
         .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
     cpu::select_model(&mut uc)?;
