@@ -277,20 +277,42 @@ fn a_low_address_space_limit_is_one_emuprof_line() {
     let dir = tempfile::tempdir().unwrap();
     let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
     for kib in ["1000000", "1700000"] {
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(format!(
-                "ulimit -v {kib} && exec \"$0\" -q -o p.json \"$1\""
-            ))
-            .arg(env!("CARGO_BIN_EXE_emuprof"))
-            .arg(&program)
-            .current_dir(dir.path())
-            .env_clear();
-        let out = run_with_timeout(command, "emuprof under ulimit -v");
+        let out = under_ulimit(&format!("-v {kib}"), dir.path(), "p.json", &program);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(125), "ulimit -v {kib}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "ulimit -v {kib}: {stderr}");
         assert!(stderr.starts_with("emuprof: "), "ulimit -v {kib}: {stderr}");
     }
+}
+
+/// Class 11: a file-size limit too small for the profile fails the write
+/// with one `emuprof:` line and leaves no temporary file behind (SIGXFSZ
+/// used to kill emuprof mid-write).
+#[test]
+fn a_file_size_limit_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = under_ulimit("-f 1", dir.path(), "out/p.json", &program);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("cannot write the profile"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+}
+
+/// `emuprof -q -o OUTPUT PROGRAM` in `dir` under the shell's `ulimit LIMIT`.
+fn under_ulimit(limit: &str, dir: &Path, output: &str, program: &Path) -> std::process::Output {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit {limit} && exec \"$0\" -q -o {output} \"$1\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_emuprof"))
+        .arg(program)
+        .current_dir(dir)
+        .env_clear();
+    run_with_timeout(command, &format!("emuprof under ulimit {limit}"))
 }
