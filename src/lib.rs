@@ -39,10 +39,12 @@
 //! repository for a complete test.
 #![deny(missing_docs)]
 
+pub mod input;
 pub mod output;
 mod runner;
 pub mod source_map;
 pub mod symbols;
+pub mod terminal_text;
 
 pub use emuprof_analysis::{Function, Profile};
 pub use runner::{CompletedRun, Run};

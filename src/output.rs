@@ -1,47 +1,246 @@
-//! Writing output files atomically: a temporary file in the same directory,
-//! renamed over the target only once it is complete.
+//! Where emuprof writes its files: `-o PATH` resolved once, before a run.
+//!
+//! [`OutputTarget::open`] decides what `PATH` is before the program runs, so
+//! nothing the guest does afterwards can redirect the write:
+//!
+//! - `-` is emuprof's standard output.
+//! - An existing character device or FIFO (`/dev/null`, `/dev/stdout` on a
+//!   pipe, a named pipe) is opened right away and written into, never
+//!   replaced.
+//! - Anything else must be a regular file or not exist yet. Its parent
+//!   directory is opened once, and the file is written as a temporary next to
+//!   it and renamed over the name, both relative to that directory handle
+//!   and without following symlinks: a guest that swaps a directory on the
+//!   path for a symlink (under `--root`) cannot move the write elsewhere.
+//! - A directory, socket or block device is refused before the run.
 
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
-/// Writes `path` atomically with whatever `write` produces. On any error the
-/// target is left untouched.
+/// An output file resolved before the run; see the module doc.
+#[derive(Debug)]
+pub struct OutputTarget {
+    path: PathBuf,
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Stdout,
+    /// A character device or FIFO, already open for writing.
+    Stream(File),
+    /// A regular file `name` in the directory open as `dir`.
+    Regular {
+        dir: File,
+        name: OsString,
+    },
+}
+
+impl OutputTarget {
+    /// Resolves `path` (`-` for standard output) and checks that a file can be
+    /// written there, so a typo in `-o` does not cost the whole run.
+    pub fn open(path: &Path) -> io::Result<OutputTarget> {
+        let kind = if path.as_os_str() == "-" {
+            Kind::Stdout
+        } else {
+            match std::fs::metadata(path) {
+                Ok(meta) => {
+                    let ty = meta.file_type();
+                    if ty.is_dir() {
+                        return Err(refused("it is a directory"));
+                    } else if ty.is_char_device() || ty.is_fifo() {
+                        Kind::Stream(std::fs::OpenOptions::new().write(true).open(path)?)
+                    } else if ty.is_file() {
+                        regular(path)?
+                    } else {
+                        return Err(refused(
+                            "it is neither a regular file, a character device nor a FIFO",
+                        ));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => regular(path)?,
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(OutputTarget {
+            path: path.to_path_buf(),
+            kind,
+        })
+    }
+
+    /// The path as the user gave it, for messages (`standard output` for `-`).
+    pub fn describe(&self) -> String {
+        match self.kind {
+            Kind::Stdout => "standard output".to_string(),
+            _ => self.path.display().to_string(),
+        }
+    }
+
+    /// The absolute path of a regular target, which the guest must never
+    /// write (`None` for standard output and streams).
+    pub fn protected_path(&self) -> Option<PathBuf> {
+        match self.kind {
+            Kind::Regular { .. } => {
+                Some(std::path::absolute(&self.path).unwrap_or_else(|_| self.path.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes whatever `write` produces. A regular file is replaced
+    /// atomically (on any error the target is left untouched and the
+    /// temporary removed); a stream is written in place.
+    pub fn write(&self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+        match &self.kind {
+            Kind::Stdout => {
+                let mut out = io::stdout().lock();
+                write(&mut out)?;
+                out.flush()
+            }
+            Kind::Stream(file) => {
+                let mut w = BufWriter::new(file);
+                write(&mut w)?;
+                w.flush()
+            }
+            Kind::Regular { dir, name } => write_in_dir(dir, name, write),
+        }
+    }
+}
+
+/// Writes `path` atomically with whatever `write` produces (resolving it
+/// now; see [`OutputTarget`]). On any error the target is left untouched.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = match path.parent() {
+    OutputTarget::open(path)?.write(write)
+}
+
+fn refused(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, format!("refused: {why}"))
+}
+
+/// Opens the parent directory of `path` and checks a file can be created in it.
+fn regular(path: &Path) -> io::Result<Kind> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| refused("the path does not name a file"))?
+        .to_os_string();
+    let parent = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let tmp = tempfile::Builder::new()
-        .prefix(".emuprof-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(parent)?;
+    let probe = TempFile::create(&dir, "check")?;
+    drop(probe);
+    Ok(Kind::Regular { dir, name })
+}
+
+/// Temporary file, then fsync, then `renameat` over `name`, all relative to
+/// `dir`. `renameat` replaces whatever entry holds `name` (a symlink the guest
+/// planted included) and never follows it.
+fn write_in_dir(
+    dir: &File,
+    name: &OsStr,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let tmp = TempFile::create(dir, "out")?;
     {
-        let mut w = BufWriter::new(tmp.as_file());
+        let mut w = BufWriter::new(&tmp.file);
         write(&mut w)?;
         w.flush()?;
     }
-    tmp.as_file().sync_all()?;
-    // Temp files are created 0600; give the result the usual 0644.
-    std::fs::set_permissions(
-        tmp.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o644),
-    )?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.file.sync_all()?;
+    let target = c_name(name)?;
+    // SAFETY: both names are valid C strings and `dir` is an open directory.
+    let ret = unsafe {
+        libc::renameat(
+            dir.as_raw_fd(),
+            tmp.name.as_ptr(),
+            dir.as_raw_fd(),
+            target.as_ptr(),
+        )
+    };
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    tmp.keep();
     Ok(())
 }
 
-/// Checks before a long run that `path` can be created, so a typo in `-o`
-/// does not cost the whole run.
-pub fn check_writable(path: &Path) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    tempfile::Builder::new()
-        .prefix(".emuprof-check-")
-        .tempfile_in(dir)
-        .map(drop)
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| refused("the file name contains a NUL byte"))
+}
+
+/// A file created with `O_EXCL | O_NOFOLLOW` in a directory handle, removed
+/// on drop unless kept.
+struct TempFile<'d> {
+    dir: &'d File,
+    name: CString,
+    file: File,
+    kept: bool,
+}
+
+impl<'d> TempFile<'d> {
+    fn create(dir: &'d File, what: &str) -> io::Result<TempFile<'d>> {
+        let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
+        for attempt in 0..100u32 {
+            let name = c_name(OsStr::new(&format!(
+                ".emuprof-{what}-{}-{attempt}.tmp",
+                std::process::id()
+            )))?;
+            // SAFETY: `name` is a valid C string and `dir` an open directory.
+            let fd = unsafe {
+                libc::openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_NOFOLLOW
+                        | libc::O_CLOEXEC,
+                    0o644 as libc::c_uint,
+                )
+            };
+            if fd < 0 {
+                last = io::Error::last_os_error();
+                if last.kind() == io::ErrorKind::AlreadyExists {
+                    continue;
+                }
+                return Err(last);
+            }
+            // SAFETY: `fd` was just opened and is owned by nobody else.
+            let file = unsafe { File::from_raw_fd(fd) };
+            // The usual 0644 whatever the umask, as before.
+            file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
+            return Ok(TempFile {
+                dir,
+                name,
+                file,
+                kept: false,
+            });
+        }
+        Err(last)
+    }
+
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for TempFile<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            // SAFETY: `name` is a valid C string and `dir` an open directory.
+            unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
+        }
+    }
 }

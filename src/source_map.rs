@@ -99,9 +99,9 @@ pub fn instruction_costs(profile: &Profile, binary: &Path) -> Result<Instruction
 /// file does not exist.
 pub fn profiled_binary(profile: &Profile, explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = explicit {
-        if !path.is_file() {
+        if let Err(e) = crate::input::open_regular(path) {
             bail!(
-                "the binary {} given with --binary does not exist",
+                "cannot use the binary {} given with --binary: {e}",
                 path.display()
             );
         }

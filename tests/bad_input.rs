@@ -65,7 +65,7 @@ fn a_dynamic_binary_is_refused_with_a_hint_to_link_statically() {
         .map(PathBuf::from)
         .find(|p| p.is_file())
     else {
-        println!("SKIPPED: no /bin/ls to use as a dynamically linked binary");
+        common::ci::skip_unless_ci("no /bin/ls to use as a dynamically linked binary");
         return;
     };
     let line = refused(&ls);
@@ -78,7 +78,9 @@ fn a_dynamic_binary_is_refused_with_a_hint_to_link_statically() {
 #[test]
 fn truncated_elf_files_are_refused() {
     let Some(binary) = static_binary() else {
-        println!("SKIPPED: /bin/busybox (busybox-static) not found; it is the static binary these tests truncate");
+        common::ci::skip_unless_ci(
+            "/bin/busybox (busybox-static) not found; it is the static binary these tests truncate",
+        );
         return;
     };
     let bytes = std::fs::read(&binary).expect("read the static binary");
@@ -100,7 +102,9 @@ fn truncated_elf_files_are_refused() {
 #[test]
 fn an_arm_binary_is_refused_naming_its_architecture() {
     let Some(binary) = static_binary() else {
-        println!("SKIPPED: /bin/busybox (busybox-static) not found; it is the binary relabelled as AArch64");
+        common::ci::skip_unless_ci(
+            "/bin/busybox (busybox-static) not found; it is the binary relabelled as AArch64",
+        );
         return;
     };
     let mut bytes = std::fs::read(&binary).expect("read the static binary");

@@ -110,7 +110,9 @@ const CASES: &[Case] = &[
 #[test]
 fn busybox_applets_match_a_native_run() {
     if !Path::new(BUSYBOX).is_file() {
-        println!("SKIPPED: {BUSYBOX} not found (install Debian's busybox-static to run this test)");
+        common::ci::skip_unless_ci(&format!(
+            "{BUSYBOX} not found (install Debian's busybox-static)"
+        ));
         return;
     }
     let top = tempfile::tempdir().expect("temporary directory");

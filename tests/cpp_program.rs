@@ -36,7 +36,7 @@ const EXPECTED_CALLS: &[(&str, u64)] = &[
 #[test]
 fn exceptions_program_matches_native_and_its_call_tree_is_consistent() {
     if find_in_path("g++").is_none() {
-        println!("SKIPPED: g++ not found (install g++ to run the C++ exception test)");
+        common::ci::skip_unless_ci("g++ not found (install g++)");
         return;
     }
     let mut failures = Vec::new();
@@ -90,7 +90,7 @@ fn exceptions_program_matches_native_and_its_call_tree_is_consistent() {
 fn an_uncaught_exception_aborts_as_natively_with_a_partial_profile() {
     use std::os::unix::process::ExitStatusExt;
     if find_in_path("g++").is_none() {
-        println!("SKIPPED: g++ not found (install g++ to run the C++ exception test)");
+        common::ci::skip_unless_ci("g++ not found (install g++)");
         return;
     }
     let binary = build("O2");

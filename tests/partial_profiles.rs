@@ -183,7 +183,7 @@ fn assert_partial_and_consistent(run: &EmuprofRun) {
 /// printed message) when gcc is not installed.
 fn compile(name: &str, source: &str) -> Option<PathBuf> {
     if find_in_path("gcc").is_none() {
-        println!("SKIPPED: gcc not found (install gcc to build the test programs)");
+        common::ci::skip_unless_ci("gcc not found (install gcc to build the test programs)");
         return None;
     }
     let dir = target_dir().join("partial-profile-progs");

@@ -30,7 +30,7 @@ const EXPECTED_CALLS: &[(&str, u64)] = &[
 #[test]
 fn rust_program_matches_native_run() {
     if find_in_path("rustc").is_none() {
-        println!("SKIPPED: rustc not found (install a Rust toolchain to run this test)");
+        common::ci::skip_unless_ci("rustc not found (install a Rust toolchain)");
         return;
     }
     let binary = build();

@@ -10,6 +10,10 @@ use cpp_demangle::{DemangleOptions, ParseOptions};
 /// cannot exhaust the stack.
 const CPP_RECURSION_LIMIT: u32 = 96;
 
+/// Longest demangled name kept. Back-references let a 40 KB mangled name
+/// expand to gigabytes; past this the raw name is used instead.
+pub const MAX_DEMANGLED_LEN: usize = 64 * 1024;
+
 /// The demangled form of a symbol name, or the name itself when it is not mangled.
 ///
 /// ```
@@ -35,7 +39,25 @@ fn demangle_cpp(raw: &str) -> Option<String> {
     let parse_options = ParseOptions::default().recursion_limit(CPP_RECURSION_LIMIT);
     let symbol = cpp_demangle::Symbol::new_with_options(raw, &parse_options).ok()?;
     let demangle_options = DemangleOptions::default().recursion_limit(CPP_RECURSION_LIMIT);
-    symbol.demangle(&demangle_options).ok()
+    let mut out = BoundedString(String::new());
+    symbol
+        .structured_demangle(&mut out, &demangle_options)
+        .ok()?;
+    Some(out.0)
+}
+
+/// A string that refuses to grow past [`MAX_DEMANGLED_LEN`]: the write error
+/// stops the demangler early.
+struct BoundedString(String);
+
+impl std::fmt::Write for BoundedString {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.0.len() + s.len() > MAX_DEMANGLED_LEN {
+            return Err(std::fmt::Error);
+        }
+        self.0.push_str(s);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -53,6 +75,36 @@ mod tests {
     #[test]
     fn rust_v0_names_demangle() {
         assert_eq!(demangle("_RNvCs1234_7mycrate4main"), "mycrate::main");
+    }
+
+    /// Each template argument repeats the previous one twice through a
+    /// substitution (`S<2k-1>_`), so the demangled text doubles with every
+    /// level: 40 levels would be terabytes.
+    #[test]
+    fn exponential_cpp_names_fall_back_to_the_raw_name() {
+        let base36 = |mut n: u32| {
+            let digits = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+            let mut s = Vec::new();
+            loop {
+                s.insert(0, digits[(n % 36) as usize]);
+                n /= 36;
+                if n == 0 {
+                    return String::from_utf8(s).expect("ascii");
+                }
+            }
+        };
+        let mut raw = String::from("_Z1fI1XIiiE");
+        for k in 1..=40 {
+            let s = base36(2 * k - 1);
+            raw.push_str(&format!("1XIS{s}_S{s}_E"));
+        }
+        raw.push_str("Evv");
+        let start = std::time::Instant::now();
+        assert_eq!(demangle(&raw), raw);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        // A short prefix of the same shape still demangles.
+        let short = "_Z1fI1XIiiE1XIS1_S1_EEvv";
+        assert!(demangle(short).starts_with("void f<X<int, int>"));
     }
 
     #[test]

@@ -28,6 +28,15 @@ pub enum LoadError {
         /// What the operating system said.
         error: std::io::Error,
     },
+    /// The path names something other than a regular file (a directory, a
+    /// device such as `/dev/zero`, a FIFO), which is refused before reading.
+    #[error("{} is {kind}, not a program file; give the path of a static x86-64 executable", path.display())]
+    NotRegular {
+        /// The path that was given.
+        path: PathBuf,
+        /// What it is instead ("a directory", "a character device"...).
+        kind: &'static str,
+    },
     /// The file was read but is not a static x86-64 Linux executable emuprof can run.
     #[error("{} {problem}", path.display())]
     Invalid {

@@ -43,6 +43,8 @@ pub use image::{
     Image, ImageKind, Segment, TlsTemplate, MAX_SEGMENT_SIZE, PAGE_SIZE, STATIC_PIE_BASE,
     USER_SPACE_END,
 };
+mod regular_file;
+pub use regular_file::file_kind;
 pub use symbols::{FunctionStarts, FunctionSymbol, Symbols};
 
 /// A loaded static binary: its memory image and its symbols.
@@ -56,15 +58,7 @@ pub struct Binary {
 
 /// Reads and validates the static x86-64 executable at `path`.
 pub fn load(path: &Path) -> Result<Binary, LoadError> {
-    let bytes = std::fs::read(path).map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => LoadError::NotFound {
-            path: path.to_path_buf(),
-        },
-        _ => LoadError::Unreadable {
-            path: path.to_path_buf(),
-            error,
-        },
-    })?;
+    let bytes = regular_file::read(path)?;
     load_shared(Arc::from(bytes)).map_err(|problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,

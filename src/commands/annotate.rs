@@ -101,14 +101,14 @@ pub fn run(args: AnnotateArgs) -> Result<i32> {
     options.hottest = args.hottest;
     let selection = annotate::select(&costs, args.target.as_deref())?;
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = io::BufWriter::new(emuprof::terminal_text::EscapeControls::new(stdout.lock()));
     let written = if args.asm {
         let Selection::Function(function) = selection else {
             return Err(annotate::AnnotateError::AsmNeedsFunction.into());
         };
         asm::write_asm(&costs, function, &options, &mut out)
     } else {
-        let read = |path: &str| std::fs::read_to_string(Path::new(path)).ok();
+        let read = |path: &str| emuprof::input::read_to_string(Path::new(path)).ok();
         source::write_source(&costs, &selection, &options, &read, &mut out)
     };
     match written.and_then(|()| out.flush()) {

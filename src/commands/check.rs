@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use emuprof::output::{check_writable, write_atomically};
+use emuprof::output::{write_atomically, OutputTarget};
 use emuprof_analysis::limits::{self, Limits};
 use emuprof_analysis::Profile;
 
@@ -58,7 +58,7 @@ pub struct CheckArgs {
     /// the table then goes to stderr.
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "-")]
     pub json: Option<PathBuf>,
-    /// When running a program: also write its profile to FILE.
+    /// When running a program: also write its profile to FILE (`-` for stdout).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// How the guest runs (only with a program after `--`).
@@ -74,14 +74,20 @@ pub struct CheckArgs {
 
 /// Runs the check and returns the exit status.
 pub fn run(args: CheckArgs) -> Result<i32> {
-    let text = fs::read_to_string(&args.limits)
+    let text = emuprof::input::read_to_string(&args.limits)
         .with_context(|| format!("cannot read the limits file {}", args.limits.display()))?;
     let limits = Limits::parse(&text).with_context(|| format!("in {}", args.limits.display()))?;
     for name in args.baseline.iter().chain(&args.save_baseline) {
         check_baseline_name(name)?;
     }
     let baseline = load_baseline(&args)?;
-    let profile = obtain_profile(&args)?;
+    let json_target = match &args.json {
+        Some(path) => Some(
+            OutputTarget::open(path).with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let profile = obtain_profile(&args, json_target.iter())?;
     if let Some(base) = &baseline {
         if base.command != profile.command {
             eprintln!(
@@ -98,21 +104,19 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let outcome = limits::evaluate(&limits, &profile, baseline.as_ref());
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     let mut table = Vec::new();
-    limits::write_text(&outcome, &mut table)?;
+    limits::write_text(
+        &outcome,
+        &mut emuprof::terminal_text::EscapeControls::new(&mut table),
+    )?;
     if json_to_stdout {
         std::io::stderr().write_all(&table)?;
     } else {
         std::io::stdout().write_all(&table)?;
     }
-    match args.json.as_deref() {
-        Some(path) if path == Path::new("-") => {
-            limits::write_json(&outcome, std::io::stdout().lock())?
-        }
-        Some(path) => write_atomically(path, |w| {
-            limits::write_json(&outcome, w).map_err(std::io::Error::other)
-        })
-        .with_context(|| format!("cannot write {}", path.display()))?,
-        None => {}
+    if let Some(target) = &json_target {
+        target
+            .write(|w| limits::write_json(&outcome, w).map_err(std::io::Error::other))
+            .with_context(|| format!("cannot write {}", target.describe()))?;
     }
     for row in outcome.broken() {
         eprintln!("emuprof: limit broken: {}", row.message());
@@ -179,19 +183,25 @@ fn load_baseline(args: &CheckArgs) -> Result<Option<Profile>> {
 
 /// Reads PROFILE, or runs the program after `--`; refuses partial profiles,
 /// whose costs are incomplete.
-fn obtain_profile(args: &CheckArgs) -> Result<Profile> {
+/// `also_written` are the other output targets, which the guest must not write.
+fn obtain_profile<'t>(
+    args: &CheckArgs,
+    also_written: impl Iterator<Item = &'t OutputTarget>,
+) -> Result<Profile> {
     let profile = match (&args.profile, args.command.split_first()) {
         (Some(path), _) => profile_file::read(path)?,
         (None, Some((program, program_args))) => {
-            if let Some(output) = &args.output {
-                check_writable(output)
-                    .with_context(|| format!("cannot write the profile to {}", output.display()))?;
-            }
-            let protected = args
-                .output
+            let output =
+                match &args.output {
+                    Some(path) => Some(OutputTarget::open(path).with_context(|| {
+                        format!("cannot write the profile to {}", path.display())
+                    })?),
+                    None => None,
+                };
+            let protected = output
                 .iter()
-                .chain(&args.json)
-                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
+                .filter_map(OutputTarget::protected_path)
+                .chain(also_written.filter_map(OutputTarget::protected_path));
             let run = profile_program(
                 Path::new(program),
                 program_args,
@@ -201,11 +211,12 @@ fn obtain_profile(args: &CheckArgs) -> Result<Profile> {
             for note in &run.notes {
                 eprintln!("emuprof: {note}");
             }
-            if let Some(output) = &args.output {
-                write_atomically(output, |w| {
-                    run.profile.write_json(w).map_err(std::io::Error::other)
-                })
-                .with_context(|| format!("cannot write the profile to {}", output.display()))?;
+            if let Some(target) = &output {
+                target
+                    .write(|w| run.profile.write_json(w).map_err(std::io::Error::other))
+                    .with_context(|| {
+                        format!("cannot write the profile to {}", target.describe())
+                    })?;
             }
             run.profile
         }

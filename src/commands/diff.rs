@@ -6,12 +6,11 @@
 //! emuprof diff --run ./prog-O2 ./prog-O3 [run options] -- ARGS...
 //! ```
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use emuprof::output::write_atomically;
+use emuprof::output::OutputTarget;
 use emuprof_analysis::diff::{self, DiffOptions, ProfileDiff};
 use emuprof_analysis::diff_dot::{self, DiffDotOptions};
 use emuprof_analysis::Profile;
@@ -62,7 +61,7 @@ pub struct DiffArgs {
     /// below PCT of A's total too.
     #[arg(long, value_name = "PCT", default_value_t = 0.5)]
     pub threshold: f64,
-    /// Write to FILE instead of stdout.
+    /// Write to FILE instead of stdout (`-` is stdout too).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// How the guests run (only with --run).
@@ -79,10 +78,15 @@ pub fn run(args: DiffArgs) -> Result<i32> {
         args.run || args.args.is_empty(),
         "arguments after `--` need --run (A and B are then programs)"
     );
+    let target = OutputTarget::open(args.output.as_deref().unwrap_or(Path::new("-")))
+        .with_context(|| {
+            let path = args.output.as_deref().unwrap_or(Path::new("-"));
+            format!("cannot write {}", path.display())
+        })?;
     let (a, b) = if args.run {
         (
-            profile_of_run(&args.a, &args)?,
-            profile_of_run(&args.b, &args)?,
+            profile_of_run(&args.a, &args, &target)?,
+            profile_of_run(&args.b, &args, &target)?,
         )
     } else {
         (profile_file::read(&args.a)?, profile_file::read(&args.b)?)
@@ -105,7 +109,10 @@ pub fn run(args: DiffArgs) -> Result<i32> {
             options.include_unchanged = args.all;
             let comparison = ProfileDiff::new(&a, &b, &options);
             if format == DiffFormat::Text {
-                diff::write_text(&comparison, &mut bytes)?;
+                diff::write_text(
+                    &comparison,
+                    &mut emuprof::terminal_text::EscapeControls::new(&mut bytes),
+                )?;
             } else {
                 diff::write_json(&comparison, &mut bytes)?;
             }
@@ -116,20 +123,14 @@ pub fn run(args: DiffArgs) -> Result<i32> {
             diff_dot::write_diff_dot(&a, &b, &options, &mut bytes)?;
         }
     }
-    match &args.output {
-        Some(path) => write_atomically(path, |w| w.write_all(&bytes))
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => std::io::stdout().write_all(&bytes)?,
-    }
+    target
+        .write(|w| w.write_all(&bytes))
+        .with_context(|| format!("cannot write {}", target.describe()))?;
     Ok(0)
 }
 
-fn profile_of_run(program: &Path, args: &DiffArgs) -> Result<Profile> {
-    let protected = args
-        .output
-        .iter()
-        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
-        .collect();
+fn profile_of_run(program: &Path, args: &DiffArgs, target: &OutputTarget) -> Result<Profile> {
+    let protected = target.protected_path().into_iter().collect();
     let run = profile_program(program, &args.args, &args.guest, protected)?;
     for note in &run.notes {
         eprintln!("emuprof: {note}");

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use emuprof::output::write_atomically;
+use emuprof::output::OutputTarget;
 use emuprof_analysis::dot::{self, DotOptions};
 use emuprof_analysis::export::callgrind::{write_callgrind, CallgrindOptions};
 use emuprof_analysis::export::flamegraph::{
@@ -46,7 +46,7 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, short, value_enum)]
     pub format: ExportFormat,
-    /// Output file.
+    /// Output file (`-` for standard output).
     #[arg(long, short)]
     pub output: PathBuf,
     /// Drop functions below this percentage of the total (dot/svg); kept
@@ -83,10 +83,13 @@ pub struct ExportArgs {
 
 /// Writes the export atomically.
 pub fn run(args: ExportArgs) -> Result<i32> {
+    let target = OutputTarget::open(&args.output)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     let profile = profile_file::read(&args.profile)?;
     let bytes = export_bytes(&profile, &args)?;
-    write_atomically(&args.output, |w| w.write_all(&bytes))
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    target
+        .write(|w| w.write_all(&bytes))
+        .with_context(|| format!("cannot write {}", target.describe()))?;
     Ok(0)
 }
 

@@ -1,6 +1,5 @@
 //! Reading a profile written by `emuprof run`.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
@@ -9,8 +8,8 @@ use emuprof_analysis::Profile;
 
 /// Reads and validates the profile at `path`.
 pub fn read(path: &Path) -> Result<Profile> {
-    let file =
-        File::open(path).with_context(|| format!("cannot open the profile {}", path.display()))?;
+    let file = emuprof::input::open_regular(path)
+        .with_context(|| format!("cannot open the profile {}", path.display()))?;
     Profile::read_json(BufReader::new(file))
         .with_context(|| format!("{} is not a valid emuprof profile", path.display()))
 }

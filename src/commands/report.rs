@@ -1,5 +1,6 @@
 //! `emuprof report`: text and JSON reports of a profile.
 
+use emuprof::terminal_text::EscapeControls;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -89,7 +90,13 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     let profile = profile_file::read(&args.profile)?;
     let graph = CallGraph::new(&profile);
     let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    // Text goes to a terminal: names from the binary get their control
+    // characters escaped. JSON escapes its own.
+    let mut out: Box<dyn Write> = if args.json {
+        Box::new(BufWriter::new(stdout.lock()))
+    } else {
+        Box::new(BufWriter::new(EscapeControls::new(stdout.lock())))
+    };
     if args.graph {
         let mut o = graph::GraphOptions::default();
         if let Some(t) = args.threshold {

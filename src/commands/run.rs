@@ -3,38 +3,38 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use emuprof::output::{check_writable, write_atomically};
+use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
 use super::summary;
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
-use crate::exit_code;
+use crate::{exit_code, termination};
 
 /// Runs the program, writes the profile (also when the run stopped early),
 /// prints the summary and returns the exit code: the program's own status, or
 /// one of [`exit_code`]'s when the run did not finish.
 pub fn run(args: RunArgs) -> Result<i32> {
-    check_writable(&args.output).with_context(|| {
+    let target = OutputTarget::open(&args.output).with_context(|| {
         format!(
             "cannot write the profile to {}; choose another path with -o",
             args.output.display()
         )
     })?;
-    let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
-    let outcome = profile_program(&args.program, &args.args, &args.guest, vec![output])?;
+    let protected = target.protected_path().into_iter().collect();
+    let outcome = profile_program(&args.program, &args.args, &args.guest, protected)?;
     let profile = &outcome.profile;
-    write_atomically(&args.output, |w| {
-        profile.write_json(w).map_err(std::io::Error::other)
-    })
-    .with_context(|| format!("cannot write the profile to {}", args.output.display()))?;
+    let written_to = target.describe();
+    target
+        .write(|w| profile.write_json(w).map_err(std::io::Error::other))
+        .with_context(|| format!("cannot write the profile to {written_to}"))?;
 
     for note in &outcome.notes {
         eprintln!("emuprof: {note}");
@@ -47,8 +47,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             if let StopReason::Signaled { .. } = outcome.stop {
                 eprintln!(
                     "emuprof: {}; partial profile written to {}",
-                    outcome.stop,
-                    args.output.display()
+                    outcome.stop, written_to
                 );
             }
             outcome
@@ -57,23 +56,25 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 .unwrap_or(exit_code::EMUPROF_FAILED)
         }
         StopReason::Interrupted => {
-            eprintln!(
-                "emuprof: {}; partial profile written to {}",
-                outcome.stop,
-                args.output.display()
-            );
+            match termination::termination_signal() {
+                Some(signal) => eprintln!(
+                    "emuprof: stopped by {signal}; partial profile written to {written_to}"
+                ),
+                None => eprintln!(
+                    "emuprof: {}; partial profile written to {written_to}",
+                    outcome.stop
+                ),
+            }
+            termination::die_of_termination_signal();
             exit_code::INTERRUPTED
         }
         other => {
-            eprintln!(
-                "emuprof: {other}; partial profile written to {}",
-                args.output.display()
-            );
+            eprintln!("emuprof: {other}; partial profile written to {written_to}");
             exit_code::EMUPROF_FAILED
         }
     };
     if !args.quiet && outcome.stop.partial_reason().is_none() {
-        eprintln!("emuprof: profile written to {}", args.output.display());
+        eprintln!("emuprof: profile written to {written_to}");
     }
     Ok(code)
 }
@@ -95,17 +96,6 @@ pub fn profile_program(
     let outcome = run.execute();
     spinner.finish();
     outcome
-}
-
-/// One Ctrl-C flag for the whole process (the handler can be installed once).
-fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    Arc::clone(FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let handler_flag = Arc::clone(&flag);
-        let _ = ctrlc::set_handler(move || handler_flag.store(true, Ordering::Relaxed));
-        flag
-    }))
 }
 
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up
@@ -136,7 +126,7 @@ fn configure(
         UnsupportedPolicy::Stop => UnsupportedSyscalls::Stop,
         UnsupportedPolicy::Enosys => UnsupportedSyscalls::Enosys,
     };
-    options.interrupt = interrupt_flag();
+    options.interrupt = termination::interrupt_flag();
     Ok(())
 }
 

@@ -67,7 +67,9 @@ pub fn run_callgrind<S: AsRef<std::ffi::OsStr>>(
     args: &[S],
 ) -> Option<CallgrindProfile> {
     let Some(valgrind) = super::find_in_path("valgrind") else {
-        eprintln!("skipping the Callgrind comparison: valgrind is not installed");
+        super::ci::skip_unless_ci(
+            "valgrind is not installed (needed for the Callgrind comparison)",
+        );
         return None;
     };
     let dir =

@@ -15,6 +15,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod callgrind;
+pub mod ci;
 pub mod compile;
 pub mod golden;
 pub mod process;

@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../tests/common/ci.rs"]
+pub mod ci;
+
 use std::path::PathBuf;
 
 use emuprof_analysis::sample::RawTreeBuilder;

@@ -3,6 +3,7 @@
 
 mod block_hook;
 mod hooks;
+mod host_limits;
 mod options;
 mod signal_delivery;
 mod stack_pointer;
@@ -59,6 +60,7 @@ pub struct RunOutcome {
 /// guest does (including crashing) ends in a [`RunOutcome`].
 pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError> {
     let image = &binary.image;
+    host_limits::check_address_space_limit()?;
     let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
         .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
     cpu::select_model(&mut uc)?;
@@ -94,7 +96,9 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     cpu::enable_paging(&mut uc, space.page_table_root())?;
     user_mode::enter(&mut uc, &mut space, image.entry, stack.sp)?;
 
-    let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
+    let mut files =
+        Files::new(options.files.clone()).map_err(|e| EmuError::Setup(e.to_string()))?;
+    files.interrupt_reads_on(Arc::clone(&options.interrupt));
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
     std::thread::scope(|scope| {

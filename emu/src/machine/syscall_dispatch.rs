@@ -68,6 +68,16 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
             },
         },
     };
+    // Ctrl-C/SIGTERM during the call (a blocking read ends with EINTR then):
+    // stop here, before the guest sees the interrupted result.
+    if st
+        .options
+        .interrupt
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        st.stop.get_or_insert(StopReason::Interrupted);
+        return;
+    }
     if result == Err(Errno::EPIPE) && raises_sigpipe(number, args) {
         post_to_self(st, signal::SIGPIPE as u64);
     }

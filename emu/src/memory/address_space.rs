@@ -12,6 +12,9 @@ use crate::EmuError;
 
 /// Size of a guest page.
 pub const PAGE_SIZE: u64 = 0x1000;
+/// Most guest memory mapped at once (all mappings, `brk` included): 16 GiB.
+/// A fixed number, not the host's, so a run behaves the same on every host.
+pub const GUEST_MEMORY_LIMIT: u64 = 16 << 30;
 
 /// Highest address handed out by `mmap` without a hint (grows down), just
 /// below the stack, as Linux does without address randomisation.
@@ -243,6 +246,19 @@ impl AddressSpace {
         self.brk = start;
     }
 
+    /// Bytes of `[addr, addr + len)` that are mapped now.
+    pub fn mapped_bytes_in(&self, addr: u64, len: u64) -> u64 {
+        self.pages.range(addr..addr.saturating_add(len)).count() as u64 * PAGE_SIZE
+    }
+
+    /// Whether `extra` more bytes of guest memory fit under
+    /// [`GUEST_MEMORY_LIMIT`]. Every mapped page costs emuprof bookkeeping
+    /// and page tables, so the guest gets `ENOMEM` past the limit, as under a
+    /// Linux memory limit, instead of emuprof running out of host memory.
+    pub fn can_commit(&self, extra: u64) -> bool {
+        (self.pages.len() as u64 * PAGE_SIZE).saturating_add(extra) <= GUEST_MEMORY_LIMIT
+    }
+
     /// The `brk` system call: moves the break to `requested` if possible and
     /// returns the (new or old) break.
     pub fn set_brk(&mut self, uc: &mut Unicorn<'_, ()>, requested: u64) -> Result<u64, EmuError> {
@@ -252,7 +268,7 @@ impl AddressSpace {
         let old_end = super::page_align_up(self.brk);
         let new_end = super::page_align_up(requested);
         if new_end > old_end {
-            if !self.is_free(old_end, new_end - old_end) {
+            if !self.is_free(old_end, new_end - old_end) || !self.can_commit(new_end - old_end) {
                 return Ok(self.brk);
             }
             self.map(uc, old_end, new_end - old_end, Protection::READ_WRITE)?;

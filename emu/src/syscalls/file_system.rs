@@ -14,7 +14,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::fd_table::FdTable;
 use super::host;
@@ -51,6 +51,24 @@ impl FilesOptions {
     }
 }
 
+/// `/proc/self/exe` as the guest sees it: under `--root`, a program inside
+/// the root is named by its path from the root (`/bin/prog`), not by the host
+/// path. A program outside the root keeps its host path.
+fn guest_exe_path(options: &FilesOptions) -> PathBuf {
+    let Some(root) = options
+        .root
+        .as_ref()
+        .and_then(|r| std::fs::canonicalize(r).ok())
+    else {
+        return options.exe_path.clone();
+    };
+    let exe = std::fs::canonicalize(&options.exe_path).unwrap_or_else(|_| options.exe_path.clone());
+    match exe.strip_prefix(&root) {
+        Ok(inside) => Path::new("/").join(inside),
+        Err(_) => options.exe_path.clone(),
+    }
+}
+
 /// Why the file-system family could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
@@ -77,6 +95,9 @@ pub struct Files {
     pub(super) umask: u32,
     pub(super) notes: Vec<String>,
     pub(super) network_noted: bool,
+    /// Set when emuprof is asked to stop: ends blocking reads (see
+    /// [`super::interruptible`]).
+    pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Files {
@@ -96,11 +117,18 @@ impl Files {
             fds: FdTable::with_host_stdio(),
             paths,
             read_only: options.read_only,
-            exe_path: options.exe_path.as_os_str().as_bytes().to_vec(),
+            exe_path: guest_exe_path(&options).as_os_str().as_bytes().to_vec(),
             umask: host::current_umask(),
             notes: Vec::new(),
             network_noted: false,
+            interrupt: Default::default(),
         })
+    }
+
+    /// Lets `flag` end the guest's blocking reads of pipes, FIFOs and
+    /// terminals (with `EINTR`) once it is set.
+    pub fn interrupt_reads_on(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.interrupt = flag;
     }
 
     /// Runs the syscall if it belongs to this family; `None` otherwise.

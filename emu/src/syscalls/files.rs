@@ -48,7 +48,11 @@ impl Files {
                 .fds
                 .host(fd)
                 .and_then(|h| host::lseek(h, a[1] as i64, int_arg(a[2]))),
-            SYS_FTRUNCATE => self.fd_call(fd, libc::SYS_ftruncate, [a[1] as i64, 0]),
+            // Refused under --read-only whatever the fd is: an inherited
+            // stdout redirected to a file is a file too.
+            SYS_FTRUNCATE => self
+                .refuse_if_read_only()
+                .and_then(|()| self.fd_call(fd, libc::SYS_ftruncate, [a[1] as i64, 0])),
             SYS_FSYNC => self.fd_call(fd, libc::SYS_fsync, [0, 0]),
             SYS_FDATASYNC => self.fd_call(fd, libc::SYS_fdatasync, [0, 0]),
             SYS_FLOCK => self.fd_call(fd, libc::SYS_flock, [a[1] as i64, 0]),
@@ -161,6 +165,9 @@ impl Files {
         offset: Option<u64>,
     ) -> SysResult {
         let entry = self.fds.get(fd)?;
+        if entry.kind == super::fd_table::FileKind::Stream {
+            super::interruptible::wait_readable(entry.host.as_fd(), &self.interrupt)?;
+        }
         read_to_guest(entry.host.as_fd(), entry.kind, mem, segments, offset)
     }
 
@@ -211,21 +218,7 @@ impl Files {
         let path = read_path(mem, path_addr)?;
         let loc = self.locate_at(dirfd, &path, Follow::Yes)?;
         self.refuse_if_read_only()?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: the name is a valid C string owned by `loc`.
-        unsafe {
-            host::syscall6(
-                libc::SYS_fchmodat,
-                [
-                    loc.dir.as_raw_fd() as i64,
-                    loc.name.as_ptr() as i64,
-                    mode as i64,
-                    0,
-                    0,
-                    0,
-                ],
-            )
-        }
+        super::no_follow::chmod(loc.dir.as_fd(), &loc.name, mode)
     }
 }
 
@@ -366,6 +359,7 @@ mod tests {
         }
         let fd = h.open("/f", libc::O_RDONLY).expect("open");
         assert_eq!(h.call(SYS_FCHMOD, &[fd, 0o777]), Err(Errno::EROFS));
+        assert_eq!(h.call(SYS_FTRUNCATE, &[fd, 0]), Err(Errno::EROFS));
         assert_eq!(std::fs::read(h.host("root/f")).expect("read"), b"keep");
         assert!(h.host("root/d").is_dir() && !h.host("root/newdir").exists());
     }

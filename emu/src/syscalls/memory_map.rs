@@ -21,6 +21,9 @@ const MADV_DONTNEED: u64 = 4;
 /// Largest single mapping the guest may ask for.
 const MAX_MAPPING: u64 = 1 << 40;
 
+/// How much of a mapped file is read at a time.
+const FILE_CHUNK: u64 = 1 << 20;
+
 /// Reads file contents for a file-backed mapping: `(fd, offset, buf)` →
 /// bytes read.
 pub type FileReader<'a> = &'a mut dyn FnMut(i32, u64, &mut [u8]) -> Result<usize, Errno>;
@@ -88,6 +91,15 @@ fn mmap(
             None => return Ok(Err(Errno::ENOMEM)),
         }
     };
+    // A MAP_FIXED mapping replaces what it covers: that does not count twice.
+    let replaced_len = if fixed {
+        space.mapped_bytes_in(at, len)
+    } else {
+        0
+    };
+    if !space.can_commit(len - replaced_len) {
+        return Ok(Err(Errno::ENOMEM));
+    }
     let protection = Protection::from_linux(prot);
     if flags & MAP_ANONYMOUS != 0 {
         space.map(uc, at, len, protection)?;
@@ -96,17 +108,24 @@ fn mmap(
     // A file mapping: private copy of the file's bytes (MAP_SHARED writes are
     // not written back to the file).
     let _shared = flags & MAP_SHARED != 0;
-    let mut contents = vec![0u8; len as usize];
-    let mut filled = 0usize;
-    while filled < contents.len() {
-        match read_file(fd as i32, offset + filled as u64, &mut contents[filled..]) {
+    // Read what the file holds, chunk by chunk: a huge mapping of a small
+    // file costs only the file's size here.
+    let mut contents = Vec::new();
+    let mut chunk = vec![0u8; FILE_CHUNK.min(len) as usize];
+    while (contents.len() as u64) < len {
+        let want = chunk.len().min((len - contents.len() as u64) as usize);
+        match read_file(
+            fd as i32,
+            offset + contents.len() as u64,
+            &mut chunk[..want],
+        ) {
             Ok(0) => break,
-            Ok(n) => filled += n,
+            Ok(n) => contents.extend_from_slice(&chunk[..n]),
             Err(e) => return Ok(Err(e)),
         }
     }
     space.map(uc, at, len, protection)?;
-    if space.write_initial(uc, at, &contents[..filled]).is_err() {
+    if space.write_initial(uc, at, &contents).is_err() {
         return Ok(Err(Errno::EFAULT));
     }
     Ok(Ok(at))
@@ -129,6 +148,9 @@ fn mremap(
     if new_len <= old_len {
         space.unmap(uc, old + new_len, old_len - new_len)?;
         return Ok(Ok(old));
+    }
+    if !space.can_commit(new_len - old_len) {
+        return Ok(Err(Errno::ENOMEM));
     }
     if space.is_free(old + old_len, new_len - old_len) {
         space.map(uc, old + old_len, new_len - old_len, prot)?;

@@ -1,0 +1,318 @@
+//! Issue 12's failure classes that a guest or the host environment can
+//! trigger, each with inputs built here: a huge mapping (1), `ftruncate` of an
+//! inherited fd under `--read-only` (4), a closed stderr (5), a run blocked
+//! on an empty pipe stopped by Ctrl-C or SIGTERM (6), `/dev/zero` where a
+//! file is expected (10), and the smaller ones (11: `--root` naming nothing,
+//! `--binary /dev/zero`, a low `ulimit -v`, `/proc/self/exe` under `--root`).
+
+mod common;
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::compile::compile_c;
+use common::process::run_with_timeout;
+
+fn emuprof() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+    command.env_clear();
+    command
+}
+
+fn build(dir: &Path, name: &str, source: &str) -> PathBuf {
+    compile_c(dir, name, source, "gcc", &[]).unwrap_or_else(|| panic!("gcc builds {name}.c"))
+}
+
+/// Class 1: a 64 GiB read-only mapping of a small file and a 64 GiB
+/// anonymous one end the guest's way (ENOMEM here), never abort emuprof.
+#[test]
+fn huge_mappings_never_abort_emuprof() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(
+        dir.path(),
+        "bigmap",
+        r#"#include <stdio.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+int main(void) {
+    int fd = open("small", O_RDONLY);
+    void *f = mmap(0, 64UL << 30, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *a = mmap(0, 64UL << 30, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("%s %s\n", f == MAP_FAILED ? "file-refused" : "file-mapped",
+           a == MAP_FAILED ? "anon-refused" : "anon-mapped");
+    return 0;
+}
+"#,
+    );
+    std::fs::write(dir.path().join("small"), b"hello").unwrap();
+    let mut command = emuprof();
+    command
+        .args(["-q", "-o", "p.json"])
+        .arg(&program)
+        .current_dir(dir.path());
+    let out = run_with_timeout(command, "emuprof bigmap");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "file-refused anon-refused\n"
+    );
+    assert!(dir.path().join("p.json").is_file());
+}
+
+/// Class 4: under --read-only the guest cannot truncate the file its stdout
+/// was redirected to.
+#[test]
+fn read_only_refuses_ftruncate_of_an_inherited_fd() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(
+        dir.path(),
+        "trunc",
+        "#include <unistd.h>\nint main(void){ return ftruncate(1, 0) == 0 ? 1 : 0; }\n",
+    );
+    let target = dir.path().join("out.txt");
+    std::fs::write(&target, b"precious").unwrap();
+    let stdout = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&target)
+        .unwrap();
+    let status = emuprof()
+        .args(["-q", "--read-only", "-o"])
+        .arg(dir.path().join("p.json"))
+        .arg(&program)
+        .stdout(stdout)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "ftruncate was allowed");
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+}
+
+/// A pipe whose read end is already closed: writes to the other end fail
+/// with EPIPE.
+fn broken_pipe() -> OwnedFd {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both fds were just created and are owned here.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    write
+}
+
+/// Class 5: a closed stderr never makes emuprof panic (exit 101): a failed
+/// command still exits 125, a successful run still writes its profile.
+#[test]
+fn a_closed_stderr_does_not_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = emuprof()
+        .args(["report", "/nonexistent/p.json"])
+        .stderr(Stdio::from(broken_pipe()))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(125));
+
+    let program = build(dir.path(), "ok", "int main(void){ return 3; }\n");
+    let profile = dir.path().join("p.json");
+    let status = emuprof()
+        .arg("-o")
+        .arg(&profile)
+        .arg(&program)
+        .stderr(Stdio::from(broken_pipe()))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
+    assert!(profile.is_file());
+}
+
+/// Starts `emuprof <program>` reading an empty pipe that stays open, sends
+/// `signal` once the guest is blocked, and returns how emuprof ended.
+fn stop_blocked_run(signal: libc::c_int) -> (std::process::ExitStatus, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let program = build(
+        &dir,
+        "blockread",
+        "#include <unistd.h>\nint main(void){ char c; return (int)read(0, &c, 1); }\n",
+    );
+    let profile = dir.join("p.json");
+    let mut child = emuprof()
+        .args(["-q", "-o"])
+        .arg(&profile)
+        .arg(&program)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("emuprof ignored signal {signal} while the guest was blocked in read");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (status, profile, stderr)
+}
+
+/// Class 6: Ctrl-C ends a run blocked in a host read with exit 130 and the
+/// partial profile; SIGTERM the same, then emuprof dies of SIGTERM.
+#[test]
+fn signals_end_a_run_blocked_in_a_host_read() {
+    let (status, profile, stderr) = stop_blocked_run(libc::SIGINT);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(profile.is_file(), "no partial profile: {stderr}");
+    assert!(stderr.contains("partial profile written"), "{stderr}");
+
+    let (status, profile, stderr) = stop_blocked_run(libc::SIGTERM);
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{stderr}");
+    assert!(profile.is_file(), "no partial profile: {stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+}
+
+/// Runs emuprof with `args` and returns its single stderr line, checking it
+/// failed cleanly.
+fn one_line_refusal(args: &[&str]) -> String {
+    let mut command = emuprof();
+    command.args(args).current_dir(std::env::temp_dir());
+    let out = run_with_timeout(command, "emuprof");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(125), "{args:?}: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
+    assert!(lines[0].starts_with("emuprof: "), "{stderr}");
+    stderr
+}
+
+/// Class 10: a device where a file is expected is refused at once, never read.
+#[test]
+fn dev_zero_is_refused_where_a_file_is_expected() {
+    let line = one_line_refusal(&["run", "-o", "/tmp/never.json", "/dev/zero"]);
+    assert!(line.contains("character device"), "{line}");
+    let line = one_line_refusal(&["report", "/dev/zero"]);
+    assert!(line.contains("character device"), "{line}");
+}
+
+/// Class 11: `--root` naming nothing is a sentence, not a Rust debug dump;
+/// `--binary /dev/zero` says what it is.
+#[test]
+fn small_refusals_are_sentences() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
+    let profile = dir.path().join("p.json");
+    let line = one_line_refusal(&[
+        "--root",
+        "/nonexistent-root",
+        "-o",
+        profile.to_str().unwrap(),
+        program.to_str().unwrap(),
+    ]);
+    assert!(
+        line.contains("--root") && !line.contains("Os {") && !line.contains("kind:"),
+        "{line}"
+    );
+
+    let status = emuprof()
+        .args(["-q", "-o"])
+        .arg(&profile)
+        .arg(&program)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let line = one_line_refusal(&[
+        "annotate",
+        profile.to_str().unwrap(),
+        "--binary",
+        "/dev/zero",
+    ]);
+    assert!(line.contains("character device"), "{line}");
+}
+
+/// Class 11: under `--root`, `/proc/self/exe` names the program by its path
+/// inside the root, not by the host path.
+#[test]
+fn proc_self_exe_is_the_guest_path_under_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let built = build(
+        dir.path(),
+        "selfexe",
+        "#include <stdio.h>\n#include <unistd.h>\n\
+         int main(void){ char b[256]; ssize_t n = readlink(\"/proc/self/exe\", b, 255);\n\
+         if (n < 0) return 1; b[n] = 0; puts(b); return 0; }\n",
+    );
+    let program = root.join("bin").join("selfexe");
+    std::fs::copy(&built, &program).unwrap();
+    let mut command = emuprof();
+    command
+        .args(["-q", "--root"])
+        .arg(&root)
+        .arg("-o")
+        .arg(dir.path().join("p.json"))
+        .arg(&program);
+    let out = run_with_timeout(command, "emuprof selfexe");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "/bin/selfexe\n");
+}
+
+/// Class 11: under a low `ulimit -v` emuprof says so in one `emuprof:` line
+/// (QEMU used to exit 1 with its own message only).
+#[test]
+fn a_low_address_space_limit_is_one_emuprof_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
+    for kib in ["1000000", "1700000"] {
+        let out = under_ulimit(&format!("-v {kib}"), dir.path(), "p.json", &program);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(125), "ulimit -v {kib}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "ulimit -v {kib}: {stderr}");
+        assert!(stderr.starts_with("emuprof: "), "ulimit -v {kib}: {stderr}");
+    }
+}
+
+/// Class 11: a file-size limit too small for the profile fails the write
+/// with one `emuprof:` line and leaves no temporary file behind (SIGXFSZ
+/// used to kill emuprof mid-write).
+#[test]
+fn a_file_size_limit_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = under_ulimit("-f 1", dir.path(), "out/p.json", &program);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("cannot write the profile"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+}
+
+/// `emuprof -q -o OUTPUT PROGRAM` in `dir` under the shell's `ulimit LIMIT`.
+fn under_ulimit(limit: &str, dir: &Path, output: &str, program: &Path) -> std::process::Output {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit {limit} && exec \"$0\" -q -o {output} \"$1\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_emuprof"))
+        .arg(program)
+        .current_dir(dir)
+        .env_clear();
+    run_with_timeout(command, &format!("emuprof under ulimit {limit}"))
+}

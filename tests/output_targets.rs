@@ -1,0 +1,175 @@
+//! Where `-o` writes (issue 12, classes 2 and 7; `-o -` of issue 17):
+//! a FIFO is written into, not replaced; a directory is refused before the
+//! program runs; `-` is standard output for `run` and `export`; and a guest
+//! under `--root` that swaps a directory on the `-o` path for a symlink to
+//! the host cannot move the profile out of the root.
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::compile::compile_c;
+use common::process::run_with_timeout;
+
+/// A static program that prints `ran` and exits 0.
+fn hello(dir: &Path) -> PathBuf {
+    let src = "#include <stdio.h>\nint main(void){puts(\"ran\");return 0;}\n";
+    compile_c(dir, "hello", src, "gcc", &[]).expect("gcc -static builds hello.c")
+}
+
+fn emuprof(args: &[&std::ffi::OsStr], cwd: &Path) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+    command.args(args).current_dir(cwd).env_clear();
+    run_with_timeout(command, "emuprof")
+}
+
+#[test]
+fn a_fifo_output_is_written_into_and_stays_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = hello(dir.path());
+    let fifo = dir.path().join("profile.fifo");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::fs::File::open(reader_path)
+            .unwrap()
+            .read_to_end(&mut bytes)
+            .unwrap();
+        bytes
+    });
+    let out = emuprof(
+        &[
+            "-q".as_ref(),
+            "-o".as_ref(),
+            fifo.as_os_str(),
+            program.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = reader.join().unwrap();
+    let profile: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON through the FIFO");
+    assert!(profile.get("functions").is_some() || profile.is_object());
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(meta.file_type().is_fifo(), "the FIFO was replaced");
+}
+
+#[test]
+fn a_directory_output_is_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = hello(dir.path());
+    let target = dir.path().join("adir");
+    std::fs::create_dir(&target).unwrap();
+    let out = emuprof(
+        &["-o".as_ref(), target.as_os_str(), program.as_os_str()],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "the program ran: {:?}", out.stdout);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("emuprof: ") && stderr.contains("directory"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn dash_writes_the_profile_and_exports_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = hello(dir.path());
+    let out = emuprof(
+        &[
+            "-q".as_ref(),
+            "-o".as_ref(),
+            "-".as_ref(),
+            program.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout.strip_prefix("ran\n").expect("program output first");
+    let _: serde_json::Value = serde_json::from_str(json).expect("profile on stdout");
+    assert!(!dir.path().join("-").exists());
+
+    let profile = dir.path().join("p.json");
+    std::fs::write(&profile, json).unwrap();
+    let out = emuprof(
+        &[
+            "export".as_ref(),
+            profile.as_os_str(),
+            "-f".as_ref(),
+            "folded".as_ref(),
+            "-o".as_ref(),
+            "-".as_ref(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("main"));
+    assert!(
+        !dir.path().join("-").exists(),
+        "export created a file named -"
+    );
+}
+
+/// The guest renames the directory holding the `-o` file and puts a symlink
+/// to a host directory in its place; the profile must not land there.
+#[test]
+fn a_guest_cannot_redirect_the_profile_out_of_its_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let src = format!(
+        "#include <stdio.h>\n#include <unistd.h>\n\
+         int main(void){{\n\
+           if (rename(\"/sub\", \"/moved\") != 0) {{ perror(\"rename\"); return 1; }}\n\
+           if (symlink(\"{}\", \"/sub\") != 0) {{ perror(\"symlink\"); return 1; }}\n\
+           return 0; }}\n",
+        outside.display()
+    );
+    let program = compile_c(dir.path(), "swap", &src, "gcc", &[]).expect("gcc builds swap.c");
+    let output = root.join("sub").join("p.json");
+    let out = emuprof(
+        &[
+            "-q".as_ref(),
+            "--root".as_ref(),
+            root.as_os_str(),
+            "-o".as_ref(),
+            output.as_os_str(),
+            program.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !outside.join("p.json").exists(),
+        "the profile escaped the root through the guest's symlink"
+    );
+    assert!(root.join("moved").join("p.json").is_file());
+}
