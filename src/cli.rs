@@ -44,11 +44,13 @@ pub enum Command {
     Diff(crate::commands::diff::DiffArgs),
     /// Source lines or disassembly with exact per-line and per-instruction counts.
     Annotate(crate::commands::annotate::AnnotateArgs),
+    /// Serve an interactive call graph of a profile on a local web page.
+    View(crate::commands::view::ViewArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
 pub const SUBCOMMANDS: &[&str] = &[
-    "run", "report", "export", "check", "diff", "annotate", "help",
+    "run", "report", "export", "check", "diff", "annotate", "view", "help",
 ];
 
 /// What to do when the guest makes a syscall emuprof does not emulate.
