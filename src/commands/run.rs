@@ -29,7 +29,19 @@ pub fn run(args: RunArgs) -> Result<i32> {
         )
     })?;
     let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
-    let outcome = profile_program(&args.program, &args.args, &args.guest, vec![output])?;
+    let outcome = if args.live {
+        let live_output =
+            std::path::absolute(&args.live_output).unwrap_or_else(|_| args.live_output.clone());
+        super::live::profile_live(
+            &args.program,
+            &args.args,
+            &args.guest,
+            vec![output, live_output.clone()],
+            &live_output,
+        )?
+    } else {
+        profile_program(&args.program, &args.args, &args.guest, vec![output])?
+    };
     let profile = &outcome.profile;
     write_atomically(&args.output, |w| {
         profile.write_json(w).map_err(std::io::Error::other)
@@ -90,7 +102,7 @@ pub fn profile_program(
     protected_paths: Vec<PathBuf>,
 ) -> Result<CompletedRun> {
     let mut run = emuprof::Run::new(program).args(args.iter().cloned());
-    configure(run.options_mut(), guest, protected_paths)?;
+    configure_run(run.options_mut(), guest, protected_paths)?;
     let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
     spinner.finish();
@@ -110,7 +122,7 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up
 /// (argv, the executable's path for `/proc/self/exe`).
-fn configure(
+pub(super) fn configure_run(
     options: &mut RunOptions,
     guest: &GuestArgs,
     protected_paths: Vec<PathBuf>,
