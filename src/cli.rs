@@ -44,11 +44,13 @@ pub enum Command {
     Diff(crate::commands::diff::DiffArgs),
     /// Source lines or disassembly with exact per-line and per-instruction counts.
     Annotate(crate::commands::annotate::AnnotateArgs),
+    /// Serve an interactive call graph of a profile on a local web page.
+    View(crate::commands::view::ViewArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
 pub const SUBCOMMANDS: &[&str] = &[
-    "run", "report", "export", "check", "diff", "annotate", "help",
+    "run", "report", "export", "check", "diff", "annotate", "view", "help",
 ];
 
 /// What to do when the guest makes a syscall emuprof does not emulate.
@@ -105,6 +107,18 @@ pub struct RunArgs {
     /// How many functions the summary lists.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Show a live terminal view while the program runs (needs a terminal);
+    /// the program's stdout and stderr go to --live-output meanwhile.
+    #[arg(long)]
+    pub live: bool,
+    /// With --live: the file that receives the program's stdout and stderr.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "emuprof-live.out",
+        requires = "live"
+    )]
+    pub live_output: PathBuf,
     /// The static binary to run.
     pub program: PathBuf,
     /// Arguments for the program (everything after PROGRAM is passed on).

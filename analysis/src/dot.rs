@@ -35,7 +35,7 @@ impl Default for DotOptions {
 }
 
 /// Heat colour map (ColorBrewer YlOrRd, 7 classes): (lowest inclusive %, fill, font).
-const HEAT: [(f64, &str, &str); 7] = [
+pub(crate) const HEAT: [(f64, &str, &str); 7] = [
     (0.0, "#ffffb2", "black"),
     (1.0, "#fed976", "black"),
     (5.0, "#feb24c", "black"),
@@ -46,7 +46,7 @@ const HEAT: [(f64, &str, &str); 7] = [
 ];
 
 /// Fill and font colour for an inclusive percentage.
-fn heat(percent: f64) -> (&'static str, &'static str) {
+pub(crate) fn heat(percent: f64) -> (&'static str, &'static str) {
     let (_, fill, font) = HEAT
         .iter()
         .rev()

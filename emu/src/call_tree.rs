@@ -148,6 +148,18 @@ impl CallTreeBuilder {
             .collect()
     }
 
+    /// A copy of the tree so far with self cost up to date (open calls stay
+    /// open), and the active calls.
+    pub fn snapshot(&self) -> crate::live::TreeSnapshot {
+        let mut nodes = self.nodes.clone();
+        nodes[self.thread.top().node as usize].self_instructions += self.total - self.self_mark;
+        crate::live::TreeSnapshot {
+            nodes,
+            stack: self.thread.frames.iter().map(|f| f.node).collect(),
+            instructions: self.total,
+        }
+    }
+
     /// Closes every open call and returns the calling contexts (parents before
     /// children) and the instruction total.
     pub fn finish(mut self) -> (Vec<RawNode>, u64) {

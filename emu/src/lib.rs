@@ -20,6 +20,7 @@ pub mod code_snapshot;
 pub mod cpu;
 mod error;
 pub mod initial_stack;
+pub mod live;
 pub mod machine;
 pub mod memory;
 pub mod syscalls;

@@ -168,6 +168,8 @@ pub struct BuilderSetup<'a> {
     pub instruction_limit: u64,
     /// Where to publish the instruction total for progress display.
     pub progress: Arc<AtomicU64>,
+    /// Where a live view asks for snapshots, answered between batches.
+    pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -403,6 +405,7 @@ fn build(
         tree,
         instruction_limit,
         progress,
+        snapshots,
     } = setup;
     let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
     while let Some(batch) = recv_spinning(incoming, spin) {
@@ -416,6 +419,9 @@ fn build(
             .instructions
             .store(builder.instructions(), Ordering::Release);
         progress.store(builder.instructions(), Ordering::Relaxed);
+        if let Some(slot) = snapshots.as_deref().filter(|s| s.wanted()) {
+            slot.answer(builder.snapshot());
+        }
         published.batches_done.fetch_add(1, Ordering::SeqCst);
         published.wake_sync();
         let mut events = batch.events;
@@ -491,6 +497,7 @@ mod tests {
                 tree: CallTreeBuilder::new(0x1000, 0x7000),
                 instruction_limit: limit,
                 progress: Arc::default(),
+                snapshots: None,
             };
             let (mut feed, handle) = spawn(scope, setup).expect("a thread");
             events(&mut feed);

@@ -4,10 +4,12 @@ pub mod annotate;
 pub mod check;
 pub mod diff;
 pub mod export;
+mod live;
 mod profile_file;
 pub mod report;
 pub mod run;
 mod summary;
+pub mod view;
 
 use crate::cli::Command;
 
@@ -20,5 +22,6 @@ pub fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Check(args) => check::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Annotate(args) => annotate::run(args),
+        Command::View(args) => view::run(args),
     }
 }

@@ -28,8 +28,21 @@ pub fn run(args: RunArgs) -> Result<i32> {
             args.output.display()
         )
     })?;
-    let protected = target.protected_path().into_iter().collect();
-    let outcome = profile_program(&args.program, &args.args, &args.guest, protected)?;
+    let mut protected: Vec<PathBuf> = target.protected_path().into_iter().collect();
+    let outcome = if args.live {
+        let live_output =
+            std::path::absolute(&args.live_output).unwrap_or_else(|_| args.live_output.clone());
+        protected.push(live_output.clone());
+        super::live::profile_live(
+            &args.program,
+            &args.args,
+            &args.guest,
+            protected,
+            &live_output,
+        )?
+    } else {
+        profile_program(&args.program, &args.args, &args.guest, protected)?
+    };
     let profile = &outcome.profile;
     let written_to = target.describe();
     target
@@ -91,7 +104,7 @@ pub fn profile_program(
     protected_paths: Vec<PathBuf>,
 ) -> Result<CompletedRun> {
     let mut run = emuprof::Run::new(program).args(args.iter().cloned());
-    configure(run.options_mut(), guest, protected_paths)?;
+    configure_run(run.options_mut(), guest, protected_paths)?;
     let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
     spinner.finish();
@@ -100,7 +113,7 @@ pub fn profile_program(
 
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up
 /// (argv, the executable's path for `/proc/self/exe`).
-fn configure(
+pub(super) fn configure_run(
     options: &mut RunOptions,
     guest: &GuestArgs,
     protected_paths: Vec<PathBuf>,

@@ -6,6 +6,7 @@
 //! | folded stacks | [`folded`] | inferno, `flamegraph.pl`, speedscope |
 //! | flame graph / differential flame graph SVG | [`flamegraph`] | any browser |
 //! | pprof (gzipped protobuf) | [`pprof`] | `go tool pprof`, Grafana Pyroscope, speedscope, Perfetto |
+//! | the data of `emuprof view`'s page (JSON) | [`view`] | emuprof's own browser view |
 //!
 //! The stack-based formats share [`stacks`] (recursion folding, inline frames);
 //! line- and instruction-level data comes from
@@ -18,3 +19,4 @@ pub mod folded;
 pub mod pprof;
 mod pprof_proto;
 pub mod stacks;
+pub mod view;

@@ -108,6 +108,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             tree: CallTreeBuilder::new(image.entry, stack.sp),
             instruction_limit,
             progress: Arc::clone(&options.progress),
+            snapshots: options.snapshots.clone(),
         };
         let (feed, builder) = tree_feed::spawn(scope, setup)
             .map_err(|e| EmuError::Setup(format!("cannot start the call-tree thread: {e}")))?;

@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub interrupt: Arc<AtomicBool>,
     /// Updated with the instruction count now and then, for progress display.
     pub progress: Arc<AtomicU64>,
+    /// Where a live view asks for call-tree snapshots (none by default).
+    pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
 }
 
 impl RunOptions {
@@ -54,6 +56,7 @@ impl RunOptions {
             files,
             interrupt: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
+            snapshots: None,
         }
     }
 }

@@ -95,6 +95,11 @@ impl<'a> BuilderThread<'a> {
         self.tree.total_instructions()
     }
 
+    /// The call tree as it is now.
+    pub(super) fn snapshot(&self) -> crate::live::TreeSnapshot {
+        self.tree.snapshot()
+    }
+
     pub(super) fn finish(self) -> BuiltTree {
         let executions = self.runs.iter().map(|r| r.executions).collect();
         BuiltTree {

@@ -1,0 +1,258 @@
+//! `emuprof --live` in a real pseudo-terminal (tmux): the view shows the call
+//! stack and the top functions and updates while the guest runs; `q` and
+//! Ctrl-C end the run cleanly with the (partial) profile written; a run that
+//! finishes waits for a key and writes the same profile bytes as a run without
+//! `--live`; without a terminal `--live` is refused.
+//!
+//! Needs tmux; without it the tests are skipped, except when `CI` is set, where
+//! they fail.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{find_in_path, run_emuprof, testprog, Libc};
+
+/// A tmux server of its own (own socket) running one emuprof command.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts `emuprof --live` in a 160×40 pane; when it ends, its exit status
+    /// goes to `dir/exit`.
+    fn start(dir: &Path, emuprof_args: &[String]) -> Tmux {
+        let socket = format!(
+            "emuprof-live-{}-{}",
+            std::process::id(),
+            dir.display().to_string().len() ^ rand_suffix(dir)
+        );
+        let mut line = format!(
+            "cd '{}' && '{}'",
+            dir.display(),
+            env!("CARGO_BIN_EXE_emuprof")
+        );
+        for a in emuprof_args {
+            line.push_str(&format!(" '{a}'"));
+        }
+        line.push_str(&format!(
+            "; echo $? > '{}'; sleep 600",
+            dir.join("exit").display()
+        ));
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-x",
+                "160",
+                "-y",
+                "40",
+            ])
+            .arg(line)
+            .status()
+            .expect("run tmux");
+        assert!(status.success(), "tmux new-session failed");
+        Tmux { socket }
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn send(&self, key: &str) {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", key])
+            .status()
+            .expect("tmux send-keys");
+    }
+
+    /// Captures until `pred` holds; panics after 180 s with the last screen.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+fn rand_suffix(dir: &Path) -> usize {
+    dir.file_name().map_or(0, |n| n.len() * 7919)
+}
+
+/// One live view at a time: each runs a guest, and the machine may be busy.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn tmux_available() -> bool {
+    if find_in_path("tmux").is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tmux is not installed (apt-get install tmux)"
+    );
+    eprintln!("skipped: tmux is not installed");
+    false
+}
+
+/// Waits for `dir/exit` and returns the exit status it holds.
+fn exit_status(dir: &Path) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(code) = std::fs::read_to_string(dir.join("exit"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return code;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "emuprof --live did not end"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn program() -> PathBuf {
+    testprog("cpuheavy", Libc::Glibc, "O2").path
+}
+
+/// Runs a long fib workload, checks the view updates, then presses `key`.
+fn stop_with(key: &str) {
+    if !tmux_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<String> = ["--live", "-o", "p.json"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            program().display().to_string(),
+            "100000".into(),
+            "fib".into(),
+        ])
+        .collect();
+    let tmux = Tmux::start(dir.path(), &args);
+    let first = tmux.wait_for("the live view with fib on the stack", |s| {
+        s.contains("running")
+            && s.contains("Call stack")
+            && s.contains("Hottest path")
+            && s.contains("fib")
+    });
+    // The counts move while the guest runs.
+    let second = tmux.wait_for("a changed screen", |s| s != first && s.contains("running"));
+    assert_ne!(first, second);
+    let stack_section = second.lines().filter(|l| l.contains("│fib ")).count();
+    assert!(stack_section > 0, "fib is not on the call stack:\n{second}");
+    tmux.send(key);
+    assert_eq!(exit_status(dir.path()), 130, "interrupted runs exit 130");
+    let profile: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("p.json")).expect("the profile is written"),
+    )
+    .expect("the profile is JSON");
+    assert!(
+        profile["partial"].as_str().is_some_and(|p| !p.is_empty()),
+        "an interrupted profile is partial"
+    );
+    assert!(profile["functions"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|f| f["name"] == "fib")));
+    let after = tmux.capture();
+    assert!(
+        after.contains("partial profile written to p.json"),
+        "the terminal is back:\n{after}"
+    );
+}
+
+#[test]
+fn q_stops_the_run_and_writes_the_profile() {
+    stop_with("q");
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_writes_the_profile() {
+    stop_with("C-c");
+}
+
+#[test]
+fn a_finished_run_waits_for_a_key_and_writes_the_same_profile() {
+    if !tmux_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<String> = ["--live", "-o", "p.json"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([program().display().to_string(), "1".into(), "fib".into()])
+        .collect();
+    let tmux = Tmux::start(dir.path(), &args);
+    let screen = tmux.wait_for("the finished view", |s| {
+        s.contains("finished") && s.contains("fib")
+    });
+    assert!(screen.contains("main"), "{screen}");
+    assert!(
+        !dir.path().join("exit").exists(),
+        "the view must wait for a key"
+    );
+    tmux.send("Enter");
+    assert_eq!(exit_status(dir.path()), 0);
+    let live = std::fs::read(dir.path().join("p.json")).expect("profile");
+    let plain = run_emuprof(&program(), &["1", "fib"], &[] as &[&str]);
+    // Same command line as typed, so argv[0] and the profile agree.
+    assert_eq!(
+        plain.profile_bytes.as_deref(),
+        Some(&live[..]),
+        "--live changed the profile"
+    );
+    let output =
+        std::fs::read_to_string(dir.path().join("emuprof-live.out")).expect("program output file");
+    assert_eq!(
+        output,
+        plain.stdout_text(),
+        "the program's output goes to emuprof-live.out"
+    );
+}
+
+#[test]
+fn live_without_a_terminal_is_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(["--live", "-o", "/dev/null"])
+        .arg(program())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run emuprof");
+    assert_eq!(output.status.code(), Some(125));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("emuprof: --live needs a terminal"),
+        "{stderr}"
+    );
+}
