@@ -64,10 +64,12 @@ const BRK_DEPENDENT: &[&str] = &["__malloc_alloc_meta", "__expand_heap"];
 fn musl_counts_equal_callgrind() {
     let mut failures = Vec::new();
     let mut compared = 0;
-    for variant in testprog_variants()
-        .into_iter()
-        .filter(|v| v.libc == Libc::Musl && !v.spec.heavy && v.spec.native_counts_deterministic)
-    {
+    for variant in testprog_variants().into_iter().filter(|v| {
+        v.libc == Libc::Musl
+            && !v.spec.heavy
+            && v.spec.native_counts_deterministic
+            && v.spec.callgrind_models_it
+    }) {
         let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
             return;
         };
@@ -165,6 +167,7 @@ fn glibc_totals_within_one_percent_of_callgrind_outside_cpu_dependent_code() {
             && v.opt == "O2"
             && !v.spec.heavy
             && v.spec.native_counts_deterministic
+            && v.spec.callgrind_models_it
     }) {
         let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
             return;
