@@ -135,3 +135,15 @@ fn rdrand_and_random_device_give_identical_profiles_on_ten_runs() {
         assert_ten_identical_profiles(&binary, &[], "std::random_device");
     }
 }
+
+#[test]
+fn glibc_plt_stubs_are_named_functions_not_a_busy_init() {
+    let variant = common::testprog("floats", common::Libc::Glibc, "O2");
+    let run = run_emuprof(&variant.path, &variant.args, &["--quiet"]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.function_metric("_init", "calls"), 1, "_init runs once");
+    assert!(
+        run.function_metric("memcpy@plt", "calls") > 0,
+        "calls through the memcpy IFUNC stub are memcpy@plt's"
+    );
+}
