@@ -13,18 +13,14 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod blocks;
-pub mod call_tree;
 pub mod clock;
-pub mod code_snapshot;
 pub mod cpu;
 mod error;
 pub mod initial_stack;
 pub mod machine;
 pub mod memory;
 pub mod syscalls;
-pub mod thread;
-pub mod tree_feed;
+pub mod tree;
 
 pub use error::EmuError;
 pub use machine::{run, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};

@@ -17,7 +17,7 @@ use unicorn_engine::uc_engine;
 use super::stack_pointer;
 use super::state::MachineState;
 use super::stop::StopReason;
-use crate::tree_feed::TreeEvent;
+use crate::tree::tree_feed::TreeEvent;
 
 /// The block hook's entry point as Unicorn sees it: passes TCG's CPU-state
 /// register (`rbp`) on to [`on_block`] as a fifth argument (see

@@ -10,11 +10,11 @@
 
 use std::os::fd::AsRawFd;
 
-use super::file_system::{int_arg, read_path, Files, AT_FDCWD};
 use super::host;
-use super::numbers::*;
 use super::paths::Follow;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, read_path, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 impl Files {
     pub(super) fn handle_storage(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {

@@ -7,12 +7,12 @@
 use std::os::fd::{AsFd, AsRawFd};
 
 use super::fd_table::FileKind;
-use super::file_system::{int_arg, read_path, Files, AT_FDCWD};
 use super::guest_io::CHUNK;
 use super::host;
-use super::numbers::*;
 use super::paths::{Follow, Location};
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, read_path, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 const AT_REMOVEDIR: u64 = libc::AT_REMOVEDIR as u64;
 const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;

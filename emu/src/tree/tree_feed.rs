@@ -37,9 +37,9 @@ use emuprof_loader::FunctionStarts;
 
 mod builder_thread;
 
-use crate::blocks::BlockInfo;
-use crate::call_tree::CallTreeBuilder;
-use crate::code_snapshot::CodeSnapshot;
+use crate::tree::blocks::BlockInfo;
+use crate::tree::call_tree::CallTreeBuilder;
+use crate::tree::code_snapshot::CodeSnapshot;
 use builder_thread::BuilderThread;
 
 /// Events per batch: large enough that the channel costs nothing per block,
@@ -584,7 +584,7 @@ mod tests {
                 address: 0x9000,
                 size: 3,
                 instructions: 2,
-                terminator: crate::blocks::Terminator::Other,
+                terminator: crate::tree::blocks::Terminator::Other,
                 is_function_start: false,
             });
             feed.block(TreeEvent::block(0x9000, 3, 0x7000));

@@ -4,9 +4,9 @@
 //! user); calls on an existing fd fail with `ENOTSOCK`, since no guest fd can
 //! be a socket, or `EBADF` when the fd is not open.
 
-use super::file_system::{int_arg, Files};
-use super::numbers::*;
-use super::{Errno, SysResult, SyscallCall};
+use super::{int_arg, Files};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, SysResult, SyscallCall};
 
 /// The note left the first time the guest tries to use the network.
 pub const NETWORK_NOTE: &str =

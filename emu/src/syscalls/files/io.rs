@@ -2,15 +2,13 @@
 
 use std::os::fd::AsFd;
 
-pub use super::file_system::{Files, FilesError, FilesOptions};
-
 use super::fd_table::FdEntry;
-use super::file_system::{int_arg, is_self_exe, read_path, AT_FDCWD};
 use super::guest_io::{read_iovecs, read_to_guest, write_from_guest};
 use super::host;
-use super::numbers::*;
 use super::paths::Follow;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, is_self_exe, read_path, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 /// `close_range` flag: mark close-on-exec instead of closing.
 const CLOSE_RANGE_CLOEXEC: u64 = 4;

@@ -7,7 +7,7 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use super::Errno;
+use crate::syscalls::Errno;
 
 /// Size of the kernel's x86-64 `struct stat`.
 pub const STAT_SIZE: usize = 144;
