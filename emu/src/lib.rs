@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use emuprof_emu::{run, RunOptions};
-//! use emuprof_emu::syscalls::files::FilesOptions;
+//! use emuprof_emu::FilesOptions;
 //!
 //! let binary = emuprof_loader::load("./prog".as_ref()).expect("loadable");
 //! let args = vec!["./prog".to_string()];
@@ -13,14 +13,15 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod clock;
-pub mod cpu;
+mod clock;
+mod cpu;
 mod error;
-pub mod initial_stack;
-pub mod machine;
-pub mod memory;
-pub mod syscalls;
-pub mod tree;
+mod initial_stack;
+mod machine;
+mod memory;
+mod syscalls;
+mod tree;
 
 pub use error::EmuError;
 pub use machine::{run, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};
+pub use syscalls::files::{FilesError, FilesOptions};

@@ -183,8 +183,8 @@ fn is_vector_extension(bytes: &[u8]) -> bool {
             0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65
         )
     };
-    let rest = bytes.iter().skip_while(|b| legacy_prefix(b)).copied();
-    let opcode = rest.skip_while(|b| b & 0xf0 == 0x40).next(); // REX
+    let mut rest = bytes.iter().skip_while(|b| legacy_prefix(b)).copied();
+    let opcode = rest.find(|b| b & 0xf0 != 0x40); // REX
     matches!(opcode, Some(0xc4 | 0xc5 | 0x62))
 }
 

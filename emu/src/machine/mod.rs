@@ -11,8 +11,8 @@ mod stop;
 mod syscall_dispatch;
 mod user_mode;
 
-pub use options::{RunOptions, UnsupportedSyscalls, DEFAULT_SEED};
-pub use stop::{signal, StopReason};
+pub use options::{RunOptions, UnsupportedSyscalls};
+pub use stop::StopReason;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -129,7 +129,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             signal_contexts: Vec::new(),
         }));
         let installed = install_hooks(&mut uc, &state);
-        let result = installed.and_then(|()| Ok(uc.emu_start(image.entry, u64::MAX, 0, 0)));
+        let result = installed.map(|()| uc.emu_start(image.entry, u64::MAX, 0, 0));
         let mut st = state.borrow_mut();
         let tree_state = st.feed.close();
         let result = result?;

@@ -151,11 +151,6 @@ impl Files {
         Ok(done)
     }
 
-    /// The guest's fd table.
-    pub fn fd_table(&self) -> &FdTable {
-        &self.fds
-    }
-
     /// The directory a `*at` call starts from: the working directory for
     /// `AT_FDCWD`, else the guest fd `dirfd`.
     pub(super) fn start_dir(&self, dirfd: u64) -> Result<BorrowedFd<'_>, Errno> {
