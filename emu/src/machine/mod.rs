@@ -94,7 +94,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     cpu::enable_paging(&mut uc, space.page_table_root())?;
     user_mode::enter(&mut uc, &mut space, image.entry, stack.sp)?;
 
-    let files = Files::new(options.files.clone()).map_err(|e| EmuError::Setup(format!("{e:?}")))?;
+    let files = Files::new(options.files.clone())?;
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
     std::thread::scope(|scope| {
@@ -105,8 +105,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             instruction_limit,
             progress: Arc::clone(&options.progress),
         };
-        let (feed, builder) = tree_feed::spawn(scope, setup)
-            .map_err(|e| EmuError::Setup(format!("cannot start the call-tree thread: {e}")))?;
+        let (feed, builder) = tree_feed::spawn(scope, setup).map_err(EmuError::BuilderStart)?;
         let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
             symbols: &binary.symbols,
             blocks,
@@ -157,9 +156,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         drop(st);
         drop(uc); // releases the hooks' references to the state
         drop(state);
-        let built = builder
-            .join()
-            .map_err(|_| EmuError::Setup("internal error: the call-tree thread failed".into()))?;
+        let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &binary.symbols);
         let blocks = collect_blocks(&built.blocks, &built.executions);
         let (nodes, total_instructions) = built.tree.finish();
