@@ -100,9 +100,7 @@ impl Files {
         if loc.trailing_slash {
             host_flags |= libc::O_DIRECTORY;
         }
-        let opened = host::with_umask(self.umask, || {
-            host::openat(loc.dir.as_fd(), &loc.name, host_flags, mode)
-        })?;
+        let opened = host::create_at(loc.dir.as_fd(), &loc.name, host_flags, mode, self.umask)?;
         let entry = FdEntry::new(opened, flags & libc::O_CLOEXEC != 0)?;
         Ok(self.fds.insert(entry)? as u64)
     }
@@ -297,6 +295,31 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(h.call(SYS_UMASK, &[0o022]), Ok(0o077));
+    }
+
+    #[test]
+    fn a_looser_guest_umask_wins_over_the_hosts_and_existing_files_keep_their_mode() {
+        let mut h = Harness::sandboxed(|_, _| {});
+        h.call(SYS_UMASK, &[0]).expect("umask");
+        let mode_of = |h: &Harness, name: &str| {
+            std::fs::metadata(h.host(name))
+                .expect("stat")
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        let open = h.string("/open");
+        h.call(SYS_CREAT, &[open, 0o666]).expect("creat");
+        assert_eq!(mode_of(&h, "root/open"), 0o666);
+        let dir = h.string("/dir");
+        h.call(SYS_MKDIR, &[dir, 0o777]).expect("mkdir");
+        assert_eq!(mode_of(&h, "root/dir"), 0o777);
+        std::fs::write(h.host("root/old"), "x").expect("seed");
+        std::fs::set_permissions(h.host("root/old"), std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        h.open("/old", libc::O_WRONLY | libc::O_CREAT)
+            .expect("open existing");
+        assert_eq!(mode_of(&h, "root/old"), 0o600);
     }
 
     #[test]
