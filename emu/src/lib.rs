@@ -12,6 +12,7 @@
 //! println!("{} instructions", outcome.profile.total_instructions);
 //! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod clock;
 mod cpu;

@@ -203,18 +203,24 @@ const BUS_ADRALN: i32 = 1;
 /// registered, and no borrow of it may be active (true: `rdtsc` runs inside
 /// guest code, not inside another hook).
 pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
-    let state = &*(user_data as *const RefCell<MachineState<'_>>);
-    let tsc = match state.try_borrow_mut() {
-        Ok(mut st) => {
-            let instructions = st.feed.sync().instructions;
-            st.sys.time.clock.tsc(instructions)
-        }
-        Err(_) => 0,
+    // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
+    let state = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
+    let Ok(mut st) = state.try_borrow_mut() else {
+        // A made-up time stamp would make the run differ from itself: stop.
+        super::stop::fail_from_hook(uc, "rdtsc ran while the machine state was in use");
+        return 1;
     };
+    let instructions = st.feed.sync().instructions;
+    let tsc = st.sys.time.clock.tsc(instructions);
+    drop(st);
     let lo = tsc & 0xffff_ffff;
     let hi = tsc >> 32;
-    unicorn_engine::uc_reg_write(uc, RegisterX86::RAX as i32, (&raw const lo).cast());
-    unicorn_engine::uc_reg_write(uc, RegisterX86::RDX as i32, (&raw const hi).cast());
+    // SAFETY: `uc` is the live engine running this hook; the values are
+    // 8-byte locals, as a 64-bit register write reads.
+    unsafe {
+        unicorn_engine::uc_reg_write(uc, RegisterX86::RAX as i32, (&raw const lo).cast());
+        unicorn_engine::uc_reg_write(uc, RegisterX86::RDX as i32, (&raw const hi).cast());
+    }
     1 // skip the real instruction
 }
 
@@ -224,6 +230,8 @@ pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) ->
 /// As for [`on_rdtsc`].
 pub unsafe extern "C" fn on_rdtscp(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
     let zero: u64 = 0;
-    unicorn_engine::uc_reg_write(uc, RegisterX86::RCX as i32, (&raw const zero).cast());
-    on_rdtsc(uc, user_data)
+    // SAFETY: `uc` is the live engine running this hook; `zero` is an 8-byte local.
+    unsafe { unicorn_engine::uc_reg_write(uc, RegisterX86::RCX as i32, (&raw const zero).cast()) };
+    // SAFETY: this function's own contract, passed on unchanged.
+    unsafe { on_rdtsc(uc, user_data) }
 }

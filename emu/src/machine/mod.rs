@@ -133,7 +133,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         let tree_state = st.feed.close();
         let result = result?;
         let pc = uc.pc_read().unwrap_or(0);
-        let stop = match (st.stop.take(), result) {
+        let stop = match (stop::take_hook_failure().or(st.stop.take()), result) {
             // The guest ran on past the limit until emuprof noticed; what it
             // did there does not count.
             _ if tree_state.limit_reached => StopReason::InstructionLimit(instruction_limit),

@@ -361,11 +361,18 @@ unsafe fn write_streaming(slot: *mut TreeEvent, event: TreeEvent) {
     #[cfg(target_arch = "x86_64")]
     {
         let words = slot.cast::<i64>();
-        core::arch::x86_64::_mm_stream_si64(words, event.key as i64);
-        core::arch::x86_64::_mm_stream_si64(words.add(1), event.sp as i64);
+        // SAFETY: the caller's contract: `slot` (two 8-byte words) is valid
+        // for writes and 8-byte aligned; SSE2 is part of x86-64.
+        unsafe {
+            core::arch::x86_64::_mm_stream_si64(words, event.key as i64);
+            core::arch::x86_64::_mm_stream_si64(words.add(1), event.sp as i64);
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    slot.write(event);
+    // SAFETY: the caller's contract: `slot` is valid for writes and aligned.
+    unsafe {
+        slot.write(event)
+    };
 }
 
 /// Orders the streaming writes before the batch is handed over (they are

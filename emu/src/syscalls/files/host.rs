@@ -194,7 +194,8 @@ pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: i32) -> Result<u64, Errno>
 /// Every pointer argument must point at a host buffer valid for what the
 /// syscall reads or writes.
 pub unsafe fn syscall6(nr: i64, a: [i64; 6]) -> Result<u64, Errno> {
-    check(libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]))
+    // SAFETY: the caller's contract covers every pointer argument.
+    check(unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) })
 }
 
 /// The process umask, read from `/proc/self/status` (never set, so no other
