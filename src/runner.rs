@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use emuprof_analysis::{Function, Profile};
-use emuprof_emu::syscalls::files::FilesOptions;
+use emuprof_emu::FilesOptions;
 use emuprof_emu::{RunOptions, RunOutcome, StopReason};
 
 use crate::symbols::SymbolResolver;

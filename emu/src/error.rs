@@ -24,9 +24,27 @@ pub enum EmuError {
     /// The program does not fit the guest address space.
     #[error("the program does not fit in guest memory: {0}")]
     Layout(String),
-    /// A host file needed to start the guest could not be opened.
-    #[error("{0}")]
-    Setup(String),
+    /// The guest's view of the host's files could not be set up (`--root`,
+    /// the working directory).
+    #[error(transparent)]
+    Files(#[from] crate::syscalls::files::FilesError),
+    /// The thread that builds the call tree could not be started.
+    #[error("cannot start the call-tree thread: {0}")]
+    BuilderStart(#[source] std::io::Error),
+    /// `ulimit -v` leaves less address space than the emulator reserves.
+    #[error(
+        "the address-space limit (ulimit -v) is {limit_mib} MiB, below the {needed_mib} MiB the \
+         emulator needs; raise it (ulimit -v unlimited)"
+    )]
+    AddressSpaceLimit {
+        /// The current limit.
+        limit_mib: u64,
+        /// What the emulator needs.
+        needed_mib: u64,
+    },
+    /// The thread that builds the call tree panicked (a bug in emuprof).
+    #[error("internal error: the call-tree thread failed; please report this with the program that caused it")]
+    BuilderPanicked,
 }
 
 impl EmuError {

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! use emuprof_emu::{run, RunOptions};
-//! use emuprof_emu::syscalls::files::FilesOptions;
+//! use emuprof_emu::FilesOptions;
 //!
 //! let binary = emuprof_loader::load("./prog".as_ref()).expect("loadable");
 //! let args = vec!["./prog".to_string()];
@@ -12,20 +12,18 @@
 //! println!("{} instructions", outcome.profile.total_instructions);
 //! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod blocks;
-pub mod call_tree;
-pub mod clock;
-pub mod code_snapshot;
-pub mod cpu;
+mod clock;
+mod cpu;
 mod error;
-pub mod initial_stack;
+mod initial_stack;
 pub mod live;
-pub mod machine;
-pub mod memory;
-pub mod syscalls;
-pub mod thread;
-pub mod tree_feed;
+mod machine;
+mod memory;
+mod syscalls;
+mod tree;
 
 pub use error::EmuError;
 pub use machine::{run, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};
+pub use syscalls::files::{FilesError, FilesOptions};

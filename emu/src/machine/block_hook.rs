@@ -17,7 +17,7 @@ use unicorn_engine::uc_engine;
 use super::stack_pointer;
 use super::state::MachineState;
 use super::stop::StopReason;
-use crate::tree_feed::TreeEvent;
+use crate::tree::tree_feed::TreeEvent;
 
 /// The block hook's entry point as Unicorn sees it: passes TCG's CPU-state
 /// register (`rbp`) on to [`on_block`] as a fifth argument (see
@@ -48,7 +48,8 @@ pub unsafe extern "C" fn on_block_entry(
     size: u32,
     user_data: *mut c_void,
 ) {
-    on_block(uc, address, size, user_data, std::ptr::null())
+    // SAFETY: this function's own contract, passed on unchanged.
+    unsafe { on_block(uc, address, size, user_data, std::ptr::null()) }
 }
 
 /// The block hook: count, hand the block to the call-tree thread, enforce
@@ -68,23 +69,24 @@ unsafe extern "C" fn on_block(
     user_data: *mut c_void,
     env: *const u64,
 ) {
-    let cell = &*(user_data as *const RefCell<MachineState<'_>>);
+    // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
     debug_assert!(
         cell.try_borrow_mut().is_ok(),
         "block hook entered while the machine state is borrowed"
     );
     // SAFETY: no other borrow is active (see above); the reference ends
     // before the slow path borrows the cell properly.
-    let st = &mut *cell.as_ptr();
+    let st = unsafe { &mut *cell.as_ptr() };
     if st.fast_text.contains(address) && st.feed.has_room() {
-        st.feed.block(TreeEvent::block(
-            address,
-            size,
-            stack_pointer::read_direct(env),
-        ));
+        // SAFETY: `fast_text` is non-empty only once the stack-pointer
+        // reader has checked `env` (see `on_block_slow`).
+        let sp = unsafe { stack_pointer::read_direct(env) };
+        st.feed.block(TreeEvent::block(address, size, sp));
         return;
     }
-    on_block_slow(uc, address, size, user_data, env);
+    // SAFETY: this function's own contract, passed on unchanged.
+    unsafe { on_block_slow(uc, address, size, user_data, env) };
 }
 
 /// Everything the fast path leaves out. (Same signature as [`on_block`], so
@@ -101,8 +103,11 @@ unsafe extern "C" fn on_block_slow(
     user_data: *mut c_void,
     env: *const u64,
 ) {
-    let cell = &*(user_data as *const RefCell<MachineState<'_>>);
+    // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
     let Ok(mut guard) = cell.try_borrow_mut() else {
+        // A block that is not counted would make the profile wrong: stop.
+        super::stop::fail_from_hook(uc, "the block hook ran while the machine state was in use");
         return;
     };
     let st = &mut *guard;
@@ -112,7 +117,9 @@ unsafe extern "C" fn on_block_slow(
     if !st.text.contains(address) && st.blocks.lookup(address, size).is_none() {
         define_block(st, uc, address, size);
     }
-    let sp = st.stack_pointer.read(uc, address, env);
+    // SAFETY: `uc` is the engine running this hook and `env` what the entry
+    // trampoline passed.
+    let sp = unsafe { st.stack_pointer.read(uc, address, env) };
     st.feed.block(TreeEvent::block(address, size, sp));
     if st.stack_pointer.is_direct() {
         st.fast_text = st.text;

@@ -183,8 +183,8 @@ fn is_vector_extension(bytes: &[u8]) -> bool {
             0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3 | 0x2e | 0x36 | 0x3e | 0x26 | 0x64 | 0x65
         )
     };
-    let rest = bytes.iter().skip_while(|b| legacy_prefix(b)).copied();
-    let opcode = rest.skip_while(|b| b & 0xf0 == 0x40).next(); // REX
+    let mut rest = bytes.iter().skip_while(|b| legacy_prefix(b)).copied();
+    let opcode = rest.find(|b| b & 0xf0 != 0x40); // REX
     matches!(opcode, Some(0xc4 | 0xc5 | 0x62))
 }
 
@@ -203,18 +203,24 @@ const BUS_ADRALN: i32 = 1;
 /// registered, and no borrow of it may be active (true: `rdtsc` runs inside
 /// guest code, not inside another hook).
 pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
-    let state = &*(user_data as *const RefCell<MachineState<'_>>);
-    let tsc = match state.try_borrow_mut() {
-        Ok(mut st) => {
-            let instructions = st.feed.sync().instructions;
-            st.sys.time.clock.tsc(instructions)
-        }
-        Err(_) => 0,
+    // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
+    let state = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
+    let Ok(mut st) = state.try_borrow_mut() else {
+        // A made-up time stamp would make the run differ from itself: stop.
+        super::stop::fail_from_hook(uc, "rdtsc ran while the machine state was in use");
+        return 1;
     };
+    let instructions = st.feed.sync().instructions;
+    let tsc = st.sys.time.clock.tsc(instructions);
+    drop(st);
     let lo = tsc & 0xffff_ffff;
     let hi = tsc >> 32;
-    unicorn_engine::uc_reg_write(uc, RegisterX86::RAX as i32, (&raw const lo).cast());
-    unicorn_engine::uc_reg_write(uc, RegisterX86::RDX as i32, (&raw const hi).cast());
+    // SAFETY: `uc` is the live engine running this hook; the values are
+    // 8-byte locals, as a 64-bit register write reads.
+    unsafe {
+        unicorn_engine::uc_reg_write(uc, RegisterX86::RAX as i32, (&raw const lo).cast());
+        unicorn_engine::uc_reg_write(uc, RegisterX86::RDX as i32, (&raw const hi).cast());
+    }
     1 // skip the real instruction
 }
 
@@ -225,7 +231,9 @@ pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) ->
 /// `uc` must be the engine running the hook.
 pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, _user_data: *mut c_void) -> i32 {
     let mut leaf: u64 = 0;
-    unicorn_engine::uc_reg_read(uc, RegisterX86::RAX as i32, (&raw mut leaf).cast());
+    // SAFETY: `uc` is the live engine running this hook; `leaf` is a u64
+    // Unicorn fills for RAX.
+    unsafe { unicorn_engine::uc_reg_read(uc, RegisterX86::RAX as i32, (&raw mut leaf).cast()) };
     let Some(answer) = crate::cpu::cpuid_override(leaf as u32) else {
         return 0; // Unicorn answers
     };
@@ -239,7 +247,8 @@ pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, _user_data: *mut c_void) -
     .zip(answer)
     {
         let value = u64::from(value);
-        unicorn_engine::uc_reg_write(uc, reg as i32, (&raw const value).cast());
+        // SAFETY: as above; `value` is a u64 Unicorn reads for the register.
+        unsafe { unicorn_engine::uc_reg_write(uc, reg as i32, (&raw const value).cast()) };
     }
     1 // skip the real instruction
 }
@@ -250,6 +259,8 @@ pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, _user_data: *mut c_void) -
 /// As for [`on_rdtsc`].
 pub unsafe extern "C" fn on_rdtscp(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
     let zero: u64 = 0;
-    unicorn_engine::uc_reg_write(uc, RegisterX86::RCX as i32, (&raw const zero).cast());
-    on_rdtsc(uc, user_data)
+    // SAFETY: `uc` is the live engine running this hook; `zero` is an 8-byte local.
+    unsafe { unicorn_engine::uc_reg_write(uc, RegisterX86::RCX as i32, (&raw const zero).cast()) };
+    // SAFETY: this function's own contract, passed on unchanged.
+    unsafe { on_rdtsc(uc, user_data) }
 }

@@ -26,10 +26,8 @@ pub fn check_address_space_limit() -> Result<(), EmuError> {
     if limit.rlim_cur == libc::RLIM_INFINITY || limit.rlim_cur >= NEEDED {
         return Ok(());
     }
-    Err(EmuError::Setup(format!(
-        "the address-space limit (ulimit -v) is {} MiB, below the {} MiB the emulator needs; \
-         raise it (ulimit -v unlimited)",
-        limit.rlim_cur >> 20,
-        NEEDED >> 20
-    )))
+    Err(EmuError::AddressSpaceLimit {
+        limit_mib: limit.rlim_cur >> 20,
+        needed_mib: NEEDED >> 20,
+    })
 }

@@ -12,8 +12,8 @@ mod stop;
 mod syscall_dispatch;
 mod user_mode;
 
-pub use options::{RunOptions, UnsupportedSyscalls, DEFAULT_SEED};
-pub use stop::{signal, StopReason};
+pub use options::{RunOptions, UnsupportedSyscalls};
+pub use stop::StopReason;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,15 +25,15 @@ use emuprof_analysis::raw::{RawBlock, RawProfile};
 use emuprof_loader::{Binary, Image};
 use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
-use crate::blocks::{BlockCache, BlockInfo};
-use crate::call_tree::CallTreeBuilder;
-use crate::code_snapshot::{CodeRange, CodeSnapshot};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
-use crate::tree_feed::{self, BuilderSetup};
+use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::call_tree::CallTreeBuilder;
+use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
+use crate::tree::tree_feed::{self, BuilderSetup};
 use crate::{cpu, initial_stack, EmuError};
 use stack_pointer::StackPointerReader;
 use state::{MachineState, SyscallState};
@@ -96,8 +96,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     cpu::enable_paging(&mut uc, space.page_table_root())?;
     user_mode::enter(&mut uc, &mut space, image.entry, stack.sp)?;
 
-    let mut files =
-        Files::new(options.files.clone()).map_err(|e| EmuError::Setup(e.to_string()))?;
+    let mut files = Files::new(options.files.clone())?;
     files.interrupt_reads_on(Arc::clone(&options.interrupt));
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
@@ -110,8 +109,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             progress: Arc::clone(&options.progress),
             snapshots: options.snapshots.clone(),
         };
-        let (feed, builder) = tree_feed::spawn(scope, setup)
-            .map_err(|e| EmuError::Setup(format!("cannot start the call-tree thread: {e}")))?;
+        let (feed, builder) = tree_feed::spawn(scope, setup).map_err(EmuError::BuilderStart)?;
         let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
             symbols: &binary.symbols,
             blocks,
@@ -139,7 +137,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         let tree_state = st.feed.close();
         let result = result?;
         let pc = uc.pc_read().unwrap_or(0);
-        let stop = match (st.stop.take(), result) {
+        let stop = match (stop::take_hook_failure().or(st.stop.take()), result) {
             // The guest ran on past the limit until emuprof noticed; what it
             // did there does not count.
             _ if tree_state.limit_reached => StopReason::InstructionLimit(instruction_limit),
@@ -162,9 +160,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         drop(st);
         drop(uc); // releases the hooks' references to the state
         drop(state);
-        let built = builder
-            .join()
-            .map_err(|_| EmuError::Setup("internal error: the call-tree thread failed".into()))?;
+        let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &binary.symbols);
         let blocks = collect_blocks(&built.blocks, &built.executions);
         let (nodes, total_instructions) = built.tree.finish();

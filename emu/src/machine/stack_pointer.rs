@@ -60,14 +60,20 @@ impl StackPointerReader {
     #[inline]
     pub unsafe fn read(&mut self, uc: *mut uc_engine, address: u64, env: *const u64) -> u64 {
         match *self {
-            StackPointerReader::Direct => read_direct(env),
+            // SAFETY: the reader reached `Direct` only after `env` behaved as
+            // Unicorn's CPU state for `BLOCKS_TO_CHECK` blocks.
+            StackPointerReader::Direct => unsafe { read_direct(env) },
             StackPointerReader::RegisterApi => register_api(uc),
             StackPointerReader::Checking(left) => {
                 let sp = register_api(uc);
+                // SAFETY: NOT established — this is the guess issue 13
+                // asks to replace (a Unicorn patch passing the CPU state to
+                // the hook): a non-null, aligned `rbp` is assumed to point at
+                // TCG's `CPUX86State`, which holds for the pinned, patched
+                // Unicorn build that calls lone block hooks from translated code.
                 let agrees = !env.is_null()
                     && env.is_aligned()
-                    && *env.add(RIP_INDEX) == address
-                    && *env.add(RSP_INDEX) == sp;
+                    && unsafe { *env.add(RIP_INDEX) == address && *env.add(RSP_INDEX) == sp };
                 *self = match (agrees, left) {
                     (false, _) => StackPointerReader::RegisterApi,
                     (true, 1) => StackPointerReader::Direct,
@@ -85,7 +91,8 @@ impl StackPointerReader {
 /// Only once a [`StackPointerReader`] has checked `env` ([`StackPointerReader::is_direct`]).
 #[inline]
 pub unsafe fn read_direct(env: *const u64) -> u64 {
-    *env.add(RSP_INDEX)
+    // SAFETY: the caller's contract: `env` is Unicorn's CPU state.
+    unsafe { *env.add(RSP_INDEX) }
 }
 
 fn register_api(uc: *mut uc_engine) -> u64 {

@@ -7,14 +7,14 @@ use emuprof_loader::Symbols;
 use super::options::RunOptions;
 use super::stack_pointer::StackPointerReader;
 use super::stop::StopReason;
-use crate::blocks::BlockCache;
-use crate::code_snapshot::CodeRange;
 use crate::memory::AddressSpace;
 use crate::syscalls::files::Files;
 use crate::syscalls::process::Process;
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
-use crate::tree_feed::TreeFeed;
+use crate::tree::blocks::BlockCache;
+use crate::tree::code_snapshot::CodeRange;
+use crate::tree::tree_feed::TreeFeed;
 
 /// Syscall families and their state.
 pub struct SyscallState {

@@ -175,3 +175,25 @@ impl fmt::Display for StopReason {
         }
     }
 }
+
+thread_local! {
+    /// A hook that found the machine state already borrowed (a bug in
+    /// emuprof) cannot record a stop reason in it; it leaves its message here
+    /// and stops the emulator, and the run ends with [`StopReason::Internal`].
+    static HOOK_FAILURE: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Stops the emulator from inside a hook that cannot reach the machine state,
+/// remembering why for [`take_hook_failure`].
+pub(crate) fn fail_from_hook(uc: *mut unicorn_engine::uc_engine, why: &'static str) {
+    HOOK_FAILURE.with(|slot| slot.set(Some(why)));
+    // SAFETY: `uc` is the live engine whose hook is running.
+    unsafe { unicorn_engine::uc_emu_stop(uc) };
+}
+
+/// The failure a hook recorded during the last `emu_start` on this thread, if any.
+pub(crate) fn take_hook_failure() -> Option<StopReason> {
+    HOOK_FAILURE
+        .with(|slot| slot.take())
+        .map(|why| StopReason::Internal(why.to_string()))
+}

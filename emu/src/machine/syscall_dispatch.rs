@@ -7,11 +7,11 @@ use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
 use super::stop::{signal, StopReason};
 use super::UnsupportedSyscalls;
-use crate::code_snapshot::CodeRange;
 use crate::memory::GuestView;
 use crate::syscalls::numbers::{self, *};
 use crate::syscalls::signals::Disposition;
 use crate::syscalls::{children, credentials, futex, memory_map, Errno, SysResult, SyscallCall};
+use crate::tree::code_snapshot::CodeRange;
 
 const ARCH_SET_GS: u64 = 0x1001;
 const ARCH_SET_FS: u64 = 0x1002;

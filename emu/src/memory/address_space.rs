@@ -351,11 +351,6 @@ impl AddressSpace {
         self.read_raw_with(addr, buf, |phys, piece| uc.mem_read(phys, piece).is_ok())
     }
 
-    /// Bytes of guest physical memory ever allocated.
-    pub fn physical_high_water(&self) -> u64 {
-        self.phys.high_water()
-    }
-
     /// Splits `[addr, addr + len)` at page boundaries and calls `access` with
     /// the physical address and buffer range of each piece.
     fn chunks(

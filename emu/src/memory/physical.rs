@@ -54,9 +54,4 @@ impl PhysicalMemory {
     pub fn release(&mut self, page: u64) {
         self.free.push(page);
     }
-
-    /// Bytes of physical memory ever handed out (high-water mark).
-    pub fn high_water(&self) -> u64 {
-        self.next
-    }
 }

@@ -41,14 +41,14 @@ pub fn handle(
         SYS_BRK => space.set_brk(uc, a[0]).map(Ok),
         SYS_MMAP => mmap(space, uc, a, read_file),
         SYS_MUNMAP => {
-            if a[0] % PAGE_SIZE != 0 || a[1] == 0 {
+            if !a[0].is_multiple_of(PAGE_SIZE) || a[1] == 0 {
                 Ok(Err(Errno::EINVAL))
             } else {
                 space.unmap(uc, a[0], page_align_up(a[1])).map(|_| Ok(0))
             }
         }
         SYS_MPROTECT => {
-            if a[0] % PAGE_SIZE != 0 {
+            if !a[0].is_multiple_of(PAGE_SIZE) {
                 Ok(Err(Errno::EINVAL))
             } else {
                 space

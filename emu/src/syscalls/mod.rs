@@ -5,31 +5,17 @@
 //! returns `None` for numbers it does not own. The machine asks each family in
 //! turn (see `dispatch`); a number nobody owns is an unsupported syscall.
 
-pub mod attributes;
 pub mod children;
 pub mod credentials;
-pub mod dirs;
 pub mod errno;
-pub mod fd_ops;
-pub mod fd_table;
-pub mod file_system;
 pub mod files;
 pub mod futex;
-pub mod guest_io;
-pub mod host;
-pub mod interruptible;
 pub mod machine_files;
 pub mod memory_access;
 pub mod memory_map;
-pub mod network;
-pub mod no_follow;
 pub mod numbers;
-pub mod path_guard;
-pub mod paths;
 pub mod process;
 pub mod signals;
-pub mod stat;
-pub mod storage;
 #[cfg(test)]
 pub mod test_harness;
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::file_system::{Files, FilesOptions};
+use super::files::{Files, FilesOptions};
 use super::test_memory::VecMemory;
 use super::{SysResult, SyscallCall};
 

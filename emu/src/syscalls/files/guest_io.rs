@@ -10,7 +10,7 @@ use std::os::fd::BorrowedFd;
 
 use super::fd_table::FileKind;
 use super::host;
-use super::{Errno, GuestMemory, SysResult};
+use crate::syscalls::{Errno, GuestMemory, SysResult};
 
 /// Largest host buffer used for one transfer step.
 pub const CHUNK: usize = 64 * 1024;

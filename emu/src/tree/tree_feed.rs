@@ -37,9 +37,9 @@ use emuprof_loader::FunctionStarts;
 
 mod builder_thread;
 
-use crate::blocks::BlockInfo;
-use crate::call_tree::CallTreeBuilder;
-use crate::code_snapshot::CodeSnapshot;
+use crate::tree::blocks::BlockInfo;
+use crate::tree::call_tree::CallTreeBuilder;
+use crate::tree::code_snapshot::CodeSnapshot;
 use builder_thread::BuilderThread;
 
 /// Events per batch: large enough that the channel costs nothing per block,
@@ -363,11 +363,18 @@ unsafe fn write_streaming(slot: *mut TreeEvent, event: TreeEvent) {
     #[cfg(target_arch = "x86_64")]
     {
         let words = slot.cast::<i64>();
-        core::arch::x86_64::_mm_stream_si64(words, event.key as i64);
-        core::arch::x86_64::_mm_stream_si64(words.add(1), event.sp as i64);
+        // SAFETY: the caller's contract: `slot` (two 8-byte words) is valid
+        // for writes and 8-byte aligned; SSE2 is part of x86-64.
+        unsafe {
+            core::arch::x86_64::_mm_stream_si64(words, event.key as i64);
+            core::arch::x86_64::_mm_stream_si64(words.add(1), event.sp as i64);
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    slot.write(event);
+    // SAFETY: the caller's contract: `slot` is valid for writes and aligned.
+    unsafe {
+        slot.write(event)
+    };
 }
 
 /// Orders the streaming writes before the batch is handed over (they are
@@ -591,7 +598,7 @@ mod tests {
                 address: 0x9000,
                 size: 3,
                 instructions: 2,
-                terminator: crate::blocks::Terminator::Other,
+                terminator: crate::tree::blocks::Terminator::Other,
                 is_function_start: false,
             });
             feed.block(TreeEvent::block(0x9000, 3, 0x7000));

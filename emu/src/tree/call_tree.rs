@@ -22,8 +22,8 @@
 //! The builder never panics on an inconsistent stack; the worst a strange
 //! control flow can do is attribute cost to an unexpected context.
 
-use crate::blocks::Terminator;
-use crate::thread::{Frame, ThreadState};
+use crate::tree::blocks::Terminator;
+use crate::tree::shadow_stack::{Frame, ThreadState};
 use emuprof_analysis::raw::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
 

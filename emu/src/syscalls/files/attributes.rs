@@ -14,10 +14,10 @@
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-use super::file_system::{int_arg, Files, AT_FDCWD};
 use super::host;
-use super::numbers::*;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
 const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;

@@ -2,8 +2,9 @@
 //!
 //! [`Files`] owns the guest's fd table and its view of the host file system
 //! (root, working directory, umask). The calls themselves live in one file per
-//! group (`files`, `fd_ops`, `stat`, `dirs`, `attributes`, `storage`, `network`); this file holds the
-//! state, the options and what those groups share.
+//! group (`io`, `fd_ops`, `stat`, `dirs`, `attributes`, `storage`, `network`); this file holds the
+//! state, the options and what those groups share. The host side sits beside
+//! them: `fd_table`, `paths`, `path_guard`, `guest_io` and `host`.
 //!
 //! What the guest can learn about the host through this family (and so what
 //! can make two hosts' runs differ): file contents and sizes; `stat` results
@@ -16,11 +17,25 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::fd_table::FdTable;
-use super::host;
-use super::path_guard::PathGuard;
-use super::paths::{Follow, Location, PathResolver};
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+pub mod attributes;
+pub mod dirs;
+pub mod fd_ops;
+pub mod fd_table;
+pub mod guest_io;
+pub mod host;
+pub mod interruptible;
+pub mod io;
+pub mod network;
+pub mod no_follow;
+pub mod path_guard;
+pub mod paths;
+pub mod stat;
+pub mod storage;
+
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
+use fd_table::FdTable;
+use path_guard::PathGuard;
+use paths::{Follow, Location, PathResolver};
 
 /// `AT_FDCWD` as the guest passes it.
 pub const AT_FDCWD: i32 = -100;
@@ -164,11 +179,6 @@ impl Files {
             done += n;
         }
         Ok(done)
-    }
-
-    /// The guest's fd table.
-    pub fn fd_table(&self) -> &FdTable {
-        &self.fds
     }
 
     /// The directory a `*at` call starts from: the working directory for

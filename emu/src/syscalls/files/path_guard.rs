@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::host::{self, FileId, HostStat};
-use super::Errno;
+use crate::syscalls::Errno;
 
 /// A protected host file: its directory and name, and the file itself if it exists.
 #[derive(Debug, Clone)]

@@ -7,11 +7,11 @@
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use super::file_system::{int_arg, is_self_exe, read_path, Files, AT_FDCWD};
 use super::host::{self, STATFS_SIZE, STATX_SIZE};
-use super::numbers::*;
 use super::paths::Follow;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, is_self_exe, read_path, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 const AT_EMPTY_PATH: u64 = libc::AT_EMPTY_PATH as u64;
 const AT_SYMLINK_NOFOLLOW: u64 = libc::AT_SYMLINK_NOFOLLOW as u64;

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::host::{self, FileId, HostStat};
 use super::path_guard::PathGuard;
-use super::Errno;
+use crate::syscalls::Errno;
 
 /// Most symlinks followed in one resolution, as in Linux.
 const MAX_SYMLINKS: u32 = 40;

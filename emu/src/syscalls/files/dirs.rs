@@ -7,12 +7,12 @@
 use std::os::fd::{AsFd, AsRawFd};
 
 use super::fd_table::FileKind;
-use super::file_system::{int_arg, read_path, Files, AT_FDCWD};
 use super::guest_io::CHUNK;
 use super::host;
-use super::numbers::*;
 use super::paths::{Follow, Location};
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, read_path, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 const AT_REMOVEDIR: u64 = libc::AT_REMOVEDIR as u64;
 const AT_SYMLINK_FOLLOW: u64 = libc::AT_SYMLINK_FOLLOW as u64;
@@ -98,18 +98,24 @@ impl Files {
     fn mkdir_at(&self, mem: &dyn GuestMemory, dirfd: u64, path_addr: u64, mode: u64) -> SysResult {
         let loc = self.locate_at(dirfd, &read_path(mem, path_addr)?, Follow::No)?;
         self.refuse_if_read_only()?;
-        let args = [
-            raw_dir(&loc),
-            loc.name.as_ptr() as i64,
-            mode as i64,
-            0,
-            0,
-            0,
-        ];
-        // SAFETY: the name is a valid C string.
-        host::with_umask(self.umask, || unsafe {
-            host::syscall6(libc::SYS_mkdirat, args)
-        })
+        host::create_entry_at(
+            loc.dir.as_fd(),
+            &loc.name,
+            mode as u32,
+            self.umask,
+            |mode| {
+                let args = [
+                    raw_dir(&loc),
+                    loc.name.as_ptr() as i64,
+                    i64::from(mode),
+                    0,
+                    0,
+                    0,
+                ];
+                // SAFETY: the name is a valid C string.
+                unsafe { host::syscall6(libc::SYS_mkdirat, args) }
+            },
+        )
     }
 
     fn unlink_at(

@@ -8,13 +8,13 @@
 //! even when emuprof runs as root: a device node inside the guest's root
 //! would reach host hardware (a raw disk) past every path check.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
-use super::file_system::{int_arg, read_path, Files, AT_FDCWD};
 use super::host;
-use super::numbers::*;
 use super::paths::Follow;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, read_path, Files, AT_FDCWD};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 impl Files {
     pub(super) fn handle_storage(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {
@@ -62,17 +62,17 @@ impl Files {
         }
         let loc = self.locate_at(dirfd, &read_path(mem, path_addr)?, Follow::No)?;
         self.refuse_if_read_only()?;
-        let args = [
-            loc.dir.as_raw_fd() as i64,
-            loc.name.as_ptr() as i64,
-            i64::from(mode),
-            dev as i64,
-            0,
-            0,
-        ];
-        // SAFETY: the name is a valid C string; the rest are integers.
-        host::with_umask(self.umask, || unsafe {
-            host::syscall6(libc::SYS_mknodat, args)
+        host::create_entry_at(loc.dir.as_fd(), &loc.name, mode, self.umask, |mode| {
+            let args = [
+                loc.dir.as_raw_fd() as i64,
+                loc.name.as_ptr() as i64,
+                i64::from(mode),
+                dev as i64,
+                0,
+                0,
+            ];
+            // SAFETY: the name is a valid C string; the rest are integers.
+            unsafe { host::syscall6(libc::SYS_mknodat, args) }
         })
     }
 }

@@ -10,7 +10,7 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use super::host;
-use super::Errno;
+use crate::syscalls::Errno;
 
 /// The most guest fds open at once (`RLIMIT_NOFILE` as the guest should see it).
 pub const MAX_FDS: usize = 1024;

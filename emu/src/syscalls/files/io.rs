@@ -2,16 +2,14 @@
 
 use std::os::fd::AsFd;
 
-pub use super::file_system::{Files, FilesError, FilesOptions};
-
 use super::fd_table::FdEntry;
-use super::file_system::{int_arg, is_self_exe, read_path, AT_FDCWD};
 use super::guest_io::{read_iovecs, read_to_guest, write_from_guest};
 use super::host;
-use super::machine_files;
-use super::numbers::*;
 use super::paths::Follow;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, is_self_exe, read_path, Files, AT_FDCWD};
+use crate::syscalls::machine_files;
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 /// `close_range` flag: mark close-on-exec instead of closing.
 const CLOSE_RANGE_CLOEXEC: u64 = 4;
@@ -110,9 +108,7 @@ impl Files {
         if loc.trailing_slash {
             host_flags |= libc::O_DIRECTORY;
         }
-        let opened = host::with_umask(self.umask, || {
-            host::openat(loc.dir.as_fd(), &loc.name, host_flags, mode)
-        })?;
+        let opened = host::create_at(loc.dir.as_fd(), &loc.name, host_flags, mode, self.umask)?;
         let entry = FdEntry::new(opened, flags & libc::O_CLOEXEC != 0)?;
         Ok(self.fds.insert(entry)? as u64)
     }
@@ -316,6 +312,31 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(h.call(SYS_UMASK, &[0o022]), Ok(0o077));
+    }
+
+    #[test]
+    fn a_looser_guest_umask_wins_over_the_hosts_and_existing_files_keep_their_mode() {
+        let mut h = Harness::sandboxed(|_, _| {});
+        h.call(SYS_UMASK, &[0]).expect("umask");
+        let mode_of = |h: &Harness, name: &str| {
+            std::fs::metadata(h.host(name))
+                .expect("stat")
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        let open = h.string("/open");
+        h.call(SYS_CREAT, &[open, 0o666]).expect("creat");
+        assert_eq!(mode_of(&h, "root/open"), 0o666);
+        let dir = h.string("/dir");
+        h.call(SYS_MKDIR, &[dir, 0o777]).expect("mkdir");
+        assert_eq!(mode_of(&h, "root/dir"), 0o777);
+        std::fs::write(h.host("root/old"), "x").expect("seed");
+        std::fs::set_permissions(h.host("root/old"), std::fs::Permissions::from_mode(0o600))
+            .expect("chmod");
+        h.open("/old", libc::O_WRONLY | libc::O_CREAT)
+            .expect("open existing");
+        assert_eq!(mode_of(&h, "root/old"), 0o600);
     }
 
     #[test]

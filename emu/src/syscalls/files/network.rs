@@ -9,10 +9,10 @@
 //! not open.
 
 use super::fd_table::FdEntry;
-use super::file_system::{int_arg, Files};
 use super::host;
-use super::numbers::*;
-use super::{Errno, SysResult, SyscallCall};
+use super::{int_arg, Files};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, SysResult, SyscallCall};
 
 /// The note left the first time the guest tries to use the network.
 pub const NETWORK_NOTE: &str =

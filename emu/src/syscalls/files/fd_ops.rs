@@ -3,10 +3,10 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use super::fd_table::{FdEntry, MAX_FDS};
-use super::file_system::{int_arg, Files};
 use super::host;
-use super::numbers::*;
-use super::{Errno, GuestMemory, SysResult, SyscallCall};
+use super::{int_arg, Files};
+use crate::syscalls::numbers::*;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 const TCGETS: u64 = 0x5401;
 const TIOCGWINSZ: u64 = 0x5413;

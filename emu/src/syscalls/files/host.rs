@@ -5,9 +5,9 @@
 //! and copied to the guest unchanged.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use super::Errno;
+use crate::syscalls::Errno;
 
 /// Size of the kernel's x86-64 `struct stat`.
 pub const STAT_SIZE: usize = 144;
@@ -194,28 +194,104 @@ pub fn lseek(fd: BorrowedFd<'_>, offset: i64, whence: i32) -> Result<u64, Errno>
 /// Every pointer argument must point at a host buffer valid for what the
 /// syscall reads or writes.
 pub unsafe fn syscall6(nr: i64, a: [i64; 6]) -> Result<u64, Errno> {
-    check(libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]))
+    // SAFETY: the caller's contract covers every pointer argument.
+    check(unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) })
 }
 
-/// The process umask, read without changing it for longer than one call.
+/// The process umask, read from `/proc/self/status` (never set, so no other
+/// thread can see it change); `0o022` when procfs does not say.
 pub fn current_umask() -> u32 {
-    // SAFETY: umask cannot fail; the old value is restored immediately.
-    unsafe {
-        let old = libc::umask(0o022);
-        libc::umask(old);
-        old
-    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Umask:"))
+        .and_then(|value| u32::from_str_radix(value.trim(), 8).ok())
+        .unwrap_or(0o022)
 }
 
-/// Runs `create` with the host umask set to the guest's, restoring it after.
+/// The permission bits a file created with `mode` gets under the guest's
+/// `umask`.
+fn permissions(mode: u32, umask: u32) -> u32 {
+    mode & !umask & 0o777
+}
+
+/// Opens `name` in `dir` as `openat` does; a file this call creates gets the
+/// guest's `umask` instead of the host process's.
 ///
-/// The umask is process-wide: emuprof creates no files of its own while a
-/// guest syscall runs, so the swap is not observable.
-pub fn with_umask<T>(umask: u32, create: impl FnOnce() -> T) -> T {
-    // SAFETY: umask cannot fail.
-    let old = unsafe { libc::umask(umask) };
-    let out = create();
-    // SAFETY: as above.
-    unsafe { libc::umask(old) };
-    out
+/// The process umask is shared by every thread, so emuprof never changes it:
+/// the file is created (the host umask may clear more bits), then its
+/// permission bits are set to what the guest's umask leaves. To know whether
+/// the call created the file, `O_CREAT` without `O_EXCL` first tries `O_EXCL`
+/// and falls back to opening the existing file.
+pub fn create_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    flags: i32,
+    mode: u32,
+    umask: u32,
+) -> Result<OwnedFd, Errno> {
+    let tmpfile = flags & libc::O_TMPFILE == libc::O_TMPFILE;
+    if flags & libc::O_CREAT == 0 && !tmpfile {
+        return openat(dir, name, flags, mode);
+    }
+    let created_mode = mode & !umask;
+    if tmpfile || flags & libc::O_EXCL != 0 {
+        let fd = openat(dir, name, flags, created_mode)?;
+        set_permissions(fd.as_fd(), permissions(mode, umask))?;
+        return Ok(fd);
+    }
+    // Another process may create or remove the file between the two tries.
+    for _ in 0..16 {
+        match openat(dir, name, flags | libc::O_EXCL, created_mode) {
+            Ok(fd) => {
+                set_permissions(fd.as_fd(), permissions(mode, umask))?;
+                return Ok(fd);
+            }
+            Err(Errno::EEXIST) => match openat(dir, name, flags & !libc::O_CREAT, mode) {
+                Err(Errno::ENOENT) => continue,
+                other => return other,
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Errno::EAGAIN)
+}
+
+/// Runs a creating `*at` call (`mkdirat`, `mknodat`) and gives the new entry
+/// the permission bits the guest's `umask` leaves of `mode`.
+pub fn create_entry_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    mode: u32,
+    umask: u32,
+    create: impl FnOnce(u32) -> Result<u64, Errno>,
+) -> Result<u64, Errno> {
+    let done = create(mode & !umask)?;
+    let stat = lstat_at(dir, name)?;
+    let want = permissions(mode, umask);
+    if stat.mode & 0o777 != want && !stat.is_symlink() {
+        // SAFETY: `name` is a valid C string; the kernel only reads it.
+        let ret = unsafe {
+            libc::fchmodat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                (stat.mode & 0o7000) | want,
+                0,
+            )
+        };
+        check(ret as i64)?;
+    }
+    Ok(done)
+}
+
+/// Sets the permission bits of a file just created through `fd`, keeping its
+/// set-id and sticky bits; no call when they already match.
+fn set_permissions(fd: BorrowedFd<'_>, want: u32) -> Result<(), Errno> {
+    let stat = fstat(fd)?;
+    if stat.mode & 0o777 == want {
+        return Ok(());
+    }
+    // SAFETY: fchmod only takes integers.
+    let ret = unsafe { libc::fchmod(fd.as_raw_fd(), (stat.mode & 0o7000) | want) };
+    check(ret as i64).map(|_| ())
 }

@@ -5,7 +5,7 @@
 //! here (the register context is Unicorn's own and saved with
 //! `context_save` by the machine).
 
-use crate::blocks::Terminator;
+use crate::tree::blocks::Terminator;
 use emuprof_analysis::raw::NodeId;
 
 /// One active call on the shadow stack.

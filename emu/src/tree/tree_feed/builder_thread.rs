@@ -4,9 +4,9 @@
 use emuprof_loader::FunctionStarts;
 
 use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPECIAL, SYSCALL};
-use crate::blocks::{BlockCache, BlockInfo};
-use crate::call_tree::{BlockEvent, CallTreeBuilder};
-use crate::code_snapshot::CodeSnapshot;
+use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
+use crate::tree::code_snapshot::CodeSnapshot;
 
 /// No previous block (a run index that never exists).
 const NO_BLOCK: usize = usize::MAX;

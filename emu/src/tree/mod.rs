@@ -1,0 +1,14 @@
+//! The call-tree side: what the machine's block hook hands over, and how it
+//! becomes the call tree.
+//!
+//! `machine/` is the guest (Unicorn, memory, syscalls); this folder is the
+//! recorder. The hook decodes blocks once ([`blocks`]) and feeds their
+//! executions ([`tree_feed`]) to the builder ([`call_tree`]), which keeps a
+//! shadow call stack ([`shadow_stack`]) and reads code through a snapshot of
+//! the guest's code ([`code_snapshot`]).
+
+pub mod blocks;
+pub mod call_tree;
+pub mod code_snapshot;
+pub mod shadow_stack;
+pub mod tree_feed;
