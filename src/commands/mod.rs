@@ -5,6 +5,7 @@ pub mod check;
 pub mod diff;
 pub mod export;
 mod profile_file;
+mod program_path;
 pub mod report;
 pub mod run;
 mod summary;

@@ -14,7 +14,7 @@ use emuprof::output::{check_writable, write_atomically};
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
-use super::summary;
+use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
 use crate::exit_code;
 
@@ -29,7 +29,12 @@ pub fn run(args: RunArgs) -> Result<i32> {
         )
     })?;
     let output = std::path::absolute(&args.output).unwrap_or_else(|_| args.output.clone());
-    let outcome = profile_program(&args.program, &args.args, &args.guest, vec![output])?;
+    let outcome = profile_program(
+        Path::new(args.program()),
+        args.args(),
+        &args.guest,
+        vec![output],
+    )?;
     let profile = &outcome.profile;
     write_atomically(&args.output, |w| {
         profile.write_json(w).map_err(std::io::Error::other)
@@ -89,11 +94,25 @@ pub fn profile_program(
     guest: &GuestArgs,
     protected_paths: Vec<PathBuf>,
 ) -> Result<CompletedRun> {
-    let mut run = emuprof::Run::new(program).args(args.iter().cloned());
+    let found = program_path::resolve(program)?;
+    let mut run = emuprof::Run::new(&found.file).args(args.iter().cloned());
+    if let Some(argv0) = run.options_mut().args.first_mut() {
+        // As a shell does: argv[0] is the name as typed, also when found on PATH.
+        *argv0 = program.to_string_lossy().into_owned();
+    }
     configure(run.options_mut(), guest, protected_paths)?;
     let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
     spinner.finish();
+    if found.from_path {
+        return outcome.with_context(|| {
+            format!(
+                "{} was found on PATH as {}",
+                program.display(),
+                found.file.display()
+            )
+        });
+    }
     outcome
 }
 
