@@ -172,6 +172,101 @@ fn inlined_helpers_are_their_own_functions_in_the_callgrind_export() {
     }
 }
 
+/// callgrind_annotate with `flags`, run from `/` so it does not shorten the
+/// `fl=` names under its working directory (it leaves `cfi=` names whole).
+fn callgrind_annotate_with(file: &std::path::Path, flags: &[&str]) -> String {
+    let output = std::process::Command::new("callgrind_annotate")
+        .args(flags)
+        .arg(file)
+        .current_dir("/")
+        .output()
+        .expect("run callgrind_annotate");
+    assert!(output.status.success(), "callgrind_annotate failed");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The function name of a callgrind_annotate tree line (`… < file:name (3x) [obj]`).
+fn tree_function(line: &str, marker: &str) -> Option<String> {
+    let (_, rest) = line.split_once(marker)?;
+    let (_, name) = rest.trim().split_once(':')?;
+    Some(name.split([' ', '\'']).next()?.to_string())
+}
+
+#[test]
+fn callgrind_export_has_recursive_edges_instruction_positions_and_report_inclusive() {
+    if find_in_path("callgrind_annotate").is_none() {
+        common::tools::missing("callgrind_annotate is not installed (Debian package valgrind)");
+        return;
+    }
+    let mut checked = 0;
+    for (program, recursive) in [("fib", "fib"), ("mutual", "foo"), ("deeprec", "")] {
+        for libc in [Libc::Glibc, Libc::Musl] {
+            let Some((variant, profile)) = find(&format!("{program}.{libc}.O2")) else {
+                continue;
+            };
+            checked += 1;
+            let name = variant.name();
+            let out = profile.export("callgrind", &["--no-inline"]);
+            let text = std::fs::read_to_string(&out).expect("read the export");
+            assert!(text.contains("\npositions: instr line\n"), "{name}");
+            assert!(
+                text.lines().any(|l| {
+                    let mut words = l.split(' ');
+                    words.next().is_some_and(|a| a.starts_with("0x")) && words.count() == 2
+                }),
+                "{name}: no `address line cost` lines"
+            );
+
+            // Inclusive costs: callgrind_annotate --inclusive=yes = the JSON (c_t).
+            let (_, inclusive) = parse_annotate(&callgrind_annotate_with(
+                &out,
+                &["--inclusive=yes", "--threshold=100", "--auto=no"],
+            ));
+            for f in profile.json["functions"].as_array().expect("functions") {
+                let fname = f["name"].as_str().expect("name");
+                if !["fib", "foo", "bar", "toy", "main"].contains(&fname) {
+                    continue;
+                }
+                let ours = f["inclusive_instructions"].as_u64().expect("inclusive");
+                assert_eq!(
+                    inclusive.get(fname).copied(),
+                    Some(ours),
+                    "{name}: {fname} inclusive"
+                );
+            }
+
+            // The recursive edge is shown with its caller in --tree=caller.
+            let recursive_callers: Vec<String> =
+                callgrind_annotate_with(&out, &["--tree=caller", "--threshold=100", "--auto=no"])
+                    .split("\n\n")
+                    .filter(|block| {
+                        block
+                            .lines()
+                            .any(|l| tree_function(l, " * ").as_deref() == Some(recursive))
+                    })
+                    .flat_map(|block| {
+                        block
+                            .lines()
+                            .filter_map(|l| tree_function(l, " < "))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+            match recursive {
+                "" => {}
+                "fib" => assert!(
+                    recursive_callers.iter().any(|c| c == "fib"),
+                    "{name}: callers of fib {recursive_callers:?}"
+                ),
+                _ => assert!(
+                    recursive_callers.iter().any(|c| c == "bar"),
+                    "{name}: callers of foo {recursive_callers:?}"
+                ),
+            }
+        }
+    }
+    assert!(checked >= 3, "too few recursive programs profiled");
+}
+
 fn folded(profile: &ProfileFile, extra: &[&str]) -> String {
     std::fs::read_to_string(profile.export("folded", extra)).expect("folded output")
 }

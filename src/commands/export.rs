@@ -126,7 +126,9 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             let (binary, costs) = args.code.costs(profile)?;
             let mut options = CallgrindOptions::default();
             options.inline = args.code.inline();
-            options.object = Some(binary.display().to_string());
+            // Absolute and without `.` components, as Callgrind writes `ob=`.
+            let object = std::path::absolute(&binary).unwrap_or(binary);
+            options.object = Some(object.display().to_string());
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
