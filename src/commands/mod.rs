@@ -6,6 +6,7 @@ pub mod diff;
 pub mod export;
 mod profile_file;
 mod program_path;
+mod progress;
 pub mod report;
 pub mod run;
 mod summary;

@@ -1,19 +1,16 @@
 //! `emuprof run`: profile one run of a program.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use emuprof::output::{check_writable, write_atomically};
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
+use super::progress::Progress;
 use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
 use crate::exit_code;
@@ -84,7 +81,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
 }
 
 /// Loads `program`, runs it with `args` (after `argv[0]`: `--argv0` or the
-/// path as given) under the settings of `guest`, with a progress spinner on a terminal
+/// path as given) under the settings of `guest`, with progress in the terminal's title
 /// and Ctrl-C stopping the run, and symbolicates the profile. The guest can
 /// never write to `protected_paths` (emuprof's own output files). Shared by
 /// `run`, `check` and `diff --run`.
@@ -101,9 +98,9 @@ pub fn profile_program(
         *argv0 = program.to_string_lossy().into_owned();
     }
     configure(run.options_mut(), guest, protected_paths)?;
-    let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
+    let progress = Progress::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
-    spinner.finish();
+    progress.finish();
     if found.from_path {
         return outcome.with_context(|| {
             format!(
@@ -157,52 +154,4 @@ fn configure(
     };
     options.interrupt = interrupt_flag();
     Ok(())
-}
-
-/// An indicatif spinner with instructions executed and speed, drawn only when
-/// stderr is a terminal.
-struct Spinner {
-    done: Arc<AtomicBool>,
-    handle: Option<thread::JoinHandle<()>>,
-}
-
-impl Spinner {
-    fn start(progress: Arc<std::sync::atomic::AtomicU64>) -> Spinner {
-        let done = Arc::new(AtomicBool::new(false));
-        if !std::io::stderr().is_terminal() {
-            return Spinner { done, handle: None };
-        }
-        let flag = Arc::clone(&done);
-        let handle = thread::spawn(move || {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} emuprof: {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            let start = Instant::now();
-            while !flag.load(Ordering::Relaxed) {
-                let n = progress.load(Ordering::Relaxed);
-                let secs = start.elapsed().as_secs_f64().max(1e-3);
-                bar.set_message(format!(
-                    "{:.1} M instructions, {:.0} M/s",
-                    n as f64 / 1e6,
-                    n as f64 / 1e6 / secs
-                ));
-                bar.tick();
-                thread::sleep(Duration::from_millis(100));
-            }
-            bar.finish_and_clear();
-        });
-        Spinner {
-            done,
-            handle: Some(handle),
-        }
-    }
-
-    fn finish(mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
 }
