@@ -30,7 +30,7 @@ pub enum ExportFormat {
     Callgrind,
     /// Folded stacks, `main;foo;bar 1234`, for any flame graph tool.
     Folded,
-    /// Flame graph SVG (inferno).
+    /// Interactive flame graph SVG (search, click to zoom).
     Flamegraph,
     /// Differential flame graph of PROFILE against --base (red grew, blue shrank).
     DiffFlamegraph,
