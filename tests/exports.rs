@@ -577,3 +577,83 @@ fn pprof_export_decodes_against_profile_proto() {
         }
     }
 }
+
+/// The speedscope export follows speedscope's file format schema (evented
+/// profile, frames by index, `O`/`C` events properly nested and in order), has
+/// one span per calling context and ends at the profile's total.
+#[test]
+fn speedscope_export_is_an_exact_evented_call_tree() {
+    let mut checked = 0;
+    for (variant, profile) in profiles() {
+        if !["mutual", "fib", "qsortcb"].contains(&variant.spec.name) {
+            continue;
+        }
+        checked += 1;
+        let name = variant.name();
+        let out = profile.export("speedscope", &[]);
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
+        assert_eq!(
+            json["$schema"],
+            "https://www.speedscope.app/file-format-schema.json"
+        );
+        let frames = json["shared"]["frames"].as_array().expect("frames");
+        assert!(frames.iter().all(|f| f["name"].is_string()), "{name}");
+        let p = &json["profiles"][0];
+        assert_eq!(p["type"], "evented");
+        assert_eq!(p["unit"], "none");
+        assert_eq!(p["startValue"], 0);
+        let mut stack: Vec<u64> = Vec::new();
+        let (mut last, mut opened) = (0, 0);
+        let mut inclusive_of_foo = 0;
+        let mut open_at: Vec<u64> = Vec::new();
+        for event in p["events"].as_array().expect("events") {
+            let at = event["at"].as_u64().expect("at");
+            let frame = event["frame"].as_u64().expect("frame");
+            assert!(at >= last, "{name}: events out of order");
+            assert!((frame as usize) < frames.len(), "{name}: no frame {frame}");
+            last = at;
+            match event["type"].as_str() {
+                Some("O") => {
+                    stack.push(frame);
+                    open_at.push(at);
+                    opened += 1;
+                }
+                Some("C") => {
+                    assert_eq!(stack.pop(), Some(frame), "{name}: C closes the innermost O");
+                    let start = open_at.pop().expect("opened");
+                    let outermost = !stack.contains(&frame);
+                    if frames[frame as usize]["name"] == "foo" && outermost {
+                        inclusive_of_foo += at - start;
+                    }
+                }
+                other => panic!("{name}: event type {other:?}"),
+            }
+        }
+        assert!(stack.is_empty(), "{name}: unclosed frames");
+        assert_eq!(last, profile.total(), "{name}: ends at the total");
+        assert_eq!(p["endValue"].as_u64(), Some(last), "{name}");
+        assert_eq!(
+            opened,
+            profile.json["call_tree"]
+                .as_array()
+                .expect("call_tree")
+                .len(),
+            "{name}: one span per calling context"
+        );
+        if variant.spec.name == "mutual" {
+            let foo = profile.json["functions"]
+                .as_array()
+                .expect("functions")
+                .iter()
+                .find(|f| f["name"] == "foo")
+                .expect("foo");
+            assert_eq!(
+                Some(inclusive_of_foo),
+                foo["inclusive_instructions"].as_u64(),
+                "{name}: foo's outermost spans add up to its inclusive cost"
+            );
+        }
+    }
+    assert!(checked >= 3, "too few programs profiled");
+}

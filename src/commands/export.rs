@@ -12,6 +12,7 @@ use emuprof_analysis::export::flamegraph::{
 };
 use emuprof_analysis::export::folded::{folded_stacks, write_folded, FoldedStack};
 use emuprof_analysis::export::pprof::write_pprof;
+use emuprof_analysis::export::speedscope::write_speedscope;
 use emuprof_analysis::export::stacks::StackOptions;
 use emuprof_analysis::report::format::grouped;
 use emuprof_analysis::{CallGraph, Profile};
@@ -36,6 +37,8 @@ pub enum ExportFormat {
     DiffFlamegraph,
     /// pprof protobuf (gzipped) for `go tool pprof`, Grafana Pyroscope, speedscope.
     Pprof,
+    /// speedscope's evented JSON: the exact call tree, instructions as weights.
+    Speedscope,
 }
 
 /// Export a profile for other tools.
@@ -166,6 +169,9 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
         ExportFormat::Pprof => {
             let costs = args.code.optional_costs(profile)?;
             write_pprof(profile, costs.as_ref(), &stack_options, &mut bytes)?
+        }
+        ExportFormat::Speedscope => {
+            write_speedscope(profile, &profile.command.join(" "), &mut bytes)?
         }
         ExportFormat::Dot | ExportFormat::Svg => bytes = dot_bytes(profile, args)?,
     }

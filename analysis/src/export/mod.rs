@@ -6,6 +6,7 @@
 //! | folded stacks | [`folded`] | inferno, `flamegraph.pl`, speedscope |
 //! | flame graph / differential flame graph SVG | [`flamegraph`] | any browser |
 //! | pprof (gzipped protobuf) | [`pprof`] | `go tool pprof`, Grafana Pyroscope, speedscope, Perfetto |
+//! | speedscope evented JSON (exact call tree) | [`speedscope`] | speedscope |
 //!
 //! The stack-based formats share [`stacks`] (recursion folding, inline frames);
 //! line- and instruction-level data comes from
@@ -17,4 +18,5 @@ pub mod flamegraph;
 pub mod folded;
 pub mod pprof;
 mod pprof_proto;
+pub mod speedscope;
 pub mod stacks;
