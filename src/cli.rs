@@ -119,11 +119,27 @@ pub struct RunArgs {
         requires = "live"
     )]
     pub live_output: PathBuf,
-    /// The static binary to run.
-    pub program: PathBuf,
-    /// Arguments for the program (everything after PROGRAM is passed on).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<String>,
+    /// The static binary to run (looked up on PATH when it has no `/`), then
+    /// its arguments: everything after PROGRAM is passed on, options included.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM [ARGS]"
+    )]
+    pub command: Vec<String>,
+}
+
+impl RunArgs {
+    /// The program to run (the first word of the command).
+    pub fn program(&self) -> &str {
+        self.command.first().map_or("", String::as_str)
+    }
+
+    /// The program's arguments (everything after PROGRAM).
+    pub fn args(&self) -> &[String] {
+        self.command.get(1..).unwrap_or_default()
+    }
 }
 
 /// Inserts the implicit `run` so that `emuprof ./prog args` works.
@@ -161,7 +177,41 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(run.output, PathBuf::from("x.json"));
-        assert_eq!(run.program, PathBuf::from("./p"));
-        assert_eq!(run.args, vec!["-v", "--help"]);
+        assert_eq!(run.program(), "./p");
+        assert_eq!(run.args(), ["-v", "--help"]);
+    }
+
+    /// Every option `emuprof run` defines, placed after PROGRAM, is the
+    /// program's (the list comes from clap, so new options are covered).
+    #[test]
+    fn every_run_option_after_program_goes_to_the_program() {
+        let command = Cli::command();
+        let run = command.find_subcommand("run").expect("a run subcommand");
+        let mut names: Vec<String> = vec!["--help".into(), "-h".into()];
+        for arg in run.get_arguments() {
+            names.extend(
+                arg.get_long_and_visible_aliases()
+                    .into_iter()
+                    .flatten()
+                    .map(|l| format!("--{l}")),
+            );
+            names.extend(
+                arg.get_short_and_visible_aliases()
+                    .into_iter()
+                    .flatten()
+                    .map(|s| format!("-{s}")),
+            );
+        }
+        assert!(names.len() > 10, "too few options found: {names:?}");
+        for name in names {
+            let cli = Cli::try_parse_from(with_implicit_run(
+                ["emuprof", "./p", &name, "1"].map(String::from).to_vec(),
+            ))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let Command::Run(run) = cli.command else {
+                panic!("not run")
+            };
+            assert_eq!(run.args(), [name.as_str(), "1"], "{name}");
+        }
     }
 }

@@ -179,6 +179,101 @@ fn inlined_helpers_are_their_own_functions_in_the_callgrind_export() {
     }
 }
 
+/// callgrind_annotate with `flags`, run from `/` so it does not shorten the
+/// `fl=` names under its working directory (it leaves `cfi=` names whole).
+fn callgrind_annotate_with(file: &std::path::Path, flags: &[&str]) -> String {
+    let output = std::process::Command::new("callgrind_annotate")
+        .args(flags)
+        .arg(file)
+        .current_dir("/")
+        .output()
+        .expect("run callgrind_annotate");
+    assert!(output.status.success(), "callgrind_annotate failed");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The function name of a callgrind_annotate tree line (`… < file:name (3x) [obj]`).
+fn tree_function(line: &str, marker: &str) -> Option<String> {
+    let (_, rest) = line.split_once(marker)?;
+    let (_, name) = rest.trim().split_once(':')?;
+    Some(name.split([' ', '\'']).next()?.to_string())
+}
+
+#[test]
+fn callgrind_export_has_recursive_edges_instruction_positions_and_report_inclusive() {
+    if find_in_path("callgrind_annotate").is_none() {
+        common::tools::missing("callgrind_annotate is not installed (Debian package valgrind)");
+        return;
+    }
+    let mut checked = 0;
+    for (program, recursive) in [("fib", "fib"), ("mutual", "foo"), ("deeprec", "")] {
+        for libc in [Libc::Glibc, Libc::Musl] {
+            let Some((variant, profile)) = find(&format!("{program}.{libc}.O2")) else {
+                continue;
+            };
+            checked += 1;
+            let name = variant.name();
+            let out = profile.export("callgrind", &["--no-inline"]);
+            let text = std::fs::read_to_string(&out).expect("read the export");
+            assert!(text.contains("\npositions: instr line\n"), "{name}");
+            assert!(
+                text.lines().any(|l| {
+                    let mut words = l.split(' ');
+                    words.next().is_some_and(|a| a.starts_with("0x")) && words.count() == 2
+                }),
+                "{name}: no `address line cost` lines"
+            );
+
+            // Inclusive costs: callgrind_annotate --inclusive=yes = the JSON (c_t).
+            let (_, inclusive) = parse_annotate(&callgrind_annotate_with(
+                &out,
+                &["--inclusive=yes", "--threshold=100", "--auto=no"],
+            ));
+            for f in profile.json["functions"].as_array().expect("functions") {
+                let fname = f["name"].as_str().expect("name");
+                if !["fib", "foo", "bar", "toy", "main"].contains(&fname) {
+                    continue;
+                }
+                let ours = f["inclusive_instructions"].as_u64().expect("inclusive");
+                assert_eq!(
+                    inclusive.get(fname).copied(),
+                    Some(ours),
+                    "{name}: {fname} inclusive"
+                );
+            }
+
+            // The recursive edge is shown with its caller in --tree=caller.
+            let recursive_callers: Vec<String> =
+                callgrind_annotate_with(&out, &["--tree=caller", "--threshold=100", "--auto=no"])
+                    .split("\n\n")
+                    .filter(|block| {
+                        block
+                            .lines()
+                            .any(|l| tree_function(l, " * ").as_deref() == Some(recursive))
+                    })
+                    .flat_map(|block| {
+                        block
+                            .lines()
+                            .filter_map(|l| tree_function(l, " < "))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+            match recursive {
+                "" => {}
+                "fib" => assert!(
+                    recursive_callers.iter().any(|c| c == "fib"),
+                    "{name}: callers of fib {recursive_callers:?}"
+                ),
+                _ => assert!(
+                    recursive_callers.iter().any(|c| c == "bar"),
+                    "{name}: callers of foo {recursive_callers:?}"
+                ),
+            }
+        }
+    }
+    assert!(checked >= 3, "too few recursive programs profiled");
+}
+
 fn folded(profile: &ProfileFile, extra: &[&str]) -> String {
     std::fs::read_to_string(profile.export("folded", extra)).expect("folded output")
 }
@@ -488,4 +583,84 @@ fn pprof_export_decodes_against_profile_proto() {
             assert!(p.mapping[0].has_inline_frames);
         }
     }
+}
+
+/// The speedscope export follows speedscope's file format schema (evented
+/// profile, frames by index, `O`/`C` events properly nested and in order), has
+/// one span per calling context and ends at the profile's total.
+#[test]
+fn speedscope_export_is_an_exact_evented_call_tree() {
+    let mut checked = 0;
+    for (variant, profile) in profiles() {
+        if !["mutual", "fib", "qsortcb"].contains(&variant.spec.name) {
+            continue;
+        }
+        checked += 1;
+        let name = variant.name();
+        let out = profile.export("speedscope", &[]);
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&out).expect("read")).expect("JSON");
+        assert_eq!(
+            json["$schema"],
+            "https://www.speedscope.app/file-format-schema.json"
+        );
+        let frames = json["shared"]["frames"].as_array().expect("frames");
+        assert!(frames.iter().all(|f| f["name"].is_string()), "{name}");
+        let p = &json["profiles"][0];
+        assert_eq!(p["type"], "evented");
+        assert_eq!(p["unit"], "none");
+        assert_eq!(p["startValue"], 0);
+        let mut stack: Vec<u64> = Vec::new();
+        let (mut last, mut opened) = (0, 0);
+        let mut inclusive_of_foo = 0;
+        let mut open_at: Vec<u64> = Vec::new();
+        for event in p["events"].as_array().expect("events") {
+            let at = event["at"].as_u64().expect("at");
+            let frame = event["frame"].as_u64().expect("frame");
+            assert!(at >= last, "{name}: events out of order");
+            assert!((frame as usize) < frames.len(), "{name}: no frame {frame}");
+            last = at;
+            match event["type"].as_str() {
+                Some("O") => {
+                    stack.push(frame);
+                    open_at.push(at);
+                    opened += 1;
+                }
+                Some("C") => {
+                    assert_eq!(stack.pop(), Some(frame), "{name}: C closes the innermost O");
+                    let start = open_at.pop().expect("opened");
+                    let outermost = !stack.contains(&frame);
+                    if frames[frame as usize]["name"] == "foo" && outermost {
+                        inclusive_of_foo += at - start;
+                    }
+                }
+                other => panic!("{name}: event type {other:?}"),
+            }
+        }
+        assert!(stack.is_empty(), "{name}: unclosed frames");
+        assert_eq!(last, profile.total(), "{name}: ends at the total");
+        assert_eq!(p["endValue"].as_u64(), Some(last), "{name}");
+        assert_eq!(
+            opened,
+            profile.json["call_tree"]
+                .as_array()
+                .expect("call_tree")
+                .len(),
+            "{name}: one span per calling context"
+        );
+        if variant.spec.name == "mutual" {
+            let foo = profile.json["functions"]
+                .as_array()
+                .expect("functions")
+                .iter()
+                .find(|f| f["name"] == "foo")
+                .expect("foo");
+            assert_eq!(
+                Some(inclusive_of_foo),
+                foo["inclusive_instructions"].as_u64(),
+                "{name}: foo's outermost spans add up to its inclusive cost"
+            );
+        }
+    }
+    assert!(checked >= 3, "too few programs profiled");
 }

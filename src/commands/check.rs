@@ -189,6 +189,13 @@ fn obtain_profile<'t>(
     also_written: impl Iterator<Item = &'t OutputTarget>,
 ) -> Result<Profile> {
     let profile = match (&args.profile, args.command.split_first()) {
+        (Some(path), _) if profile_file::is_program(path) => bail!(
+            "{} is a program, not a profile; to run it, put it after `--`: \
+             emuprof check --limits {} -- {} ARGS...",
+            path.display(),
+            args.limits.display(),
+            path.display()
+        ),
         (Some(path), _) => profile_file::read(path)?,
         (None, Some((program, program_args))) => {
             let output =

@@ -12,6 +12,7 @@ use emuprof_analysis::export::flamegraph::{
 };
 use emuprof_analysis::export::folded::{folded_stacks, write_folded, FoldedStack};
 use emuprof_analysis::export::pprof::write_pprof;
+use emuprof_analysis::export::speedscope::write_speedscope;
 use emuprof_analysis::export::stacks::StackOptions;
 use emuprof_analysis::report::format::grouped;
 use emuprof_analysis::{CallGraph, Profile};
@@ -30,12 +31,14 @@ pub enum ExportFormat {
     Callgrind,
     /// Folded stacks, `main;foo;bar 1234`, for any flame graph tool.
     Folded,
-    /// Flame graph SVG (inferno).
+    /// Interactive flame graph SVG (search, click to zoom).
     Flamegraph,
     /// Differential flame graph of PROFILE against --base (red grew, blue shrank).
     DiffFlamegraph,
     /// pprof protobuf (gzipped) for `go tool pprof`, Grafana Pyroscope, speedscope.
     Pprof,
+    /// speedscope's evented JSON: the exact call tree, instructions as weights.
+    Speedscope,
 }
 
 /// Export a profile for other tools.
@@ -129,7 +132,9 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             let (binary, costs) = args.code.costs(profile)?;
             let mut options = CallgrindOptions::default();
             options.inline = args.code.inline();
-            options.object = Some(binary.display().to_string());
+            // Absolute and without `.` components, as Callgrind writes `ob=`.
+            let object = std::path::absolute(&binary).unwrap_or(binary);
+            options.object = Some(object.display().to_string());
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
@@ -167,6 +172,9 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
         ExportFormat::Pprof => {
             let costs = args.code.optional_costs(profile)?;
             write_pprof(profile, costs.as_ref(), &stack_options, &mut bytes)?
+        }
+        ExportFormat::Speedscope => {
+            write_speedscope(profile, &profile.command.join(" "), &mut bytes)?
         }
         ExportFormat::Dot | ExportFormat::Svg => bytes = dot_bytes(profile, args)?,
     }

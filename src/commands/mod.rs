@@ -6,6 +6,8 @@ pub mod diff;
 pub mod export;
 mod live;
 mod profile_file;
+mod program_path;
+mod progress;
 pub mod report;
 pub mod run;
 mod summary;

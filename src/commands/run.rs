@@ -1,20 +1,16 @@
 //! `emuprof run`: profile one run of a program.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
-use super::summary;
+use super::progress::Progress;
+use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
 use crate::{exit_code, termination};
 
@@ -34,14 +30,19 @@ pub fn run(args: RunArgs) -> Result<i32> {
             std::path::absolute(&args.live_output).unwrap_or_else(|_| args.live_output.clone());
         protected.push(live_output.clone());
         super::live::profile_live(
-            &args.program,
-            &args.args,
+            Path::new(args.program()),
+            args.args(),
             &args.guest,
             protected,
             &live_output,
         )?
     } else {
-        profile_program(&args.program, &args.args, &args.guest, protected)?
+        profile_program(
+            Path::new(args.program()),
+            args.args(),
+            &args.guest,
+            protected,
+        )?
     };
     let profile = &outcome.profile;
     let written_to = target.describe();
@@ -93,7 +94,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
 }
 
 /// Loads `program`, runs it with `args` (after `argv[0]`: `--argv0` or the
-/// path as given) under the settings of `guest`, with a progress spinner on a terminal
+/// path as given) under the settings of `guest`, with progress in the terminal's title
 /// and Ctrl-C stopping the run, and symbolicates the profile. The guest can
 /// never write to `protected_paths` (emuprof's own output files). Shared by
 /// `run`, `check` and `diff --run`.
@@ -103,11 +104,25 @@ pub fn profile_program(
     guest: &GuestArgs,
     protected_paths: Vec<PathBuf>,
 ) -> Result<CompletedRun> {
-    let mut run = emuprof::Run::new(program).args(args.iter().cloned());
+    let found = program_path::resolve(program)?;
+    let mut run = emuprof::Run::new(&found.file).args(args.iter().cloned());
+    if let Some(argv0) = run.options_mut().args.first_mut() {
+        // As a shell does: argv[0] is the name as typed, also when found on PATH.
+        *argv0 = program.to_string_lossy().into_owned();
+    }
     configure_run(run.options_mut(), guest, protected_paths)?;
-    let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
+    let progress = Progress::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
-    spinner.finish();
+    progress.finish();
+    if found.from_path {
+        return outcome.with_context(|| {
+            format!(
+                "{} was found on PATH as {}",
+                program.display(),
+                found.file.display()
+            )
+        });
+    }
     outcome
 }
 
@@ -141,52 +156,4 @@ pub(super) fn configure_run(
     };
     options.interrupt = termination::interrupt_flag();
     Ok(())
-}
-
-/// An indicatif spinner with instructions executed and speed, drawn only when
-/// stderr is a terminal.
-struct Spinner {
-    done: Arc<AtomicBool>,
-    handle: Option<thread::JoinHandle<()>>,
-}
-
-impl Spinner {
-    fn start(progress: Arc<std::sync::atomic::AtomicU64>) -> Spinner {
-        let done = Arc::new(AtomicBool::new(false));
-        if !std::io::stderr().is_terminal() {
-            return Spinner { done, handle: None };
-        }
-        let flag = Arc::clone(&done);
-        let handle = thread::spawn(move || {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} emuprof: {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            let start = Instant::now();
-            while !flag.load(Ordering::Relaxed) {
-                let n = progress.load(Ordering::Relaxed);
-                let secs = start.elapsed().as_secs_f64().max(1e-3);
-                bar.set_message(format!(
-                    "{:.1} M instructions, {:.0} M/s",
-                    n as f64 / 1e6,
-                    n as f64 / 1e6 / secs
-                ));
-                bar.tick();
-                thread::sleep(Duration::from_millis(100));
-            }
-            bar.finish_and_clear();
-        });
-        Spinner {
-            done,
-            handle: Some(handle),
-        }
-    }
-
-    fn finish(mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
 }

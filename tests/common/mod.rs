@@ -20,6 +20,7 @@ pub mod compile;
 pub mod golden;
 pub mod process;
 pub mod testprogs;
+pub mod tools;
 
 pub use callgrind::{parse_callgrind, run_callgrind, CallgrindProfile};
 pub use process::{run_emuprof, run_native, EmuprofCommand, EmuprofRun};

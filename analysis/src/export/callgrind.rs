@@ -4,14 +4,20 @@
 //! - Self costs are per source line, from the exact per-instruction counts
 //!   ([`InstructionCosts`]); an instruction belongs to the function symbol that
 //!   contains it, as in Callgrind, so per-function self costs match Callgrind's.
+//! - Positions are `instr line` (as Callgrind's `--dump-instr=yes`): every cost
+//!   line gives the instruction's address and source line, so KCachegrind's
+//!   machine-code view works.
 //! - Calls come from the exact call tree: `calls=` gives every call, recursive
-//!   calls included. The cost line after it is the part of the caller's inclusive
-//!   cost spent in that callee, computed so that **recursion is counted once**:
-//!   for every function `f`, self cost plus the costs of its call lines equals
-//!   Kaes's recursion-safe `c_t(f)`. A call from `f` to `f` therefore costs 0 (its
-//!   cost is already in the outer call), and in a cycle `f → g → f` the cost of
-//!   `f → g` leaves out what the inner `f` spends. `callgrind_annotate
-//!   --inclusive=yes` and KCachegrind then never show more than 100 %.
+//!   calls included, so `callgrind_annotate --tree=caller` and KCachegrind show
+//!   the `fib → fib` edge and its line. The cost line after it is the call's
+//!   inclusive cost when no caller above it in the tree runs the same function,
+//!   and 0 otherwise (that cost is already in the outer call): **recursion is
+//!   counted once**. For every function `f`, the costs of the calls *to* `f`
+//!   then add up to Kaes's recursion-safe `c_t(f)`, the inclusive cost of
+//!   `emuprof report`, which is exactly what `callgrind_annotate
+//!   --inclusive=yes` shows (never more than 100 %). The costs of the calls
+//!   *from* a function in a cycle `f → g → f` include the inner `f` (as in
+//!   Callgrind's own files), so they can add up to more than `c_t(f)`.
 //! - The line of a call is the line of the `call` instruction that targets the
 //!   callee, when one is found; otherwise the caller's first line.
 //! - Inline frames (`inline`): code that DWARF attributes to an inlined function
@@ -56,15 +62,42 @@ impl Default for CallgrindOptions {
 /// A source position: file and line.
 type Position = (String, u32);
 
+/// A cost position: file, instruction address and line (sorted by file so
+/// `fi=`/`fe=` switches stay few, then by address).
+type CostPosition = (String, u64, u32);
+
+/// One call line: how often, and its inclusive cost.
+#[derive(Debug, Default, Clone, Copy)]
+struct CallCost {
+    calls: u64,
+    cost: u64,
+}
+
 /// Everything written for one function.
 #[derive(Debug, Default)]
 struct FunctionEntry {
     /// The file named by `fl=`.
     home: Option<String>,
-    /// Self cost per source position.
-    lines: BTreeMap<Position, u64>,
-    /// Calls per (callee, call position): (calls, inclusive cost).
-    calls: BTreeMap<(String, Position), (u64, u64)>,
+    /// Self cost per instruction.
+    lines: BTreeMap<CostPosition, u64>,
+    /// Calls per (callee, call instruction position).
+    calls: BTreeMap<(String, CostPosition), CallCost>,
+}
+
+impl FunctionEntry {
+    /// The function's first instruction (lowest address) and its line: where
+    /// a `calls=` line says the callee starts.
+    fn entry_point(&self) -> (u64, u32) {
+        self.lines
+            .keys()
+            .map(|(_, address, line)| (*address, *line))
+            .min()
+            .unwrap_or((0, 0))
+    }
+}
+
+fn at(position: Position, address: u64) -> CostPosition {
+    (position.0, address, position.1)
 }
 
 /// Writes `profile` in Callgrind format. `costs` must have been built from the
@@ -100,6 +133,7 @@ fn add_self_and_inline_costs(
     inline: bool,
     functions: &mut BTreeMap<String, FunctionEntry>,
 ) {
+    let mut site_addresses: FxHashMap<(String, String, Position), u64> = FxHashMap::default();
     for instruction in &costs.instructions {
         let own = &costs.functions[instruction.function as usize].name;
         let inlined = if inline {
@@ -112,7 +146,7 @@ fn add_self_and_inline_costs(
             .entry(name.to_string())
             .or_default()
             .lines
-            .entry(position_of(instruction, inline))
+            .entry(at(position_of(instruction, inline), instruction.address))
             .or_default() += instruction.executions;
 
         // Inline sites: own -> inlined[0] -> inlined[1] ..., each at the position
@@ -125,84 +159,80 @@ fn add_self_and_inline_costs(
                 site.file.clone().unwrap_or_else(|| UNKNOWN_FILE.into()),
                 site.line.unwrap_or(0),
             );
+            // One call line per inline site, at the first instruction seen for it.
+            let address = *site_addresses
+                .entry((caller.to_string(), callee.to_string(), position.clone()))
+                .or_insert(instruction.address);
             let call = functions
                 .entry(caller.to_string())
                 .or_default()
                 .calls
-                .entry((callee.to_string(), position))
+                .entry((callee.to_string(), at(position, address)))
                 .or_default();
-            call.0 = call.0.max(instruction.executions);
-            call.1 += instruction.executions;
+            call.calls = call.calls.max(instruction.executions);
+            call.cost += instruction.executions;
             caller = callee;
         }
     }
 }
 
-/// Adds the call tree's calls with recursion-safe costs.
+/// Adds the call tree's calls with recursion-safe costs: a call costs its
+/// inclusive cost when no caller above it runs the same function, else 0.
 fn add_calls(
     profile: &Profile,
     costs: &InstructionCosts,
     functions: &mut BTreeMap<String, FunctionEntry>,
 ) {
     let sites = call_sites(costs);
-    let cut = recursion_cuts(profile);
+    let outermost = outermost_calls(profile);
     for node in &profile.call_tree {
         let Some(parent) = node.parent else { continue };
         let caller = profile.function_of(&profile.call_tree[parent as usize]);
         let callee = profile.function_of(node);
-        let cost = if caller.address == callee.address {
-            0
-        } else {
+        let cost = if outermost[node.id as usize] {
             node.inclusive_instructions
-                .saturating_sub(cut[node.id as usize])
+        } else {
+            0
         };
         let position = sites
             .get(&(caller.address, callee.address))
             .cloned()
-            .or_else(|| Some((caller.file.clone()?, caller.line?)))
-            .unwrap_or_else(|| (UNKNOWN_FILE.into(), 0));
+            .or_else(|| Some(at((caller.file.clone()?, caller.line?), caller.address)))
+            .unwrap_or_else(|| (UNKNOWN_FILE.into(), caller.address, 0));
         let call = functions
             .entry(caller.name.clone())
             .or_default()
             .calls
             .entry((callee.name.clone(), position))
             .or_default();
-        call.0 += node.calls;
-        call.1 += cost;
+        call.calls += node.calls;
+        call.cost += cost;
         functions.entry(callee.name.clone()).or_default();
     }
 }
 
-/// Per node: the inclusive cost of the topmost nodes below it whose function is
-/// its parent's function (they are counted in the caller's own outer call).
-fn recursion_cuts(profile: &Profile) -> Vec<u64> {
+/// Per node: true when no ancestor runs the same function. The inclusive costs
+/// of these nodes add up to Kaes's `c_t(f)` for each function `f`.
+fn outermost_calls(profile: &Profile) -> Vec<bool> {
     let nodes = &profile.call_tree;
-    let mut cut = vec![0u64; nodes.len()];
-    let mut path: Vec<u32> = Vec::new();
-    let mut active: Vec<Vec<usize>> = vec![Vec::new(); profile.functions.len()];
+    let mut outermost = vec![false; nodes.len()];
+    let mut active = vec![0u32; profile.functions.len()];
     Children::new(nodes).depth_first(|visit| match visit {
-        Visit::Enter(node, depth) => {
-            path.truncate(depth as usize - 1);
-            path.push(node);
+        Visit::Enter(node, _) => {
             let function = nodes[node as usize].function as usize;
-            if let Some(&ancestor) = active[function].last() {
-                let child = path[ancestor + 1];
-                if child != node {
-                    cut[child as usize] += nodes[node as usize].inclusive_instructions;
-                }
-            }
-            active[function].push(path.len() - 1);
+            outermost[node as usize] = active[function] == 0;
+            active[function] += 1;
         }
         Visit::Leave(node) => {
-            active[nodes[node as usize].function as usize].pop();
+            active[nodes[node as usize].function as usize] -= 1;
         }
     });
-    cut
+    outermost
 }
 
 /// (caller start, callee start) → position of a direct `call` from one to the
 /// other, found in the disassembly (the lowest such call).
-fn call_sites(costs: &InstructionCosts) -> FxHashMap<(u64, u64), Position> {
+fn call_sites(costs: &InstructionCosts) -> FxHashMap<(u64, u64), CostPosition> {
     let mut sites = FxHashMap::default();
     for instruction in &costs.instructions {
         let Some(target) = instruction
@@ -219,7 +249,7 @@ fn call_sites(costs: &InstructionCosts) -> FxHashMap<(u64, u64), Position> {
             .map_or(target, |i| costs.functions[i].address);
         sites
             .entry((caller, callee))
-            .or_insert_with(|| position_of(instruction, false));
+            .or_insert_with(|| at(position_of(instruction, false), instruction.address));
     }
     sites
 }
@@ -276,7 +306,7 @@ impl<W: Write> Writer<W> {
             writeln!(self.out, "desc: Partial: {}", reason.replace('\n', " "))?;
         }
         writeln!(self.out)?;
-        writeln!(self.out, "positions: line")?;
+        writeln!(self.out, "positions: instr line")?;
         writeln!(self.out, "events: Ir")?;
         writeln!(self.out, "summary: {total}")?;
         writeln!(self.out)?;
@@ -289,7 +319,7 @@ impl<W: Write> Writer<W> {
                 let home = entry
                     .home
                     .clone()
-                    .or_else(|| entry.lines.keys().next().map(|(f, _)| f.clone()))
+                    .or_else(|| entry.lines.keys().next().map(|(f, _, _)| f.clone()))
                     .unwrap_or_else(|| UNKNOWN_FILE.into());
                 (name.as_str(), home)
             })
@@ -300,16 +330,16 @@ impl<W: Write> Writer<W> {
             let function = self.name(name);
             writeln!(self.out, "fl={fl}\nfn={function}")?;
             let mut current = home.clone();
-            for ((file, line), cost) in &entry.lines {
+            for ((file, address, line), cost) in &entry.lines {
                 if *file != current {
                     let key = if file == home { "fe" } else { "fi" };
                     let id = self.file(file);
                     writeln!(self.out, "{key}={id}")?;
                     current = file.clone();
                 }
-                writeln!(self.out, "{line} {cost}")?;
+                writeln!(self.out, "{address:#x} {line} {cost}")?;
             }
-            for ((callee, (file, line)), (calls, cost)) in &entry.calls {
+            for ((callee, (file, address, line)), CallCost { calls, cost }) in &entry.calls {
                 if *file != current {
                     let key = if file == home { "fe" } else { "fi" };
                     let id = self.file(file);
@@ -319,15 +349,20 @@ impl<W: Write> Writer<W> {
                 let callee_home = homes
                     .get(callee.as_str())
                     .map_or(UNKNOWN_FILE, String::as_str);
-                let cfi = self.file(callee_home);
+                // As Callgrind: no `cfi=` for a callee in the current file
+                // (callgrind_annotate then names caller and callee alike).
+                if callee_home != current || current != *home {
+                    let cfi = self.file(callee_home);
+                    writeln!(self.out, "cfi={cfi}")?;
+                }
                 let cfn = self.name(callee);
-                let callee_line = functions
+                let (callee_address, callee_line) = functions
                     .get(callee)
-                    .and_then(|e| e.lines.keys().next())
-                    .map_or(0, |(_, l)| *l);
+                    .map_or((0, 0), FunctionEntry::entry_point);
                 writeln!(
                     self.out,
-                    "cfi={cfi}\ncfn={cfn}\ncalls={calls} {callee_line}\n{line} {cost}"
+                    "cfn={cfn}\ncalls={calls} {callee_address:#x} {callee_line}\n\
+                     {address:#x} {line} {cost}"
                 )?;
             }
             writeln!(self.out)?;
@@ -349,27 +384,25 @@ mod tests {
         Profile::from_raw(&raw, &resolver, "test").expect("consistent")
     }
 
-    /// For every function: self + call costs = c_t (recursion counted once).
+    /// For every called function: the costs of the calls to it add up to its
+    /// inclusive cost c_t (what `callgrind_annotate --inclusive=yes` shows).
     fn check_inclusive_equals_c_t(profile: &Profile) {
-        let cut = recursion_cuts(profile);
-        let mut inclusive: Vec<u64> = profile
-            .functions
-            .iter()
-            .map(|f| f.self_instructions)
-            .collect();
+        let outermost = outermost_calls(profile);
+        let mut incoming = vec![0u64; profile.functions.len()];
         for node in &profile.call_tree {
-            let Some(parent) = node.parent else { continue };
-            let caller = profile.call_tree[parent as usize].function;
-            if caller != node.function {
-                inclusive[caller as usize] += node.inclusive_instructions - cut[node.id as usize];
+            if node.parent.is_some() && outermost[node.id as usize] {
+                incoming[node.function as usize] += node.inclusive_instructions;
             }
         }
-        let expected: Vec<u64> = profile
-            .functions
-            .iter()
-            .map(|f| f.inclusive_instructions)
-            .collect();
-        assert_eq!(inclusive, expected);
+        for (function, incoming) in profile.functions.iter().zip(incoming) {
+            if function.name != "main" {
+                assert_eq!(
+                    incoming, function.inclusive_instructions,
+                    "{}",
+                    function.name
+                );
+            }
+        }
     }
 
     #[test]

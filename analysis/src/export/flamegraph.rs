@@ -12,8 +12,16 @@
 //! blue where it shrank (Brendan Gregg's red/blue differential flame graphs); the
 //! tooltip gives the change as a share of the *after* total.
 //!
+//! Opened in a browser, the SVG is interactive (our own script, embedded):
+//! click a frame to zoom into it (its ancestors stay, faded), click the root
+//! or "Reset zoom" to zoom out; "Search" takes a regular expression,
+//! highlights the matching frames and shows the share of the total they
+//! cover. The SVG is as wide as the window it is shown in (`width="100%"`
+//! with a fixed `viewBox`).
+//!
 //! The SVG is written here rather than with the `inferno` crate: inferno is
-//! CDDL-licensed, which does not mix with Unicorn's GPL in one binary.
+//! CDDL-licensed, which does not mix with Unicorn's GPL in one binary; the
+//! script is our own for the same reason.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -53,6 +61,8 @@ const PAD: f64 = 10.0;
 const FRAME_HEIGHT: f64 = 16.0;
 const TOP: f64 = 48.0;
 const CHAR_WIDTH: f64 = 7.0;
+/// The interactions (zoom, search), embedded in every SVG.
+const SEARCH_SCRIPT: &str = include_str!("flamegraph.js");
 
 /// One frame of the merged stack tree.
 #[derive(Default)]
@@ -162,9 +172,9 @@ fn render<W: Write>(
     )?;
     writeln!(
         out,
-        r#"<svg version="1.1" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg">"#
+        r#"<svg version="1.1" width="100%" viewBox="0 0 {WIDTH} {height}" data-width="{WIDTH}" data-pad="{PAD}" xmlns="http://www.w3.org/2000/svg">"#
     )?;
-    writeln!(out, "<style>text {{ font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }} .title {{ font-size: 17px; }}</style>")?;
+    writeln!(out, "<style>text {{ font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }} .title {{ font-size: 17px; }} .button {{ cursor: pointer; fill: #444; }} g.frame {{ cursor: pointer; }}</style>")?;
     writeln!(
         out,
         r##"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#f8f8f0"/>"##
@@ -183,6 +193,20 @@ fn render<W: Write>(
             escape(sub)
         )?;
     }
+    writeln!(
+        out,
+        r#"<text id="unzoom" class="button" x="{PAD}" y="24" style="display: none">Reset zoom</text>"#
+    )?;
+    writeln!(
+        out,
+        r#"<text id="search" class="button" x="{}" y="24" text-anchor="end">Search</text>"#,
+        WIDTH - PAD
+    )?;
+    writeln!(
+        out,
+        r#"<text id="matched" x="{}" y="40" text-anchor="end"></text>"#,
+        WIDTH - PAD
+    )?;
     let mut ctx = Drawing {
         out: &mut out,
         total: root.total,
@@ -192,6 +216,10 @@ fn render<W: Write>(
         min_width: options.min_width,
     };
     ctx.frame("all", root, PAD, 0)?;
+    writeln!(
+        out,
+        "<script type=\"text/ecmascript\"><![CDATA[\n{SEARCH_SCRIPT}]]></script>"
+    )?;
     writeln!(out, "</svg>")
 }
 
@@ -242,31 +270,37 @@ impl<W: Write> Drawing<'_, W> {
                 )
             }
         };
-        writeln!(self.out, "<g><title>{}</title>", escape(&title))?;
+        writeln!(
+            self.out,
+            r#"<g class="frame" data-name="{}" data-depth="{depth}"><title>{}</title>"#,
+            escape(name),
+            escape(&title)
+        )?;
         writeln!(
             self.out,
             r#"<rect x="{x:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" fill="{fill}" rx="2" ry="2"/>"#,
             width,
             FRAME_HEIGHT - 1.0
         )?;
+        // Every frame has its text element: the script refits it on zoom.
         let fits = ((width - 6.0) / CHAR_WIDTH).floor();
-        if fits >= 3.0 {
-            let label: String = if name.chars().count() as f64 <= fits {
-                name.to_string()
-            } else {
-                name.chars()
-                    .take(fits as usize - 2)
-                    .chain("..".chars())
-                    .collect()
-            };
-            writeln!(
-                self.out,
-                r#"<text x="{:.2}" y="{:.1}">{}</text>"#,
-                x + 3.0,
-                y + 11.5,
-                escape(&label)
-            )?;
-        }
+        let label: String = if fits < 3.0 {
+            String::new()
+        } else if name.chars().count() as f64 <= fits {
+            name.to_string()
+        } else {
+            name.chars()
+                .take(fits as usize - 2)
+                .chain("..".chars())
+                .collect()
+        };
+        writeln!(
+            self.out,
+            r#"<text x="{:.2}" y="{:.1}">{}</text>"#,
+            x + 3.0,
+            y + 11.5,
+            escape(&label)
+        )?;
         writeln!(self.out, "</g>")?;
         let mut child_x = x;
         for (child_name, child) in &frame.children {

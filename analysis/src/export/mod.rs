@@ -6,6 +6,7 @@
 //! | folded stacks | [`folded`] | inferno, `flamegraph.pl`, speedscope |
 //! | flame graph / differential flame graph SVG | [`flamegraph`] | any browser |
 //! | pprof (gzipped protobuf) | [`pprof`] | `go tool pprof`, Grafana Pyroscope, speedscope, Perfetto |
+//! | speedscope evented JSON (exact call tree) | [`speedscope`] | speedscope |
 //! | the data of `emuprof view`'s page (JSON) | [`view`] | emuprof's own browser view |
 //!
 //! The stack-based formats share [`stacks`] (recursion folding, inline frames);
@@ -18,5 +19,6 @@ pub mod flamegraph;
 pub mod folded;
 pub mod pprof;
 mod pprof_proto;
+pub mod speedscope;
 pub mod stacks;
 pub mod view;

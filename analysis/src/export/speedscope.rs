@@ -1,0 +1,120 @@
+//! speedscope's evented JSON (<https://www.speedscope.app/file-format-schema.json>):
+//! the exact call tree, with instruction counts as weights.
+//!
+//! One frame per function (name, file, line); one evented profile whose
+//! `unit` is `none` (the values are instructions). Each calling context is
+//! opened once and closed after its inclusive count: it first spends its own
+//! instructions, then its callees follow in call-tree order. The x axis of
+//! speedscope's time-order view is therefore cumulative instructions over the
+//! calling contexts, not the order of the run (every call of one context is
+//! merged into one span); its left-heavy and sandwich views are exact.
+//! Recursion is kept level by level, as in the call tree.
+
+use std::io::{self, Write};
+
+use crate::profile::Profile;
+use crate::tree::{Children, Visit};
+
+/// Writes `profile` as a speedscope file named `name` (shown in the viewer).
+pub fn write_speedscope<W: Write>(profile: &Profile, name: &str, out: W) -> io::Result<()> {
+    let mut out = io::BufWriter::new(out);
+    let text = |s: &str| serde_json::to_string(s).map_err(io::Error::other);
+    writeln!(
+        out,
+        r#"{{"$schema":"https://www.speedscope.app/file-format-schema.json","#
+    )?;
+    writeln!(
+        out,
+        r#""exporter":{},"name":{},"activeProfileIndex":0,"#,
+        text(&format!("emuprof {}", profile.emuprof_version))?,
+        text(name)?
+    )?;
+    write!(out, r#""shared":{{"frames":["#)?;
+    for (index, function) in profile.functions.iter().enumerate() {
+        let separator = if index == 0 { "" } else { "," };
+        write!(out, "{separator}\n{{\"name\":{}", text(&function.name)?)?;
+        if let Some(file) = &function.file {
+            write!(out, ",\"file\":{}", text(file)?)?;
+        }
+        if let Some(line) = function.line {
+            write!(out, ",\"line\":{line}")?;
+        }
+        write!(out, "}}")?;
+    }
+    let nodes = &profile.call_tree;
+    let end: u64 = nodes
+        .iter()
+        .filter(|n| n.parent.is_none())
+        .map(|n| n.inclusive_instructions)
+        .sum();
+    writeln!(out, "]}},")?;
+    writeln!(
+        out,
+        r#""profiles":[{{"type":"evented","name":{},"unit":"none","startValue":0,"endValue":{end},"events":["#,
+        text(name)?
+    )?;
+    let mut at = 0u64;
+    let mut first = true;
+    let mut result = Ok(());
+    Children::new(nodes).depth_first(|visit| {
+        if result.is_err() {
+            return;
+        }
+        let (kind, node) = match visit {
+            Visit::Enter(node, _) => ("O", node),
+            Visit::Leave(node) => ("C", node),
+        };
+        let node = &nodes[node as usize];
+        let separator = if first { "" } else { "," };
+        first = false;
+        result = write!(
+            out,
+            "{separator}\n{{\"type\":\"{kind}\",\"frame\":{},\"at\":{at}}}",
+            node.function
+        );
+        if kind == "O" {
+            at += node.self_instructions;
+        }
+    });
+    result?;
+    writeln!(out, "\n]}}]}}")?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::RawTreeBuilder;
+
+    #[test]
+    fn events_nest_and_span_the_inclusive_counts() {
+        let mut tree = RawTreeBuilder::new("main", 10);
+        let fib = tree.call(0, "fib", 1, 5);
+        let inner = tree.call(fib, "fib", 4, 20);
+        tree.call(inner, "leaf", 2, 7);
+        let (raw, resolver) = tree.finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let mut bytes = Vec::new();
+        write_speedscope(&profile, "fib", &mut bytes).expect("writes");
+        let json: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let events = json["profiles"][0]["events"].as_array().expect("events");
+        let mut stack = Vec::new();
+        let mut last = 0;
+        for event in events {
+            let at = event["at"].as_u64().expect("at");
+            assert!(at >= last, "events in order");
+            last = at;
+            match event["type"].as_str() {
+                Some("O") => stack.push((event["frame"].clone(), at)),
+                _ => {
+                    let (frame, opened) = stack.pop().expect("balanced");
+                    assert_eq!(frame, event["frame"], "closes the innermost frame");
+                    let _ = opened;
+                }
+            }
+        }
+        assert!(stack.is_empty());
+        assert_eq!(json["profiles"][0]["endValue"].as_u64(), Some(last));
+        assert_eq!(last, profile.totals.instructions);
+    }
+}

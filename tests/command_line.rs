@@ -1,0 +1,170 @@
+//! The command line behaves as people expect: everything after PROGRAM is the
+//! program's (every option emuprof defines, read from `emuprof run --help`), a
+//! bare PROGRAM is found on PATH (a dynamic one found there is refused
+//! clearly), a mistyped subcommand gets a suggestion, and a program given to
+//! `check` where a profile belongs gets a hint about `--`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::compile::compile_c;
+use common::process::run_with_timeout;
+use common::tools::{missing, require_tool};
+use common::EmuprofCommand;
+
+/// Prints each argument in brackets, argv[0] included.
+const ECHO_ARGS: &str = r#"#include <stdio.h>
+int main(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) printf("[%s]", argv[i]);
+    printf("\n");
+    return 0;
+}
+"#;
+
+/// The echo program, built static once per test into a temporary directory.
+fn echo_args(dir: &tempfile::TempDir) -> Option<PathBuf> {
+    require_tool("gcc", "gcc")?;
+    let binary = compile_c(dir.path(), "echoargs", ECHO_ARGS, "gcc", &["-O1"]);
+    if binary.is_none() {
+        missing("gcc cannot link static programs (Debian package libc6-dev)");
+    }
+    binary
+}
+
+/// emuprof run with `args` in `cwd`, empty environment but `path` as PATH.
+fn emuprof(args: &[&str], path: &str) -> (String, String, i32) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", path)
+        .current_dir(dir.path());
+    let out = run_with_timeout(command, "emuprof");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Every option name in `emuprof run --help` (long and short), as clap lists them.
+fn run_options() -> Vec<String> {
+    let (help, _, _) = emuprof(&["run", "--help"], "");
+    let mut names = Vec::new();
+    for line in help.lines() {
+        let line = line.trim_start();
+        if !line.starts_with('-') {
+            continue;
+        }
+        for word in line.split([' ', ',', '=', '<', '[']) {
+            if word.len() > 1 && word.starts_with('-') && !names.iter().any(|n| n == word) {
+                names.push(word.to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_option_after_program_goes_to_the_program() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let Some(program) = echo_args(&dir) else {
+        return;
+    };
+    let names = run_options();
+    for expected in [
+        "--output", "-o", "--quiet", "-q", "--top", "--help", "-h", "--seed",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let program_name = program.display().to_string();
+    for name in &names {
+        let run = EmuprofCommand::new(&program)
+            .flags(&["--quiet"])
+            .args(&[name.as_str(), "10"])
+            .run();
+        assert!(run.status.success(), "{name}: {}", run.stderr);
+        assert_eq!(
+            run.stdout_text(),
+            format!("[{program_name}][{name}][10]\n"),
+            "emuprof PROGRAM {name} 10 did not pass {name} to the program"
+        );
+    }
+}
+
+#[test]
+fn a_bare_name_is_found_on_path() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let Some(_) = echo_args(&dir) else {
+        return;
+    };
+    let profile = dir.path().join("p.json");
+    let path = dir.path().display().to_string();
+    let profile_arg = profile.display().to_string();
+    let (stdout, stderr, code) = emuprof(&["-q", "-o", &profile_arg, "echoargs", "x"], &path);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "[echoargs][x]\n", "argv[0] is the name as typed");
+    assert!(profile.is_file());
+}
+
+#[test]
+fn a_dynamic_program_found_on_path_is_refused_clearly() {
+    let (_, stderr, code) = emuprof(&["ls"], "/usr/bin:/bin");
+    assert_eq!(code, 125, "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(
+        lines[0].starts_with("emuprof: ls was found on PATH as /")
+            && lines[0].contains("dynamically linked")
+            && lines[0].contains("-static"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_mistyped_subcommand_gets_a_suggestion() {
+    let (_, stderr, code) = emuprof(&["reprot", "p.json"], "");
+    assert_eq!(code, 125);
+    assert_eq!(
+        stderr.trim_end(),
+        "emuprof: reprot is not a subcommand, nor a program on PATH or in the current \
+         directory; did you mean `emuprof report`?"
+    );
+}
+
+#[test]
+fn an_unknown_option_before_program_is_named() {
+    let (_, stderr, code) = emuprof(&["run", "--bogus", "./prog"], "");
+    assert_eq!(code, 125);
+    assert!(
+        stderr.starts_with("emuprof: unknown option --bogus;"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_with_a_program_instead_of_a_profile_hints_at_double_dash() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let Some(program) = echo_args(&dir) else {
+        return;
+    };
+    let limits = dir.path().join("l.toml");
+    std::fs::write(&limits, "[total]\nmax_instructions = 1000000\n").expect("write limits");
+    let limits_arg = limits.display().to_string();
+    let program_arg = program.display().to_string();
+    let (_, stderr, code) = emuprof(&["check", "--limits", &limits_arg, &program_arg], "");
+    assert_eq!(code, 125);
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "emuprof: {program_arg} is a program, not a profile; to run it, put it after `--`: \
+             emuprof check --limits {limits_arg} -- {program_arg} ARGS..."
+        )
+    );
+}
