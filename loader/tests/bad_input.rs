@@ -59,12 +59,14 @@ fn missing_file_says_it_does_not_exist() {
 }
 
 #[test]
-fn directory_is_unreadable() {
+fn directory_is_refused_as_not_a_program_file() {
     let error = load(Path::new(env!("CARGO_MANIFEST_DIR")))
         .map(|_| ())
         .expect_err("a directory");
-    assert!(matches!(error, LoadError::Unreadable { .. }), "{error:?}");
-    assert!(error.to_string().starts_with("cannot read "));
+    assert!(matches!(error, LoadError::NotRegular { .. }), "{error:?}");
+    assert!(error
+        .to_string()
+        .contains("is a directory, not a program file"));
 }
 
 #[test]
