@@ -1,14 +1,15 @@
 //! emuprof's analysis layer: the profile model, symbolication, Kaes's call graph
 //! and display tree, reports and exporters.
 //!
-//! Data flows one way: the emulator records a [`raw::RawProfile`] (addresses
+//! Data flows one way: the emulator records a [`raw::RawProfile`] (crate
+//! `emuprof-model`, addresses
 //! only); [`Profile::from_raw`] symbolicates it through a [`Resolve`]
 //! implementation; everything else reads a [`Profile`]. Nothing here knows about
 //! Unicorn or the command line, so all of it can be tested on hand-built trees.
 //!
 //! | stage | where |
 //! |---|---|
-//! | raw input model | [`raw`] |
+//! | raw input model (crate `emuprof-model`) | [`raw`] |
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
 //! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
 //! | Kaes display tree (master nodes) | [`display_tree`] |
@@ -58,8 +59,10 @@ pub mod export;
 pub mod instructions;
 pub mod limits;
 pub mod profile;
+/// The recorded-profile tables (`emuprof-model`), re-exported: what the
+/// emulator fills and [`Profile::from_raw`] reads.
+pub use emuprof_model as raw;
 pub mod prune;
-pub mod raw;
 pub mod report;
 pub mod sample;
 pub mod symbolicate;

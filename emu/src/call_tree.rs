@@ -24,7 +24,7 @@
 
 use crate::blocks::Terminator;
 use crate::thread::{Frame, ThreadState};
-use emuprof_analysis::raw::{NodeId, RawNode};
+use emuprof_model::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
 
 /// Slots of the direct-mapped child cache (a power of two).
