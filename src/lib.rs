@@ -38,11 +38,21 @@
 //! binary under test with `-static`; see `tests/library_api.rs` in the
 //! repository for a complete test.
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
+mod error;
 pub mod output;
 mod runner;
 pub mod source_map;
 pub mod symbols;
 
-pub use emuprof_analysis::{Function, Profile};
+pub use emuprof_analysis::{AnalysisError, Function, Profile};
+pub use emuprof_emu::{EmuError, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};
+pub use emuprof_loader::LoadError;
+pub use error::{Error, Result};
 pub use runner::{CompletedRun, Run};
+
+/// The README's examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -94,7 +94,7 @@ pub fn profile_program(
     let spinner = Spinner::start(Arc::clone(&run.options_mut().progress));
     let outcome = run.execute();
     spinner.finish();
-    outcome
+    Ok(outcome?)
 }
 
 /// One Ctrl-C flag for the whole process (the handler can be installed once).
