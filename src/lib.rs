@@ -52,7 +52,16 @@ pub use emuprof_loader::LoadError;
 pub use error::{Error, Result};
 pub use runner::{CompletedRun, Run};
 
-/// The README's examples, compiled as doc tests.
+/// The README's library example (section "From Rust tests"), compiled by
+/// `cargo test --doc`; `tests/readme_example.rs` checks that the two are equal.
+///
+/// ```rust,no_run
+/// fn main() -> Result<(), emuprof::Error> {
+///     let run = emuprof::Run::new("target/testprogs/fib.musl.O2").arg("20").execute()?;
+///     assert_eq!(run.calls("fib"), 21_891);
+///     assert!(run.inclusive_instructions("fib") < 250_000);
+///     Ok(())
+/// }
+/// ```
 #[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
+pub struct ReadmeExample;

@@ -47,6 +47,7 @@
 //! # Ok::<(), emuprof_analysis::AnalysisError>(())
 //! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod annotate;
 pub mod callgraph;
