@@ -60,22 +60,6 @@ pub enum AnalysisError {
     /// be shown.
     #[error(transparent)]
     Annotate(#[from] AnnotateError),
-
-    /// Graphviz `dot` is needed for SVG output but is not installed.
-    #[error(
-        "Graphviz `dot` was not found on PATH; install Graphviz (e.g. `apt install graphviz`) \
-         or export DOT and render it elsewhere"
-    )]
-    GraphvizMissing,
-
-    /// Graphviz `dot` ran but failed.
-    #[error("Graphviz `dot -Tsvg` failed ({status}): {stderr}")]
-    GraphvizFailed {
-        /// Exit status as printed by the OS.
-        status: String,
-        /// What `dot` wrote to stderr.
-        stderr: String,
-    },
 }
 
 /// Result alias for this crate.

@@ -14,8 +14,8 @@
 //! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
 //! | Kaes display tree (master nodes) | [`display_tree`] |
 //! | flat, graph, tree and summary reports, text and JSON | [`report`] |
-//! | pruning with dfa edges and hot paths; DOT and SVG | [`prune`], [`dot`] |
-//! | comparing two profiles per function; diff DOT | [`diff`], [`diff_dot`] |
+//! | pruning with dfa edges and hot paths; DOT | [`prune`], [`export::dot`] |
+//! | comparing two profiles per function; diff DOT | [`diff`], [`export::diff_dot`] |
 //! | cost limits for CI (`emuprof check`) | [`limits`] |
 //! | hand-built profiles for tests and benchmarks | [`sample`] |
 //!
@@ -52,9 +52,7 @@
 pub mod annotate;
 pub mod callgraph;
 pub mod diff;
-pub mod diff_dot;
 pub mod display_tree;
-pub mod dot;
 pub mod error;
 pub mod export;
 pub mod instructions;

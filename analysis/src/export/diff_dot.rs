@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use super::dot::{escape, write_header};
 use crate::callgraph::CallGraph;
 use crate::diff::{costs_by_name, percent_change, share};
-use crate::dot::{escape, write_header};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::report::format::grouped;
