@@ -38,7 +38,9 @@
 //! binary under test with `-static`; see `tests/library_api.rs` in the
 //! repository for a complete test.
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
+mod error;
 pub mod input;
 pub mod output;
 mod runner;
@@ -46,5 +48,22 @@ pub mod source_map;
 pub mod symbols;
 pub mod terminal_text;
 
-pub use emuprof_analysis::{Function, Profile};
+pub use emuprof_analysis::{AnalysisError, Function, Profile};
+pub use emuprof_emu::{EmuError, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};
+pub use emuprof_loader::LoadError;
+pub use error::{Error, Result};
 pub use runner::{CompletedRun, Run};
+
+/// The README's library example (section "From Rust tests"), compiled by
+/// `cargo test --doc`; `tests/readme_example.rs` checks that the two are equal.
+///
+/// ```rust,no_run
+/// fn main() -> Result<(), emuprof::Error> {
+///     let run = emuprof::Run::new("target/testprogs/fib.musl.O2").arg("20").execute()?;
+///     assert_eq!(run.calls("fib"), 21_891);
+///     assert!(run.inclusive_instructions("fib") < 250_000);
+///     Ok(())
+/// }
+/// ```
+#[cfg(doctest)]
+pub struct ReadmeExample;

@@ -1,4 +1,5 @@
 //! The `emuprof` command.
+#![deny(unsafe_op_in_unsafe_fn)]
 
 #[macro_use]
 mod stderr;

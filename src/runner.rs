@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
 use emuprof_analysis::{Function, Profile};
 use emuprof_emu::FilesOptions;
 use emuprof_emu::{RunOptions, RunOutcome, StopReason};
 
+use crate::error::{Error, Result};
 use crate::symbols::SymbolResolver;
 
 /// A run to make: program, arguments, environment and options. Built with
@@ -70,8 +70,10 @@ impl Run {
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
         let binary = emuprof_loader::load(&self.program)?;
-        let outcome = emuprof_emu::run(&binary, self.options)
-            .with_context(|| format!("could not run {}", self.program.display()))?;
+        let outcome = emuprof_emu::run(&binary, self.options).map_err(|source| Error::Run {
+            path: self.program.clone(),
+            source,
+        })?;
         let profile = symbolicate(&binary, &outcome)?;
         Ok(CompletedRun {
             profile,
@@ -84,8 +86,11 @@ impl Run {
 /// Turns a run's raw profile into a symbolicated [`Profile`].
 pub fn symbolicate(binary: &emuprof_loader::Binary, outcome: &RunOutcome) -> Result<Profile> {
     let resolver = SymbolResolver::new(&binary.symbols);
-    Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION"))
-        .context("could not build the profile")
+    Ok(Profile::from_raw(
+        &outcome.profile,
+        &resolver,
+        env!("CARGO_PKG_VERSION"),
+    )?)
 }
 
 /// The result of a run: its profile and how it ended.
@@ -124,10 +129,11 @@ impl CompletedRun {
         } else {
             format!("functions with similar names: {}", similar.join(", "))
         };
-        anyhow::bail!(
-            "no function named {name:?} ran in {}; {hint}",
-            self.profile.command.join(" ")
-        )
+        Err(Error::NoSuchFunction {
+            name: name.to_string(),
+            command: self.profile.command.join(" "),
+            hint,
+        })
     }
 
     /// Self instructions of `name` (Kaes's `c_i`); 0 when it did not run.

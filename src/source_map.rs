@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Error, Result};
 use capstone::arch::x86::ArchMode;
 use capstone::arch::BuildsCapstone;
 use capstone::Capstone;
@@ -26,7 +26,7 @@ impl<'a> BinaryCodeMap<'a> {
             .x86()
             .mode(ArchMode::Mode64)
             .build()
-            .map_err(|e| anyhow::anyhow!("cannot start the capstone disassembler: {e}"))?;
+            .map_err(|e| Error::Disassembler(e.to_string()))?;
         Ok(BinaryCodeMap { binary, capstone })
     }
 
@@ -88,8 +88,10 @@ impl CodeMap for BinaryCodeMap<'_> {
 
 /// Loads `binary` and expands the profile's blocks into per-instruction costs.
 pub fn instruction_costs(profile: &Profile, binary: &Path) -> Result<InstructionCosts> {
-    let binary = emuprof_loader::load(binary)
-        .with_context(|| format!("cannot load the profiled binary {}", binary.display()))?;
+    let binary = emuprof_loader::load(binary).map_err(|source| Error::ProfiledBinary {
+        path: binary.to_path_buf(),
+        source,
+    })?;
     let code = BinaryCodeMap::new(&binary)?;
     Ok(InstructionCosts::build(profile, &code))
 }
@@ -100,25 +102,27 @@ pub fn instruction_costs(profile: &Profile, binary: &Path) -> Result<Instruction
 pub fn profiled_binary(profile: &Profile, explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = explicit {
         if let Err(e) = crate::input::open_regular(path) {
-            bail!(
+            return Err(Error::Binary(format!(
                 "cannot use the binary {} given with --binary: {e}",
                 path.display()
-            );
+            )));
         }
         return Ok(path.to_path_buf());
     }
     let Some(argv0) = profile.command.first() else {
-        bail!("the profile does not record the program's command; pass --binary PATH");
+        return Err(Error::Binary(
+            "the profile does not record the program's command; pass --binary PATH".into(),
+        ));
     };
     let path = std::env::current_dir()
         .map(|cwd| cwd.join(argv0))
         .unwrap_or_else(|_| PathBuf::from(argv0));
     if !path.is_file() {
-        bail!(
+        return Err(Error::Binary(format!(
             "cannot find the profiled binary {argv0} (argv[0] recorded in the profile, \
              looked for {}); pass --binary PATH",
             path.display()
-        );
+        )));
     }
     Ok(path)
 }

@@ -37,7 +37,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::profile::{Profile, Totals};
-use crate::report::format::{grouped, Align, Table};
+use crate::report::format::{grouped, percent_change, share, signed, Align, Table};
 use crate::report::write_pretty_json;
 
 /// The costs of one function name in one profile.
@@ -239,38 +239,6 @@ impl ProfileDiff {
     /// The row for `name`, if it changed (or unchanged rows are included).
     pub fn function(&self, name: &str) -> Option<&FunctionDiff> {
         self.functions.iter().find(|f| f.name == name)
-    }
-}
-
-/// `part` as a percentage of `total` (0 when the total is 0).
-pub fn share(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / total as f64
-    }
-}
-
-/// `+1,234` / `-1,234` / `0`.
-pub fn signed(change: i128) -> String {
-    let magnitude = grouped(u64::try_from(change.unsigned_abs()).unwrap_or(u64::MAX));
-    match change {
-        c if c > 0 => format!("+{magnitude}"),
-        c if c < 0 => format!("-{magnitude}"),
-        _ => magnitude,
-    }
-}
-
-/// Percent change from `before` to `after`: `+12.50%`, `-100.00%`, `new` when
-/// `before` is 0 and `after` is not, empty when both are 0.
-pub fn percent_change(before: u64, after: u64) -> String {
-    match (before, after) {
-        (0, 0) => String::new(),
-        (0, _) => "new".to_string(),
-        _ => format!(
-            "{:+.2}%",
-            (after as f64 - before as f64) * 100.0 / before as f64
-        ),
     }
 }
 

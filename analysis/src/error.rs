@@ -1,4 +1,16 @@
-//! The one error type of this crate.
+//! The error story of this crate, in one place.
+//!
+//! - Everything that reads, checks or selects from its input returns
+//!   [`Result`], whose error is [`AnalysisError`]. A stage with its own kinds
+//!   of bad input (a limits file: [`LimitsError`]; an annotate selection:
+//!   [`AnnotateError`]) describes them in its own enum, carried as one variant
+//!   of [`AnalysisError`], so callers match one type.
+//! - Exporters and text writers that can fail only when their writer does
+//!   return [`std::io::Result`] (inferno's convention);
+//!   `AnalysisError: From<io::Error>`, so `?` joins the two.
+
+pub use crate::annotate::AnnotateError;
+pub use crate::limits::LimitsError;
 
 use std::io;
 
@@ -40,21 +52,14 @@ pub enum AnalysisError {
         source: regex::Error,
     },
 
-    /// Graphviz `dot` is needed for SVG output but is not installed.
-    #[error(
-        "Graphviz `dot` was not found on PATH; install Graphviz (e.g. `apt install graphviz`) \
-         or export DOT and render it elsewhere"
-    )]
-    GraphvizMissing,
+    /// A limits file (`emuprof check`) is not valid.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
 
-    /// Graphviz `dot` ran but failed.
-    #[error("Graphviz `dot -Tsvg` failed ({status}): {stderr}")]
-    GraphvizFailed {
-        /// Exit status as printed by the OS.
-        status: String,
-        /// What `dot` wrote to stderr.
-        stderr: String,
-    },
+    /// An `annotate` selection names nothing that ran, or asks for what cannot
+    /// be shown.
+    #[error(transparent)]
+    Annotate(#[from] AnnotateError),
 }
 
 /// Result alias for this crate.

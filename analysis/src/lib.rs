@@ -1,20 +1,21 @@
 //! emuprof's analysis layer: the profile model, symbolication, Kaes's call graph
 //! and display tree, reports and exporters.
 //!
-//! Data flows one way: the emulator records a [`raw::RawProfile`] (addresses
+//! Data flows one way: the emulator records a [`raw::RawProfile`] (crate
+//! `emuprof-model`, addresses
 //! only); [`Profile::from_raw`] symbolicates it through a [`Resolve`]
 //! implementation; everything else reads a [`Profile`]. Nothing here knows about
 //! Unicorn or the command line, so all of it can be tested on hand-built trees.
 //!
 //! | stage | where |
 //! |---|---|
-//! | raw input model | [`raw`] |
+//! | raw input model (crate `emuprof-model`) | [`raw`] |
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
 //! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
 //! | Kaes display tree (master nodes) | [`display_tree`] |
 //! | flat, graph, tree and summary reports, text and JSON | [`report`] |
-//! | pruning with dfa edges and hot paths; DOT and SVG | [`prune`], [`dot`] |
-//! | comparing two profiles per function; diff DOT | [`diff`], [`diff_dot`] |
+//! | pruning with dfa edges and hot paths; DOT | [`prune`], [`export::dot`] |
+//! | comparing two profiles per function; diff DOT | [`diff`], [`export::diff_dot`] |
 //! | cost limits for CI (`emuprof check`) | [`limits`] |
 //! | hand-built profiles for tests and benchmarks | [`sample`] |
 //!
@@ -46,20 +47,21 @@
 //! # Ok::<(), emuprof_analysis::AnalysisError>(())
 //! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod annotate;
 pub mod callgraph;
 pub mod diff;
-pub mod diff_dot;
 pub mod display_tree;
-pub mod dot;
 pub mod error;
 pub mod export;
 pub mod instructions;
 pub mod limits;
 pub mod profile;
+/// The recorded-profile tables (`emuprof-model`), re-exported: what the
+/// emulator fills and [`Profile::from_raw`] reads.
+pub use emuprof_model as raw;
 pub mod prune;
-pub mod raw;
 pub mod report;
 pub mod sample;
 pub mod symbolicate;

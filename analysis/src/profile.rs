@@ -1,6 +1,6 @@
 //! The symbolicated profile: the on-disk JSON schema (see `analysis/SCHEMA.md`).
 //!
-//! A [`Profile`] is plain data. It is built from a [`crate::raw::RawProfile`] by
+//! A [`Profile`] is plain data. It is built from an [`emuprof_model::RawProfile`] by
 //! [`Profile::from_raw`](crate::Profile::from_raw), written with
 //! [`Profile::write_json`] and read back with [`Profile::read_json`], which checks
 //! that the call tree is consistent so that no later stage can index out of range.
@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{AnalysisError, Result};
+pub use emuprof_model::Block;
 
 /// The schema version this crate reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -102,17 +103,14 @@ pub struct CallNode {
     pub max_stack_bytes: u64,
 }
 
-/// One distinct basic block that executed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Block {
-    /// Address of the block's first instruction.
-    pub address: u64,
-    /// Size in bytes.
-    pub size: u32,
-    /// Instructions in the block.
-    pub instructions: u32,
-    /// Times the block ran.
-    pub executions: u64,
+/// Writes `value` as pretty JSON followed by a newline: the one JSON writer of
+/// this crate (profiles, reports, diffs and limit checks).
+pub(crate) fn write_pretty_json<W: Write, T: Serialize>(out: W, value: &T) -> Result<()> {
+    let mut out = std::io::BufWriter::new(out);
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
 }
 
 impl Profile {
@@ -141,11 +139,7 @@ impl Profile {
     /// Writes the profile as pretty-printed JSON with a trailing newline. Field
     /// order is fixed, so equal profiles give byte-identical files.
     pub fn write_json<W: Write>(&self, writer: W) -> Result<()> {
-        let mut writer = std::io::BufWriter::new(writer);
-        serde_json::to_writer_pretty(&mut writer, self)?;
-        writer.write_all(b"\n")?;
-        writer.flush()?;
-        Ok(())
+        write_pretty_json(writer, self)
     }
 
     /// Checks what the analysis relies on: node ids equal their index, the first

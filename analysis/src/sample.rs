@@ -6,8 +6,8 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::raw::{NodeId, RawNode, RawProfile};
 use crate::symbolicate::{FunctionInfo, Resolve};
+use emuprof_model::{NodeId, RawNode, RawProfile};
 
 /// Address of the first made-up function; the next ones follow every 0x100 bytes.
 pub const FIRST_ADDRESS: u64 = 0x40_1000;

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::{AnalysisError, Result};
-use crate::profile::{Block, CallNode, Function, Profile, Totals, SCHEMA_VERSION};
-use crate::raw::RawProfile;
+use crate::profile::{CallNode, Function, Profile, Totals, SCHEMA_VERSION};
 use crate::tree::{outermost, Children};
+use emuprof_model::RawProfile;
 
 /// What a symbol lookup tells about the code at an address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,16 +123,7 @@ impl Profile {
             },
             functions,
             call_tree,
-            blocks: raw
-                .blocks
-                .iter()
-                .map(|b| Block {
-                    address: b.address,
-                    size: b.size,
-                    instructions: b.instructions,
-                    executions: b.executions,
-                })
-                .collect(),
+            blocks: raw.blocks.clone(),
         };
         profile.validate()?;
         compute_function_totals(&mut profile);
@@ -158,7 +149,7 @@ fn compute_function_totals(profile: &mut Profile) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::RawNode;
+    use emuprof_model::RawNode;
 
     fn node(parent: Option<u32>, entry: u64, self_instructions: u64) -> RawNode {
         RawNode {

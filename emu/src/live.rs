@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use emuprof_analysis::raw::RawNode;
+use emuprof_model::RawNode;
 
 /// The call tree at one moment of the run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,6 +22,7 @@
 //! # Ok::<(), emuprof_loader::LoadError>(())
 //! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod demangle;
 mod dwarf;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use emuprof::output::OutputTarget;
 use emuprof_analysis::diff::{self, DiffOptions, ProfileDiff};
-use emuprof_analysis::diff_dot::{self, DiffDotOptions};
+use emuprof_analysis::export::diff_dot::{self, DiffDotOptions};
 use emuprof_analysis::Profile;
 
 use super::{profile_file, run::profile_program};

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use emuprof::output::OutputTarget;
-use emuprof_analysis::dot::{self, DotOptions};
 use emuprof_analysis::export::callgrind::{write_callgrind, CallgrindOptions};
+use emuprof_analysis::export::dot::{self, DotOptions};
 use emuprof_analysis::export::flamegraph::{
     write_diff_flamegraph, write_flamegraph, FlameGraphOptions,
 };
@@ -108,7 +108,7 @@ fn dot_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
     let mut dot_bytes = Vec::new();
     dot::write_dot(&graph, &options, &mut dot_bytes)?;
     Ok(match args.format {
-        ExportFormat::Svg => dot::svg(&dot_bytes)?,
+        ExportFormat::Svg => super::graphviz::svg(&dot_bytes)?,
         _ => dot_bytes,
     })
 }

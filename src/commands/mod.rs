@@ -4,6 +4,7 @@ pub mod annotate;
 pub mod check;
 pub mod diff;
 pub mod export;
+mod graphviz;
 mod live;
 mod profile_file;
 mod program_path;

@@ -79,7 +79,7 @@ fn inlined_functions(
 ) -> Result<std::collections::BTreeMap<String, Vec<(String, u64)>>> {
     let binary = match emuprof::source_map::profiled_binary(profile, explicit) {
         Ok(path) => path,
-        Err(e) if explicit.is_some() => return Err(e),
+        Err(e) if explicit.is_some() => return Err(e.into()),
         Err(_) => return Ok(Default::default()),
     };
     Ok(emuprof::source_map::instruction_costs(profile, &binary)?.inlined_by_function())

@@ -123,7 +123,7 @@ pub fn profile_program(
             )
         });
     }
-    outcome
+    Ok(outcome?)
 }
 
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up

@@ -78,7 +78,13 @@ fn suggest(similar: &[String]) -> String {
 
 /// Resolves a FUNCTION or FILE argument: an exact function name first, then a
 /// file path suffix (`inlining.c`, `testprogs/inlining.c`).
-pub fn select(costs: &InstructionCosts, what: Option<&str>) -> Result<Selection, AnnotateError> {
+///
+/// A name matching nothing is [`AnalysisError::Annotate`](crate::AnalysisError::Annotate).
+pub fn select(costs: &InstructionCosts, what: Option<&str>) -> crate::Result<Selection> {
+    Ok(select_named(costs, what)?)
+}
+
+fn select_named(costs: &InstructionCosts, what: Option<&str>) -> Result<Selection, AnnotateError> {
     let Some(name) = what else {
         return Ok(Selection::All);
     };
@@ -125,10 +131,10 @@ mod tests {
     fn selects_functions_then_files_and_suggests_names() {
         let profile = profile_with_blocks(&[(0x1000, 4, 2, 1), (0x1010, 2, 1, 1)]);
         let costs = InstructionCosts::build(&profile, &FakeCode);
-        assert_eq!(select(&costs, None), Ok(Selection::All));
-        assert_eq!(select(&costs, Some("f")), Ok(Selection::Function(0)));
+        assert_eq!(select_named(&costs, None), Ok(Selection::All));
+        assert_eq!(select_named(&costs, Some("f")), Ok(Selection::Function(0)));
         assert_eq!(
-            select(&costs, Some("h.h")),
+            select_named(&costs, Some("h.h")),
             Ok(Selection::File("h.h".into()))
         );
         let err = select(&costs, Some("nothing")).expect_err("unknown");

@@ -2,6 +2,7 @@
 //!
 //! | format | module | read by |
 //! |---|---|---|
+//! | Graphviz DOT call graph / diff call graph | [`dot`], [`diff_dot`] | Graphviz (`emuprof export -f svg` runs `dot -Tsvg`) |
 //! | Callgrind | [`callgrind`] | `callgrind_annotate`, KCachegrind, QCachegrind |
 //! | folded stacks | [`folded`] | inferno, `flamegraph.pl`, speedscope |
 //! | flame graph / differential flame graph SVG | [`flamegraph`] | any browser |
@@ -15,6 +16,8 @@
 //! `W: Write`.
 
 pub mod callgrind;
+pub mod diff_dot;
+pub mod dot;
 pub mod flamegraph;
 pub mod folded;
 pub mod pprof;

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::callgraph::CallGraph;
 use crate::display_tree::{DisplayTree, TreeRow};
-use crate::dot::{heat, HEAT};
+use crate::export::dot::{heat, HEAT};
 use crate::export::folded::folded_stacks;
 use crate::export::stacks::StackOptions;
 use crate::instructions::InstructionCosts;

@@ -3,9 +3,10 @@
 use serde::Serialize;
 
 use super::{FunctionLimits, GrowthMetric, Limits};
-use crate::diff::{costs_by_name, signed, FunctionCosts};
+use crate::diff::{costs_by_name, FunctionCosts};
 use crate::profile::Profile;
 use crate::report::format::grouped;
+use crate::report::format::{percent_change, signed};
 
 /// The figure a row is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -154,7 +155,7 @@ impl CheckRow {
             (LimitKind::Max(max), _) => format!("{subject}: {what} are {now}, within the limit of {}", grouped(max)),
             (limit, status) => {
                 let base = self.baseline.unwrap_or(0);
-                let change = format!("{} ({})", signed(self.change().unwrap_or(0)), crate::diff::percent_change(base, self.now));
+                let change = format!("{} ({})", signed(self.change().unwrap_or(0)), percent_change(base, self.now));
                 let allowed = match limit {
                     LimitKind::MaxGrowth(max) => format!("+{}", grouped(max)),
                     LimitKind::MaxGrowthPercent(max) => format!("+{max:.2}%"),

@@ -223,8 +223,13 @@ fn check_percent(what: &str, value: Option<f64>) -> Result<(), LimitsError> {
 }
 
 impl Limits {
-    /// Parses and validates a limits file.
-    pub fn parse(text: &str) -> Result<Limits, LimitsError> {
+    /// Parses and validates a limits file; a bad one is
+    /// [`AnalysisError::Limits`](crate::AnalysisError::Limits).
+    pub fn parse(text: &str) -> crate::Result<Limits> {
+        Ok(Limits::parse_file(text)?)
+    }
+
+    fn parse_file(text: &str) -> Result<Limits, LimitsError> {
         let file: LimitsFile = toml::from_str(text)?;
         if let Some(total) = &file.total {
             if total == &TotalLimits::default() {
@@ -321,7 +326,12 @@ mod tests {
     #[test]
     fn entries_need_one_matcher_and_one_limit() {
         let both = Limits::parse("[[function]]\nname = \"f\"\nregex = \"f\"\nmax_self = 1\n");
-        assert!(matches!(both, Err(LimitsError::NameOrRegex { index: 1 })));
+        assert!(matches!(
+            both,
+            Err(crate::AnalysisError::Limits(LimitsError::NameOrRegex {
+                index: 1
+            }))
+        ));
         let none = Limits::parse("[[function]]\nname = \"f\"\n").expect_err("no limit");
         assert!(none.to_string().contains("name = \"f\""), "{none}");
         let bad =
@@ -330,6 +340,9 @@ mod tests {
         let negative = Limits::parse("[total]\nmax_growth_percent = -1.0\n").expect_err("negative");
         assert!(negative.to_string().contains(">= 0"), "{negative}");
         let minus = Limits::parse("[total]\nmax_instructions = -5\n");
-        assert!(matches!(minus, Err(LimitsError::Toml(_))));
+        assert!(matches!(
+            minus,
+            Err(crate::AnalysisError::Limits(LimitsError::Toml(_)))
+        ));
     }
 }

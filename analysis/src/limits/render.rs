@@ -5,9 +5,9 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::evaluate::{CheckOutcome, CheckRow, Status};
-use crate::diff::{percent_change, signed};
 use crate::error::Result;
 use crate::report::format::{grouped, Align, Table};
+use crate::report::format::{percent_change, signed};
 use crate::report::write_pretty_json;
 
 fn status_label(status: Status) -> &'static str {

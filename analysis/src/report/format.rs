@@ -117,6 +117,38 @@ impl Table {
     }
 }
 
+/// `part` as a percentage of `total` (0 when the total is 0).
+pub fn share(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+/// `+1,234` / `-1,234` / `0`.
+pub fn signed(change: i128) -> String {
+    let magnitude = grouped(u64::try_from(change.unsigned_abs()).unwrap_or(u64::MAX));
+    match change {
+        c if c > 0 => format!("+{magnitude}"),
+        c if c < 0 => format!("-{magnitude}"),
+        _ => magnitude,
+    }
+}
+
+/// Percent change from `before` to `after`: `+12.50%`, `-100.00%`, `new` when
+/// `before` is 0 and `after` is not, empty when both are 0.
+pub fn percent_change(before: u64, after: u64) -> String {
+    match (before, after) {
+        (0, 0) => String::new(),
+        (0, _) => "new".to_string(),
+        _ => format!(
+            "{:+.2}%",
+            (after as f64 - before as f64) * 100.0 / before as f64
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

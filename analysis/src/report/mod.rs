@@ -11,26 +11,13 @@
 //! defaults) and two functions, `write_text` and `write_json`, writing to any
 //! [`std::io::Write`]. Text groups thousands with `,`; JSON prints plain numbers.
 
-use std::io::Write;
-
-use serde::Serialize;
-
-use crate::error::Result;
-
 pub mod flat;
 pub mod format;
 pub mod graph;
 pub mod summary;
 pub mod tree;
 
-/// Writes `value` as pretty JSON followed by a newline.
-pub(crate) fn write_pretty_json<W: Write, T: Serialize>(out: W, value: &T) -> Result<()> {
-    let mut out = std::io::BufWriter::new(out);
-    serde_json::to_writer_pretty(&mut out, value)?;
-    out.write_all(b"\n")?;
-    out.flush()?;
-    Ok(())
-}
+pub(crate) use crate::profile::write_pretty_json;
 
 /// `file:line`, `file`, or empty when debug info has nothing.
 pub(crate) fn location(file: Option<&str>, line: Option<u32>) -> String {

@@ -21,8 +21,8 @@ use std::ffi::c_void;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use emuprof_analysis::raw::{RawBlock, RawProfile};
 use emuprof_loader::{Binary, Image};
+use emuprof_model::{Block, RawProfile};
 use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
@@ -335,12 +335,12 @@ fn install_hooks<'a>(uc: &mut Unicorn<'a, ()>, state: &hooks::Shared<'a>) -> Res
     Ok(())
 }
 
-fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<RawBlock> {
-    let mut blocks: Vec<RawBlock> = blocks
+fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
+    let mut blocks: Vec<Block> = blocks
         .iter()
         .zip(executions)
         .filter(|(_, &runs)| runs > 0)
-        .map(|(b, &executions)| RawBlock {
+        .map(|(b, &executions)| Block {
             address: b.address,
             size: b.size,
             instructions: b.instructions,

@@ -24,7 +24,7 @@
 
 use crate::tree::blocks::Terminator;
 use crate::tree::shadow_stack::{Frame, ThreadState};
-use emuprof_analysis::raw::{NodeId, RawNode};
+use emuprof_model::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
 
 /// Slots of the direct-mapped child cache (a power of two).

@@ -6,7 +6,7 @@
 //! `context_save` by the machine).
 
 use crate::tree::blocks::Terminator;
-use emuprof_analysis::raw::NodeId;
+use emuprof_model::NodeId;
 
 /// One active call on the shadow stack.
 #[derive(Debug, Clone, Copy)]

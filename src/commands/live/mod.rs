@@ -88,7 +88,7 @@ pub fn profile_live(
                 quit = true;
             }
         }
-        outcome
+        Ok(outcome?)
     });
     screen.close()?;
     redirected.restore()?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use emuprof_analysis::dot::{self, DotOptions};
+use emuprof_analysis::export::dot::{self, DotOptions};
 use emuprof_analysis::export::view::{FunctionCode, ViewData};
 use emuprof_analysis::instructions::InstructionCosts;
 use emuprof_analysis::{CallGraph, Profile};
@@ -125,8 +125,9 @@ impl Page<'_> {
         let mut options = DotOptions::default();
         options.prune.threshold_percent = threshold;
         let mut dot_text = Vec::new();
-        let svg =
-            dot::write_dot(self.graph, &options, &mut dot_text).and_then(|()| dot::svg(&dot_text));
+        let svg = dot::write_dot(self.graph, &options, &mut dot_text)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| super::graphviz::svg(&dot_text));
         match svg {
             Ok(svg) => Response::ok("image/svg+xml", svg),
             Err(err) => Response::error(500, &err.to_string()),

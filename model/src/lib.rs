@@ -1,11 +1,23 @@
-//! The raw profile: what the emulator records, addresses only.
+//! emuprof's recorded-profile model: the tables the emulator fills while the
+//! guest runs, addresses only.
 //!
-//! `emu` fills a [`RawProfile`] while the guest runs; [`crate::Profile::from_raw`]
-//! later turns it into a symbolicated [`crate::Profile`]. Nothing here knows
-//! about symbols, Unicorn or file formats.
+//! `emu` fills a [`RawProfile`]; `emuprof-analysis` symbolicates it into its
+//! `Profile` (which keeps the node ids and the [`Block`] table as they are) and
+//! reads nothing else from the emulator. This crate knows nothing about
+//! symbols, Unicorn, reports or file formats, so the emulator depends on it
+//! without pulling in the analysis (graphs, regular expressions, exporters).
+//!
+//! The call tree is a table in the manner of samply's stack table: one row per
+//! calling context, `(parent, entry)` identifying it, cost columns beside it,
+//! parents before children. Per-thread or per-process roots fit as further
+//! parentless rows named by a column beside the table.
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
-/// Index of a calling context in [`RawProfile::nodes`] (and in
-/// [`crate::Profile::call_tree`]).
+use serde::{Deserialize, Serialize};
+
+/// Index of a calling context in [`RawProfile::nodes`] (and in the analysis
+/// profile's call tree, which keeps the ids).
 pub type NodeId = u32;
 
 /// One calling context: the path of call targets from the root to here.
@@ -39,9 +51,10 @@ pub struct RawNode {
 }
 
 /// One distinct basic block that executed, for per-instruction costs: every
-/// instruction of a block executes exactly `executions` times.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RawBlock {
+/// instruction of a block executes exactly `executions` times. The profile
+/// stores this table as recorded (JSON field `blocks`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
     /// Guest address of the block's first instruction.
     pub address: u64,
     /// Size of the block in bytes.
@@ -68,5 +81,5 @@ pub struct RawProfile {
     /// (the entry point, entered once).
     pub nodes: Vec<RawNode>,
     /// Every distinct block executed, sorted by address.
-    pub blocks: Vec<RawBlock>,
+    pub blocks: Vec<Block>,
 }

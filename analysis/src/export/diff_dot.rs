@@ -15,12 +15,13 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use super::dot::{escape, write_header};
 use crate::callgraph::CallGraph;
-use crate::diff::{costs_by_name, percent_change, share};
-use crate::dot::{escape, write_header};
+use crate::diff::costs_by_name;
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::report::format::grouped;
+use crate::report::format::{percent_change, share};
 
 /// Options of [`write_diff_dot`].
 #[derive(Debug, Clone, PartialEq)]

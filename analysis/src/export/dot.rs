@@ -1,4 +1,5 @@
-//! Graphviz DOT export of the (pruned) call graph, and SVG through `dot -Tsvg`.
+//! Graphviz DOT export of the (pruned) call graph. Rendering it (SVG) is the
+//! caller's business: the library never runs Graphviz.
 //!
 //! Nodes show name, self and inclusive percentage and calls, filled by heat
 //! (inclusive percentage, a 7-step yellow-to-red colour map explained in a
@@ -7,10 +8,9 @@
 //! edges through pruned functions are dotted grey with how many levels they skip.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 
 use crate::callgraph::CallGraph;
-use crate::error::{AnalysisError, Result};
+use crate::error::Result;
 use crate::prune::{prune, EdgeKind, PruneOptions, PrunedEdge};
 use crate::report::format::{grouped, percent};
 
@@ -201,49 +201,5 @@ fn write_legend<W: Write>(out: &mut W) -> Result<()> {
     writeln!(out, "    legend_b -> legend_c [label=\"back edge\\n↻ recursive calls\", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\"];")?;
     writeln!(out, "    legend_c -> legend_d [label=\"dfa edge: skips N\\npruned levels\", style=dotted, color=\"#707070\"];")?;
     writeln!(out, "  }}")?;
-    Ok(())
-}
-
-/// Renders DOT text to SVG with Graphviz `dot -Tsvg`.
-///
-/// Returns [`AnalysisError::GraphvizMissing`] when `dot` is not on `PATH` and
-/// [`AnalysisError::GraphvizFailed`] with its stderr when it rejects the input.
-pub fn svg(dot: &[u8]) -> Result<Vec<u8>> {
-    let mut child = Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => AnalysisError::GraphvizMissing,
-            _ => AnalysisError::Io(e),
-        })?;
-    // Feed stdin from a thread so a large graph cannot deadlock on full pipes.
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| AnalysisError::Io(std::io::Error::other("no stdin pipe to dot")))?;
-    let input = dot.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let output = child.wait_with_output()?;
-    let written = writer
-        .join()
-        .map_err(|_| AnalysisError::Io(std::io::Error::other("writing to dot panicked")))?;
-    if !output.status.success() {
-        return Err(AnalysisError::GraphvizFailed {
-            status: output.status.to_string(),
-            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        });
-    }
-    written?;
-    Ok(output.stdout)
-}
-
-/// Writes the pruned call graph as SVG (DOT through [`svg`]).
-pub fn write_svg<W: Write>(graph: &CallGraph, options: &DotOptions, mut out: W) -> Result<()> {
-    let mut dot = Vec::new();
-    write_dot(graph, options, &mut dot)?;
-    out.write_all(&svg(&dot)?)?;
     Ok(())
 }
