@@ -60,6 +60,39 @@ fn normalize(text: &str, program: &Path, scratch: &Path) -> String {
         .replace(&repo_root().display().to_string(), "<repo>")
 }
 
+/// [`normalize`] on bytes that are not text: every occurrence of the same
+/// paths is replaced by the same placeholder.
+fn normalize_bytes(bytes: &[u8], program: &Path, scratch: &Path) -> Vec<u8> {
+    let program_dir = program
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let replacements = [
+        (scratch.display().to_string(), "<scratch>"),
+        (program_dir, "<testprogs>"),
+        (repo_root().display().to_string(), "<repo>"),
+    ];
+    let mut out = bytes.to_vec();
+    for (from, to) in replacements {
+        if from.is_empty() {
+            continue;
+        }
+        let mut replaced = Vec::with_capacity(out.len());
+        let mut rest = &out[..];
+        while let Some(at) = rest
+            .windows(from.len())
+            .position(|window| window == from.as_bytes())
+        {
+            replaced.extend_from_slice(&rest[..at]);
+            replaced.extend_from_slice(to.as_bytes());
+            rest = &rest[at + from.len()..];
+        }
+        replaced.extend_from_slice(rest);
+        out = replaced;
+    }
+    out
+}
+
 fn emuprof(args: &[&str]) -> Vec<u8> {
     let out = Command::new(env!("CARGO_BIN_EXE_emuprof"))
         .args(args)
@@ -159,6 +192,9 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
     flate2::read::GzDecoder::new(std::fs::File::open(&pprof).expect("pprof written"))
         .read_to_end(&mut decoded)
         .expect("pprof is gzip");
+    // Hashed after the same path replacements as the text (on the bytes: the
+    // protobuf names source files and the binary by absolute path).
+    let decoded = normalize_bytes(&decoded, &variant.path, scratch);
     section("export pprof (gunzipped, digest)".into(), &digest(&decoded));
     normalize(&text, &variant.path, scratch)
 }
