@@ -69,7 +69,6 @@ fn musl_counts_equal_callgrind() {
             && !v.spec.heavy
             && v.spec.native_counts_deterministic
             && v.spec.callgrind_comparable
-            && v.spec.callgrind_comparable
     }) {
         let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
             return;
