@@ -60,37 +60,60 @@ fn normalize(text: &str, program: &Path, scratch: &Path) -> String {
         .replace(&repo_root().display().to_string(), "<repo>")
 }
 
-/// [`normalize`] on bytes that are not text: every occurrence of the same
-/// paths is replaced by the same placeholder.
-fn normalize_bytes(bytes: &[u8], program: &Path, scratch: &Path) -> Vec<u8> {
-    let program_dir = program
-        .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
-    let replacements = [
-        (scratch.display().to_string(), "<scratch>"),
-        (program_dir, "<testprogs>"),
-        (repo_root().display().to_string(), "<repo>"),
-    ];
-    let mut out = bytes.to_vec();
-    for (from, to) in replacements {
-        if from.is_empty() {
-            continue;
-        }
-        let mut replaced = Vec::with_capacity(out.len());
-        let mut rest = &out[..];
-        while let Some(at) = rest
-            .windows(from.len())
-            .position(|window| window == from.as_bytes())
-        {
-            replaced.extend_from_slice(&rest[..at]);
-            replaced.extend_from_slice(to.as_bytes());
-            rest = &rest[at + from.len()..];
-        }
-        replaced.extend_from_slice(rest);
-        out = replaced;
+/// A pprof `Profile` message with [`normalize`] applied to its string table
+/// (field 6, where every path lives; the other fields refer to it by index),
+/// re-encoded so the string lengths are the new ones.
+fn normalize_pprof(message: &[u8], program: &Path, scratch: &Path) -> Vec<u8> {
+    const STRING_TABLE: u64 = 6;
+    let mut out = Vec::with_capacity(message.len());
+    let mut rest = message;
+    while !rest.is_empty() {
+        let (key, value) = varint(rest);
+        let key_len = rest.len() - value.len();
+        let value_len = match key & 7 {
+            0 => value.len() - varint(value).1.len(),
+            1 => 8,
+            5 => 4,
+            2 => {
+                let (len, body) = varint(value);
+                if key >> 3 == STRING_TABLE {
+                    let text = String::from_utf8_lossy(&body[..len as usize]);
+                    let text = normalize(&text, program, scratch);
+                    put_varint(&mut out, key);
+                    put_varint(&mut out, text.len() as u64);
+                    out.extend_from_slice(text.as_bytes());
+                    rest = &body[len as usize..];
+                    continue;
+                }
+                value.len() - body.len() + len as usize
+            }
+            other => panic!("pprof: unexpected wire type {other}"),
+        };
+        out.extend_from_slice(&rest[..key_len + value_len]);
+        rest = &rest[key_len + value_len..];
     }
     out
+}
+
+/// Reads a protobuf varint: the value and the bytes after it.
+fn varint(bytes: &[u8]) -> (u64, &[u8]) {
+    let mut value = 0u64;
+    for (i, &byte) in bytes.iter().enumerate() {
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (value, &bytes[i + 1..]);
+        }
+    }
+    panic!("pprof: truncated varint")
+}
+
+/// Appends a protobuf varint.
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 fn emuprof(args: &[&str]) -> Vec<u8> {
@@ -192,9 +215,9 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
     flate2::read::GzDecoder::new(std::fs::File::open(&pprof).expect("pprof written"))
         .read_to_end(&mut decoded)
         .expect("pprof is gzip");
-    // Hashed after the same path replacements as the text (on the bytes: the
-    // protobuf names source files and the binary by absolute path).
-    let decoded = normalize_bytes(&decoded, &variant.path, scratch);
+    // Hashed after the same path replacements as the text: the string table
+    // names source files and the binary by absolute path.
+    let decoded = normalize_pprof(&decoded, &variant.path, scratch);
     section("export pprof (gunzipped, digest)".into(), &digest(&decoded));
     normalize(&text, &variant.path, scratch)
 }
