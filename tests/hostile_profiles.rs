@@ -14,29 +14,12 @@ use std::time::{Duration, Instant};
 
 use common::compile::compile_c;
 use common::process::run_with_timeout;
+use common::rng::Rng;
 
 /// Wall-clock budget per target (profile reader, limits parser).
 const BUDGET: Duration = Duration::from_secs(6);
 /// Cases per target, unless the budget runs out first.
 const CASES: u64 = 400;
-
-/// xorshift64*, seeded by the case index.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Values that break parsers that trust numbers.
 const HOSTILE_NUMBERS: &[&str] = &[

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::program;
+use common::rng::Rng;
 use emuprof_loader::{load_bytes, Binary, USER_SPACE_END};
 use goblin::elf::Elf;
 
@@ -23,27 +24,6 @@ use goblin::elf::Elf;
 const CASES: u64 = 3000;
 /// Wall-clock budget per binary, so a slow machine still finishes quickly.
 const BUDGET: Duration = Duration::from_secs(4);
-
-/// xorshift64*: tiny, deterministic, good enough to pick mutations.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn within(&mut self, range: &Range<usize>) -> usize {
-        range.start + self.below(range.len())
-    }
-}
 
 /// Where in a binary mutations are most likely to matter.
 struct Targets {

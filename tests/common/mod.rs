@@ -19,6 +19,7 @@ pub mod ci;
 pub mod compile;
 pub mod golden;
 pub mod process;
+pub mod rng;
 pub mod testprogs;
 pub mod tools;
 

@@ -43,8 +43,10 @@ pub enum StopReason {
     Interrupted,
     /// emuprof itself failed while serving the guest.
     Internal(String),
-    /// The guest stopped without exiting (e.g. `hlt` or a privileged
-    /// instruction).
+    /// The emulator returned without the guest exiting and without an
+    /// error. The guest runs at CPL 3, where `hlt` and every privileged
+    /// instruction fault (SIGSEGV), so this is emuprof's failure, not the
+    /// program's.
     Halted {
         /// Where it stopped.
         pc: u64,
@@ -170,7 +172,7 @@ impl fmt::Display for StopReason {
                 write!(f, "emuprof failed while running the program: {msg}")
             }
             StopReason::Halted { pc, function } => {
-                write!(f, "the program stopped at {pc:#x} in {function} without exiting (hlt or a privileged instruction)")
+                write!(f, "the emulator stopped at {pc:#x} in {function} without the program exiting; please report this with the program")
             }
         }
     }

@@ -8,6 +8,8 @@
 
 #[path = "../../../tests/common/ci.rs"]
 mod ci;
+#[path = "../../../tests/common/rng.rs"]
+pub mod rng;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
