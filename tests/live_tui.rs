@@ -24,11 +24,10 @@ impl Tmux {
     /// Starts `emuprof --live` in a 160×40 pane; when it ends, its exit status
     /// goes to `dir/exit`.
     fn start(dir: &Path, emuprof_args: &[String]) -> Tmux {
-        let socket = format!(
-            "emuprof-live-{}-{}",
-            std::process::id(),
-            dir.display().to_string().len() ^ rand_suffix(dir)
-        );
+        // A socket inside the test's own directory: a name reused by the
+        // previous test could reach that test's server while it is still
+        // shutting down ("server exited unexpectedly").
+        let socket = dir.join("tmux.sock").display().to_string();
         let mut line = format!(
             "cd '{}' && '{}'",
             dir.display(),
@@ -43,7 +42,7 @@ impl Tmux {
         ));
         let status = Command::new("tmux")
             .args([
-                "-L",
+                "-S",
                 &socket,
                 "-f",
                 "/dev/null",
@@ -63,7 +62,7 @@ impl Tmux {
 
     fn capture(&self) -> String {
         let out = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p"])
+            .args(["-S", &self.socket, "capture-pane", "-p"])
             .output()
             .expect("tmux capture-pane");
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -71,12 +70,12 @@ impl Tmux {
 
     fn send(&self, key: &str) {
         Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", key])
+            .args(["-S", &self.socket, "send-keys", key])
             .status()
             .expect("tmux send-keys");
     }
 
-    /// Captures until `pred` holds; panics after 180 s with the last screen.
+    /// Captures until `pred` holds; panics after 60 s with the last screen.
     fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
@@ -96,13 +95,9 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .args(["-S", &self.socket, "kill-server"])
             .status();
     }
-}
-
-fn rand_suffix(dir: &Path) -> usize {
-    dir.file_name().map_or(0, |n| n.len() * 7919)
 }
 
 /// One live view at a time: each runs a guest, and the machine may be busy.

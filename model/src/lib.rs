@@ -9,8 +9,11 @@
 //!
 //! The call tree is a table in the manner of samply's stack table: one row per
 //! calling context, `(parent, entry)` identifying it, cost columns beside it,
-//! parents before children. Per-thread or per-process roots fit as further
-//! parentless rows named by a column beside the table.
+//! parents before children. Guest threads share the table: a thread's root
+//! row is a child of the context that spawned it (the merged tree), and the
+//! [`RawThread`] table beside it names each thread's root, so one thread's
+//! tree is the subtree under its root minus the subtrees of the threads it
+//! spawned.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -65,6 +68,28 @@ pub struct Block {
     pub executions: u64,
 }
 
+/// One guest thread of the run. The main thread comes first; the others in
+/// the order they were created (which the deterministic scheduler fixes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawThread {
+    /// Thread id as the guest saw it (`gettid`); the main thread's equals the
+    /// process id.
+    pub id: u64,
+    /// Id of the thread that created this one; `None` for the main thread.
+    pub parent: Option<u64>,
+    /// The calling context (in the parent thread's tree) that made the
+    /// `clone` call; `None` for the main thread.
+    pub spawned_at: Option<NodeId>,
+    /// The thread's root context: `nodes[0]` for the main thread; for a
+    /// spawned thread a row whose `parent` is `spawned_at`, entered once, whose
+    /// `entry` is where the new thread started executing (just after its
+    /// `clone` system call).
+    pub root: NodeId,
+    /// Instructions this thread executed: the sum of `self_instructions` over
+    /// its own contexts. The sum over all threads is the run's total.
+    pub instructions: u64,
+}
+
 /// Everything recorded during one run, before symbolication.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawProfile {
@@ -78,8 +103,14 @@ pub struct RawProfile {
     /// All instructions executed.
     pub total_instructions: u64,
     /// Calling contexts; parents come before children, `nodes[0]` is the root
-    /// (the entry point, entered once).
+    /// (the entry point, entered once). With threads this is the merged tree:
+    /// each spawned thread's root is a child of its spawning context, and the
+    /// inclusive costs of that context and its ancestors include the thread's
+    /// instructions (its `min`/`max` per call stay those of the own thread's
+    /// calls).
     pub nodes: Vec<RawNode>,
+    /// The guest's threads, main thread first (always at least one).
+    pub threads: Vec<RawThread>,
     /// Every distinct block executed, sorted by address.
     pub blocks: Vec<Block>,
 }

@@ -170,6 +170,13 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             partial: stop.partial_reason(),
             total_instructions,
             nodes,
+            threads: vec![emuprof_model::RawThread {
+                id: crate::syscalls::process::GUEST_PID,
+                parent: None,
+                spawned_at: None,
+                root: 0,
+                instructions: total_instructions,
+            }],
             blocks,
         };
         Ok(RunOutcome {
