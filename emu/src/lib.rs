@@ -25,5 +25,7 @@ mod syscalls;
 mod tree;
 
 pub use error::EmuError;
-pub use machine::{run, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};
+pub use machine::{
+    run, BlockedThread, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM,
+};
 pub use syscalls::files::{FilesError, FilesOptions};

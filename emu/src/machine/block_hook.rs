@@ -6,7 +6,8 @@
 //! and appends one event for the call-tree thread, which does all the
 //! counting: a leaf function of fewer than twenty instructions. Everything else
 //! goes to [`on_block_slow`]: blocks outside the text (decoded here, from
-//! guest memory), full batches, the stack-pointer check.
+//! guest memory), full batches (where a thread that has used its quantum
+//! gives way), the stack-pointer check.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -113,6 +114,15 @@ unsafe extern "C" fn on_block_slow(
     let st = &mut *guard;
     if st.feed.make_room() {
         check_stop_requests(st, uc);
+        if st.stop.is_none() && super::threads::quantum_used(st) {
+            // Stopping here stops before the block runs (Unicorn checks for
+            // a stop request after the block hook): the thread resumes with
+            // this block, which is fed then.
+            super::threads::request_switch(st);
+            // SAFETY: `uc` is the live engine the hook was called with.
+            unsafe { unicorn_engine::uc_emu_stop(uc) };
+            return;
+        }
     }
     if !st.text.contains(address) && st.blocks.lookup(address, size).is_none() {
         define_block(st, uc, address, size);

@@ -40,7 +40,7 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) {
     }
     st.feed.syscall();
     syscall_dispatch::dispatch(uc, &mut st);
-    if st.stop.is_some() {
+    if st.stop.is_some() || st.reschedule {
         let _ = uc.emu_stop();
     }
 }

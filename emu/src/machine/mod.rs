@@ -10,10 +10,12 @@ mod stack_pointer;
 mod state;
 mod stop;
 mod syscall_dispatch;
+mod threads;
 mod user_mode;
 
 pub use options::{RunOptions, UnsupportedSyscalls};
-pub use stop::StopReason;
+pub use stop::{BlockedThread, StopReason};
+pub use threads::DEFAULT_QUANTUM;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,7 +29,7 @@ use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
-use crate::syscalls::process::{Process, STACK_LIMIT};
+use crate::syscalls::process::{Process, GUEST_PID, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
 use crate::tree::blocks::{BlockCache, BlockInfo};
@@ -123,16 +125,20 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
                 process,
                 time: Time::default(),
                 signals: Signals::default(),
+                futexes: Default::default(),
                 enosys_noted: BTreeSet::new(),
             },
+            threads: threads::Scheduler::new(GUEST_PID, options.quantum),
             options,
             stop: None,
             notes: Vec::new(),
             instruction_limit,
             signal_contexts: Vec::new(),
+            reschedule: false,
+            quantum_start: 0,
         }));
         let installed = install_hooks(&mut uc, &state);
-        let result = installed.map(|()| uc.emu_start(image.entry, u64::MAX, 0, 0));
+        let result = installed.map(|()| run_threads(&mut uc, &state, image.entry));
         let mut st = state.borrow_mut();
         let tree_state = st.feed.close();
         let result = result?;
@@ -157,26 +163,35 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         };
         let notes = std::mem::take(&mut st.notes);
         let command = st.options.args.clone();
+        let tids: Vec<u64> = st.threads.threads.iter().map(|t| t.tid).collect();
         drop(st);
         drop(uc); // releases the hooks' references to the state
         drop(state);
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &binary.symbols);
         let blocks = collect_blocks(&built.blocks, &built.executions);
-        let (nodes, total_instructions) = built.tree.finish();
+        let finished = built.tree.finish();
+        let total_instructions = finished.total;
+        let nodes = finished.nodes;
+        let threads = finished
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(index, t)| emuprof_model::RawThread {
+                id: tids.get(index).copied().unwrap_or_default(),
+                parent: t.parent.and_then(|p| tids.get(p).copied()),
+                spawned_at: t.spawned_at,
+                root: t.root,
+                instructions: t.instructions,
+            })
+            .collect();
         let profile = RawProfile {
             command,
             exit_status: stop.exit_status(),
             partial: stop.partial_reason(),
             total_instructions,
             nodes,
-            threads: vec![emuprof_model::RawThread {
-                id: crate::syscalls::process::GUEST_PID,
-                parent: None,
-                spawned_at: None,
-                root: 0,
-                instructions: total_instructions,
-            }],
+            threads,
             blocks,
         };
         Ok(RunOutcome {
@@ -187,14 +202,48 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     })
 }
 
+/// Runs the guest, switching threads whenever a hook asks for it, until
+/// the run ends (the hooks record why in the state).
+fn run_threads(
+    uc: &mut Unicorn<'_, ()>,
+    state: &hooks::Shared<'_>,
+    entry: u64,
+) -> Result<(), unicorn_engine::uc_error> {
+    let mut pc = entry;
+    loop {
+        let result = uc.emu_start(pc, u64::MAX, 0, 0);
+        let mut st = state.borrow_mut();
+        if result.is_err() || st.stop.is_some() || !st.reschedule {
+            return result;
+        }
+        if let Err(stop) = threads::switch(uc, &mut st) {
+            st.stop = Some(stop);
+            return Ok(());
+        }
+        pc = uc.pc_read().unwrap_or(0);
+    }
+}
+
 /// Fills in the guest call stack of a fatal signal (innermost first, at most
-/// 12 functions) once the call tree has seen every block.
+/// 12 functions), and of each thread of a deadlock, once the call tree has
+/// seen every block.
 fn with_call_stack(
     stop: StopReason,
     tree: &CallTreeBuilder,
     symbols: &emuprof_loader::Symbols,
 ) -> StopReason {
     match stop {
+        StopReason::Deadlock { mut threads } => {
+            for t in &mut threads {
+                t.stack = tree
+                    .call_stack_of(t.index)
+                    .into_iter()
+                    .take(6)
+                    .map(|addr| symbols.name_for(addr))
+                    .collect();
+            }
+            StopReason::Deadlock { threads }
+        }
         StopReason::Signaled {
             signal, what, pc, ..
         } => {

@@ -41,6 +41,9 @@ pub struct RunOptions {
     pub progress: Arc<AtomicU64>,
     /// Where a live view asks for call-tree snapshots (none by default).
     pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+    /// Guest work (call-tree events, ≈ blocks) a thread runs before another
+    /// runnable thread gets its turn; see `machine::threads::scheduler`.
+    pub quantum: u64,
 }
 
 impl RunOptions {
@@ -57,6 +60,7 @@ impl RunOptions {
             interrupt: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             snapshots: None,
+            quantum: super::threads::DEFAULT_QUANTUM,
         }
     }
 }

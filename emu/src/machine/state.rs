@@ -7,8 +7,10 @@ use emuprof_loader::Symbols;
 use super::options::RunOptions;
 use super::stack_pointer::StackPointerReader;
 use super::stop::StopReason;
+use super::threads::Scheduler;
 use crate::memory::AddressSpace;
 use crate::syscalls::files::Files;
+use crate::syscalls::futex::Futexes;
 use crate::syscalls::process::Process;
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
@@ -24,8 +26,10 @@ pub struct SyscallState {
     pub process: Process,
     /// The virtual clock.
     pub time: Time,
-    /// Signal dispositions.
+    /// Signal dispositions (and the running thread's mask).
     pub signals: Signals,
+    /// Threads waiting on futex words.
+    pub futexes: Futexes,
     /// Syscalls answered with ENOSYS so far (noted once each).
     pub enosys_noted: BTreeSet<u64>,
 }
@@ -57,8 +61,16 @@ pub struct MachineState<'a> {
     pub notes: Vec<String>,
     /// `options.max_instructions`, or `u64::MAX` without a limit.
     pub instruction_limit: u64,
-    /// Register state saved when a signal handler started, innermost last.
+    /// Register state saved when a signal handler of the running thread
+    /// started, innermost last.
     pub signal_contexts: Vec<unicorn_engine::Context>,
+    /// The guest's threads.
+    pub threads: Scheduler,
+    /// Set by a hook when another thread should run (or the running one
+    /// must wait): the run loop switches before it resumes the guest.
+    pub reschedule: bool,
+    /// The feed position when the running thread last got the CPU.
+    pub quantum_start: u64,
 }
 
 impl MachineState<'_> {

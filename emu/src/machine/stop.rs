@@ -39,6 +39,11 @@ pub enum StopReason {
     },
     /// `--max-instructions` was reached.
     InstructionLimit(u64),
+    /// Every live guest thread waits and none can ever be woken.
+    Deadlock {
+        /// The blocked threads, by index.
+        threads: Vec<BlockedThread>,
+    },
     /// emuprof was interrupted (Ctrl-C).
     Interrupted,
     /// emuprof itself failed while serving the guest.
@@ -53,6 +58,21 @@ pub enum StopReason {
         /// The function containing it.
         function: String,
     },
+}
+
+/// One thread of a deadlocked program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedThread {
+    /// Its thread id.
+    pub tid: u64,
+    /// Its thread index (0 for the main thread).
+    pub index: usize,
+    /// What it waits for ("futex 0x4c8e10", "sleep").
+    pub waits: String,
+    /// Where it made the call, when known.
+    pub pc: Option<u64>,
+    /// Its guest call stack by function name, innermost first.
+    pub stack: Vec<String>,
 }
 
 /// Linux signal numbers used for CPU faults.
@@ -140,8 +160,9 @@ impl fmt::Display for StopReason {
                 ) {
                     write!(
                         f,
-                        "{function} called {name} (number {number}): emuprof runs a single process with a single \
-                         thread, so programs that fork, exec or start threads cannot be profiled yet"
+                        "{function} called {name} (number {number}) to start a new process or program: \
+                         emuprof runs a single process (threads are fine), so programs that fork or exec \
+                         cannot be profiled yet"
                     )
                 } else {
                     write!(
@@ -166,6 +187,24 @@ impl fmt::Display for StopReason {
             }
             StopReason::InstructionLimit(n) => {
                 write!(f, "stopped after reaching --max-instructions {n}")
+            }
+            StopReason::Deadlock { threads } => {
+                let each: Vec<String> = threads
+                    .iter()
+                    .map(|t| {
+                        let place = if t.stack.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" in {}", t.stack.join(" <- "))
+                        };
+                        format!("thread {} waits on {}{place}", t.tid, t.waits)
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "deadlock: every thread is blocked and none can wake the others ({})",
+                    each.join("; ")
+                )
             }
             StopReason::Interrupted => write!(f, "interrupted by Ctrl-C"),
             StopReason::Internal(msg) => {

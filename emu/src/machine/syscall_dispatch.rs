@@ -6,11 +6,12 @@ use unicorn_engine::{RegisterX86, Unicorn};
 use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
 use super::stop::{signal, StopReason};
+use super::threads;
 use super::UnsupportedSyscalls;
 use crate::memory::GuestView;
 use crate::syscalls::numbers::{self, *};
 use crate::syscalls::signals::Disposition;
-use crate::syscalls::{children, credentials, futex, memory_map, Errno, SysResult, SyscallCall};
+use crate::syscalls::{children, credentials, memory_map, Errno, SysResult, SyscallCall};
 use crate::tree::code_snapshot::CodeRange;
 
 const ARCH_SET_GS: u64 = 0x1001;
@@ -37,14 +38,29 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
     }
     watch_code_mappings(st, number, args);
     let result = match number {
-        SYS_EXIT | SYS_EXIT_GROUP => {
+        SYS_EXIT_GROUP => {
             st.stop = Some(StopReason::Exited(args[0] as i32));
+            return;
+        }
+        SYS_EXIT => {
+            threads::exit_thread(uc, st, args[0]);
             return;
         }
         SYS_ARCH_PRCTL => arch_prctl(uc, st, args),
         SYS_RT_SIGRETURN => signal_delivery::sigreturn(uc, st, SYSCALL_LENGTH),
-        SYS_KILL | SYS_TGKILL | SYS_TKILL => signal_self(st, number, args),
-        _ => match emulate(uc, st, number, args) {
+        SYS_KILL | SYS_TGKILL | SYS_TKILL => send_signal(st, number, args),
+        SYS_GETTID => Ok(st.threads.current().tid),
+        SYS_SET_TID_ADDRESS => {
+            let thread = st.threads.current();
+            thread.clear_child_tid = args[0];
+            Ok(thread.tid)
+        }
+        SYS_SCHED_YIELD => {
+            threads::yield_now(st);
+            Ok(0)
+        }
+        SYS_NANOSLEEP | SYS_CLOCK_NANOSLEEP if st.threads.live() > 1 => sleep(uc, st, number, args),
+        _ => match thread_call(uc, st, number, args).or_else(|| emulate(uc, st, number, args)) {
             Some(r) => r,
             None => match st.options.unsupported_syscalls {
                 UnsupportedSyscalls::Stop => {
@@ -76,6 +92,10 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
         .load(std::sync::atomic::Ordering::Relaxed)
     {
         st.stop.get_or_insert(StopReason::Interrupted);
+        return;
+    }
+    if threads::running_blocked(st) {
+        // Its result comes when it is woken.
         return;
     }
     if result == Err(Errno::EPIPE) && raises_sigpipe(number, args) {
@@ -221,7 +241,6 @@ fn emulate(
         .or_else(|| sys.signals.handle(&mut call))
         .or_else(|| credentials::handle(&mut call))
         .or_else(|| children::handle(&mut call))
-        .or_else(|| futex::handle(&mut call))
         .or_else(|| sys.files.handle(&mut call));
     notes.extend(sys.files.take_notes());
     result
@@ -247,26 +266,82 @@ fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6
     Ok(0)
 }
 
-/// `kill`/`tkill`/`tgkill` aimed at the guest itself: signal 0 probes; an
+/// The calls that create, wait for and end threads; `None` for others.
+fn thread_call(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    number: u64,
+    args: [u64; 6],
+) -> Option<SysResult> {
+    match number {
+        SYS_CLONE | SYS_CLONE3 => threads::clone(uc, st, number, args),
+        SYS_FUTEX => threads::futex(uc, st, args),
+        _ => None,
+    }
+}
+
+/// A sleep while other threads live: the thread blocks until the virtual
+/// clock has advanced by the time asked (others run meanwhile).
+fn sleep(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    number: u64,
+    args: [u64; 6],
+) -> SysResult {
+    let instructions = st.feed.sync().instructions;
+    let ns = {
+        let mut view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        let call = SyscallCall {
+            number,
+            args,
+            mem: &mut view,
+        };
+        st.sys.time.sleep_request(&call, instructions)?
+    };
+    threads::sleep(st, ns);
+    Ok(0)
+}
+
+/// `kill`/`tkill`/`tgkill` within the guest process: signal 0 probes; an
 /// ignored signal does nothing; a blocked one waits; a handled one runs when
-/// the syscall returns; anything else takes the default action and ends the
-/// run.
-fn signal_self(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
+/// the target thread next returns from a syscall (the running thread: this
+/// one); anything else takes the default action and ends the run.
+fn send_signal(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
+    let pid = crate::syscalls::process::GUEST_PID;
     let (target, sig) = match number {
+        SYS_TGKILL if args[0] != pid => return Err(Errno::ESRCH),
         SYS_TGKILL => (args[1], args[2]),
         _ => (args[0], args[1]),
     };
-    let me = crate::syscalls::process::GUEST_PID;
-    if target != me && target != 0 && target as i64 != -1 {
+    let whole_process = number == SYS_KILL && (target == pid || target == 0 || target as i64 == -1);
+    let thread = if whole_process {
+        Some(st.threads.running)
+    } else if number == SYS_KILL {
+        None
+    } else {
+        st.threads.index_of(target)
+    };
+    let Some(thread) = thread else {
         return Err(Errno::ESRCH);
-    }
+    };
     if sig == 0 {
         return Ok(0);
     }
     if sig > 64 {
         return Err(Errno::EINVAL);
     }
-    post_to_self(st, sig);
+    if thread == st.threads.running {
+        post_to_self(st, sig);
+    } else {
+        match st.sys.signals.disposition_for_other_thread(sig) {
+            Disposition::Terminate => post_to_self(st, sig),
+            Disposition::Handler(_) => st.threads.threads[thread].signals.post(sig),
+            Disposition::Ignored | Disposition::Pending => {}
+        }
+    }
     Ok(0)
 }
 

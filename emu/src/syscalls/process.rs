@@ -9,7 +9,8 @@ use super::numbers::*;
 use super::{Errno, SysResult, SyscallCall};
 use crate::initial_stack::{GUEST_GID, GUEST_UID};
 
-/// The guest's process id (and thread id of its only thread).
+/// The guest's process id (and its main thread's id; other threads get the
+/// ids after it, in creation order).
 pub const GUEST_PID: u64 = 4242;
 /// The guest's parent process id.
 pub const GUEST_PPID: u64 = 4241;
@@ -23,7 +24,6 @@ pub const STACK_LIMIT: u64 = 8 << 20;
 /// Process identity and seeded randomness.
 pub struct Process {
     random: ChaCha8Rng,
-    clear_child_tid: u64,
 }
 
 impl Process {
@@ -31,7 +31,6 @@ impl Process {
     pub fn new(seed: u64) -> Process {
         Process {
             random: ChaCha8Rng::seed_from_u64(seed),
-            clear_child_tid: 0,
         }
     }
 
@@ -40,12 +39,13 @@ impl Process {
         self.random.fill_bytes(buf);
     }
 
-    /// Handles a process/identity syscall. `exit` and `exit_group` are the
+    /// Handles a process/identity syscall. `exit`, `exit_group` and the
+    /// per-thread calls (`gettid`, `set_tid_address`, `sched_yield`) are the
     /// machine's.
     pub fn handle(&mut self, call: &mut SyscallCall) -> Option<SysResult> {
         let a = call.args;
         Some(match call.number {
-            SYS_GETPID | SYS_GETTID | SYS_GETPGRP | SYS_GETSID => Ok(GUEST_PID),
+            SYS_GETPID | SYS_GETPGRP | SYS_GETSID => Ok(GUEST_PID),
             SYS_GETPGID => Ok(GUEST_PID),
             SYS_GETPPID => Ok(GUEST_PPID),
             SYS_GETUID | SYS_GETEUID => Ok(GUEST_UID),
@@ -59,10 +59,6 @@ impl Process {
                 write_all(call, &[(a[0], id), (a[1], id), (a[2], id)])
             }
             SYS_GETGROUPS => Ok(0),
-            SYS_SET_TID_ADDRESS => {
-                self.clear_child_tid = a[0];
-                Ok(GUEST_PID)
-            }
             SYS_SET_ROBUST_LIST => Ok(0),
             SYS_RSEQ => Err(Errno::ENOSYS),
             SYS_PRLIMIT64 => {
@@ -97,7 +93,7 @@ impl Process {
                         .map_err(Errno::from)
                 }
             }
-            SYS_SCHED_YIELD => Ok(0),
+            SYS_SCHED_SETAFFINITY => Ok(0),
             SYS_UNAME => uname(call, a[0]),
             SYS_GETRANDOM => {
                 let mut buf = vec![0u8; a[1].min(1 << 20) as usize];

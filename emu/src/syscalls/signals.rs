@@ -56,22 +56,29 @@ pub enum Disposition {
     Terminate,
 }
 
-/// Recorded signal state of the process.
+/// Recorded signal state of the process: the actions are the process's, the
+/// rest is the running thread's.
 #[derive(Debug)]
 pub struct Signals {
     actions: [SigAction; NSIG],
+    thread: ThreadSignals,
+}
+
+/// The signal state each thread has for itself: the blocked mask, signals
+/// pending for it, its alternate signal stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadSignals {
     mask: u64,
     pending: u64,
     alt_stack: [u8; 24],
 }
 
-impl Default for Signals {
+impl Default for ThreadSignals {
     fn default() -> Self {
         // The alternate stack starts disabled (ss_flags = SS_DISABLE).
         let mut alt_stack = [0u8; 24];
         alt_stack[8] = 2;
-        Signals {
-            actions: [SigAction::default(); NSIG],
+        ThreadSignals {
             mask: 0,
             pending: 0,
             alt_stack,
@@ -79,7 +86,43 @@ impl Default for Signals {
     }
 }
 
+impl ThreadSignals {
+    /// A new thread's: its creator's mask, nothing pending, no alternate
+    /// stack (as `clone` leaves a thread sharing the address space).
+    pub fn for_new_thread(&self) -> ThreadSignals {
+        ThreadSignals {
+            mask: self.mask,
+            ..ThreadSignals::default()
+        }
+    }
+
+    /// Marks `sig` pending for this (not running) thread.
+    pub fn post(&mut self, sig: u64) {
+        self.pending |= bit(sig);
+    }
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals {
+            actions: [SigAction::default(); NSIG],
+            thread: ThreadSignals::default(),
+        }
+    }
+}
+
 impl Signals {
+    /// The running thread's signal state.
+    pub fn running_thread(&self) -> &ThreadSignals {
+        &self.thread
+    }
+
+    /// Exchanges the running thread's signal state with `other` (a thread
+    /// switch).
+    pub fn swap_thread(&mut self, other: &mut ThreadSignals) {
+        std::mem::swap(&mut self.thread, other);
+    }
+
     /// The recorded action for signal `sig` (1-based).
     pub fn action(&self, sig: u64) -> Option<SigAction> {
         self.actions.get((sig as usize).checked_sub(1)?).copied()
@@ -94,26 +137,38 @@ impl Signals {
         if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
             return Disposition::Ignored;
         }
-        if self.mask & bit(sig) != 0 && sig != SIGKILL && sig != SIGSTOP {
-            self.pending |= bit(sig);
+        if self.thread.mask & bit(sig) != 0 && sig != SIGKILL && sig != SIGSTOP {
+            self.thread.pending |= bit(sig);
             return Disposition::Pending;
         }
         self.dispatch(sig, action)
     }
 
+    /// What sending `sig` to a thread other than the running one does
+    /// (its own mask is looked at when it runs).
+    pub fn disposition_for_other_thread(&self, sig: u64) -> Disposition {
+        match self.action(sig) {
+            None => Disposition::Ignored,
+            Some(a) if a.handler == SIG_IGN => Disposition::Ignored,
+            Some(a) if a.handler == SIG_DFL && ignored_by_default(sig) => Disposition::Ignored,
+            Some(a) if a.handler == SIG_DFL => Disposition::Terminate,
+            Some(a) => Disposition::Handler(a),
+        }
+    }
+
     /// Marks `sig` pending, to be acted on when the current syscall returns.
     pub fn post(&mut self, sig: u64) {
-        self.pending |= bit(sig);
+        self.thread.pending |= bit(sig);
     }
 
     /// A pending signal the mask now lets through, with what it does.
     pub fn take_deliverable(&mut self) -> Option<(u64, Disposition)> {
-        let ready = self.pending & !self.mask;
+        let ready = self.thread.pending & !self.thread.mask;
         if ready == 0 {
             return None;
         }
         let sig = u64::from(ready.trailing_zeros()) + 1;
-        self.pending &= !bit(sig);
+        self.thread.pending &= !bit(sig);
         let action = self.action(sig)?;
         if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
             return Some((sig, Disposition::Ignored));
@@ -125,7 +180,9 @@ impl Signals {
     /// the signal is not blocked; anything else kills the process.
     pub fn fault(&mut self, sig: u64) -> Disposition {
         match self.action(sig) {
-            Some(a) if a.handler > SIG_IGN && self.mask & bit(sig) == 0 => self.dispatch(sig, a),
+            Some(a) if a.handler > SIG_IGN && self.thread.mask & bit(sig) == 0 => {
+                self.dispatch(sig, a)
+            }
             _ => Disposition::Terminate,
         }
     }
@@ -133,12 +190,12 @@ impl Signals {
     /// Starts running `action`'s handler for `sig`: blocks what it asks for
     /// and returns the mask to restore afterwards.
     pub fn begin_handler(&mut self, sig: u64, action: &SigAction) -> u64 {
-        let old = self.mask;
-        self.mask |= action.mask;
+        let old = self.thread.mask;
+        self.thread.mask |= action.mask;
         if action.flags & SA_NODEFER == 0 {
-            self.mask |= bit(sig);
+            self.thread.mask |= bit(sig);
         }
-        self.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
+        self.thread.mask &= !(bit(SIGKILL) | bit(SIGSTOP));
         if action.flags & SA_RESETHAND != 0 {
             if let Some(a) = self.actions.get_mut((sig as usize).wrapping_sub(1)) {
                 *a = SigAction::default();
@@ -149,14 +206,15 @@ impl Signals {
 
     /// Sets the blocked mask (from `rt_sigreturn`).
     pub fn set_mask(&mut self, mask: u64) {
-        self.mask = mask & !(bit(SIGKILL) | bit(SIGSTOP));
+        self.thread.mask = mask & !(bit(SIGKILL) | bit(SIGSTOP));
     }
 
     /// The alternate signal stack: `(ss_sp, enabled, ss_size)`.
     pub fn alt_stack(&self) -> (u64, bool, u64) {
-        let w =
-            |i: usize| u64::from_le_bytes(self.alt_stack[i..i + 8].try_into().unwrap_or([0; 8]));
-        (w(0), self.alt_stack[8] & 2 == 0, w(16))
+        let w = |i: usize| {
+            u64::from_le_bytes(self.thread.alt_stack[i..i + 8].try_into().unwrap_or([0; 8]))
+        };
+        (w(0), self.thread.alt_stack[8] & 2 == 0, w(16))
     }
 
     fn dispatch(&mut self, _sig: u64, action: SigAction) -> Disposition {
@@ -175,13 +233,13 @@ impl Signals {
             SYS_RT_SIGPROCMASK => self.sigprocmask(call, a[0], a[1], a[2]),
             SYS_SIGALTSTACK => {
                 if a[1] != 0 {
-                    if let Err(e) = call.mem.write(a[1], &self.alt_stack) {
+                    if let Err(e) = call.mem.write(a[1], &self.thread.alt_stack) {
                         return Some(Err(e.into()));
                     }
                 }
                 if a[0] != 0 {
                     match read_bytes::<24>(call, a[0]) {
-                        Ok(b) => self.alt_stack = b,
+                        Ok(b) => self.thread.alt_stack = b,
                         Err(e) => return Some(Err(e)),
                     }
                 }
@@ -222,13 +280,13 @@ impl Signals {
 
     fn sigprocmask(&mut self, call: &mut SyscallCall, how: u64, set: u64, old: u64) -> SysResult {
         if old != 0 {
-            call.mem.write_u64(old, self.mask)?;
+            call.mem.write_u64(old, self.thread.mask)?;
         }
         if set != 0 {
             let s = call.mem.read_u64(set)?;
-            self.mask = match how {
-                SIG_BLOCK => self.mask | s,
-                SIG_UNBLOCK => self.mask & !s,
+            self.thread.mask = match how {
+                SIG_BLOCK => self.thread.mask | s,
+                SIG_UNBLOCK => self.thread.mask & !s,
                 SIG_SETMASK => s,
                 _ => return Err(Errno::EINVAL),
             };

@@ -76,19 +76,12 @@ impl Time {
                 }
                 Ok(secs)
             }
-            SYS_NANOSLEEP => read_timespec(call, a[0]).map(|ns| {
-                self.clock.sleep(ns);
-                0
-            }),
-            SYS_CLOCK_NANOSLEEP => read_timespec(call, a[2]).and_then(|ns| {
-                let wait = if a[1] & TIMER_ABSTIME != 0 {
-                    ns.saturating_sub(self.clock_ns(a[0], instructions)?)
-                } else {
-                    ns
-                };
-                self.clock.sleep(wait);
-                Ok(0)
-            }),
+            SYS_NANOSLEEP | SYS_CLOCK_NANOSLEEP => {
+                self.sleep_request(call, instructions).map(|ns| {
+                    self.clock.sleep(ns);
+                    0
+                })
+            }
             SYS_TIMES => {
                 // struct tms: utime, stime, cutime, cstime in clock ticks.
                 let ticks = self.clock.cpu_ns(instructions) / 10_000_000;
@@ -114,6 +107,21 @@ impl Time {
                 }
             }
             _ => return None,
+        })
+    }
+
+    /// How long a `nanosleep`/`clock_nanosleep` call asks to sleep, in
+    /// nanoseconds from now (`instructions` executed so far).
+    pub fn sleep_request(&self, call: &SyscallCall, instructions: u64) -> Result<u64, Errno> {
+        let a = call.args;
+        if call.number == SYS_NANOSLEEP {
+            return read_timespec(call, a[0]);
+        }
+        let ns = read_timespec(call, a[2])?;
+        Ok(if a[1] & TIMER_ABSTIME != 0 {
+            ns.saturating_sub(self.clock_ns(a[0], instructions)?)
+        } else {
+            ns
         })
     }
 

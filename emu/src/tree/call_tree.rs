@@ -26,6 +26,7 @@ use crate::tree::blocks::Terminator;
 use crate::tree::shadow_stack::{Frame, ThreadState};
 use emuprof_model::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
+pub use threads::{FinishedTree, ThreadRecord};
 
 /// Slots of the direct-mapped child cache (a power of two).
 const RECENT_CHILD_SLOTS: usize = 1 << 12;
@@ -41,8 +42,17 @@ pub struct CallTreeBuilder {
     /// Direct-mapped cache behind `last_call`, in front of `children`:
     /// `(parent, entry, child)`.
     recent_children: Box<[(NodeId, u64, NodeId)]>,
+    /// The running guest thread's shadow stack.
     thread: ThreadState,
-    initial_sp: u64,
+    /// Every guest thread's shadow stack but the running one's (`None`
+    /// there), by thread index.
+    parked: Vec<Option<ThreadState>>,
+    /// What the profile records about each thread, by thread index.
+    threads: Vec<ThreadRecord>,
+    /// Index of the running thread.
+    running: usize,
+    /// `total` when the running thread last started running.
+    running_since: u64,
     total: u64,
     /// `total` when the innermost frame last changed: the instructions since
     /// then are self cost of the innermost context, credited when it changes
@@ -82,8 +92,16 @@ impl CallTreeBuilder {
             children: FxHashMap::default(),
             last_call: vec![(u64::MAX, 0)],
             recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
-            thread: ThreadState::new(0, initial_sp),
-            initial_sp,
+            thread: ThreadState::new(0, initial_sp, 0),
+            parked: vec![None],
+            threads: vec![ThreadRecord {
+                parent: None,
+                spawned_at: None,
+                root: 0,
+                instructions: 0,
+            }],
+            running: 0,
+            running_since: 0,
             total: 0,
             self_mark: 0,
         }
@@ -160,19 +178,22 @@ impl CallTreeBuilder {
         }
     }
 
-    /// Closes every open call and returns the calling contexts (parents before
-    /// children) and the instruction total.
-    pub fn finish(mut self) -> (Vec<RawNode>, u64) {
-        self.settle_self_cost();
-        while let Some(frame) = self.thread.frames.pop() {
-            self.close(frame);
-        }
+    /// Closes every open call of every thread and returns the calling
+    /// contexts (parents before children; the merged tree, see
+    /// [`emuprof_model::RawProfile::nodes`]), the threads by index and the
+    /// instruction total.
+    pub fn finish(mut self) -> FinishedTree {
+        self.close_all_threads();
         for node in &mut self.nodes {
             if node.min_instructions == u64::MAX {
                 node.min_instructions = 0;
             }
         }
-        (self.nodes, self.total)
+        FinishedTree {
+            nodes: self.nodes,
+            threads: self.threads,
+            total: self.total,
+        }
     }
 
     /// Credits the instructions since the innermost frame last changed to its
@@ -261,7 +282,9 @@ impl CallTreeBuilder {
         if indirect {
             n.indirect_calls += 1;
         }
-        n.max_stack_bytes = n.max_stack_bytes.max(self.initial_sp.saturating_sub(sp));
+        n.max_stack_bytes = n
+            .max_stack_bytes
+            .max(self.thread.initial_sp.saturating_sub(sp));
         self.thread.frames.push(Frame {
             node,
             sp,
@@ -325,6 +348,8 @@ impl CallTreeBuilder {
         id
     }
 }
+
+mod threads;
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,9 @@
 //! Per-thread state of the call-tree builder: the shadow call stack and what
 //! the previous block ended with.
 //!
-//! Everything a scheduler would have to switch between guest threads lives
-//! here (the register context is Unicorn's own and saved with
-//! `context_save` by the machine).
+//! Everything the builder switches between guest threads lives here (the
+//! register context is Unicorn's own and saved with `context_save` by the
+//! machine).
 
 use crate::tree::blocks::Terminator;
 use emuprof_model::NodeId;
@@ -38,22 +38,42 @@ pub struct ThreadState {
     pub pending_stays: bool,
     /// Address just past the previously executed block.
     pub pending_return: u64,
+    /// Stack pointer at the thread's first instruction: stack depths are
+    /// measured from here.
+    pub initial_sp: u64,
+    /// The run's instruction total when the thread last stopped running
+    /// (while it is parked, its frames' `entry_total` are in that clock).
+    pub parked_at: u64,
 }
 
 impl ThreadState {
-    /// A thread whose first frame runs `root` with stack pointer `sp`.
-    pub fn new(root: NodeId, sp: u64) -> ThreadState {
+    /// A thread whose first frame runs `root` with stack pointer `sp`,
+    /// starting when the run's instruction total is `total`.
+    pub fn new(root: NodeId, sp: u64, total: u64) -> ThreadState {
         ThreadState {
             frames: vec![Frame {
                 node: root,
                 sp,
-                entry_total: 0,
+                entry_total: total,
                 return_address: 0,
             }],
             pending: Terminator::Other,
             pending_stays: true,
             pending_return: 0,
+            initial_sp: sp,
+            parked_at: total,
         }
+    }
+
+    /// Resumes a parked thread at instruction total `total`: the
+    /// instructions other threads ran meanwhile are not part of its calls,
+    /// so every open call's start moves forward by them.
+    pub fn resume(&mut self, total: u64) {
+        let others = total - self.parked_at;
+        for frame in &mut self.frames {
+            frame.entry_total += others;
+        }
+        self.parked_at = total;
     }
 
     /// Records how the block that just ran ends.

@@ -67,6 +67,11 @@ fn spin_budget() -> Duration {
 const SPECIAL: u64 = 1 << 63;
 const SYSCALL: u64 = SPECIAL | 1;
 const SIGNAL_HANDLER: u64 = SPECIAL | 2;
+/// The running guest thread spawned another; `sp` holds the new thread's
+/// stack pointer.
+const SPAWN_THREAD: u64 = SPECIAL | 3;
+/// Another guest thread runs from the next event on; `sp` holds its index.
+const SWITCH_THREAD: u64 = SPECIAL | 4;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -101,6 +106,10 @@ impl TreeEvent {
 
     fn special(key: u64) -> TreeEvent {
         TreeEvent { key, sp: 0 }
+    }
+
+    fn special_with(key: u64, value: u64) -> TreeEvent {
+        TreeEvent { key, sp: value }
     }
 }
 
@@ -152,6 +161,8 @@ pub struct TreeFeed {
     batches: Option<SyncSender<Batch>>,
     recycled: Receiver<Vec<TreeEvent>>,
     batches_sent: u64,
+    /// Events in the batches sent so far.
+    events_sent: u64,
     published: Arc<Published>,
     spin: Duration,
 }
@@ -205,6 +216,7 @@ pub fn spawn<'scope, 'env>(
         batches: Some(batches),
         recycled,
         batches_sent: 0,
+        events_sent: 0,
         published,
         spin,
     };
@@ -250,6 +262,23 @@ impl TreeFeed {
     /// A signal handler starts with the next block.
     pub fn signal_handler(&mut self) {
         self.block(TreeEvent::special(SIGNAL_HANDLER));
+    }
+
+    /// The running guest thread made a `clone` that started a thread with
+    /// stack pointer `sp` (the next thread index).
+    pub fn spawn_thread(&mut self, sp: u64) {
+        self.block(TreeEvent::special_with(SPAWN_THREAD, sp));
+    }
+
+    /// Guest thread `index` runs from the next block on.
+    pub fn switch_thread(&mut self, index: usize) {
+        self.block(TreeEvent::special_with(SWITCH_THREAD, index as u64));
+    }
+
+    /// How many events have been fed so far: a measure of guest work that
+    /// is the same on every run (the scheduler's quantum counts it).
+    pub fn position(&self) -> u64 {
+        self.events_sent + self.events.len() as u64
     }
 
     /// Sends the batch if it is full; true when it did (a good moment to
@@ -338,6 +367,7 @@ impl TreeFeed {
             .recycled
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        self.events_sent += self.events.len() as u64;
         let batch = Batch {
             new_blocks: std::mem::take(&mut self.new_blocks),
             events: std::mem::replace(&mut self.events, next),
@@ -567,7 +597,8 @@ mod tests {
             }
         );
         assert_eq!(built.executions, vec![n as u64; 3]);
-        let (nodes, total) = built.tree.finish();
+        let finished = built.tree.finish();
+        let (nodes, total) = (finished.nodes, finished.total);
         assert_eq!(total, 3 * n as u64);
         assert_eq!(nodes.len(), 2, "root and one callee context");
         assert_eq!(nodes[1].calls, n as u64);
@@ -587,7 +618,7 @@ mod tests {
             }
         );
         assert_eq!(built.executions, vec![3, 2, 2]);
-        assert_eq!(built.tree.finish().1, 7);
+        assert_eq!(built.tree.finish().total, 7);
     }
 
     /// Blocks outside the snapshot come with their decoded form.
@@ -604,6 +635,6 @@ mod tests {
             feed.block(TreeEvent::block(0x9000, 3, 0x7000));
         });
         assert_eq!(built.executions, vec![1]);
-        assert_eq!(built.tree.finish().1, 2);
+        assert_eq!(built.tree.finish().total, 2);
     }
 }

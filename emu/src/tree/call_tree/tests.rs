@@ -47,7 +47,7 @@ fn call_and_return_build_contexts_with_inclusive_costs() {
     b.on_block(block(0x105, 1, CALL), || SP0);
     b.on_block(entry(0x200, 5, RET), || SP0 - 8);
     b.on_block(block(0x10a, 2, Terminator::Other), || SP0);
-    let (nodes, total) = b.finish();
+    let FinishedTree { nodes, total, .. } = b.finish();
     assert_eq!(total, 16);
     let f = node(&nodes, &[0x100, 0x200]);
     assert_eq!(
@@ -70,7 +70,7 @@ fn recursion_gets_one_context_per_depth() {
     b.on_block(entry(0x200, 2, RET), || SP0 - 16);
     b.on_block(block(0x210, 1, RET), || SP0 - 8);
     b.on_block(block(0x105, 1, Terminator::Other), || SP0);
-    let (nodes, total) = b.finish();
+    let FinishedTree { nodes, total, .. } = b.finish();
     assert_eq!(total, 7);
     assert_eq!(node(&nodes, &[0x100, 0x200]).inclusive_instructions, 5);
     assert_eq!(
@@ -87,7 +87,7 @@ fn tail_call_is_a_call_and_one_ret_pops_both() {
     b.on_block(entry(0x200, 4, Terminator::Jump), || SP0 - 8); // a: jmp b
     b.on_block(entry(0x300, 3, RET), || SP0 - 8); // b returns to _start
     b.on_block(block(0x105, 1, Terminator::Other), || SP0);
-    let (nodes, _) = b.finish();
+    let nodes = b.finish().nodes;
     let a = node(&nodes, &[0x100, 0x200]);
     let tb = node(&nodes, &[0x100, 0x200, 0x300]);
     assert_eq!((a.calls, a.inclusive_instructions), (1, 7));
@@ -104,7 +104,7 @@ fn longjmp_pops_every_skipped_frame() {
     b.on_block(entry(0x400, 1, Terminator::IndirectJump), || SP0 - 24); // longjmp
     b.on_block(block(0x150, 1, Terminator::Other), || SP0);
     assert_eq!(b.call_stack(), vec![0x100]);
-    let (nodes, total) = b.finish();
+    let FinishedTree { nodes, total, .. } = b.finish();
     assert_eq!(total, 5);
     assert_eq!(node(&nodes, &[0x100, 0x200]).inclusive_instructions, 3);
 }
@@ -115,7 +115,7 @@ fn ret_to_no_active_call_is_a_jump_not_a_crash() {
     b.on_block(entry(0x100, 1, RET), || SP0);
     b.on_block(block(0x500, 1, RET), || SP0 - 8);
     b.on_block(block(0x600, 1, Terminator::Other), || SP0 + 64);
-    let (nodes, total) = b.finish();
+    let FinishedTree { nodes, total, .. } = b.finish();
     assert_eq!(total, 3);
     let sum: u64 = nodes.iter().map(|n| n.self_instructions).sum();
     assert_eq!(sum, total);
@@ -126,7 +126,7 @@ fn jump_to_own_start_is_a_loop() {
     let mut b = CallTreeBuilder::new(0x100, SP0);
     b.on_block(entry(0x100, 2, Terminator::Other), || SP0);
     b.on_block(entry(0x100, 2, Terminator::Other), || SP0);
-    let (nodes, _) = b.finish();
+    let nodes = b.finish().nodes;
     assert_eq!(nodes.len(), 1);
 }
 
@@ -170,7 +170,7 @@ fn random_control_flow_never_panics_and_costs_add_up() {
                 b.on_syscall();
             }
         }
-        let (nodes, total) = b.finish();
+        let FinishedTree { nodes, total, .. } = b.finish();
         let self_sum: u64 = nodes.iter().map(|n| n.self_instructions).sum();
         assert_eq!(self_sum, total);
         for (i, n) in nodes.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use emuprof_loader::FunctionStarts;
 
-use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPECIAL, SYSCALL};
+use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD, SYSCALL};
 use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -72,6 +72,8 @@ impl<'a> BuilderThread<'a> {
                 match event.key {
                     SYSCALL => self.tree.on_syscall(),
                     SIGNAL_HANDLER => self.tree.enter_signal_handler(),
+                    SPAWN_THREAD => self.tree.spawn_thread(event.sp),
+                    SWITCH_THREAD => self.tree.switch_thread(event.sp as usize),
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
                 continue;

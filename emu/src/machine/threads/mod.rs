@@ -1,0 +1,368 @@
+//! Guest threads on the one emulated CPU: `clone` of a thread, thread
+//! `exit`, futex waits and sleeps that block, and the switch from one thread
+//! to the next, which happens between two `emu_start` calls (a hook asks for
+//! it with [`request_switch`]). [`scheduler`] decides who runs.
+//!
+//! Each thread's registers (segment bases, x87/SSE state included) are
+//! Unicorn's context, saved and restored whole; its signal mask, pending
+//! signals, alternate stack and signal-handler contexts are swapped in and
+//! out of the machine state with it. The call-tree thread hears of every
+//! spawn and switch through the feed, in guest execution order.
+
+pub mod scheduler;
+
+use unicorn_engine::{RegisterX86, Unicorn};
+
+use super::state::MachineState;
+use super::stop::{BlockedThread, StopReason};
+use crate::clock::EPOCH_SECONDS;
+use crate::memory::GuestView;
+use crate::syscalls::futex::{FutexOutcome, Timeout, ETIMEDOUT};
+use crate::syscalls::numbers::SYS_CLONE3;
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
+pub use scheduler::{Next, RunState, Scheduler, Wait, DEFAULT_QUANTUM};
+
+const CLONE_VM: u64 = 0x100;
+const CLONE_SIGHAND: u64 = 0x800;
+const CLONE_THREAD: u64 = 0x1_0000;
+const CLONE_SETTLS: u64 = 0x8_0000;
+const CLONE_PARENT_SETTID: u64 = 0x10_0000;
+const CLONE_CHILD_CLEARTID: u64 = 0x20_0000;
+const CLONE_CHILD_SETTID: u64 = 0x100_0000;
+/// The flags that make a thread rather than a process.
+const THREAD_FLAGS: u64 = CLONE_VM | CLONE_SIGHAND | CLONE_THREAD;
+/// `sizeof(struct clone_args)` of its first version.
+const CLONE_ARGS_SIZE_VER0: u64 = 64;
+/// Length of the `syscall` instruction.
+const SYSCALL_LENGTH: u64 = 2;
+
+/// A `clone` or `clone3` request, whichever the guest used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CloneRequest {
+    flags: u64,
+    /// The new thread's stack pointer (0: the caller's).
+    stack_pointer: u64,
+    parent_tid: u64,
+    child_tid: u64,
+    tls: u64,
+}
+
+impl CloneRequest {
+    fn read(number: u64, args: [u64; 6], mem: &dyn GuestMemory) -> Result<CloneRequest, Errno> {
+        if number != SYS_CLONE3 {
+            // x86-64 argument order: flags, stack, parent_tid, child_tid, tls.
+            return Ok(CloneRequest {
+                flags: args[0],
+                stack_pointer: args[1],
+                parent_tid: args[2],
+                child_tid: args[3],
+                tls: args[4],
+            });
+        }
+        if args[1] < CLONE_ARGS_SIZE_VER0 {
+            return Err(Errno::EINVAL);
+        }
+        let field = |i: u64| mem.read_u64(args[0] + 8 * i);
+        let (stack, stack_size) = (field(5)?, field(6)?);
+        Ok(CloneRequest {
+            flags: field(0)?,
+            stack_pointer: if stack == 0 { 0 } else { stack + stack_size },
+            parent_tid: field(3)?,
+            child_tid: field(2)?,
+            tls: field(7)?,
+        })
+    }
+}
+
+/// `clone`/`clone3` of a thread: the new thread starts just past the
+/// `syscall` with the caller's registers but `rax = 0`, its own stack and,
+/// with `CLONE_SETTLS`, its own FS base; it runs when the scheduler picks
+/// it. `None` when the flags ask for a new process, which is not emulated.
+pub fn clone(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    number: u64,
+    args: [u64; 6],
+) -> Option<SysResult> {
+    let request = {
+        let view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        match CloneRequest::read(number, args, &view) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        }
+    };
+    if request.flags & THREAD_FLAGS != THREAD_FLAGS {
+        return None;
+    }
+    Some(spawn(uc, st, request))
+}
+
+fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, request: CloneRequest) -> SysResult {
+    let fail = |_| Errno::ENOMEM;
+    let parent = uc.context_init().map_err(fail)?;
+    let pc = uc.pc_read().map_err(fail)?;
+    let sp = if request.stack_pointer != 0 {
+        request.stack_pointer
+    } else {
+        uc.reg_read(RegisterX86::RSP).map_err(fail)?
+    };
+    let mut child_registers = vec![
+        (RegisterX86::RIP, pc + SYSCALL_LENGTH),
+        (RegisterX86::RAX, 0),
+        (RegisterX86::RSP, sp),
+    ];
+    if request.flags & CLONE_SETTLS != 0 {
+        child_registers.push((RegisterX86::FS_BASE, request.tls));
+    }
+    for (reg, value) in child_registers {
+        uc.reg_write(reg, value).map_err(fail)?;
+    }
+    let child = uc.context_init().map_err(fail);
+    uc.context_restore(&parent).map_err(fail)?;
+    let child = child?;
+
+    let signals = st.sys.signals.running_thread().for_new_thread();
+    let index = st.threads.add(signals);
+    let tid = st.threads.threads[index].tid;
+    let thread = &mut st.threads.threads[index];
+    thread.context = Some(child);
+    if request.flags & CLONE_CHILD_CLEARTID != 0 {
+        thread.clear_child_tid = request.child_tid;
+    }
+    let mut view = GuestView {
+        uc,
+        space: &st.space,
+    };
+    for (flag, address) in [
+        (CLONE_PARENT_SETTID, request.parent_tid),
+        (CLONE_CHILD_SETTID, request.child_tid),
+    ] {
+        if request.flags & flag != 0 {
+            view.write(address, &(tid as u32).to_le_bytes())?;
+        }
+    }
+    st.feed.spawn_thread(sp);
+    Ok(tid)
+}
+
+/// `exit` of one thread: with `CLONE_CHILD_CLEARTID` its tid word is zeroed
+/// and one waiter woken (that is how `pthread_join` learns of it); the last
+/// thread's exit ends the process with its status.
+pub fn exit_thread(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, status: u64) {
+    if st.threads.live() <= 1 {
+        st.stop = Some(StopReason::Exited(status as i32));
+        return;
+    }
+    let running = st.threads.running;
+    let thread = st.threads.current();
+    thread.state = RunState::Exited;
+    let clear = std::mem::take(&mut thread.clear_child_tid);
+    if clear != 0 {
+        let mut view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        // A bad address is the guest's problem; Linux ignores it too.
+        if view.write(clear, &0u32.to_le_bytes()).is_ok() {
+            st.sys.futexes.wake(clear, 1, u32::MAX);
+        }
+    }
+    st.sys.futexes.cancel(running);
+    wake_futex_waiters(st);
+    request_switch(st);
+}
+
+/// `futex` by the running thread: returns at once, or blocks it (the result
+/// then comes when it is woken). `None` for operations not emulated.
+pub fn futex(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    args: [u64; 6],
+) -> Option<SysResult> {
+    let running = st.threads.running;
+    let outcome = {
+        let mut view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        let mut call = SyscallCall {
+            number: crate::syscalls::numbers::SYS_FUTEX,
+            args,
+            mem: &mut view,
+        };
+        st.sys.futexes.call(&mut call, running)?
+    };
+    wake_futex_waiters(st);
+    match outcome {
+        FutexOutcome::Return(result) => Some(result),
+        FutexOutcome::Wait { address, timeout } => {
+            let deadline = timeout.map(|t| deadline_of(st, t));
+            block(st, Wait::Futex(address), deadline, ETIMEDOUT.to_rax());
+            Some(Ok(0))
+        }
+    }
+}
+
+/// A sleep of `ns` nanoseconds by the running thread while other threads
+/// live: it blocks until the virtual clock has advanced that far.
+pub fn sleep(st: &mut MachineState<'_>, ns: u64) {
+    let deadline = deadline_of(st, Timeout::After(ns));
+    block(st, Wait::Sleep, Some(deadline), 0);
+}
+
+/// `sched_yield`: another runnable thread runs first.
+pub fn yield_now(st: &mut MachineState<'_>) {
+    if st.threads.others_runnable() {
+        request_switch(st);
+    }
+}
+
+/// Asks for a thread switch once the current hook returns (the hook stops
+/// the emulator; the run loop calls [`switch`]).
+pub fn request_switch(st: &mut MachineState<'_>) {
+    st.reschedule = true;
+}
+
+/// Whether the running thread has used its quantum while another could run:
+/// asked when a batch of events is full.
+pub fn quantum_used(st: &MachineState<'_>) -> bool {
+    st.feed.position() - st.quantum_start >= st.threads.quantum && st.threads.others_runnable()
+}
+
+/// Whether the running thread is blocked (its syscall's result comes later).
+pub fn running_blocked(st: &mut MachineState<'_>) -> bool {
+    matches!(st.threads.current().state, RunState::Blocked { .. })
+}
+
+fn block(st: &mut MachineState<'_>, on: Wait, deadline: Option<u64>, timeout_result: u64) {
+    st.threads.current().state = RunState::Blocked {
+        on,
+        deadline,
+        timeout_result,
+    };
+    request_switch(st);
+}
+
+/// Makes the threads the last futex operation woke runnable (their wait
+/// returns 0).
+fn wake_futex_waiters(st: &mut MachineState<'_>) {
+    for thread in st.sys.futexes.take_woken() {
+        st.threads.wake(thread, 0);
+    }
+}
+
+/// The virtual monotonic time now.
+fn now(st: &mut MachineState<'_>) -> u64 {
+    let instructions = st.feed.sync().instructions;
+    st.sys.time.clock.monotonic_ns(instructions)
+}
+
+/// The monotonic deadline of a timeout.
+fn deadline_of(st: &mut MachineState<'_>, timeout: Timeout) -> u64 {
+    match timeout {
+        Timeout::After(ns) => now(st).saturating_add(ns),
+        Timeout::AtMonotonic(at) => at,
+        Timeout::AtRealtime(at) => at.saturating_sub(EPOCH_SECONDS * 1_000_000_000),
+    }
+}
+
+/// Switches to the thread the scheduler picks (possibly the running one
+/// again, after a wait that timed out). Called by the run loop between two
+/// `emu_start`s. Errors end the run: a deadlock, or the emulator failing to
+/// save or restore registers.
+pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> Result<(), StopReason> {
+    st.reschedule = false;
+    if st.threads.any_deadline() {
+        let now = now(st);
+        expire(st, now);
+    }
+    let next = match st.threads.pick_next() {
+        Next::Run(next) => next,
+        Next::WakeAt { thread, at } => {
+            let now = now(st);
+            st.sys.time.clock.sleep(at.saturating_sub(now));
+            expire(st, at.max(now));
+            thread
+        }
+        Next::Deadlock => return Err(deadlock(uc, st)),
+        Next::AllExited => {
+            return Err(StopReason::Internal(
+                "every thread exited without ending the process".into(),
+            ))
+        }
+    };
+    let internal = |what: &str| StopReason::Internal(format!("thread switch: {what}"));
+    let previous = st.threads.running;
+    if next != previous {
+        if st.threads.threads[previous].state != RunState::Exited {
+            let saved = uc
+                .context_init()
+                .map_err(|_| internal("saving registers"))?;
+            st.threads.threads[previous].context = Some(saved);
+        }
+        let incoming = st.threads.threads[next]
+            .context
+            .take()
+            .ok_or_else(|| internal("a thread without registers"))?;
+        uc.context_restore(&incoming)
+            .map_err(|_| internal("restoring registers"))?;
+        for index in [previous, next] {
+            let thread = &mut st.threads.threads[index];
+            st.sys.signals.swap_thread(&mut thread.signals);
+            std::mem::swap(&mut st.signal_contexts, &mut thread.signal_contexts);
+        }
+        st.threads.running = next;
+        st.feed.switch_thread(next);
+    }
+    if let Some(result) = st.threads.current().resume_result.take() {
+        uc.reg_write(RegisterX86::RAX, result)
+            .map_err(|_| internal("writing a result"))?;
+    }
+    st.quantum_start = st.feed.position();
+    Ok(())
+}
+
+/// Wakes the threads whose deadline has passed and takes them off the
+/// futex queues.
+fn expire(st: &mut MachineState<'_>, now: u64) {
+    for thread in st.threads.expire(now) {
+        st.sys.futexes.cancel(thread);
+    }
+}
+
+/// The deadlock stop: every live thread and what it waits for (call stacks
+/// are added once the call tree has caught up).
+fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> StopReason {
+    let running = st.threads.running;
+    let threads = st
+        .threads
+        .threads
+        .iter()
+        .enumerate()
+        .filter_map(|(index, t)| {
+            let RunState::Blocked { on, .. } = t.state else {
+                return None;
+            };
+            let waits = match on {
+                Wait::Futex(address) => format!("futex {address:#x}"),
+                Wait::Sleep => "sleep".to_string(),
+            };
+            let pc = if index == running {
+                uc.pc_read().ok()
+            } else {
+                None
+            };
+            Some(BlockedThread {
+                tid: t.tid,
+                index,
+                waits,
+                pc,
+                stack: Vec::new(),
+            })
+        })
+        .collect();
+    StopReason::Deadlock { threads }
+}
