@@ -423,7 +423,8 @@ def main():
     musl = shutil.which("musl-gcc") is not None
     libcs = (["musl"] if musl else []) + ["glibc"]
     rust = shutil.which("rustc") is not None
-    build_testprogs(out_dir, [f"cpuheavy.{libc}.O2" for libc in libcs] + (["rustheavy.pie.O2"] if rust else []))
+    build_testprogs(out_dir, [f"cpuheavy.{libc}.O2" for libc in libcs] + [f"threads.{libcs[0]}.O2"]
+                    + (["rustheavy.pie.O2"] if rust else []))
 
     emuprof = args.emuprof or target_dir() / "release" / "emuprof"
     tools = {
@@ -445,6 +446,9 @@ def main():
             binary = str(out_dir / "cpuheavy.musl.O2")
             cases.append(Case("cpuheavy.musl.O2 30 fib", [binary, "30", "fib"]))
             cases.append(Case("cpuheavy.musl.O2 10 text", [binary, "10", "text"]))
+        threads = out_dir / f"threads.{libcs[0]}.O2"
+        cases.append(Case(f"threads.{libcs[0]}.O2 workers 4 (4 threads)",
+                          [str(threads), "workers", "4", "10000000"]))
         if rust:
             cases.append(Case("rustheavy.pie.O2 (Rust, crt-static) 3", [str(out_dir / "rustheavy.pie.O2"), "3"]))
         if busybox:

@@ -74,6 +74,17 @@ pub struct GuestArgs {
     /// Seed for the guest's getrandom and AT_RANDOM bytes.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// How many CPUs the guest sees (sched_getaffinity, sysconf, /proc/cpuinfo).
+    /// Programs size their thread pools by it; the threads still run one at a
+    /// time, so profiles stay deterministic.
+    #[arg(long, value_name = "N", default_value_t = emuprof_emu::DEFAULT_CPUS,
+          value_parser = clap::value_parser!(u32).range(1..=emuprof_emu::MAX_CPUS as i64))]
+    pub cpus: u32,
+    /// Guest work (≈ basic blocks) a thread runs before another runnable
+    /// thread gets its turn. Changes the interleaving, never the determinism.
+    #[arg(long, value_name = "N", default_value_t = emuprof_emu::DEFAULT_QUANTUM,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub quantum: u64,
     /// Stop after about N instructions and write a partial profile.
     #[arg(long, value_name = "N")]
     pub max_instructions: Option<u64>,

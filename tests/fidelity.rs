@@ -77,19 +77,22 @@ fn faults_and_broken_pipes_end_as_natively_and_handlers_run() {
 }
 
 #[test]
-fn the_guest_sees_one_cpu_in_sysconf_and_proc_cpuinfo() {
+fn the_guest_sees_the_cpus_it_is_given_in_sysconf_and_proc_cpuinfo() {
     let dir = tempfile::tempdir().expect("temp dir");
     for compiler in COMPILERS {
         let Some(binary) = build(dir.path(), compiler, "fidelity.c") else {
             continue;
         };
-        let run = run_emuprof(&binary, &["ncpu"], &["--quiet"]);
-        assert_eq!(
-            run.stdout_text(),
-            "online 1 configured 1 cpuinfo 1\n",
-            "{compiler}: {}",
-            run.stderr
-        );
+        for (flags, expected) in [
+            (&["--quiet"][..], "online 4 configured 4 cpuinfo 4\n"),
+            (
+                &["--quiet", "--cpus", "2"][..],
+                "online 2 configured 2 cpuinfo 2\n",
+            ),
+        ] {
+            let run = run_emuprof(&binary, &["ncpu"], flags);
+            assert_eq!(run.stdout_text(), expected, "{compiler}: {}", run.stderr);
+        }
     }
 }
 

@@ -19,9 +19,11 @@ const EFER_LME: u64 = 1 << 8;
 const EFER_LMA: u64 = 1 << 10;
 const EFER_NXE: u64 = 1 << 11;
 
-/// How many CPUs the guest sees (online, possible and present; the
-/// affinity mask; `/proc/cpuinfo`, `/proc/stat`). The one place to change it.
-pub const CPU_COUNT: u32 = 1;
+/// How many CPUs the guest sees unless `--cpus` says otherwise (online,
+/// possible and present; the affinity mask; `/proc/cpuinfo`). Programs size
+/// their thread pools by it; it changes what the guest does, never the
+/// determinism (the threads still run one at a time).
+pub const DEFAULT_CPUS: u32 = 4;
 
 /// The CPU model every run uses. CPUID answers from this model decide which
 /// string functions glibc picks, so it is fixed (DESIGN.md: Haswell as

@@ -24,8 +24,10 @@ mod memory;
 mod syscalls;
 mod tree;
 
+pub use cpu::DEFAULT_CPUS;
 pub use error::EmuError;
 pub use machine::{
     run, BlockedThread, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM,
+    MAX_CPUS,
 };
 pub use syscalls::files::{FilesError, FilesOptions};

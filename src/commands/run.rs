@@ -149,6 +149,8 @@ pub(super) fn configure_run(
         first.clone_from(argv0);
     }
     options.seed = guest.seed;
+    options.cpus = guest.cpus;
+    options.quantum = guest.quantum;
     options.max_instructions = guest.max_instructions;
     options.unsupported_syscalls = match guest.unsupported_syscalls {
         UnsupportedPolicy::Stop => UnsupportedSyscalls::Stop,

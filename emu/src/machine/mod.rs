@@ -43,6 +43,9 @@ use state::{MachineState, SyscallState};
 /// Top of the guest stack (exclusive), as Linux places it without ASLR.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 
+/// Most CPUs a guest can be shown (`RunOptions::cpus` is clamped to it).
+pub const MAX_CPUS: u32 = 1024;
+
 /// What a finished (or stopped) run produced.
 #[derive(Debug)]
 pub struct RunOutcome {
@@ -70,7 +73,8 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     let code = load_segments(&mut uc, &mut space, image)?;
     space.set_brk_start(image.brk_start);
 
-    let mut process = Process::new(options.seed);
+    let cpus = options.cpus.clamp(1, MAX_CPUS);
+    let mut process = Process::new(options.seed, cpus);
     let mut random = [0u8; 16];
     process.random_bytes(&mut random);
     let stack_prot = Protection {
@@ -99,6 +103,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     user_mode::enter(&mut uc, &mut space, image.entry, stack.sp)?;
 
     let mut files = Files::new(options.files.clone())?;
+    files.describe_cpus(cpus);
     files.interrupt_reads_on(Arc::clone(&options.interrupt));
     let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
     let blocks = BlockCache::new()?;
@@ -218,6 +223,8 @@ fn run_threads(
         }
         if let Err(stop) = threads::switch(uc, &mut st) {
             st.stop = Some(stop);
+        }
+        if st.stop.is_some() {
             return Ok(());
         }
         pc = uc.pc_read().unwrap_or(0);
@@ -238,7 +245,7 @@ fn with_call_stack(
                 t.stack = tree
                     .call_stack_of(t.index)
                     .into_iter()
-                    .take(6)
+                    .take(10)
                     .map(|addr| symbols.name_for(addr))
                     .collect();
             }

@@ -44,6 +44,8 @@ pub struct RunOptions {
     /// Guest work (call-tree events, ≈ blocks) a thread runs before another
     /// runnable thread gets its turn; see `machine::threads::scheduler`.
     pub quantum: u64,
+    /// CPUs the guest sees (affinity mask, `/sys` and `/proc` files).
+    pub cpus: u32,
 }
 
 impl RunOptions {
@@ -61,6 +63,7 @@ impl RunOptions {
             progress: Arc::new(AtomicU64::new(0)),
             snapshots: None,
             quantum: super::threads::DEFAULT_QUANTUM,
+            cpus: crate::cpu::DEFAULT_CPUS,
         }
     }
 }

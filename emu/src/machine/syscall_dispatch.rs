@@ -107,7 +107,7 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
     };
     let _ = uc.reg_write(RegisterX86::RAX, rax);
     if st.stop.is_none() {
-        deliver_pending(uc, st);
+        deliver_pending(uc, st, SYSCALL_LENGTH);
     }
 }
 
@@ -133,8 +133,10 @@ fn raises_sigpipe(number: u64, args: [u64; 6]) -> bool {
 }
 
 /// Delivers the first pending signal the mask lets through, as the kernel
-/// does on the way back from a syscall.
-fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
+/// does on the way back from a syscall (or when a thread that was sent one
+/// runs again). `pc_bias` is what Unicorn still adds to RIP: the `syscall`
+/// length inside the syscall hook, 0 between two `emu_start`s.
+pub(super) fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, pc_bias: u64) {
     while let Some((sig, disposition)) = st.sys.signals.take_deliverable() {
         let pc = uc.pc_read().unwrap_or(0);
         match disposition {
@@ -144,16 +146,8 @@ fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
                     code: SI_TKILL,
                     value: crate::syscalls::process::GUEST_PID,
                 };
-                if signal_delivery::deliver(
-                    uc,
-                    st,
-                    sig,
-                    action,
-                    info,
-                    pc + SYSCALL_LENGTH,
-                    SYSCALL_LENGTH,
-                )
-                .is_err()
+                if signal_delivery::deliver(uc, st, sig, action, info, pc + pc_bias, pc_bias)
+                    .is_err()
                 {
                     terminate(
                         uc,
@@ -338,7 +332,7 @@ fn send_signal(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysRes
     } else {
         match st.sys.signals.disposition_for_other_thread(sig) {
             Disposition::Terminate => post_to_self(st, sig),
-            Disposition::Handler(_) => st.threads.threads[thread].signals.post(sig),
+            Disposition::Handler(_) => threads::interrupt(st, thread, sig),
             Disposition::Ignored | Disposition::Pending => {}
         }
     }

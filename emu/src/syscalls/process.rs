@@ -24,13 +24,16 @@ pub const STACK_LIMIT: u64 = 8 << 20;
 /// Process identity and seeded randomness.
 pub struct Process {
     random: ChaCha8Rng,
+    cpus: u32,
 }
 
 impl Process {
-    /// A process whose `getrandom` stream (and `AT_RANDOM`) derive from `seed`.
-    pub fn new(seed: u64) -> Process {
+    /// A process whose `getrandom` stream (and `AT_RANDOM`) derive from
+    /// `seed`, on a machine of `cpus` CPUs (its affinity mask).
+    pub fn new(seed: u64, cpus: u32) -> Process {
         Process {
             random: ChaCha8Rng::seed_from_u64(seed),
+            cpus,
         }
     }
 
@@ -74,7 +77,7 @@ impl Process {
             SYS_SETRLIMIT => Ok(0),
             SYS_SCHED_GETAFFINITY => {
                 // One bit per CPU, in whole 64-bit words as the kernel writes.
-                let cpus = crate::cpu::CPU_COUNT as usize;
+                let cpus = self.cpus as usize;
                 let words = cpus.div_ceil(64);
                 if (a[1] as usize) < words * 8 {
                     Err(Errno::EINVAL)

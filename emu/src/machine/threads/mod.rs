@@ -213,6 +213,17 @@ pub fn sleep(st: &mut MachineState<'_>, ns: u64) {
     block(st, Wait::Sleep, Some(deadline), 0);
 }
 
+/// A handled signal for a thread that is not running: it is pending for
+/// that thread, and a wait it is blocked in ends with `EINTR`, so the
+/// handler runs as soon as the thread does.
+pub fn interrupt(st: &mut MachineState<'_>, thread: usize, sig: u64) {
+    st.threads.threads[thread].signals.post(sig);
+    if matches!(st.threads.threads[thread].state, RunState::Blocked { .. }) {
+        st.sys.futexes.cancel(thread);
+        st.threads.wake(thread, Errno::EINTR.to_rax());
+    }
+}
+
 /// `sched_yield`: another runnable thread runs first.
 pub fn yield_now(st: &mut MachineState<'_>) {
     if st.threads.others_runnable() {
@@ -322,6 +333,8 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> Result<(),
             .map_err(|_| internal("writing a result"))?;
     }
     st.quantum_start = st.feed.position();
+    // Signals another thread sent it while it was not running.
+    super::syscall_dispatch::deliver_pending(uc, st, 0);
     Ok(())
 }
 

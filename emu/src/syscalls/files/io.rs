@@ -79,7 +79,7 @@ impl Files {
         mode: u32,
     ) -> SysResult {
         let mut path = read_path(mem, path_addr)?;
-        if let Some(content) = machine_files::content(&path) {
+        if let Some(content) = machine_files::content(&path, self.cpus) {
             return self.open_served(&content, flags);
         }
         if is_self_exe(&path) {

@@ -113,9 +113,16 @@ pub struct Files {
     /// Set when emuprof is asked to stop: ends blocking reads (see
     /// [`super::interruptible`]).
     pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// CPUs of the machine the served `/proc` and `/sys` files describe.
+    pub(super) cpus: u32,
 }
 
 impl Files {
+    /// The served machine files describe `cpus` CPUs.
+    pub fn describe_cpus(&mut self, cpus: u32) {
+        self.cpus = cpus;
+    }
+
     /// Sets up the guest's file view; fds 0–2 are emuprof's own stdin/stdout/stderr.
     pub fn new(options: FilesOptions) -> Result<Files, FilesError> {
         let guard = PathGuard::new(&options.protected_paths);
@@ -137,6 +144,7 @@ impl Files {
             notes: Vec::new(),
             network_noted: false,
             interrupt: Default::default(),
+            cpus: crate::cpu::DEFAULT_CPUS,
         })
     }
 
