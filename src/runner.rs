@@ -69,7 +69,8 @@ impl Run {
 
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
-        let binary = emuprof_loader::load(&self.program)?;
+        let binary =
+            emuprof_loader::load_in_root(&self.program, self.options.files.root.as_deref())?;
         let outcome = emuprof_emu::run(&binary, self.options).map_err(|source| Error::Run {
             path: self.program.clone(),
             source,
@@ -85,7 +86,7 @@ impl Run {
 
 /// Turns a run's raw profile into a symbolicated [`Profile`].
 pub fn symbolicate(binary: &emuprof_loader::Binary, outcome: &RunOutcome) -> Result<Profile> {
-    let resolver = SymbolResolver::new(&binary.symbols);
+    let resolver = SymbolResolver::for_run(binary, &outcome.libraries);
     Ok(Profile::from_raw(
         &outcome.profile,
         &resolver,

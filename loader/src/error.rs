@@ -37,7 +37,17 @@ pub enum LoadError {
         /// What it is instead ("a directory", "a character device"...).
         kind: &'static str,
     },
-    /// The file was read but is not a static x86-64 Linux executable emuprof can run.
+    /// A dynamically linked program whose dynamic linker cannot be loaded.
+    #[error("{} needs the dynamic linker {interpreter}, which cannot be loaded: {problem}; install it, or give --root the directory that holds the program's libraries", path.display())]
+    Interpreter {
+        /// The program.
+        path: PathBuf,
+        /// Its `PT_INTERP` (a guest path).
+        interpreter: String,
+        /// Why the dynamic linker could not be loaded (one line).
+        problem: String,
+    },
+    /// The file was read but is not an x86-64 Linux executable emuprof can run.
     #[error("{} {problem}", path.display())]
     Invalid {
         /// The path that was given.
@@ -100,8 +110,8 @@ pub enum ElfProblem {
         /// The processor named by `e_machine`, e.g. "AArch64".
         machine: String,
     },
-    /// Needs the dynamic linker or shared libraries.
-    #[error("is dynamically linked ({needs}); emuprof runs static binaries only: relink it with -static (or -static-pie)")]
+    /// Needs shared libraries but names no dynamic linker to load them.
+    #[error("is dynamically linked ({needs}); emuprof cannot load it: relink it with -static (or -static-pie)")]
     DynamicallyLinked {
         /// What it needs, e.g. "interpreter /lib64/ld-linux-x86-64.so.2".
         needs: String,

@@ -48,7 +48,8 @@ pub(crate) fn stubs(
     let mut found = Vec::new();
     for section in &elf.section_headers {
         let name = elf.shdr_strtab.get_at(section.sh_name).unwrap_or("");
-        if !PLT_SECTIONS.contains(&name) || !section.is_executable() {
+        let no_bytes = section.sh_type == goblin::elf::section_header::SHT_NOBITS;
+        if !PLT_SECTIONS.contains(&name) || !section.is_executable() || no_bytes {
             continue;
         }
         let Some(code) = usize::try_from(section.sh_offset)
