@@ -30,7 +30,7 @@ pub enum LoadError {
     },
     /// The path names something other than a regular file (a directory, a
     /// device such as `/dev/zero`, a FIFO), which is refused before reading.
-    #[error("{} is {kind}, not a program file; give the path of a static x86-64 executable", path.display())]
+    #[error("{} is {kind}, not a program file; give the path of an x86-64 executable", path.display())]
     NotRegular {
         /// The path that was given.
         path: PathBuf,
@@ -74,18 +74,18 @@ impl LoadError {
 #[non_exhaustive]
 pub enum ElfProblem {
     /// Zero bytes long.
-    #[error("is empty; expected a static x86-64 Linux ELF executable")]
+    #[error("is empty; expected an x86-64 Linux ELF executable")]
     Empty,
     /// A `#!` script rather than a compiled program.
     #[error(
-        "is a script ({interpreter_line}), not an ELF executable; profile a static binary instead"
+        "is a script ({interpreter_line}), not an ELF executable; profile the program it runs instead"
     )]
     Script {
         /// The first line of the script, shortened.
         interpreter_line: String,
     },
     /// Does not start with the ELF magic bytes.
-    #[error("is not an ELF file (it starts with {first_bytes}); emuprof runs static x86-64 Linux ELF executables")]
+    #[error("is not an ELF file (it starts with {first_bytes}); emuprof runs x86-64 Linux ELF executables")]
     NotElf {
         /// The first bytes of the file, in hex.
         first_bytes: String,
@@ -117,7 +117,7 @@ pub enum ElfProblem {
         needs: String,
     },
     /// An object file, shared library or core dump.
-    #[error("is {what}, not an executable; profile a program linked with -static")]
+    #[error("is {what}, not an executable; profile a program that uses it")]
     NotExecutable {
         /// What it is instead, e.g. "an object file (ET_REL)".
         what: String,
