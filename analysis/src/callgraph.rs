@@ -8,6 +8,11 @@
 //! stack): an edge with recursive calls is a *back edge*. Cycles (mutual
 //! recursion) are the strongly connected components of the graph.
 //!
+//! With several threads the graph is that of the merged tree (see
+//! [`crate::threads`]): a spawn (the tree edge into a spawned thread's root)
+//! is not a call edge but one of [`CallGraph::spawns`], and every edge counts
+//! how many threads made calls along it.
+//!
 //! Building is O(contexts + edges · log edges); everything is stored in `Vec`s
 //! indexed by [`FunctionId`] or [`EdgeId`], in a deterministic order.
 
@@ -16,6 +21,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
 
 use crate::profile::{FunctionId, Profile};
+use crate::threads::{distinct_threads, spawn_edges, spawned_roots, thread_of_contexts, SpawnEdge};
 use crate::tree::{outermost, Children, Visit, NO_KEY};
 
 /// Index of an edge in [`CallGraph::edges`].
@@ -54,6 +60,8 @@ pub struct Edge {
     pub inclusive_instructions: u64,
     /// Of `calls`, those made while the callee was already on the call stack.
     pub recursive_calls: u64,
+    /// Concurrency: how many distinct threads made calls along this edge.
+    pub threads: u32,
 }
 
 impl Edge {
@@ -99,6 +107,9 @@ pub struct CallGraph<'p> {
     pub cycles: Vec<Cycle>,
     /// Whole-tree figures.
     pub tree: TreeStats,
+    /// Threads started by one function in another, sorted by (spawner,
+    /// start); empty for a single-thread profile.
+    pub spawns: Vec<SpawnEdge>,
 }
 
 impl<'p> CallGraph<'p> {
@@ -107,12 +118,18 @@ impl<'p> CallGraph<'p> {
     pub fn new(profile: &'p Profile) -> CallGraph<'p> {
         let nodes = &profile.call_tree;
         let children = Children::new(nodes);
+        let spawned = spawned_roots(profile);
+        // The call-graph edge of a tree edge (parent context -> context), if
+        // it is a call (not a spawn).
+        let call_pair = |index: usize| -> Option<(FunctionId, FunctionId)> {
+            let node = &nodes[index];
+            let parent = node.parent.filter(|_| !spawned[index])?;
+            Some((nodes[parent as usize].function, node.function))
+        };
 
-        // Edge of every tree edge (parent context -> context), ids sorted by pair.
-        let mut pairs: Vec<(FunctionId, FunctionId)> = nodes
-            .iter()
-            .filter_map(|n| n.parent.map(|p| (nodes[p as usize].function, n.function)))
-            .collect();
+        // Edge of every call, ids sorted by pair.
+        let mut pairs: Vec<(FunctionId, FunctionId)> =
+            (0..nodes.len()).filter_map(call_pair).collect();
         pairs.sort_unstable();
         pairs.dedup();
         let edge_of: FxHashMap<(FunctionId, FunctionId), EdgeId> = pairs
@@ -120,12 +137,8 @@ impl<'p> CallGraph<'p> {
             .enumerate()
             .map(|(i, &pair)| (pair, i as EdgeId))
             .collect();
-        let edge_keys: Vec<u32> = nodes
-            .iter()
-            .map(|n| match n.parent {
-                Some(p) => edge_of[&(nodes[p as usize].function, n.function)],
-                None => NO_KEY,
-            })
+        let edge_keys: Vec<u32> = (0..nodes.len())
+            .map(|index| call_pair(index).map_or(NO_KEY, |pair| edge_of[&pair]))
             .collect();
         let function_keys: Vec<u32> = nodes.iter().map(|n| n.function).collect();
         let edge_outer = outermost(&children, &edge_keys, pairs.len());
@@ -139,8 +152,23 @@ impl<'p> CallGraph<'p> {
                 calls: 0,
                 inclusive_instructions: 0,
                 recursive_calls: 0,
+                threads: 0,
             })
             .collect();
+        let owner = thread_of_contexts(profile);
+        let edge_threads: Vec<(u32, u32)> = edge_keys
+            .iter()
+            .zip(nodes)
+            .zip(&owner)
+            .filter(|((&key, node), _)| key != NO_KEY && node.calls > 0)
+            .map(|((&key, _), &thread)| (key, thread))
+            .collect();
+        for (edge, count) in edges
+            .iter_mut()
+            .zip(distinct_threads(edge_threads, pairs.len()))
+        {
+            edge.threads = count;
+        }
         let mut stats = vec![
             FunctionStats {
                 min_instructions: u64::MAX,
@@ -206,6 +234,7 @@ impl<'p> CallGraph<'p> {
             edges,
             cycles,
             tree,
+            spawns: spawn_edges(profile),
         }
     }
 

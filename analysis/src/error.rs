@@ -43,6 +43,15 @@ pub enum AnalysisError {
     #[error("the profile is inconsistent: {0}")]
     Inconsistent(String),
 
+    /// A per-thread view asks for a thread the profile does not have.
+    #[error("the profile has no thread {id}; its threads are {}", list_ids(known))]
+    UnknownThread {
+        /// The id asked for.
+        id: u64,
+        /// The ids of the profile's threads, in thread-table order.
+        known: Vec<u64>,
+    },
+
     /// An `--include`/`--exclude` pattern is not a valid regular expression.
     #[error("invalid regular expression {pattern:?}: {source}")]
     Regex {
@@ -60,6 +69,14 @@ pub enum AnalysisError {
     /// be shown.
     #[error(transparent)]
     Annotate(#[from] AnnotateError),
+}
+
+/// `4242, 4243, 4244`.
+fn list_ids(ids: &[u64]) -> String {
+    ids.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Result alias for this crate.
