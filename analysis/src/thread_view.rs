@@ -48,6 +48,21 @@ impl Profile {
         self.views(&all)
     }
 
+    /// For a view of `whole` (from [`Profile::thread_view`] or
+    /// [`Profile::thread_views`]): the id in `whole` of each of the view's
+    /// functions, so exporters can share one function table across threads.
+    pub fn function_ids_in(&self, whole: &Profile) -> Vec<FunctionId> {
+        self.functions
+            .iter()
+            .map(|f| {
+                whole
+                    .functions
+                    .binary_search_by_key(&f.address, |g| g.address)
+                    .unwrap_or_default() as FunctionId
+            })
+            .collect()
+    }
+
     /// The views of the threads at `wanted` (indices into `threads`).
     fn views(&self, wanted: &[usize]) -> Vec<Profile> {
         let owner = thread_of_contexts(self);
