@@ -5,7 +5,7 @@
 //! Min_E). One edge per caller → callee pair carrying its calls, its own
 //! recursion-safe inclusive cost (Min_E over the call-tree edges mapped to it)
 //! and how many of its calls were recursive (the callee was already on the call
-//! stack): an edge with recursive calls is a *back edge*. Cycles (mutual
+//! stack of the calling thread): an edge with recursive calls is a *back edge*. Cycles (mutual
 //! recursion) are the strongly connected components of the graph.
 //!
 //! With several threads the graph is that of the merged tree (see
@@ -21,7 +21,9 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
 
 use crate::profile::{FunctionId, Profile};
-use crate::threads::{distinct_threads, spawn_edges, spawned_roots, thread_of_contexts, SpawnEdge};
+use crate::threads::{
+    distinct_threads, per_thread_keys, spawn_edges, spawned_roots, thread_of_contexts, SpawnEdge,
+};
 use crate::tree::{outermost, Children, Visit, NO_KEY};
 
 /// Index of an edge in [`CallGraph::edges`].
@@ -82,7 +84,7 @@ pub struct Cycle {
 /// Whole-tree figures used by the summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TreeStats {
-    /// Most frames on the call stack at once (the root counts as 1).
+    /// Most frames on one thread's call stack at once (its root counts as 1).
     pub max_call_depth: u32,
     /// Most simultaneous activations of one function on one call stack (1 = no recursion).
     pub deepest_recursion: u32,
@@ -142,7 +144,11 @@ impl<'p> CallGraph<'p> {
             .collect();
         let function_keys: Vec<u32> = nodes.iter().map(|n| n.function).collect();
         let edge_outer = outermost(&children, &edge_keys, pairs.len());
-        let function_outer = outermost(&children, &function_keys, profile.functions.len());
+        // Recursion is per thread: a function on the stack of the thread that
+        // spawned this one is not recursed into.
+        let owner = thread_of_contexts(profile);
+        let (thread_keys, function_of_key) = per_thread_keys(&function_keys, &owner);
+        let function_outer = outermost(&children, &thread_keys, function_of_key.len());
 
         let mut edges: Vec<Edge> = pairs
             .iter()
@@ -155,7 +161,6 @@ impl<'p> CallGraph<'p> {
                 threads: 0,
             })
             .collect();
-        let owner = thread_of_contexts(profile);
         let edge_threads: Vec<(u32, u32)> = edge_keys
             .iter()
             .zip(nodes)
@@ -212,14 +217,27 @@ impl<'p> CallGraph<'p> {
                 .sort_unstable_by_key(|&e| edges[e as usize].caller);
         }
 
-        children.depth_first(|visit| {
-            if let Visit::Enter(_, depth) = visit {
-                tree.max_call_depth = tree.max_call_depth.max(depth);
+        // Depths count the frames of one thread's stack: a spawned root is
+        // its thread's first frame.
+        let mut thread_base: Vec<u32> = vec![0];
+        children.depth_first(|visit| match visit {
+            Visit::Enter(node, depth) => {
+                if spawned[node as usize] {
+                    thread_base.push(depth - 1);
+                }
+                let base = thread_base.last().copied().unwrap_or(0);
+                tree.max_call_depth = tree.max_call_depth.max(depth - base);
+            }
+            Visit::Leave(node) => {
+                if spawned[node as usize] {
+                    thread_base.pop();
+                }
             }
         });
         if !nodes.is_empty() {
             tree.deepest_recursion = function_outer.deepest.0;
-            tree.deepest_recursion_function = Some(function_outer.deepest.1);
+            tree.deepest_recursion_function =
+                Some(function_of_key[function_outer.deepest.1 as usize]);
         }
 
         let cycles = find_cycles(profile, &edges);

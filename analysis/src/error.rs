@@ -28,7 +28,7 @@ pub enum AnalysisError {
 
     /// The profile was written with a schema this version cannot read.
     #[error(
-        "the profile has schema_version {found}, but this emuprof reads version {expected}; \
+        "the profile has schema_version {found}, but this emuprof reads versions 1 to {expected}; \
          re-record it with this emuprof version"
     )]
     SchemaVersion {

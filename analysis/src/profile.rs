@@ -250,13 +250,50 @@ mod tests {
 
     #[test]
     fn other_schema_versions_are_refused_with_both_versions_named() {
-        let json = sample_json().replace("\"schema_version\": 1", "\"schema_version\": 7");
+        let json = sample_json().replace("\"schema_version\": 2", "\"schema_version\": 7");
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
         assert!(
-            message.contains("schema_version 7") && message.contains("version 1"),
+            message.contains("schema_version 7") && message.contains("versions 1 to 2"),
             "{message}"
         );
+    }
+
+    /// `sample_json()` as emuprof wrote it before threads (schema version 1).
+    fn version_1_json() -> String {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&sample_json()).expect("valid JSON");
+        value["schema_version"] = 1.into();
+        let object = value.as_object_mut().expect("an object");
+        object.remove("threads");
+        for function in object["functions"].as_array_mut().expect("functions") {
+            function
+                .as_object_mut()
+                .expect("object")
+                .remove("concurrency");
+        }
+        serde_json::to_string_pretty(&value).expect("serializes")
+    }
+
+    #[test]
+    fn a_version_1_profile_reads_as_one_main_thread() {
+        let json = version_1_json();
+        assert!(!json.contains("threads") && !json.contains("concurrency"));
+        let profile = Profile::read_json(json.as_bytes()).expect("version 1 still reads");
+        let current = Profile::read_json(sample_json().as_bytes()).expect("version 2 reads");
+        assert_eq!(profile, current);
+        assert_eq!(profile.schema_version, SCHEMA_VERSION);
+        assert_eq!(profile.threads.len(), 1);
+        assert_eq!(profile.threads[0].id, 4242);
+        assert_eq!(profile.threads[0].instructions, profile.totals.instructions);
+        assert!(profile.functions.iter().all(|f| f.concurrency == 1));
+    }
+
+    #[test]
+    fn a_version_2_profile_without_threads_is_refused() {
+        let json = version_1_json().replace("\"schema_version\": 1", "\"schema_version\": 2");
+        let err = Profile::read_json(json.as_bytes()).expect_err("threads are required");
+        assert!(err.to_string().contains("no threads"), "{err}");
     }
 
     #[test]

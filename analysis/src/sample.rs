@@ -219,3 +219,36 @@ impl Resolve for NameResolver {
         }
     }
 }
+
+/// A hand-built multi-thread profile with known per-thread counts, shaped like
+/// a glibc pthreads program: the main thread (4242) runs
+/// `_start → main → pthread_create → clone` three times and `main →
+/// pthread_join`; each of the worker threads 4243, 4245 and 4246 starts
+/// inside `clone` (its root), which calls `start_thread → worker → compute`;
+/// worker 4243 first starts a helper thread (4244) the same way, running
+/// `helper`. Thread ids follow creation order, as Linux gives them.
+///
+/// Own instructions: main thread 10 + 20 + 90 + 15 + 45 = 180; the workers
+/// 3 + 7 + 100·k + 40 for the k-th, plus 30 + 5 for 4243's spawn: 185, 250,
+/// 350; helper 4244: 3 + 7 + 60 = 70. Total 1,035.
+pub fn worker_threads() -> RawTreeBuilder {
+    let mut tree = RawTreeBuilder::new("_start", 10);
+    let main = tree.call(0, "main", 1, 20);
+    let create = tree.call(main, "pthread_create", 3, 90);
+    let clone = tree.call(create, "clone", 3, 15);
+    tree.call(main, "pthread_join", 3, 45);
+    for (k, id) in [(1, 4243), (2, 4245), (3, 4246)] {
+        let root = tree.spawn(clone, id, "clone", 3);
+        let start = tree.call(root, "start_thread", 1, 7);
+        let worker = tree.call(start, "worker", 1, 100 * k);
+        if k == 1 {
+            let create = tree.call(worker, "pthread_create", 1, 30);
+            let clone = tree.call(create, "clone", 1, 5);
+            let root = tree.spawn(clone, 4244, "clone", 3);
+            let start = tree.call(root, "start_thread", 1, 7);
+            tree.call(start, "helper", 1, 60);
+        }
+        tree.call(worker, "compute", 4, 40);
+    }
+    tree
+}

@@ -78,6 +78,26 @@ pub(crate) fn distinct_threads(mut pairs: Vec<(u32, u32)>, key_count: usize) -> 
     counts
 }
 
+/// Keys that tell the same key in different threads apart: the distinct
+/// `(key, owner)` pairs, numbered in that order (so a lower key keeps a lower
+/// number), and the original key of each number. With one thread the keys
+/// come back unchanged.
+pub(crate) fn per_thread_keys(keys: &[u32], owner: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    if owner.iter().all(|&t| t == 0) {
+        let count = keys.iter().max().map_or(0, |&k| k + 1);
+        return (keys.to_vec(), (0..count).collect());
+    }
+    let mut pairs: Vec<(u32, u32)> = keys.iter().copied().zip(owner.iter().copied()).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let split = keys
+        .iter()
+        .zip(owner)
+        .map(|(&key, &thread)| pairs.binary_search(&(key, thread)).unwrap_or_default() as u32)
+        .collect();
+    (split, pairs.into_iter().map(|(key, _)| key).collect())
+}
+
 /// Fills every thread's [`Thread::start_function`] from the call tree (the
 /// rule is documented there). `profile` must be valid apart from that field.
 pub(crate) fn fill_start_functions(profile: &mut Profile) {
@@ -94,7 +114,9 @@ pub(crate) fn fill_start_functions(profile: &mut Profile) {
     }
     for thread in &mut profile.threads {
         let root = thread.root as usize;
-        let Some(node) = nodes.get(root) else { continue };
+        let Some(node) = nodes.get(root) else {
+            continue;
+        };
         thread.start_function = match thread.parent {
             Some(_) => first_callee[root].unwrap_or(node.function),
             None => node.function,
@@ -177,14 +199,18 @@ pub(crate) fn validate(profile: &Profile) -> Result<()> {
             ));
         }
         if roots[root] {
-            return bad(format!("thread {id} has root {root}, another thread's root"));
+            return bad(format!(
+                "thread {id} has root {root}, another thread's root"
+            ));
         }
         roots[root] = true;
         if index == 0 {
             continue;
         }
         let Some(spawned_at) = thread.spawned_at else {
-            return bad(format!("thread {id} is not the main thread but has no spawned_at"));
+            return bad(format!(
+                "thread {id} is not the main thread but has no spawned_at"
+            ));
         };
         if profile.call_tree[root].parent != Some(spawned_at) {
             return bad(format!(
@@ -192,7 +218,9 @@ pub(crate) fn validate(profile: &Profile) -> Result<()> {
             ));
         }
         let Some(parent) = thread.parent else {
-            return bad(format!("thread {id} is not the main thread but has no parent"));
+            return bad(format!(
+                "thread {id} is not the main thread but has no parent"
+            ));
         };
         if !threads[..index].iter().any(|t| t.id == parent) {
             return bad(format!(
@@ -255,4 +283,78 @@ pub fn spawn_edges(profile: &Profile) -> Vec<SpawnEdge> {
     }
     edges.sort_by_key(|e| (e.spawner, e.start));
     edges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::worker_threads;
+
+    fn merged() -> Profile {
+        let (raw, resolver) = worker_threads().finish();
+        Profile::from_raw(&raw, &resolver, "test").expect("consistent")
+    }
+
+    /// The message of the error `validate` gives after `change`.
+    fn refusal(change: impl FnOnce(&mut Profile)) -> String {
+        let mut profile = merged();
+        change(&mut profile);
+        profile
+            .validate()
+            .expect_err("an inconsistent thread table")
+            .to_string()
+    }
+
+    #[test]
+    fn start_functions_skip_the_clone_a_thread_starts_in() {
+        let profile = merged();
+        let starts: Vec<&str> = profile
+            .threads
+            .iter()
+            .map(|t| profile.functions[t.start_function as usize].name.as_str())
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                "_start",
+                "start_thread",
+                "start_thread",
+                "start_thread",
+                "start_thread"
+            ]
+        );
+    }
+
+    #[test]
+    fn inconsistent_thread_tables_are_refused_with_the_reason() {
+        assert!(refusal(|p| p.threads.clear()).contains("no threads"));
+        assert!(refusal(|p| p.threads.swap(0, 1)).contains("must be the main thread"));
+        assert!(refusal(|p| p.threads[2].id = 4243).contains("appears twice"));
+        assert!(refusal(|p| p.threads[1].root = 99).contains("has root 99 but there are only"));
+        assert!(refusal(|p| p.threads[1].spawned_at = Some(0)).contains("is not a child of it"));
+        assert!(
+            refusal(|p| p.threads[2].root = p.threads[1].root).contains("another thread's root")
+        );
+        assert!(refusal(|p| p.threads[1].parent = Some(4245)).contains("does not come before it"));
+        // 4244 was spawned by 4243's clone, not by the main thread.
+        assert!(refusal(|p| p.threads[2].parent = Some(4242)).contains("not to its parent"));
+        assert!(refusal(|p| p.threads[1].start_function = 99).contains("starts in function 99"));
+    }
+
+    #[test]
+    fn a_context_belongs_to_the_nearest_thread_root_above_it() {
+        let profile = merged();
+        let owner = thread_of_contexts(&profile);
+        for (index, thread) in profile.threads.iter().enumerate() {
+            assert_eq!(owner[thread.root as usize] as usize, index);
+            let own: u64 = profile
+                .call_tree
+                .iter()
+                .zip(&owner)
+                .filter(|(_, &t)| t as usize == index)
+                .map(|(n, _)| n.self_instructions)
+                .sum();
+            assert_eq!(own, thread.instructions, "thread {}", thread.id);
+        }
+    }
 }

@@ -171,7 +171,9 @@ fn write_edge<W: Write>(out: &mut W, graph: &CallGraph, edge: &PrunedEdge) -> Re
         grouped(edge.inclusive_instructions)
     );
     if let (EdgeKind::Direct, true) = (edge.kind, profile.threads.len() > 1) {
-        let threads = graph.edge(edge.caller, edge.callee).map_or(0, |e| e.threads);
+        let threads = graph
+            .edge(edge.caller, edge.callee)
+            .map_or(0, |e| e.threads);
         if threads > 1 {
             label = format!("{label}\\n{}", plural(u64::from(threads), "thread"));
         }
@@ -241,7 +243,10 @@ fn write_legend<W: Write>(out: &mut W, threaded: bool) -> Result<()> {
     writeln!(out, "    legend_b -> legend_c [label=\"back edge\\n↻ recursive calls\", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\"];")?;
     writeln!(out, "    legend_c -> legend_d [label=\"dfa edge: skips N\\npruned levels\", style=dotted, color=\"#707070\"];")?;
     if threaded {
-        writeln!(out, "    legend_e [label=\"spawning function\", style=rounded];")?;
+        writeln!(
+            out,
+            "    legend_e [label=\"spawning function\", style=rounded];"
+        )?;
         writeln!(
             out,
             "    legend_f [label=\"thread start\", style=rounded, color=\"{THREAD_START_COLOUR}\", penwidth=3];"

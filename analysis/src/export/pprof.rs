@@ -76,7 +76,14 @@ fn build(
     if profile.threads.len() <= 1 {
         let stacks = Stacks::new(profile, options);
         let ids: Vec<FunctionId> = (0..profile.functions.len() as FunctionId).collect();
-        add_samples(&mut builder, &stacks, &ids, split.as_ref(), None, &mut samples);
+        add_samples(
+            &mut builder,
+            &stacks,
+            &ids,
+            split.as_ref(),
+            None,
+            &mut samples,
+        );
     } else {
         for view in profile.thread_views() {
             let stacks = Stacks::new(&view, options);
@@ -88,7 +95,14 @@ fn build(
                 ..proto::Label::default()
             };
             let label = Some(label);
-            add_samples(&mut builder, &stacks, &ids, split.as_ref(), label, &mut samples);
+            add_samples(
+                &mut builder,
+                &stacks,
+                &ids,
+                split.as_ref(),
+                label,
+                &mut samples,
+            );
         }
     }
 
