@@ -176,4 +176,30 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].instructions, 6);
     }
+
+    #[test]
+    fn several_threads_get_a_root_frame_each() {
+        let (raw, resolver) = crate::sample::worker_threads().finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let lines = folded_stacks(&profile, None, &StackOptions::default());
+        let helper: Vec<&FoldedStack> = lines
+            .iter()
+            .filter(|l| l.stack.ends_with(";helper"))
+            .collect();
+        assert_eq!(helper.len(), 1);
+        assert_eq!(helper[0].stack, "thread 4244;clone;start_thread;helper");
+        assert_eq!(helper[0].instructions, 60);
+        for thread in &profile.threads {
+            let prefix = format!("thread {};", thread.id);
+            let sum: u64 = lines
+                .iter()
+                .filter(|l| l.stack.starts_with(&prefix))
+                .map(|l| l.instructions)
+                .sum();
+            assert_eq!(sum, thread.instructions, "{prefix}");
+        }
+        let view = profile.thread_view(4244).expect("thread 4244");
+        let alone = folded_stacks(&view, None, &StackOptions::default());
+        assert!(alone.iter().all(|l| !l.stack.starts_with("thread ")));
+    }
 }

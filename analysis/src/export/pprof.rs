@@ -342,4 +342,31 @@ mod tests {
             .collect();
         assert_eq!(names, ["helper", "f"]);
     }
+
+    #[test]
+    fn each_thread_has_its_own_stacks_labelled_with_its_id() {
+        let (raw, resolver) = crate::sample::worker_threads().finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let message = build(&profile, None, &StackOptions::default());
+        let strings = &message.string_table;
+        let mut per_thread: std::collections::BTreeMap<i64, i64> = Default::default();
+        for sample in &message.sample {
+            assert_eq!(sample.label.len(), 1, "one thread label per sample");
+            let label = &sample.label[0];
+            assert_eq!(strings[label.key as usize], "thread");
+            *per_thread.entry(label.num).or_default() += sample.value[0];
+            // A thread's stacks start at its own root, not under its spawner.
+            let root = *sample.location_id.last().expect("a stack");
+            let location = &message.location[root as usize - 1];
+            let function = &message.function[location.line[0].function_id as usize - 1];
+            let expected = if label.num == 4242 { "_start" } else { "clone" };
+            assert_eq!(strings[function.name as usize], expected);
+        }
+        let expected: std::collections::BTreeMap<i64, i64> = profile
+            .threads
+            .iter()
+            .map(|t| (t.id as i64, t.instructions as i64))
+            .collect();
+        assert_eq!(per_thread, expected);
+    }
 }

@@ -146,4 +146,36 @@ mod tests {
         assert_eq!(json["profiles"][0]["endValue"].as_u64(), Some(last));
         assert_eq!(last, profile.totals.instructions);
     }
+
+    #[test]
+    fn one_evented_profile_per_thread() {
+        let (raw, resolver) = crate::sample::worker_threads().finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let mut bytes = Vec::new();
+        write_speedscope(&profile, "workers", &mut bytes).expect("writes");
+        let json: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let profiles = json["profiles"].as_array().expect("profiles");
+        let names: Vec<&str> = profiles.iter().filter_map(|p| p["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "workers (thread 4242)",
+                "workers (thread 4243)",
+                "workers (thread 4244)",
+                "workers (thread 4245)",
+                "workers (thread 4246)"
+            ]
+        );
+        let ends: Vec<u64> = profiles
+            .iter()
+            .filter_map(|p| p["endValue"].as_u64())
+            .collect();
+        assert_eq!(ends, [180, 185, 70, 250, 350]);
+        let frames = json["shared"]["frames"].as_array().expect("frames");
+        let first = profiles[2]["events"][0]["frame"].as_u64().expect("frame") as usize;
+        assert_eq!(
+            frames[first]["name"], "clone",
+            "thread 4244 opens at its root"
+        );
+    }
 }
