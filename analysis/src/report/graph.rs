@@ -171,6 +171,12 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
         out,
         "calls on caller/callee lines: calls along the edge / all calls of the callee"
     )?;
+    if graph.profile.threads.len() > 1 {
+        writeln!(
+            out,
+            "(N threads): how many threads ran the function or made calls along the edge"
+        )?;
+    }
     writeln!(out)?;
     let mut table = Table::new(&[
         ("index", Align::Left),
