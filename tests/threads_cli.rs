@@ -172,3 +172,40 @@ fn the_threaded_call_graph_renders_with_spawn_edges() {
     );
     assert!(svg.contains("thread start"), "the legend explains it");
 }
+
+/// On a single-thread profile `--thread` of its one thread changes nothing a
+/// user sees: reports, stack exports and annotated source are byte-identical
+/// (Callgrind adds only its `thread:` header line).
+#[test]
+fn the_main_thread_of_a_single_thread_profile_is_the_whole_profile() {
+    if !common::testprogs::musl_available() {
+        return;
+    }
+    let variant = common::testprog("fnptr", common::Libc::Musl, "O2");
+    let run = common::run_emuprof(&variant.path, &variant.args, &["--quiet"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("fnptr.json");
+    std::fs::write(
+        &json,
+        run.profile_bytes.as_deref().expect("profile written"),
+    )
+    .expect("save the profile");
+    let json = json.to_str().expect("UTF-8 path");
+    let binary = variant.path.to_str().expect("UTF-8 path");
+    let both = |args: &[&str]| -> (String, String) {
+        let mut with: Vec<&str> = args.to_vec();
+        with.extend(["--thread", "4242"]);
+        (stdout_of(args), stdout_of(&with))
+    };
+    for kind in ["--flat", "--graph", "--tree", "--summary"] {
+        let (all, main) = both(&["report", json, kind]);
+        assert_eq!(all, main, "report {kind}");
+    }
+    let (all, main) = both(&["annotate", json, "--binary", binary]);
+    assert_eq!(all, main, "annotate");
+    for format in ["folded", "callgrind", "dot"] {
+        let (all, main) = both(&["export", json, "-f", format, "--binary", binary, "-o", "-"]);
+        let main = main.replacen("thread: 4242\n", "", 1);
+        assert_eq!(all, main, "export -f {format}");
+    }
+}
