@@ -1,8 +1,8 @@
 //! Dynamically linked programs: they run through their own dynamic linker,
 //! print what they print natively, the program's own functions cost what
 //! Callgrind says, functions of the dynamic linker and of every shared
-//! library (one opened with `dlopen` too) have names, and the profile is the
-//! same on every run.
+//! library (one opened with `dlopen` too) have names, the profile lists every
+//! object with its build id, and it is the same on every run.
 
 mod common;
 
@@ -78,6 +78,34 @@ fn a_dynamic_program_runs_as_natively_with_every_object_named() {
             root["address"].as_u64().unwrap() > 0x7fff_0000_0000,
             "{root}"
         );
+        // Every object that ran is listed with its build id.
+        let objects: Vec<(String, Option<String>)> = run.profile()["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .map(|o| {
+                (
+                    o["path"].as_str().unwrap_or_default().to_string(),
+                    o["build_id"].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+        assert!(objects[0].0.ends_with("/dynamic"), "{objects:?}");
+        assert_eq!(objects[1].0, "/lib64/ld-linux-x86-64.so.2");
+        let expected: &[&str] = if args.is_empty() {
+            &["libc.so.6"]
+        } else {
+            &["libc.so.6", "libm.so.6"]
+        };
+        for library in expected {
+            assert!(
+                objects
+                    .iter()
+                    .any(|(p, id)| p.ends_with(library) && id.is_some()),
+                "{library} with a build id: {objects:?}"
+            );
+        }
+        assert!(objects.iter().all(|(_, id)| id.is_some()), "{objects:?}");
         if args == ["dlopen"] {
             let named_cos = run.profile()["functions"]
                 .as_array()

@@ -74,5 +74,7 @@ mod tree;
 pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
-pub use profile::{Block, CallNode, Function, FunctionId, Profile, Thread, Totals, SCHEMA_VERSION};
+pub use profile::{
+    Block, CallNode, Function, FunctionId, LoadedObject, Profile, Thread, Totals, SCHEMA_VERSION,
+};
 pub use symbolicate::{FunctionInfo, Resolve};

@@ -31,6 +31,11 @@ pub struct Profile {
     pub emuprof_version: String,
     /// The guest's argv.
     pub command: Vec<String>,
+    /// The files whose code ran: the program first, then its dynamic linker
+    /// and the shared libraries in the order they were loaded. Counts depend
+    /// on exactly these builds (compare build ids).
+    #[serde(default)]
+    pub objects: Vec<LoadedObject>,
     /// Exit status as a shell shows it; `None` if the run did not finish.
     pub exit_status: Option<i32>,
     /// `None` for a complete run; otherwise why the run stopped early.
@@ -48,6 +53,19 @@ pub struct Profile {
     pub call_tree: Vec<CallNode>,
     /// Every distinct basic block executed, sorted by address.
     pub blocks: Vec<Block>,
+}
+
+/// One file whose code the guest ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadedObject {
+    /// Its path on the host that ran the program.
+    pub path: String,
+    /// Its GNU build id in hex, when it has one.
+    pub build_id: Option<String>,
+    /// The first guest address it occupied.
+    pub start: u64,
+    /// The first guest address past it.
+    pub end: u64,
 }
 
 /// Whole-run totals.

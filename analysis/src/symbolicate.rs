@@ -126,6 +126,7 @@ impl Profile {
             schema_version: SCHEMA_VERSION,
             emuprof_version: emuprof_version.to_string(),
             command: raw.command.clone(),
+            objects: Vec::new(),
             exit_status: raw.exit_status,
             partial: raw.partial.clone(),
             totals: Totals {

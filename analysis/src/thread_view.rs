@@ -123,6 +123,7 @@ impl Profile {
             schema_version: self.schema_version,
             emuprof_version: self.emuprof_version.clone(),
             command: self.command.clone(),
+            objects: self.objects.clone(),
             exit_status: self.exit_status,
             partial: self.partial.clone(),
             totals: crate::profile::Totals {

@@ -62,6 +62,9 @@ pub struct Binary {
     /// The dynamic linker (`PT_INTERP`), placed at its fixed base, for a
     /// dynamically linked program; `None` for a static one.
     pub interpreter: Option<Box<Binary>>,
+    /// The GNU build id (`NT_GNU_BUILD_ID` note), in hex, when the file has
+    /// one: which exact build this is.
+    pub build_id: Option<String>,
 }
 
 /// Where the dynamic linker's highest page ends: just below the top of the
@@ -125,6 +128,7 @@ pub fn load_shared_object(bytes: Arc<[u8]>, base: u64) -> Result<Binary, ElfProb
         });
     }
     let image = Image::build(&elf, &bytes, ImageKind::SharedObject, base)?;
+    let build_id = build_id(&elf, &bytes);
     // Distributions strip their libraries and ship the symbol tables and
     // DWARF apart (Debian's libc6-dbg): use those when they are installed.
     let debug = separate_debug_file(&elf, &bytes)
@@ -140,6 +144,7 @@ pub fn load_shared_object(bytes: Arc<[u8]>, base: u64) -> Result<Binary, ElfProb
         image,
         symbols,
         interpreter: None,
+        build_id,
     })
 }
 
@@ -152,13 +157,7 @@ fn separate_debug_file(elf: &Elf<'_>, bytes: &[u8]) -> Option<Arc<[u8]>> {
     if !elf.syms.is_empty() {
         return None;
     }
-    const NT_GNU_BUILD_ID: u32 = 3;
-    let id = elf
-        .iter_note_headers(bytes)?
-        .filter_map(Result::ok)
-        .find(|note| note.n_type == NT_GNU_BUILD_ID && note.name == "GNU")?
-        .desc;
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = build_id(elf, bytes)?;
     if hex.len() < 4 {
         return None;
     }
@@ -166,6 +165,17 @@ fn separate_debug_file(elf: &Elf<'_>, bytes: &[u8]) -> Option<Arc<[u8]>> {
         .join(&hex[..2])
         .join(format!("{}.debug", &hex[2..]));
     regular_file::read(&path).ok().map(Arc::from)
+}
+
+/// The GNU build id of an object, in hex.
+fn build_id(elf: &Elf<'_>, bytes: &[u8]) -> Option<String> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let id = elf
+        .iter_note_headers(bytes)?
+        .filter_map(Result::ok)
+        .find(|note| note.n_type == NT_GNU_BUILD_ID && note.name == "GNU")?
+        .desc;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Bytes from the lowest to the end of the highest `PT_LOAD` page of a
@@ -214,6 +224,7 @@ fn load_shared(bytes: Arc<[u8]>) -> Result<Binary, ElfProblem> {
         image,
         symbols,
         interpreter: None,
+        build_id: build_id(&elf, &bytes),
     })
 }
 
