@@ -119,6 +119,9 @@ pub struct RunArgs {
         requires = "live"
     )]
     pub live_output: PathBuf,
+    /// Streaming the growing profile to viewers (--serve).
+    #[command(flatten)]
+    pub serve: crate::commands::stream::ServeArgs,
     /// The static binary to run (looked up on PATH when it has no `/`), then
     /// its arguments: everything after PROGRAM is passed on, options included.
     #[arg(

@@ -36,6 +36,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
             protected,
             &live_output,
         )?
+    } else if let Some(address) = &args.serve.address {
+        super::stream::profile_serving(
+            Path::new(args.program()),
+            args.args(),
+            &args.guest,
+            protected,
+            &args.serve,
+            address,
+        )?
     } else {
         profile_program(
             Path::new(args.program()),

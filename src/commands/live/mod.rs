@@ -44,7 +44,10 @@ pub fn profile_live(
     protected_paths: Vec<PathBuf>,
     guest_output: &Path,
 ) -> Result<CompletedRun> {
-    require_terminal("--live", "run without --live (a spinner shows progress on a terminal)")?;
+    require_terminal(
+        "--live",
+        "run without --live (a spinner shows progress on a terminal)",
+    )?;
     let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
     let symbols = emuprof_loader::load(prepared.file())
         .with_context(|| format!("cannot load {}", program.display()))?
@@ -73,7 +76,10 @@ pub fn profile_live(
                             .join()
                             .map_err(|_| anyhow::anyhow!("the guest thread panicked"))
                             .and_then(|r| Ok(r?));
-                        let last = done.as_ref().ok().map(|d| Moment::finished(d.profile.clone()));
+                        let last = done
+                            .as_ref()
+                            .ok()
+                            .map(|d| Moment::finished(d.profile.clone()));
                         outcome = Some(done);
                         return Feed::Over(last, Status::Finished);
                     }
@@ -82,9 +88,9 @@ pub fn profile_live(
                     }
                     slot.request();
                     let snapshot = slot.take();
-                    Feed::Running(snapshot.and_then(|s| {
-                        Moment::from_snapshot(&s, &command, &resolver).ok()
-                    }))
+                    Feed::Running(
+                        snapshot.and_then(|s| Moment::from_snapshot(&s, &command, &resolver).ok()),
+                    )
                 },
                 || {
                     interrupt.store(true, Ordering::Relaxed);

@@ -132,7 +132,11 @@ mod tests {
         let moment = Moment::from_snapshot(&snapshot, &["prog".into()], &resolver).unwrap();
         let f = &moment.profile.functions[1];
         assert_eq!(
-            (f.name.as_str(), f.self_instructions, f.inclusive_instructions),
+            (
+                f.name.as_str(),
+                f.self_instructions,
+                f.inclusive_instructions
+            ),
             ("f", 10, 30)
         );
         assert_eq!(moment.instructions(), 35);

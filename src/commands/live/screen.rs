@@ -140,7 +140,9 @@ impl Screen {
         );
         let keys = match self.pane {
             Pane::Functions => "s/i/c sort · / filter · f freeze · t tree · q quit",
-            Pane::Tree => "↑↓ select · →/+ open · ←/- close · E/C open/close all · t table · q quit",
+            Pane::Tree => {
+                "↑↓ select · →/+ open · ←/- close · E/C open/close all · t table · q quit"
+            }
         };
         let help = match status {
             Status::Running => format!("{keys} │ {}", self.note),

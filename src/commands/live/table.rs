@@ -61,7 +61,10 @@ impl LiveTable {
         let mut hot_path = Vec::new();
         let mut at = (!nodes.is_empty()).then_some(0);
         while let Some(id) = at {
-            hot_path.push((name(id).unwrap_or_default(), nodes[id].inclusive_instructions));
+            hot_path.push((
+                name(id).unwrap_or_default(),
+                nodes[id].inclusive_instructions,
+            ));
             at = children[id]
                 .iter()
                 .copied()

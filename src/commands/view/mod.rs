@@ -1,5 +1,7 @@
 //! `emuprof view PROFILE`: an interactive call graph in the browser, served
-//! from emuprof itself (no CDN, no third-party script).
+//! from emuprof itself (no CDN, no third-party script). `emuprof view ADDR`
+//! (a `host:port` or `unix:PATH` that is not a file) draws a run streamed by
+//! `emuprof run --serve ADDR` in the terminal instead ([`super::stream`]).
 //!
 //! The graph is the DOT export laid out by Graphviz `dot` on the server; the
 //! page (`assets/`, emuprof's own HTML, CSS and JavaScript, compiled into the
@@ -20,13 +22,21 @@ use emuprof_analysis::{CallGraph, Profile};
 
 use super::annotate::CodeArgs;
 use super::profile_file;
+use super::stream::Address;
 use http::{Request, Response};
 
 /// Serve an interactive call graph of a profile on a local web page.
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// The profile (written by `emuprof run`).
+    /// The profile (written by `emuprof run`), or the address (`host:port`,
+    /// `unix:PATH`) of a run streamed with `emuprof run --serve ADDR`, shown
+    /// live in the terminal.
+    #[arg(value_name = "PROFILE|ADDR")]
     pub profile: PathBuf,
+    /// With ADDR: the token the streaming run printed (also
+    /// $EMUPROF_STREAM_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
     /// TCP port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -48,8 +58,13 @@ pub struct ViewArgs {
 /// The threshold (percent) the page starts with.
 const DEFAULT_THRESHOLD: f64 = 0.5;
 
-/// Serves the page until emuprof is interrupted.
+/// Serves the page until emuprof is interrupted, or views a stream (ADDR).
 pub fn run(args: ViewArgs) -> Result<i32> {
+    if !args.profile.exists() {
+        if let Some(address) = args.profile.to_str().and_then(Address::parse) {
+            return super::stream::view(&address, args.token);
+        }
+    }
     if !args.bind.is_loopback() && !args.allow_remote {
         bail!(
             "--bind {} is not a loopback address; the page has no authentication, \

@@ -1,0 +1,258 @@
+//! The serving side: viewers attach, each gets the header and then the newest
+//! snapshot whenever it has taken the previous one.
+//!
+//! Everything here runs on emuprof's main thread, never on the guest's or the
+//! call tree's, and never waits on a viewer: sockets are written with
+//! `MSG_DONTWAIT | MSG_NOSIGNAL`, read without blocking. A viewer holds at
+//! most one line in flight (shared, not copied); while it is still taking
+//! that line, newer snapshots replace each other and only the newest is sent
+//! next (latest wins), so a slow viewer sees fewer snapshots, each whole and
+//! consistent, and a vanished one is dropped at its first failed write.
+
+use std::io::{self, Read};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::address::{Connection, Listener};
+use super::protocol::{Hello, ServerLine, VERSION};
+
+/// Viewers served at once; more are refused.
+const MAX_VIEWERS: usize = 16;
+/// Time a viewer has to send its hello line.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest hello line accepted.
+const MAX_HELLO: usize = 4096;
+
+/// The listener, the attached viewers and the newest line for them.
+pub struct Publisher {
+    listener: Listener,
+    token: Option<String>,
+    header: Arc<[u8]>,
+    latest: Option<(u64, Arc<[u8]>)>,
+    viewers: Vec<Viewer>,
+}
+
+struct Viewer {
+    connection: Connection,
+    /// Bytes of the hello line so far; `None` once greeted.
+    hello: Option<Vec<u8>>,
+    since: Instant,
+    /// The line being sent and how much of it went out.
+    sending: Option<(Arc<[u8]>, usize)>,
+    /// Sequence number of the last snapshot handed to `sending`.
+    sent: u64,
+    /// Drop the viewer once `sending` is out (after a refusal).
+    closing: bool,
+}
+
+impl Publisher {
+    /// Serves the stream whose header is `header` on `listener`; viewers must
+    /// say `token` when there is one.
+    pub fn new(listener: Listener, header: &ServerLine, token: Option<String>) -> Publisher {
+        Publisher {
+            listener,
+            token,
+            header: header.to_bytes().into(),
+            latest: None,
+            viewers: Vec::new(),
+        }
+    }
+
+    /// Viewers that were greeted and are being served.
+    pub fn viewers(&self) -> usize {
+        self.viewers.iter().filter(|v| v.hello.is_none()).count()
+    }
+
+    /// Makes `line` (a snapshot numbered `seq`) the one viewers get next.
+    pub fn publish(&mut self, seq: u64, line: Vec<u8>) {
+        self.latest = Some((seq, line.into()));
+    }
+
+    /// Accepts new viewers, reads hello lines and sends what each viewer's
+    /// socket takes now. Never waits.
+    pub fn pump(&mut self) {
+        while let Ok(Some(connection)) = self.listener.accept() {
+            if connection.set_nonblocking().is_err() {
+                continue;
+            }
+            let mut viewer = Viewer {
+                connection,
+                hello: Some(Vec::new()),
+                since: Instant::now(),
+                sending: None,
+                sent: 0,
+                closing: false,
+            };
+            if self.viewers.len() >= MAX_VIEWERS {
+                viewer.refuse("too many viewers");
+            }
+            self.viewers.push(viewer);
+        }
+        let (token, header, latest) = (&self.token, &self.header, &self.latest);
+        self.viewers.retain_mut(|viewer| {
+            viewer
+                .serve(token.as_deref(), header, latest.as_ref())
+                .is_ok()
+        });
+    }
+
+    /// Whether every greeted viewer has been sent the newest line.
+    pub fn drained(&self) -> bool {
+        let newest = self.latest.as_ref().map_or(0, |(seq, _)| *seq);
+        self.viewers
+            .iter()
+            .all(|v| v.hello.is_some() || (v.sending.is_none() && v.sent == newest))
+    }
+
+    /// Pumps until every viewer has the newest line or `limit` has passed.
+    pub fn drain(&mut self, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            self.pump();
+            if self.drained() || start.elapsed() >= limit {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Viewer {
+    /// Queues a refusal; the viewer is dropped once it is sent.
+    fn refuse(&mut self, reason: &str) {
+        let line = ServerLine::Refused {
+            reason: reason.to_string(),
+        };
+        self.sending = Some((line.to_bytes().into(), 0));
+        self.closing = true;
+    }
+
+    /// One step for this viewer; an error drops it.
+    fn serve(
+        &mut self,
+        token: Option<&str>,
+        header: &Arc<[u8]>,
+        latest: Option<&(u64, Arc<[u8]>)>,
+    ) -> io::Result<()> {
+        if !self.closing {
+            if self.hello.is_some() {
+                self.greet(token, header)?;
+            } else {
+                self.notice_hangup()?;
+            }
+        }
+        if self.hello.is_none() && self.sending.is_none() && !self.closing {
+            if let Some((seq, line)) = latest.filter(|(seq, _)| *seq > self.sent) {
+                self.sending = Some((Arc::clone(line), 0));
+                self.sent = *seq;
+            }
+        }
+        while let Some((line, offset)) = &mut self.sending {
+            match self.connection.send_now(&line[*offset..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    *offset += n;
+                    if *offset == line.len() {
+                        self.sending = None;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        if self.closing {
+            return Err(io::ErrorKind::ConnectionAborted.into());
+        }
+        Ok(())
+    }
+
+    /// Reads the hello line; once whole, checks it and queues the header or a
+    /// refusal.
+    fn greet(&mut self, token: Option<&str>, header: &Arc<[u8]>) -> io::Result<()> {
+        let Some(hello) = &mut self.hello else {
+            return Ok(());
+        };
+        let mut buf = [0u8; 512];
+        loop {
+            match self.connection.read(&mut buf) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => hello.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+            if hello.len() > MAX_HELLO {
+                return Err(io::ErrorKind::InvalidData.into());
+            }
+        }
+        let Some(end) = hello.iter().position(|&b| b == b'\n') else {
+            if self.since.elapsed() > HELLO_TIMEOUT {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            return Ok(());
+        };
+        let verdict = match serde_json::from_slice::<Hello>(&hello[..end]) {
+            Err(_) => Err("the first line is not a hello ({\"version\":1})".to_string()),
+            Ok(h) if h.version != VERSION => Err(format!(
+                "this server streams version {VERSION}, the viewer reads version {}",
+                h.version
+            )),
+            Ok(h) if !token_matches(token, h.token.as_deref()) => {
+                Err("wrong or missing token (emuprof view --token)".to_string())
+            }
+            Ok(_) => Ok(()),
+        };
+        self.hello = None;
+        match verdict {
+            Ok(()) => self.sending = Some((Arc::clone(header), 0)),
+            Err(reason) => self.refuse(&reason),
+        }
+        Ok(())
+    }
+
+    /// Reads and discards what a greeted viewer sends; fails when it hung up.
+    fn notice_hangup(&mut self) -> io::Result<()> {
+        let mut buf = [0u8; 256];
+        // A bounded number of reads: a viewer that keeps sending cannot hold
+        // the others up.
+        for _ in 0..16 {
+            match self.connection.read(&mut buf) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the viewer's token is the server's (always, without one); the
+/// comparison takes the same time wherever the first difference is.
+fn token_matches(expected: Option<&str>, given: Option<&str>) -> bool {
+    let Some(expected) = expected else {
+        return true;
+    };
+    let given = given.unwrap_or("").as_bytes();
+    let expected = expected.as_bytes();
+    let mut differ = expected.len() != given.len();
+    for (i, &b) in expected.iter().enumerate() {
+        differ |= given.get(i).is_none_or(|&g| g != b);
+    }
+    !differ
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_must_match_exactly() {
+        assert!(token_matches(None, None));
+        assert!(token_matches(None, Some("x")));
+        assert!(token_matches(Some("abc"), Some("abc")));
+        assert!(!token_matches(Some("abc"), Some("abd")));
+        assert!(!token_matches(Some("abc"), Some("ab")));
+        assert!(!token_matches(Some("abc"), Some("abcd")));
+        assert!(!token_matches(Some("abc"), None));
+    }
+}
