@@ -28,12 +28,12 @@ pub const TOKEN_VARIABLE: &str = "EMUPROF_STREAM_TOKEN";
 /// `emuprof view ADDR`: draws the run streamed at `address` until it ends
 /// and the user leaves, then says in one line how it ended.
 pub fn view(address: &Address, token: Option<String>) -> Result<i32> {
-    live::require_terminal(
-        "emuprof view ADDR",
-        "run it in a terminal (the stream format is in docs/stream.md for other readers)",
-    )?;
     let token = token.or_else(|| std::env::var(TOKEN_VARIABLE).ok());
     let subscription = Subscription::connect(address, token)?;
+    live::require_terminal(
+        "emuprof view ADDR",
+        "run it in a terminal (docs/stream.md describes the stream for other readers)",
+    )?;
     let mut screen = Screen::open(
         format!("emuprof view {address}"),
         format!("streamed run: {}", subscription.command.join(" ")),
