@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::tmux::{exit_status, tmux_available, Tmux};
 use common::{run_emuprof, testprog, EmuprofCommand, EmuprofRun, Libc};
+use emuprof_analysis::report::format::grouped;
 use serde_json::Value;
 
 /// One streamed run at a time: each runs a guest, and the machine may be busy.
@@ -300,17 +301,4 @@ fn a_unix_socket_is_private_and_removed_afterwards() {
         served.profile()["totals"]["instructions"]
     );
     assert!(!Path::new(&socket).exists(), "the socket file is removed");
-}
-
-/// `n` with thousands separators, as the view prints it.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
