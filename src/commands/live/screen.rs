@@ -233,7 +233,7 @@ impl Screen {
             _ => return false,
         };
         let shown = self.frozen.as_ref().unwrap_or(table);
-        self.tree.apply(key, &shown.tree);
+        self.tree.apply(key, shown.tree());
         true
     }
 
@@ -318,7 +318,7 @@ fn render_tree(
     f: &mut ratatui::Frame,
     area: ratatui::layout::Rect,
 ) {
-    let visible = state.visible(&table.tree);
+    let visible = state.visible(table.tree());
     let rows = visible.iter().map(|(line, marker)| {
         TableRow::new(vec![
             grouped(line.inclusive_instructions),

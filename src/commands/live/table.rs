@@ -2,6 +2,11 @@
 //! [`Moment`]: per-function costs are the analysis layer's (`c_i`, `c_t` with
 //! recursion counted once, calls), exactly as in the final profile.
 
+use std::cell::OnceCell;
+use std::sync::Arc;
+
+use emuprof_analysis::Profile;
+
 use super::moment::Moment;
 use super::tree::{tree_lines, TreeLine};
 
@@ -29,13 +34,15 @@ pub struct LiveTable {
     pub stack: Vec<String>,
     /// From the root, the costliest child each time: (name, inclusive).
     pub hot_path: Vec<(String, u64)>,
-    /// The Kaes display tree, every row.
-    pub tree: Vec<TreeLine>,
+    /// The profile the table was read from.
+    profile: Option<Arc<Profile>>,
+    /// The Kaes display tree, made when first shown.
+    tree: OnceCell<Vec<TreeLine>>,
 }
 
 impl LiveTable {
     /// The table of `moment`.
-    pub fn new(moment: &Moment) -> LiveTable {
+    pub fn new(moment: Moment) -> LiveTable {
         let profile = &moment.profile;
         let rows = profile
             .functions
@@ -70,18 +77,27 @@ impl LiveTable {
                 .copied()
                 .max_by_key(|&c| (nodes[c].inclusive_instructions, std::cmp::Reverse(c)));
         }
+        let stack = moment
+            .stack
+            .iter()
+            .rev()
+            .filter_map(|&id| name(id as usize))
+            .collect();
         LiveTable {
             instructions: moment.instructions(),
             rows,
-            stack: moment
-                .stack
-                .iter()
-                .rev()
-                .filter_map(|&id| name(id as usize))
-                .collect(),
+            stack,
             hot_path,
-            tree: tree_lines(profile),
+            profile: Some(Arc::new(moment.profile)),
+            tree: OnceCell::new(),
         }
+    }
+
+    /// Every row of the Kaes display tree (made on first use: most refreshes
+    /// do not show it).
+    pub fn tree(&self) -> &[TreeLine] {
+        self.tree
+            .get_or_init(|| self.profile.as_deref().map(tree_lines).unwrap_or_default())
     }
 }
 
@@ -124,7 +140,7 @@ mod tests {
             line: None,
         };
         let moment = Moment::from_snapshot(&snapshot, &[], &resolver).unwrap();
-        let table = LiveTable::new(&moment);
+        let table = LiveTable::new(moment);
         let f = table.rows.iter().find(|r| r.name == "f").unwrap();
         assert_eq!(
             (f.self_instructions, f.inclusive_instructions, f.calls),

@@ -42,8 +42,9 @@ impl Subscription {
     /// Connects to the server at `address` and reads its header; `token`
     /// when the server has one.
     pub fn connect(address: &Address, token: Option<String>) -> Result<Subscription> {
-        let mut connection = Connection::connect(address, ANSWER_TIMEOUT)
-            .with_context(|| format!("is `emuprof --serve {address} PROGRAM` running?"))?;
+        let mut connection = Connection::connect(address, ANSWER_TIMEOUT).map_err(|e| {
+            anyhow::anyhow!("{e:#}; is `emuprof run --serve {address} PROGRAM` running?")
+        })?;
         let mut hello = serde_json::to_vec(&Hello {
             version: VERSION,
             token,
