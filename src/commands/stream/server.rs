@@ -244,6 +244,68 @@ fn token_matches(expected: Option<&str>, given: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::stream::address::Address;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+
+    /// A line of `size` bytes that says its number.
+    fn line(seq: u64, size: usize) -> Vec<u8> {
+        let mut bytes = format!("{{\"seq\":{seq},\"pad\":\"").into_bytes();
+        bytes.resize(size, b'x');
+        bytes.extend_from_slice(b"\"}\n");
+        bytes
+    }
+
+    #[test]
+    fn a_viewer_that_does_not_read_gets_whole_lines_and_the_newest_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = Listener::bind(&Address::Unix(path.clone())).unwrap();
+        let mut publisher = Publisher::new(listener, &ServerLine::header(&[]), None);
+        let mut viewer = UnixStream::connect(&path).unwrap();
+        viewer.write_all(b"{\"version\":1}\n").unwrap();
+        // 200 lines of 64 KiB, far more than the socket holds: pump never
+        // waits, it sends what fits and skips the rest.
+        for seq in 1..=200 {
+            publisher.publish(seq, line(seq, 64 * 1024));
+            publisher.pump();
+        }
+        assert_eq!(publisher.viewers(), 1);
+        assert!(!publisher.drained(), "the socket is full");
+        let mut reader = BufReader::new(viewer.try_clone().unwrap());
+        let mut first = String::new();
+        reader.read_line(&mut first).unwrap();
+        assert!(first.contains("\"type\":\"header\""), "{first}");
+        let mut seen = Vec::new();
+        while seen.last() != Some(&200) {
+            publisher.drain(Duration::from_millis(1));
+            let mut text = String::new();
+            reader.read_line(&mut text).unwrap();
+            let value: serde_json::Value = serde_json::from_str(&text).expect("a whole line");
+            seen.push(value["seq"].as_u64().unwrap());
+        }
+        assert!(seen.len() < 200, "latest wins: snapshots were skipped");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        assert!(publisher.drained());
+    }
+
+    #[test]
+    fn a_vanished_viewer_is_dropped_without_a_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = Listener::bind(&Address::Unix(path.clone())).unwrap();
+        let mut publisher = Publisher::new(listener, &ServerLine::header(&[]), None);
+        let mut viewer = UnixStream::connect(&path).unwrap();
+        viewer.write_all(b"{\"version\":1}\n").unwrap();
+        publisher.pump();
+        assert_eq!(publisher.viewers(), 1);
+        drop(viewer);
+        for seq in 1..=3 {
+            publisher.publish(seq, line(seq, 1024));
+            publisher.pump();
+        }
+        assert_eq!(publisher.viewers(), 0);
+    }
 
     #[test]
     fn tokens_must_match_exactly() {
