@@ -34,7 +34,8 @@ const REFRESH: Duration = Duration::from_millis(250);
 const MAX_SHARE: u32 = 20;
 /// How often the main thread looks at the sockets.
 const TICK: Duration = Duration::from_millis(20);
-/// How long viewers may take to receive the last snapshot after the run.
+/// How long viewers that keep up may take to receive the last snapshot after
+/// the run (those behind are not waited for).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 /// Options of `emuprof run` for streaming.
@@ -154,8 +155,7 @@ pub fn profile_serving(
         exit_status: done.profile.exit_status,
     };
     let last = Snapshot::new(seq + 1, &Moment::finished(done.profile.clone()), Some(end));
-    publisher.publish(seq + 1, ServerLine::Snapshot(last).to_bytes());
-    publisher.drain(DRAIN_LIMIT);
+    publisher.finish(seq + 1, ServerLine::Snapshot(last).to_bytes(), DRAIN_LIMIT);
     Ok(done)
 }
 

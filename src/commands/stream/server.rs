@@ -22,6 +22,9 @@ const MAX_VIEWERS: usize = 16;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest hello line accepted.
 const MAX_HELLO: usize = 4096;
+/// A viewer that has been taking one line for longer than this is behind:
+/// it gets no wait for the last snapshot.
+const BEHIND: Duration = Duration::from_millis(250);
 
 /// The listener, the attached viewers and the newest line for them.
 pub struct Publisher {
@@ -36,6 +39,7 @@ struct Viewer {
     connection: Connection,
     /// Bytes of the hello line so far; `None` once greeted.
     hello: Option<Vec<u8>>,
+    /// When the wait for the hello began, then when the line in flight did.
     since: Instant,
     /// The line being sent and how much of it went out.
     sending: Option<(Arc<[u8]>, usize)>,
@@ -104,6 +108,18 @@ impl Publisher {
             .all(|v| v.hello.is_some() || (v.sending.is_none() && v.sent == newest))
     }
 
+    /// Sends `line`, the last snapshot (numbered `seq`), to the viewers that
+    /// keep up, waiting for them at most `limit`, and closes every
+    /// connection. A viewer still taking a line older than [`BEHIND`] has
+    /// been dropping snapshots already: it is cut off, not waited for.
+    pub fn finish(mut self, seq: u64, line: Vec<u8>, limit: Duration) {
+        self.pump();
+        self.viewers
+            .retain(|v| v.hello.is_none() && !(v.sending.is_some() && v.since.elapsed() > BEHIND));
+        self.publish(seq, line);
+        self.drain(limit);
+    }
+
     /// Pumps until every viewer has the newest line or `limit` has passed.
     pub fn drain(&mut self, limit: Duration) {
         let start = Instant::now();
@@ -145,6 +161,7 @@ impl Viewer {
             if let Some((seq, line)) = latest.filter(|(seq, _)| *seq > self.sent) {
                 self.sending = Some((Arc::clone(line), 0));
                 self.sent = *seq;
+                self.since = Instant::now();
             }
         }
         while let Some((line, offset)) = &mut self.sending {
@@ -287,6 +304,28 @@ mod tests {
         assert!(seen.len() < 200, "latest wins: snapshots were skipped");
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
         assert!(publisher.drained());
+    }
+
+    #[test]
+    fn the_end_does_not_wait_for_a_viewer_that_is_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = Listener::bind(&Address::Unix(path.clone())).unwrap();
+        let mut publisher = Publisher::new(listener, &ServerLine::header(&[]), None);
+        let mut stalled = UnixStream::connect(&path).unwrap();
+        stalled.write_all(b"{\"version\":1}\n").unwrap();
+        for seq in 1..=50 {
+            publisher.publish(seq, line(seq, 64 * 1024));
+            publisher.pump();
+        }
+        std::thread::sleep(BEHIND * 2);
+        let start = Instant::now();
+        publisher.finish(51, line(51, 1024), Duration::from_secs(10));
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
