@@ -6,8 +6,11 @@
 //! address other machines can reach needs `--serve-public` and then a token;
 //! a unix socket works and is private to its owner.
 //!
-//! The `view` test needs tmux; without it it is skipped, except when `CI` is
-//! set, where it fails.
+//! `emuprof view ADDR --web` follows the run in headless Chromium to the
+//! final totals.
+//!
+//! The `view` tests need tmux, or Chromium and Graphviz; without them they
+//! are skipped, except when `CI` is set, where they fail.
 
 mod common;
 
@@ -20,7 +23,9 @@ use std::process::Command;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::browser::{start_chromium, start_view};
 use common::tmux::{exit_status, tmux_available, Tmux};
+use common::tools::require_tool;
 use common::{run_emuprof, testprog, EmuprofCommand, EmuprofRun, Libc};
 use emuprof_analysis::report::format::grouped;
 use serde_json::Value;
@@ -43,7 +48,12 @@ fn free_port() -> u16 {
 
 /// Starts `emuprof <flags> -o p.json cpuheavy 20 fib` on a thread.
 fn serve(flags: &[&str]) -> JoinHandle<EmuprofRun> {
-    let command = EmuprofCommand::new(program()).args(&ARGS).flags(flags);
+    serve_with(&ARGS, flags)
+}
+
+/// Starts `emuprof <flags> -o p.json cpuheavy <args>` on a thread.
+fn serve_with(args: &[&str], flags: &[&str]) -> JoinHandle<EmuprofRun> {
+    let command = EmuprofCommand::new(program()).args(args).flags(flags);
     std::thread::spawn(move || command.run())
 }
 
@@ -222,6 +232,42 @@ fn view_shows_the_same_totals_as_the_final_profile() {
             "the run at {address} ended: program exited with status 0"
         )),
         "one line says how the run ended:\n{after}"
+    );
+}
+
+#[test]
+fn the_web_page_of_a_streamed_run_follows_it_to_the_final_totals() {
+    let (Some(chromium), Some(_dot)) = (
+        require_tool("chromium", "chromium"),
+        require_tool("dot", "graphviz"),
+    ) else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let address = format!("127.0.0.1:{}", free_port());
+    // Long enough (60 rounds) to be seen running: the run starts when the
+    // page's server attaches, before the page loads.
+    let run = serve_with(&["60", "fib"], &["--serve", &address, "--serve-wait"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_chromium, mut page) = start_chromium(&chromium, &dir.path().join("chromium"));
+    drop(connect(&address, || TcpStream::connect(&address)));
+    let (_view, url) = start_view(&[address.as_str(), "--web"]);
+    page.call("Page.navigate", serde_json::json!({ "url": url }));
+    page.wait_for(
+        "document.getElementById('status')?.textContent === 'running' && \
+         [...document.querySelectorAll('#graph g.node text')].some(t => t.textContent === 'fib')",
+        "the running run's graph with fib",
+    );
+    page.wait_for(
+        "document.getElementById('status')?.textContent.startsWith('finished')",
+        "the finished run",
+    );
+    let served = run.join().expect("the serving run");
+    assert!(served.status.success(), "{}", served.stderr);
+    let total = format!("{} instructions", grouped(served.total_instructions()));
+    page.wait_for(
+        &format!("document.getElementById('total').textContent === '{total}'"),
+        "the final total on the page",
     );
 }
 

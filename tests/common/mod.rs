@@ -8,6 +8,7 @@
 //! - [`process`]: runs a variant natively ([`run_native`]) or under emuprof
 //!   ([`run_emuprof`], [`EmuprofCommand`]), always with an empty environment, a
 //!   fresh working directory and a timeout.
+//! - [`browser`]: headless Chromium over DevTools, and `emuprof view` pages.
 //! - [`tmux`]: a command in a terminal of its own, its screen read as text.
 //! - [`callgrind`]: runs `valgrind --tool=callgrind` ([`run_callgrind`]) and parses
 //!   its output file into totals, per-function self `Ir` and call counts.
@@ -15,6 +16,7 @@
 //! Every test binary includes this module, and each uses only part of it.
 #![allow(dead_code, unused_imports)]
 
+pub mod browser;
 pub mod callgrind;
 pub mod ci;
 pub mod compile;

@@ -142,7 +142,7 @@ pub(crate) fn show(
             Feed::Over(moment, status) => (moment, status),
         };
         if let Some(moment) = moment {
-            table = LiveTable::new(moment);
+            table = LiveTable::new(&moment);
         }
         let over = status != Status::Running;
         if over && quitting {

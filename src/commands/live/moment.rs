@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use emuprof_analysis::raw::{NodeId, RawNode, RawProfile};
 use emuprof_analysis::{FunctionInfo, Profile, Resolve};
@@ -17,7 +18,7 @@ use emuprof_emu::live::TreeSnapshot;
 #[derive(Debug, Clone)]
 pub struct Moment {
     /// The profile so far; on the final moment, the finished profile.
-    pub profile: Profile,
+    pub profile: Arc<Profile>,
     /// Node ids of the active calls, outermost first (empty once finished).
     pub stack: Vec<NodeId>,
 }
@@ -40,7 +41,7 @@ impl Moment {
         };
         let profile = Profile::from_raw(&raw, resolver, env!("CARGO_PKG_VERSION"))?;
         Ok(Moment {
-            profile,
+            profile: Arc::new(profile),
             stack: snapshot.stack.clone(),
         })
     }
@@ -48,7 +49,7 @@ impl Moment {
     /// The moment of a finished run.
     pub fn finished(profile: Profile) -> Moment {
         Moment {
-            profile,
+            profile: Arc::new(profile),
             stack: Vec::new(),
         }
     }

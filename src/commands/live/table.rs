@@ -42,7 +42,7 @@ pub struct LiveTable {
 
 impl LiveTable {
     /// The table of `moment`.
-    pub fn new(moment: Moment) -> LiveTable {
+    pub fn new(moment: &Moment) -> LiveTable {
         let profile = &moment.profile;
         let rows = profile
             .functions
@@ -88,7 +88,7 @@ impl LiveTable {
             rows,
             stack,
             hot_path,
-            profile: Some(Arc::new(moment.profile)),
+            profile: Some(Arc::clone(&moment.profile)),
             tree: OnceCell::new(),
         }
     }
@@ -140,7 +140,7 @@ mod tests {
             line: None,
         };
         let moment = Moment::from_snapshot(&snapshot, &[], &resolver).unwrap();
-        let table = LiveTable::new(moment);
+        let table = LiveTable::new(&moment);
         let f = table.rows.iter().find(|r| r.name == "f").unwrap();
         assert_eq!(
             (f.self_instructions, f.inclusive_instructions, f.calls),

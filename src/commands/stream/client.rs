@@ -2,6 +2,7 @@
 //! snapshots on a thread of their own and keep the newest for the view.
 
 use std::io::{BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,12 +22,19 @@ pub struct Subscription {
     /// The streamed run's argv.
     pub command: Vec<String>,
     latest: Arc<Mutex<Latest>>,
+    /// How many snapshots [`Subscription::feed`] has passed on.
+    fed: AtomicU64,
 }
 
-#[derive(Default)]
-struct Latest {
-    moment: Option<Moment>,
-    over: Option<Over>,
+/// What the reader thread has received so far.
+#[derive(Default, Clone)]
+pub struct Latest {
+    /// The newest moment.
+    pub moment: Option<Moment>,
+    /// Snapshots received.
+    pub received: u64,
+    /// How the stream ended, once it has.
+    pub over: Option<Over>,
 }
 
 /// How a stream ended.
@@ -81,17 +89,25 @@ impl Subscription {
                 latest.over = Some(over);
             }
         });
-        Ok(Subscription { command, latest })
+        Ok(Subscription {
+            command,
+            latest,
+            fed: AtomicU64::new(0),
+        })
+    }
+
+    /// What was received so far.
+    pub fn latest(&self) -> Latest {
+        self.latest.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// What the view shows now: the newest moment not yet taken, and whether
     /// the stream is over (said once with its last moment).
     pub fn feed(&self) -> Feed {
-        let Ok(mut latest) = self.latest.lock() else {
-            return Feed::Over(None, Status::Lost("the reader failed".into()));
-        };
-        let moment = latest.moment.take();
-        match latest.over.clone() {
+        let latest = self.latest();
+        let fed = self.fed.swap(latest.received, Ordering::Relaxed);
+        let moment = latest.moment.filter(|_| latest.received > fed);
+        match latest.over {
             None => Feed::Running(moment),
             Some(over) => {
                 let status = match over {
@@ -101,11 +117,6 @@ impl Subscription {
                 Feed::Over(moment, status)
             }
         }
-    }
-
-    /// How the stream ended, once it has.
-    pub fn over(&self) -> Option<Over> {
-        self.latest.lock().ok()?.over.clone()
     }
 }
 
@@ -136,6 +147,7 @@ fn read_snapshots(
             return Over::Lost("the view failed".into());
         };
         latest.moment = Some(moment);
+        latest.received += 1;
         if let Some(end) = snapshot.end {
             return Over::Ended(end);
         }

@@ -12,24 +12,29 @@ mod serve;
 mod server;
 
 pub use address::Address;
+pub use client::{Over, Subscription};
 pub use serve::{profile_serving, ServeArgs};
 
 use anyhow::Result;
 
 use crate::commands::live::{self, Screen};
 use crate::exit_code;
-use client::{Over, Subscription};
 
 /// The environment variable that holds a stream's token, for `--serve` and
 /// `view` alike (a command line is visible to other users, the environment
 /// is not).
 pub const TOKEN_VARIABLE: &str = "EMUPROF_STREAM_TOKEN";
 
+/// Connects to the stream at `address` (`token`, else $EMUPROF_STREAM_TOKEN).
+pub fn subscribe(address: &Address, token: Option<String>) -> Result<Subscription> {
+    let token = token.or_else(|| std::env::var(TOKEN_VARIABLE).ok());
+    Subscription::connect(address, token)
+}
+
 /// `emuprof view ADDR`: draws the run streamed at `address` until it ends
 /// and the user leaves, then says in one line how it ended.
 pub fn view(address: &Address, token: Option<String>) -> Result<i32> {
-    let token = token.or_else(|| std::env::var(TOKEN_VARIABLE).ok());
-    let subscription = Subscription::connect(address, token)?;
+    let subscription = subscribe(address, token)?;
     live::require_terminal(
         "emuprof view ADDR",
         "run it in a terminal (docs/stream.md describes the stream for other readers)",
@@ -41,7 +46,7 @@ pub fn view(address: &Address, token: Option<String>) -> Result<i32> {
     let shown = live::show(&mut screen, || subscription.feed(), || true);
     screen.close()?;
     shown?;
-    Ok(match subscription.over() {
+    Ok(match subscription.latest().over {
         Some(Over::Ended(end)) => {
             eprintln!("emuprof: the run at {address} ended: {}", end.stop);
             0

@@ -198,7 +198,7 @@ impl Snapshot {
             bail!("the call stack refers to a node the snapshot does not have");
         }
         Ok(Moment {
-            profile,
+            profile: std::sync::Arc::new(profile),
             stack: self.stack.clone(),
         })
     }
