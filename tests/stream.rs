@@ -245,9 +245,9 @@ fn the_web_page_of_a_streamed_run_follows_it_to_the_final_totals() {
     };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let address = format!("127.0.0.1:{}", free_port());
-    // Long enough (60 rounds) to be seen running: the run starts when the
+    // Long enough (40 rounds) to be seen running: the run starts when the
     // page's server attaches, before the page loads.
-    let run = serve_with(&["60", "fib"], &["--serve", &address, "--serve-wait"]);
+    let run = serve_with(&["40", "fib"], &["--serve", &address, "--serve-wait"]);
     let dir = tempfile::tempdir().expect("temp dir");
     let (_chromium, mut page) = start_chromium(&chromium, &dir.path().join("chromium"));
     drop(connect(&address, || TcpStream::connect(&address)));
@@ -258,12 +258,12 @@ fn the_web_page_of_a_streamed_run_follows_it_to_the_final_totals() {
          [...document.querySelectorAll('#graph g.node text')].some(t => t.textContent === 'fib')",
         "the running run's graph with fib",
     );
+    let served = run.join().expect("the serving run");
+    assert!(served.status.success(), "{}", served.stderr);
     page.wait_for(
         "document.getElementById('status')?.textContent.startsWith('finished')",
         "the finished run",
     );
-    let served = run.join().expect("the serving run");
-    assert!(served.status.success(), "{}", served.stderr);
     let total = format!("{} instructions", grouped(served.total_instructions()));
     page.wait_for(
         &format!("document.getElementById('total').textContent === '{total}'"),
