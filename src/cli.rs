@@ -44,7 +44,7 @@ pub enum Command {
     Diff(crate::commands::diff::DiffArgs),
     /// Source lines or disassembly with exact per-line and per-instruction counts.
     Annotate(crate::commands::annotate::AnnotateArgs),
-    /// Serve an interactive call graph of a profile on a local web page.
+    /// Serve an interactive call graph of a profile on a local web page, or watch a run streamed with --serve.
     View(crate::commands::view::ViewArgs),
 }
 

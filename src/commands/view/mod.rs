@@ -25,7 +25,7 @@ use super::profile_file;
 use super::stream::{Address, Over, Subscription};
 use http::{Request, Response};
 
-/// Serve an interactive call graph of a profile on a local web page.
+/// Serve an interactive call graph of a profile on a local web page, or watch a run streamed with --serve.
 #[derive(Debug, Args)]
 pub struct ViewArgs {
     /// The profile (written by `emuprof run`), or the address (`host:port`,
