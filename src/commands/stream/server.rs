@@ -64,7 +64,10 @@ impl Publisher {
 
     /// Viewers that were greeted and are being served.
     pub fn viewers(&self) -> usize {
-        self.viewers.iter().filter(|v| v.hello.is_none()).count()
+        self.viewers
+            .iter()
+            .filter(|v| v.hello.is_none() && !v.closing)
+            .count()
     }
 
     /// Makes `line` (a snapshot numbered `seq`) the one viewers get next.
@@ -105,7 +108,7 @@ impl Publisher {
         let newest = self.latest.as_ref().map_or(0, |(seq, _)| *seq);
         self.viewers
             .iter()
-            .all(|v| v.hello.is_some() || (v.sending.is_none() && v.sent == newest))
+            .all(|v| v.hello.is_some() || v.closing || (v.sending.is_none() && v.sent == newest))
     }
 
     /// Sends `line`, the last snapshot (numbered `seq`), to the viewers that
