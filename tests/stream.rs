@@ -273,7 +273,10 @@ fn the_web_page_of_a_streamed_run_follows_it_to_the_final_totals() {
 
 #[test]
 fn a_view_of_nothing_says_so_in_one_line() {
-    let address = format!("127.0.0.1:{}", free_port());
+    // A socket path nothing listens on (a free TCP port could be taken by a
+    // test running in parallel).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let address = format!("unix:{}", dir.path().join("nothing.sock").display());
     let output = Command::new(env!("CARGO_BIN_EXE_emuprof"))
         .args(["view", &address])
         .output()

@@ -120,6 +120,15 @@ impl Listener {
     }
 }
 
+impl AsRawFd for Listener {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l, _) => l.as_raw_fd(),
+        }
+    }
+}
+
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Listener::Unix(_, path) = self {
@@ -207,10 +216,7 @@ impl Connection {
     /// `SIGPIPE` (`MSG_DONTWAIT | MSG_NOSIGNAL`): a full socket gives
     /// `WouldBlock`, a vanished peer an error, never a signal.
     pub fn send_now(&self, bytes: &[u8]) -> io::Result<usize> {
-        let fd: RawFd = match self {
-            Connection::Tcp(s) => s.as_raw_fd(),
-            Connection::Unix(s) => s.as_raw_fd(),
-        };
+        let fd = self.as_raw_fd();
         // SAFETY: `bytes` is valid for reads of `bytes.len()` bytes for the
         // duration of the call, and `fd` is a socket this value owns.
         let sent = unsafe {
@@ -233,6 +239,15 @@ impl Connection {
         match self {
             Connection::Tcp(s) => s.write_all(bytes),
             Connection::Unix(s) => s.write_all(bytes),
+        }
+    }
+}
+
+impl AsRawFd for Connection {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Connection::Tcp(s) => s.as_raw_fd(),
+            Connection::Unix(s) => s.as_raw_fd(),
         }
     }
 }

@@ -1,13 +1,16 @@
 //! `emuprof run --serve ADDR`: the run, with its growing profile published.
 //!
-//! The guest runs on its own thread as usual; emuprof's main thread accepts
-//! viewers and, while at least one is attached, asks the call-tree thread for
-//! a snapshot every [`REFRESH`] (less often when turning a snapshot into a
+//! The guest runs on its own thread as usual; emuprof's main thread sleeps in
+//! `poll(2)` until a viewer arrives, can take more, or the run ends (so it
+//! does not wake at all while no viewer is attached, and does not take a CPU
+//! from the guest's two threads), and, while at least one viewer is
+//! attached, asks the call-tree thread for a snapshot every [`REFRESH`] (less often when turning a snapshot into a
 //! line costs more than [`MAX_SHARE`] of that time), symbolicates it and
 //! hands the line to the [`Publisher`]. Without viewers nothing is asked; with
 //! them the call-tree thread copies its node table between two batches, and
 //! the profile is the same bytes either way ([`emuprof_emu::live`]).
 
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use emuprof::symbols::SymbolResolver;
 use emuprof::CompletedRun;
+use emuprof_analysis::Resolve;
 use emuprof_emu::live::SnapshotSlot;
 
 use super::address::{Address, Listener};
@@ -32,8 +36,9 @@ const REFRESH: Duration = Duration::from_millis(250);
 /// At most this share of the time goes into making snapshot lines (a huge
 /// tree is then sent less often).
 const MAX_SHARE: u32 = 20;
-/// How often the main thread looks at the sockets.
-const TICK: Duration = Duration::from_millis(20);
+/// How often the main thread looks for the answer to a snapshot request
+/// (the call-tree thread answers after its current batch).
+const ANSWER_POLL: Duration = Duration::from_millis(20);
 /// How long viewers that keep up may take to receive the last snapshot after
 /// the run (those behind are not waited for).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -110,6 +115,9 @@ pub fn profile_serving(
         ),
         _ => eprintln!("emuprof: streaming on {serving}; watch with: emuprof view {serving}"),
     }
+    // The guest thread drops `finished_writer` when it ends, which wakes the
+    // main thread's wait.
+    let (finished, finished_writer) = std::io::pipe()?;
     if serve.serve_wait {
         eprintln!("emuprof: waiting for a viewer before starting the program");
         while publisher.viewers() == 0 {
@@ -117,46 +125,87 @@ pub fn profile_serving(
                 bail!("interrupted while waiting for a viewer; the program did not run");
             }
             publisher.pump();
-            std::thread::sleep(TICK);
+            publisher.wait(Some(Duration::from_millis(200)), finished.as_fd());
         }
     }
-    let mut seq = 0;
+    let mut snapshots = Snapshots {
+        slot: &slot,
+        command: &command,
+        resolver: &resolver,
+        seq: 0,
+    };
     let done = prepared.execute(|run| {
         std::thread::scope(|scope| {
-            let guest = scope.spawn(move || run.execute());
-            let mut next = Instant::now();
-            let mut asked = false;
-            while !guest.is_finished() {
-                if !asked && publisher.viewers() > 0 && Instant::now() >= next {
-                    slot.request();
-                    asked = true;
-                }
-                if let Some(snapshot) = slot.take() {
-                    asked = false;
-                    let started = Instant::now();
-                    if let Ok(moment) = Moment::from_snapshot(&snapshot, &command, &resolver) {
-                        seq += 1;
-                        let line = ServerLine::Snapshot(Snapshot::new(seq, &moment, None));
-                        publisher.publish(seq, line.to_bytes());
-                    }
-                    next = started + REFRESH.max(started.elapsed() * MAX_SHARE);
-                }
-                publisher.pump();
-                std::thread::sleep(TICK);
-            }
+            let guest = scope.spawn(move || {
+                let outcome = run.execute();
+                drop(finished_writer);
+                outcome
+            });
+            snapshots.publish_until(&mut publisher, finished.as_fd(), || guest.is_finished());
             let done = guest
                 .join()
                 .map_err(|_| anyhow::anyhow!("the guest thread panicked"))?;
             Ok(done?)
         })
     })?;
+    let seq = snapshots.seq + 1;
     let end = End {
         stop: done.stop.to_string(),
         exit_status: done.profile.exit_status,
     };
-    let last = Snapshot::new(seq + 1, &Moment::finished(done.profile.clone()), Some(end));
-    publisher.finish(seq + 1, ServerLine::Snapshot(last).to_bytes(), DRAIN_LIMIT);
+    let last = Snapshot::new(seq, &Moment::finished(done.profile.clone()), Some(end));
+    publisher.finish(seq, ServerLine::Snapshot(last).to_bytes(), DRAIN_LIMIT);
     Ok(done)
+}
+
+/// Turns the call-tree thread's snapshots into numbered lines.
+struct Snapshots<'a> {
+    slot: &'a SnapshotSlot,
+    command: &'a [String],
+    resolver: &'a dyn Resolve,
+    /// The number of the last line made.
+    seq: u64,
+}
+
+impl Snapshots<'_> {
+    /// Serves viewers until `finished` holds (checked whenever `wake`
+    /// becomes readable or a wait ends), asking for a snapshot every
+    /// [`REFRESH`] while viewers are attached. Without viewers the thread
+    /// sleeps until one arrives.
+    fn publish_until(
+        &mut self,
+        publisher: &mut Publisher,
+        wake: BorrowedFd,
+        finished: impl Fn() -> bool,
+    ) {
+        let mut next = Instant::now();
+        let mut asked = false;
+        while !finished() {
+            if !asked && publisher.viewers() > 0 && Instant::now() >= next {
+                self.slot.request();
+                asked = true;
+            }
+            if let Some(snapshot) = self.slot.take().filter(|_| asked) {
+                asked = false;
+                let started = Instant::now();
+                if let Ok(moment) = Moment::from_snapshot(&snapshot, self.command, self.resolver) {
+                    self.seq += 1;
+                    let line = ServerLine::Snapshot(Snapshot::new(self.seq, &moment, None));
+                    publisher.publish(self.seq, line.to_bytes());
+                }
+                next = started + REFRESH.max(started.elapsed() * MAX_SHARE);
+            }
+            publisher.pump();
+            let timeout = if asked {
+                Some(ANSWER_POLL)
+            } else if publisher.viewers() > 0 {
+                Some(next.saturating_duration_since(Instant::now()))
+            } else {
+                None
+            };
+            publisher.wait(timeout, wake);
+        }
+    }
 }
 
 /// 128 random bits from the system, in hex.

@@ -10,6 +10,7 @@
 //! consistent, and a vanished one is dropped at its first failed write.
 
 use std::io::{self, Read};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -121,6 +122,34 @@ impl Publisher {
             .retain(|v| v.hello.is_none() && !(v.sending.is_some() && v.since.elapsed() > BEHIND));
         self.publish(seq, line);
         self.drain(limit);
+    }
+
+    /// Sleeps until a viewer arrives, says something or can take more of its
+    /// line, `also` becomes readable, or `timeout` passes (`None`: no limit).
+    /// A full socket does not wake it, so a stalled viewer costs nothing.
+    pub fn wait(&self, timeout: Option<Duration>, also: BorrowedFd) {
+        let entry = |fd: RawFd, events: libc::c_short| libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        let mut fds = vec![
+            entry(self.listener.as_raw_fd(), libc::POLLIN),
+            entry(also.as_raw_fd(), libc::POLLIN),
+        ];
+        for viewer in &self.viewers {
+            let out = if viewer.sending.is_some() {
+                libc::POLLOUT
+            } else {
+                0
+            };
+            fds.push(entry(viewer.connection.as_raw_fd(), libc::POLLIN | out));
+        }
+        let millis = timeout.map_or(-1, |t| t.as_millis().clamp(1, 60_000) as libc::c_int);
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd entries for the
+        // duration of the call, and every descriptor in it is open (owned by
+        // `self` or borrowed for the call). An error (EINTR) just ends the wait.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
     }
 
     /// Pumps until every viewer has the newest line or `limit` has passed.
