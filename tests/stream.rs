@@ -272,6 +272,46 @@ fn the_web_page_of_a_streamed_run_follows_it_to_the_final_totals() {
 }
 
 #[test]
+fn a_view_whose_run_is_killed_says_so_in_one_line() {
+    if !tmux_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let address = format!("unix:{}", dir.path().join("run.sock").display());
+    let serving = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(["--serve", &address, "--serve-wait", "-q", "-o"])
+        .arg(dir.path().join("p.json"))
+        .arg(program())
+        .args(["100000", "fib"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start emuprof --serve");
+    let mut serving = common::browser::KillOnDrop(serving);
+    drop(connect(&address, || {
+        UnixStream::connect(dir.path().join("run.sock"))
+    }));
+    let tmux = Tmux::start(dir.path(), &["view".to_string(), address.clone()]);
+    tmux.wait_for("the streamed run, running", |s| {
+        s.contains("running") && s.contains("│fib ")
+    });
+    serving.0.kill().expect("kill the serving emuprof");
+    let screen = tmux.wait_for("the view noticing", |s| s.contains("stopped: "));
+    assert!(
+        screen.contains("the server closed the stream before the run ended"),
+        "{screen}"
+    );
+    tmux.send("q");
+    assert_eq!(exit_status(dir.path()), 125);
+    let after = tmux.capture();
+    assert!(
+        after.contains(&format!("emuprof: lost the stream from {address}: ")),
+        "one line says the stream was lost:\n{after}"
+    );
+}
+
+#[test]
 fn a_view_of_nothing_says_so_in_one_line() {
     // A socket path nothing listens on (a free TCP port could be taken by a
     // test running in parallel).
