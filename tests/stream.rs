@@ -7,7 +7,8 @@
 //! a unix socket works and is private to its owner.
 //!
 //! `emuprof view ADDR --web` follows the run in headless Chromium to the
-//! final totals.
+//! final totals; a view whose run is killed, or that finds nothing at ADDR,
+//! says so in one line.
 //!
 //! The `view` tests need tmux, or Chromium and Graphviz; without them they
 //! are skipped, except when `CI` is set, where they fail.
