@@ -2,6 +2,7 @@
 """Benchmark emuprof against native, qemu-x86_64 and Callgrind on the same work.
 
     python3 bench/run.py [--repeats N] [--no-build] [--scaling] [--modes two-cpus,one-cpu,loaded]
+    python3 bench/run.py --serve [--repeats N] [--only LABEL]   # --serve with a slow viewer (bench/serve.py)
 
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
@@ -406,6 +407,8 @@ def main():
     parser.add_argument("--only", help="comma-separated substrings: run only programs whose label matches")
     parser.add_argument("--scaling", action="store_true",
                         help="also time emuprof at about 1e8, 1e9 and 1e10 instructions")
+    parser.add_argument("--serve", action="store_true",
+                        help="instead: emuprof without vs with --serve and a slow viewer (bench/serve.py)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: " + ", ".join(f"{m} ({d})" for m, d in MODES.items())
                         + "; default all")
@@ -460,6 +463,13 @@ def main():
             wanted = args.only.split(",")
             cases = [case for case in cases if any(w in case.label for w in wanted)]
 
+        if args.serve:
+            import serve
+            if tools["emuprof"] is None:
+                sys.exit("bench: --serve needs a working emuprof")
+            print(f"Machine: {machine_description(tools)}.\n")
+            print(serve.compare(cases, args.repeats, tools["emuprof"], run_once, log))
+            return
         results = {mode: run_mode(mode, cases, tools, args.repeats) for mode in modes}
 
     print(f"Machine: {machine_description(tools)}.\n")

@@ -44,7 +44,7 @@ pub enum Command {
     Diff(crate::commands::diff::DiffArgs),
     /// Source lines or disassembly with exact per-line and per-instruction counts.
     Annotate(crate::commands::annotate::AnnotateArgs),
-    /// Serve an interactive call graph of a profile on a local web page.
+    /// Serve an interactive call graph of a profile on a local web page, or watch a run streamed with --serve.
     View(crate::commands::view::ViewArgs),
 }
 
@@ -133,6 +133,9 @@ pub struct RunArgs {
         requires = "live"
     )]
     pub live_output: PathBuf,
+    /// Streaming the growing profile to viewers (--serve).
+    #[command(flatten)]
+    pub serve: crate::commands::stream::ServeArgs,
     /// The static binary to run (looked up on PATH when it has no `/`), then
     /// its arguments: everything after PROGRAM is passed on, options included.
     #[arg(

@@ -5,133 +5,19 @@
 //! `--live`; without a terminal `--live` is refused.
 //!
 //! Needs tmux; without it the tests are skipped, except when `CI` is set, where
-//! they fail.
+//! they fail. Also checked: `t` shows the Kaes display tree and the arrow keys
+//! close and open its rows.
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{find_in_path, run_emuprof, testprog, Libc};
-
-/// A tmux server of its own (own socket) running one emuprof command.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    /// Starts `emuprof --live` in a 160×40 pane; when it ends, its exit status
-    /// goes to `dir/exit`.
-    fn start(dir: &Path, emuprof_args: &[String]) -> Tmux {
-        // A socket inside the test's own directory: a name reused by the
-        // previous test could reach that test's server while it is still
-        // shutting down ("server exited unexpectedly").
-        let socket = dir.join("tmux.sock").display().to_string();
-        let mut line = format!(
-            "cd '{}' && '{}'",
-            dir.display(),
-            env!("CARGO_BIN_EXE_emuprof")
-        );
-        for a in emuprof_args {
-            line.push_str(&format!(" '{a}'"));
-        }
-        line.push_str(&format!(
-            "; echo $? > '{}'; sleep 600",
-            dir.join("exit").display()
-        ));
-        let status = Command::new("tmux")
-            .args([
-                "-S",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "160",
-                "-y",
-                "40",
-            ])
-            .arg(line)
-            .status()
-            .expect("run tmux");
-        assert!(status.success(), "tmux new-session failed");
-        Tmux { socket }
-    }
-
-    fn capture(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["-S", &self.socket, "capture-pane", "-p"])
-            .output()
-            .expect("tmux capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn send(&self, key: &str) {
-        Command::new("tmux")
-            .args(["-S", &self.socket, "send-keys", key])
-            .status()
-            .expect("tmux send-keys");
-    }
-
-    /// Captures until `pred` holds; panics after 60 s with the last screen.
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.capture();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-S", &self.socket, "kill-server"])
-            .status();
-    }
-}
+use common::tmux::{exit_status, tmux_available, Tmux};
+use common::{run_emuprof, testprog, Libc};
 
 /// One live view at a time: each runs a guest, and the machine may be busy.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn tmux_available() -> bool {
-    if find_in_path("tmux").is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "tmux is not installed (apt-get install tmux)"
-    );
-    eprintln!("skipped: tmux is not installed");
-    false
-}
-
-/// Waits for `dir/exit` and returns the exit status it holds.
-fn exit_status(dir: &Path) -> i32 {
-    let start = Instant::now();
-    loop {
-        if let Some(code) = std::fs::read_to_string(dir.join("exit"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            return code;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "emuprof --live did not end"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn program() -> PathBuf {
     testprog("cpuheavy", Libc::Glibc, "O2").path
@@ -216,6 +102,20 @@ fn a_finished_run_waits_for_a_key_and_writes_the_same_profile() {
         !dir.path().join("exit").exists(),
         "the view must wait for a key"
     );
+    // The Kaes display tree: hot rows start open, C closes all but the root,
+    // → opens the selected row.
+    tmux.send("t");
+    tmux.wait_for("the display tree, hot rows open", |s| {
+        s.contains("Display tree") && s.contains("▾ main") && s.contains("↻ fib")
+    });
+    tmux.send("C");
+    let closed = tmux.wait_for("every row closed", |s| s.contains("▸ __libc_start_main"));
+    assert!(!closed.contains("▾ main"), "{closed}");
+    tmux.send("Down");
+    tmux.send("Right");
+    tmux.wait_for("the selected row opened", |s| {
+        s.contains("▾ __libc_start_main") && s.contains("▸ __libc_start_call_main")
+    });
     tmux.send("Enter");
     assert_eq!(exit_status(dir.path()), 0);
     let live = std::fs::read(dir.path().join("p.json")).expect("profile");

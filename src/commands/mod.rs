@@ -11,6 +11,7 @@ mod program_path;
 mod progress;
 pub mod report;
 pub mod run;
+pub mod stream;
 mod summary;
 pub mod view;
 

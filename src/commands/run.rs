@@ -36,6 +36,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
             protected,
             &live_output,
         )?
+    } else if let Some(address) = &args.serve.address {
+        super::stream::profile_serving(
+            Path::new(args.program()),
+            args.args(),
+            &args.guest,
+            protected,
+            &args.serve,
+            address,
+        )?
     } else {
         profile_program(
             Path::new(args.program()),
@@ -107,26 +116,67 @@ pub fn profile_program(
     guest: &GuestArgs,
     protected_paths: Vec<PathBuf>,
 ) -> Result<CompletedRun> {
-    let found = program_path::resolve(program)?;
-    let mut run = emuprof::Run::new(&found.file).args(args.iter().cloned());
-    if let Some(argv0) = run.options_mut().args.first_mut() {
-        // As a shell does: argv[0] is the name as typed, also when found on PATH.
-        *argv0 = program.to_string_lossy().into_owned();
+    let prepared = Prepared::new(program, args, guest, protected_paths)?;
+    prepared.execute(|run| Ok(run.execute()?))
+}
+
+/// A run set up from the command line, not started yet.
+pub(super) struct Prepared<'p> {
+    /// The run: argv (argv[0] as typed, also when found on PATH), guest options.
+    pub run: emuprof::Run,
+    /// The program as typed.
+    program: &'p Path,
+    found: program_path::ProgramPath,
+}
+
+impl<'p> Prepared<'p> {
+    /// Finds `program` (on PATH when it has no `/`) and applies `args` and
+    /// the guest options; the guest can never write to `protected_paths`.
+    pub fn new(
+        program: &'p Path,
+        args: &[String],
+        guest: &GuestArgs,
+        protected_paths: Vec<PathBuf>,
+    ) -> Result<Prepared<'p>> {
+        let found = program_path::resolve(program)?;
+        let mut run = emuprof::Run::new(&found.file).args(args.iter().cloned());
+        if let Some(argv0) = run.options_mut().args.first_mut() {
+            // As a shell does: argv[0] is the name as typed, also when found on PATH.
+            *argv0 = program.to_string_lossy().into_owned();
+        }
+        configure_run(run.options_mut(), guest, protected_paths)?;
+        Ok(Prepared {
+            run,
+            program,
+            found,
+        })
     }
-    configure_run(run.options_mut(), guest, protected_paths)?;
-    let progress = Progress::start(Arc::clone(&run.options_mut().progress));
-    let outcome = run.execute();
-    progress.finish();
-    if found.from_path {
-        return outcome.with_context(|| {
-            format!(
-                "{} was found on PATH as {}",
-                program.display(),
-                found.file.display()
-            )
-        });
+
+    /// The file that runs (the program as found).
+    pub fn file(&self) -> &Path {
+        &self.found.file
     }
-    Ok(outcome?)
+
+    /// Runs with `execute`, with progress in the terminal's title; an error
+    /// says where PATH found the program.
+    pub fn execute(
+        mut self,
+        execute: impl FnOnce(emuprof::Run) -> Result<CompletedRun>,
+    ) -> Result<CompletedRun> {
+        let progress = Progress::start(Arc::clone(&self.run.options_mut().progress));
+        let outcome = execute(self.run);
+        progress.finish();
+        if self.found.from_path {
+            return outcome.with_context(|| {
+                format!(
+                    "{} was found on PATH as {}",
+                    self.program.display(),
+                    self.found.file.display()
+                )
+            });
+        }
+        outcome
+    }
 }
 
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up

@@ -8,12 +8,15 @@
 //! - [`process`]: runs a variant natively ([`run_native`]) or under emuprof
 //!   ([`run_emuprof`], [`EmuprofCommand`]), always with an empty environment, a
 //!   fresh working directory and a timeout.
+//! - [`browser`]: headless Chromium over DevTools, and `emuprof view` pages.
+//! - [`tmux`]: a command in a terminal of its own, its screen read as text.
 //! - [`callgrind`]: runs `valgrind --tool=callgrind` ([`run_callgrind`]) and parses
 //!   its output file into totals, per-function self `Ir` and call counts.
 //!
 //! Every test binary includes this module, and each uses only part of it.
 #![allow(dead_code, unused_imports)]
 
+pub mod browser;
 pub mod callgrind;
 pub mod ci;
 pub mod compile;
@@ -21,6 +24,7 @@ pub mod golden;
 pub mod process;
 pub mod rng;
 pub mod testprogs;
+pub mod tmux;
 pub mod tools;
 
 pub use callgrind::{parse_callgrind, run_callgrind, CallgrindProfile};

@@ -1,28 +1,35 @@
 //! `emuprof run --live`: a live terminal view while the guest runs.
 //!
 //! The guest runs on its own thread; the view asks the call-tree thread for a
-//! snapshot four times a second ([`emuprof_emu::live`]) and draws instructions
-//! so far and speed, the current call stack, a sortable table of functions and
-//! the hottest path. The guest's stdout and stderr would tear the screen, so
-//! they go to a file (`--live-output`) while the view is up; the view itself
-//! draws on `/dev/tty`.
+//! snapshot four times a second ([`emuprof_emu::live`]), symbolicates it into
+//! a [`Moment`] and draws instructions so far and speed, the current call
+//! stack, a sortable table of functions, the hottest path and the Kaes display
+//! tree. The guest's stdout and stderr would tear the screen, so they go to a
+//! file (`--live-output`) while the view is up; the view itself draws on
+//! `/dev/tty`. `emuprof view ADDR` draws a streamed run with the same view
+//! ([`show`]).
 
+pub(crate) mod moment;
 mod redirect;
 mod screen;
 mod table;
+mod tree;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use emuprof::symbols::SymbolResolver;
 use emuprof::CompletedRun;
 use emuprof_emu::live::SnapshotSlot;
 
-use super::run::configure_run;
+use super::run::Prepared;
 use crate::cli::GuestArgs;
-use screen::{Screen, Status};
+pub(crate) use moment::{CachingResolver, Moment};
+pub(crate) use screen::{Screen, Status};
 use table::LiveTable;
 
 /// How often the view asks for a snapshot and redraws.
@@ -37,58 +44,61 @@ pub fn profile_live(
     protected_paths: Vec<PathBuf>,
     guest_output: &Path,
 ) -> Result<CompletedRun> {
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        bail!("--live needs a terminal on stdin and stdout; run without --live (a spinner shows progress on a terminal)");
-    }
-    let symbols = emuprof_loader::load(program)
+    require_terminal(
+        "--live",
+        "run without --live (a spinner shows progress on a terminal)",
+    )?;
+    let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
+    let symbols = emuprof_loader::load(prepared.file())
         .with_context(|| format!("cannot load {}", program.display()))?
         .symbols;
-    let mut run = emuprof::Run::new(program).args(args.iter().cloned());
+    let resolver = CachingResolver::new(SymbolResolver::new(&symbols));
     let slot = Arc::new(SnapshotSlot::default());
-    let options = run.options_mut();
-    configure_run(options, guest, protected_paths)?;
+    let options = prepared.run.options_mut();
     options.snapshots = Some(Arc::clone(&slot));
     let interrupt = Arc::clone(&options.interrupt);
+    let command = options.args.clone();
 
     let redirected = redirect::Redirect::to_file(guest_output)?;
-    let mut screen = Screen::open(program, guest_output)?;
-    let mut names = std::collections::HashMap::new();
-    let mut name = |entry: u64| -> String {
-        names
-            .entry(entry)
-            .or_insert_with(|| symbols.name_for(entry))
-            .clone()
-    };
-    let outcome = std::thread::scope(|scope| -> Result<CompletedRun> {
-        let guest_thread = scope.spawn(move || run.execute());
-        let mut table = LiveTable::default();
-        let mut quit = false;
-        while !guest_thread.is_finished() {
-            slot.request();
-            if let Some(snapshot) = slot.take() {
-                table = LiveTable::new(&snapshot, &mut name);
-            }
-            if screen.frame(&table, Status::Running, REFRESH)? == screen::Key::Quit && !quit {
-                quit = true;
-                interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-        let outcome = guest_thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the guest thread panicked"))?;
-        if let Some(snapshot) = slot.take() {
-            table = LiveTable::new(&snapshot, &mut name);
-        }
-        if let Ok(done) = &outcome {
-            table.instructions = done.profile.totals.instructions;
-        }
-        // The view stays until a key, unless the user already asked to quit.
-        while !quit {
-            if screen.frame(&table, Status::Finished, REFRESH)? != screen::Key::None {
-                quit = true;
-            }
-        }
-        Ok(outcome?)
+    let mut screen = Screen::open(
+        format!("emuprof --live {}", program.display()),
+        format!("program output → {}", guest_output.display()),
+    )?;
+    let outcome = prepared.execute(|run| {
+        std::thread::scope(|scope| -> Result<CompletedRun> {
+            let mut guest = Some(scope.spawn(move || run.execute()));
+            let mut outcome = None;
+            show(
+                &mut screen,
+                || {
+                    if let Some(handle) = guest.take_if(|h| h.is_finished()) {
+                        let done = handle
+                            .join()
+                            .map_err(|_| anyhow::anyhow!("the guest thread panicked"))
+                            .and_then(|r| Ok(r?));
+                        let last = done
+                            .as_ref()
+                            .ok()
+                            .map(|d| Moment::finished(d.profile.clone()));
+                        outcome = Some(done);
+                        return Feed::Over(last, Status::Finished);
+                    }
+                    if outcome.is_some() {
+                        return Feed::Over(None, Status::Finished);
+                    }
+                    slot.request();
+                    let snapshot = slot.take();
+                    Feed::Running(
+                        snapshot.and_then(|s| Moment::from_snapshot(&s, &command, &resolver).ok()),
+                    )
+                },
+                || {
+                    interrupt.store(true, Ordering::Relaxed);
+                    false
+                },
+            )?;
+            outcome.unwrap_or_else(|| bail!("the live view ended before the run"))
+        })
     });
     screen.close()?;
     redirected.restore()?;
@@ -97,4 +107,56 @@ pub fn profile_live(
         guest_output.display()
     );
     outcome
+}
+
+/// Refuses `what` unless stdin and stdout are a terminal; `instead` says
+/// what to do then.
+pub(crate) fn require_terminal(what: &str, instead: &str) -> Result<()> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        bail!("{what} needs a terminal on stdin and stdout; {instead}");
+    }
+    Ok(())
+}
+
+/// What the view's source says at one refresh.
+pub(crate) enum Feed {
+    /// The run goes on; a newer moment when one arrived.
+    Running(Option<Moment>),
+    /// The run is over (or the stream broke off); its last moment, once.
+    Over(Option<Moment>, Status),
+}
+
+/// Draws what `feed` gives, four times a second, until the run is over and
+/// the user presses a key. On `q` or Ctrl-C while it runs, calls `quit`: the
+/// view leaves at once when `quit` says so, otherwise when the run is over.
+pub(crate) fn show(
+    screen: &mut Screen,
+    mut feed: impl FnMut() -> Feed,
+    mut quit: impl FnMut() -> bool,
+) -> Result<()> {
+    let mut table = LiveTable::default();
+    let mut quitting = false;
+    loop {
+        let (moment, status) = match feed() {
+            Feed::Running(moment) => (moment, Status::Running),
+            Feed::Over(moment, status) => (moment, status),
+        };
+        if let Some(moment) = moment {
+            table = LiveTable::new(&moment);
+        }
+        let over = status != Status::Running;
+        if over && quitting {
+            return Ok(());
+        }
+        match screen.frame(&table, &status, REFRESH)? {
+            screen::Key::Quit if !over => {
+                if !quitting && quit() {
+                    return Ok(());
+                }
+                quitting = true;
+            }
+            screen::Key::Quit | screen::Key::Other if over => return Ok(()),
+            _ => {}
+        }
+    }
 }

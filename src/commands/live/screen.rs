@@ -2,10 +2,13 @@
 //!
 //! Keys: `s` sort by self, `i` by inclusive, `c` by calls; `/` starts a
 //! filter (type, Enter keeps it, Esc clears it); `f` freezes and unfreezes
-//! the display; `q` or Ctrl-C stops the run (the profile is still written).
+//! the display; `t` switches between the function table and the Kaes display
+//! tree, where ↑/↓ (PgUp/PgDn) select a row, → or `+` opens it, ← or `-`
+//! closes it (or goes to its parent), `E` opens every row and `C` closes all
+//! but the root; `q` or Ctrl-C quits (stopping the run under `--live`; the
+//! profile is still written).
 
 use std::fs::File;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -17,18 +20,28 @@ use ratatui::crossterm::ExecutableCommand;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, List, Paragraph, Row as TableRow, Table};
+use ratatui::widgets::{Block, Borders, List, Paragraph, Row as TableRow, Table, TableState};
 use ratatui::Terminal;
 
 use super::table::{LiveTable, Row};
+use super::tree::{TreeKey, TreeState};
 
 /// Whether the guest still runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
     /// The guest is running.
     Running,
     /// The run is over; the view waits for a key.
     Finished,
+    /// The stream broke off (why); the view waits for a key.
+    Lost(String),
+}
+
+/// What the left pane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pane {
+    Functions,
+    Tree,
 }
 
 /// What a key asked for.
@@ -52,8 +65,10 @@ enum SortBy {
 /// The terminal and the view's settings.
 pub struct Screen {
     terminal: Terminal<CrosstermBackend<File>>,
-    program: String,
-    guest_output: String,
+    title: String,
+    note: String,
+    pane: Pane,
+    tree: TreeState,
     sort: SortBy,
     filter: String,
     editing_filter: bool,
@@ -63,7 +78,9 @@ pub struct Screen {
 
 impl Screen {
     /// Takes over the terminal (raw mode, alternate screen on `/dev/tty`).
-    pub fn open(program: &Path, guest_output: &Path) -> Result<Screen> {
+    /// `title` starts the header line; `note` ends the help line (where the
+    /// program's output goes).
+    pub fn open(title: String, note: String) -> Result<Screen> {
         let mut tty = File::options()
             .read(true)
             .write(true)
@@ -74,8 +91,10 @@ impl Screen {
         let terminal = Terminal::new(CrosstermBackend::new(tty))?;
         Ok(Screen {
             terminal,
-            program: program.display().to_string(),
-            guest_output: guest_output.display().to_string(),
+            title,
+            note,
+            pane: Pane::Functions,
+            tree: TreeState::default(),
             sort: SortBy::SelfCost,
             filter: String::new(),
             editing_filter: false,
@@ -93,17 +112,18 @@ impl Screen {
     }
 
     /// Draws `table` (or the frozen one) and waits up to `wait` for a key.
-    pub fn frame(&mut self, table: &LiveTable, status: Status, wait: Duration) -> Result<Key> {
+    pub fn frame(&mut self, table: &LiveTable, status: &Status, wait: Duration) -> Result<Key> {
         let elapsed = self.started.elapsed().as_secs_f64().max(1e-3);
         let shown = self.frozen.clone().unwrap_or_else(|| table.clone());
         let header = format!(
-            "emuprof --live {} │ {} instructions │ {:.1} M/s │ {}{} │ sort: {} │ filter: {}{}",
-            self.program,
+            "{} │ {} instructions │ {:.1} M/s │ {}{} │ sort: {} │ filter: {}{}",
+            self.title,
             grouped(shown.instructions),
             table.instructions as f64 / 1e6 / elapsed,
             match status {
-                Status::Running => "running",
-                Status::Finished => "finished",
+                Status::Running => "running".to_string(),
+                Status::Finished => "finished".to_string(),
+                Status::Lost(why) => format!("stopped: {why}"),
             },
             if self.frozen.is_some() {
                 " (frozen)"
@@ -118,15 +138,17 @@ impl Screen {
             self.filter,
             if self.editing_filter { "▏" } else { "" },
         );
+        let keys = match self.pane {
+            Pane::Functions => "s/i/c sort · / filter · f freeze · t tree · q quit",
+            Pane::Tree => {
+                "↑↓ select · →/+ open · ←/- close · E/C open/close all · t table · q quit"
+            }
+        };
         let help = match status {
-            Status::Running => format!(
-                "s/i/c sort · / filter · f freeze · q quit │ program output → {}",
-                self.guest_output
-            ),
-            Status::Finished => format!(
-                "run finished — q, Enter, Esc or space leaves │ program output in {}",
-                self.guest_output
-            ),
+            Status::Running => format!("{keys} │ {}", self.note),
+            Status::Finished | Status::Lost(_) => {
+                format!("q, Enter, Esc or space leaves · {keys} │ {}", self.note)
+            }
         };
         let rows = self.sorted_rows(&shown);
         let total = shown.instructions.max(1);
@@ -169,7 +191,10 @@ impl Screen {
                         .style(Style::default().add_modifier(Modifier::BOLD)),
                 )
                 .block(Block::default().borders(Borders::ALL).title(" Functions "));
-            f.render_widget(functions, left);
+            match self.pane {
+                Pane::Functions => f.render_widget(functions, left),
+                Pane::Tree => render_tree(&self.tree, &shown, total, f, left),
+            }
             let stack = List::new(shown.stack.iter().map(|n| Line::from(n.as_str()))).block(
                 Block::default()
                     .borders(Borders::ALL)
@@ -192,6 +217,24 @@ impl Screen {
             f.render_widget(Paragraph::new(help), bottom);
         })?;
         self.read_key(table, wait)
+    }
+
+    /// Whether the key was one of the display tree's (then it is handled).
+    fn tree_key(&mut self, code: KeyCode, table: &LiveTable) -> bool {
+        let key = match code {
+            KeyCode::Up | KeyCode::Char('k') => TreeKey::Up,
+            KeyCode::Down | KeyCode::Char('j') => TreeKey::Down,
+            KeyCode::PageUp => TreeKey::Page(-20),
+            KeyCode::PageDown => TreeKey::Page(20),
+            KeyCode::Right | KeyCode::Char('+') | KeyCode::Char('l') => TreeKey::Open,
+            KeyCode::Left | KeyCode::Char('-') | KeyCode::Char('h') => TreeKey::Close,
+            KeyCode::Char('E') => TreeKey::OpenAll,
+            KeyCode::Char('C') => TreeKey::CloseAll,
+            _ => return false,
+        };
+        let shown = self.frozen.as_ref().unwrap_or(table);
+        self.tree.apply(key, shown.tree());
+        true
     }
 
     fn sorted_rows(&self, table: &LiveTable) -> Vec<Row> {
@@ -239,8 +282,17 @@ impl Screen {
             }
             return Ok(Key::None);
         }
+        if self.pane == Pane::Tree && self.tree_key(key.code, table) {
+            return Ok(Key::None);
+        }
         match key.code {
             KeyCode::Char('q') => return Ok(Key::Quit),
+            KeyCode::Char('t') => {
+                self.pane = match self.pane {
+                    Pane::Functions => Pane::Tree,
+                    Pane::Tree => Pane::Functions,
+                }
+            }
             KeyCode::Char('s') => self.sort = SortBy::SelfCost,
             KeyCode::Char('i') => self.sort = SortBy::Inclusive,
             KeyCode::Char('c') => self.sort = SortBy::Calls,
@@ -256,4 +308,50 @@ impl Screen {
         }
         Ok(Key::None)
     }
+}
+
+/// Draws the display tree with the selected row highlighted.
+fn render_tree(
+    state: &TreeState,
+    table: &LiveTable,
+    total: u64,
+    f: &mut ratatui::Frame,
+    area: ratatui::layout::Rect,
+) {
+    let visible = state.visible(table.tree());
+    let rows = visible.iter().map(|(line, marker)| {
+        TableRow::new(vec![
+            grouped(line.inclusive_instructions),
+            format!(
+                "{:.1}%",
+                100.0 * line.inclusive_instructions as f64 / total as f64
+            ),
+            grouped(line.calls),
+            format!(
+                "{}{marker} {}",
+                "  ".repeat((line.depth as usize).min(30)),
+                line.name
+            ),
+        ])
+    });
+    let widths = [
+        Constraint::Length(14),
+        Constraint::Length(6),
+        Constraint::Length(10),
+        Constraint::Min(10),
+    ];
+    let tree = Table::new(rows, widths)
+        .header(
+            TableRow::new(vec!["inclusive", "%", "calls", "function"])
+                .style(Style::default().add_modifier(Modifier::BOLD)),
+        )
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Display tree (each function once; → link, ↻ recursion) "),
+        );
+    let selected = state.selected.min(visible.len().saturating_sub(1));
+    let mut table_state = TableState::default().with_selected(Some(selected));
+    f.render_stateful_widget(tree, area, &mut table_state);
 }

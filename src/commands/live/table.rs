@@ -1,10 +1,14 @@
-//! What the live view shows, computed from a call-tree snapshot: per-function
-//! self and inclusive cost (recursion counted once, as Kaes's `c_t`), the
-//! current call stack and the hottest path.
+//! The live view's function table, call stack and hottest path, read from a
+//! [`Moment`]: per-function costs are the analysis layer's (`c_i`, `c_t` with
+//! recursion counted once, calls), exactly as in the final profile.
 
-use std::collections::HashMap;
+use std::cell::OnceCell;
+use std::sync::Arc;
 
-use emuprof_emu::live::TreeSnapshot;
+use emuprof_analysis::Profile;
+
+use super::moment::Moment;
+use super::tree::{tree_lines, TreeLine};
 
 /// One function's costs so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,87 +34,70 @@ pub struct LiveTable {
     pub stack: Vec<String>,
     /// From the root, the costliest child each time: (name, inclusive).
     pub hot_path: Vec<(String, u64)>,
+    /// The profile the table was read from.
+    profile: Option<Arc<Profile>>,
+    /// The Kaes display tree, made when first shown.
+    tree: OnceCell<Vec<TreeLine>>,
 }
 
 impl LiveTable {
-    /// Aggregates `snapshot`, naming call targets with `name`.
-    pub fn new(snapshot: &TreeSnapshot, name: &mut dyn FnMut(u64) -> String) -> LiveTable {
-        let nodes = &snapshot.nodes;
-        // Function index of every node.
-        let mut index: HashMap<String, usize> = HashMap::new();
-        let mut names: HashMap<u64, usize> = HashMap::new();
-        let mut rows: Vec<Row> = Vec::new();
-        let function: Vec<usize> = nodes
+    /// The table of `moment`.
+    pub fn new(moment: &Moment) -> LiveTable {
+        let profile = &moment.profile;
+        let rows = profile
+            .functions
             .iter()
-            .map(|n| {
-                *names.entry(n.entry).or_insert_with(|| {
-                    let label = name(n.entry);
-                    *index.entry(label.clone()).or_insert_with(|| {
-                        rows.push(Row {
-                            name: label,
-                            self_instructions: 0,
-                            inclusive_instructions: 0,
-                            calls: 0,
-                        });
-                        rows.len() - 1
-                    })
-                })
+            .map(|f| Row {
+                name: f.name.clone(),
+                self_instructions: f.self_instructions,
+                inclusive_instructions: f.inclusive_instructions,
+                calls: f.calls,
             })
             .collect();
-        // Subtree cost of every node (children come after their parents).
-        let mut subtree: Vec<u64> = nodes.iter().map(|n| n.self_instructions).collect();
-        let mut children: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
-        for (id, node) in nodes.iter().enumerate().rev() {
-            if let Some(parent) = node.parent {
-                subtree[parent as usize] += subtree[id];
-                children[parent as usize].push(id as u32);
-            }
-        }
+        let name = |node: usize| -> Option<String> {
+            let function = profile.call_tree.get(node)?.function as usize;
+            Some(profile.functions.get(function)?.name.clone())
+        };
+        let nodes = &profile.call_tree;
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
         for (id, node) in nodes.iter().enumerate() {
-            let row = &mut rows[function[id]];
-            row.self_instructions += node.self_instructions;
-            row.calls += node.calls;
-        }
-        // Inclusive: the nodes of a function with no ancestor of the same function.
-        let mut on_path = vec![0u32; rows.len()];
-        let mut stack: Vec<(u32, bool)> = (0..nodes.len() as u32)
-            .filter(|&i| nodes[i as usize].parent.is_none())
-            .map(|i| (i, false))
-            .collect();
-        while let Some((id, leaving)) = stack.pop() {
-            let f = function[id as usize];
-            if leaving {
-                on_path[f] -= 1;
-                continue;
+            if let Some(parent) = node.parent {
+                children[parent as usize].push(id);
             }
-            if on_path[f] == 0 {
-                rows[f].inclusive_instructions += subtree[id as usize];
-            }
-            on_path[f] += 1;
-            stack.push((id, true));
-            stack.extend(children[id as usize].iter().map(|&c| (c, false)));
         }
         let mut hot_path = Vec::new();
-        let mut at = (0..nodes.len()).find(|&i| nodes[i].parent.is_none());
+        let mut at = (!nodes.is_empty()).then_some(0);
         while let Some(id) = at {
-            hot_path.push((rows[function[id]].name.clone(), subtree[id]));
+            hot_path.push((
+                name(id).unwrap_or_default(),
+                nodes[id].inclusive_instructions,
+            ));
             at = children[id]
                 .iter()
-                .map(|&c| c as usize)
-                .max_by_key(|&c| (subtree[c], std::cmp::Reverse(c)));
+                .copied()
+                .max_by_key(|&c| (nodes[c].inclusive_instructions, std::cmp::Reverse(c)));
         }
-        let stack = snapshot
+        let stack = moment
             .stack
             .iter()
             .rev()
-            .filter_map(|&id| function.get(id as usize).map(|&f| rows[f].name.clone()))
+            .filter_map(|&id| name(id as usize))
             .collect();
         LiveTable {
-            instructions: snapshot.instructions,
+            instructions: moment.instructions(),
             rows,
             stack,
             hot_path,
+            profile: Some(Arc::clone(&moment.profile)),
+            tree: OnceCell::new(),
         }
+    }
+
+    /// Every row of the Kaes display tree (made on first use: most refreshes
+    /// do not show it).
+    pub fn tree(&self) -> &[TreeLine] {
+        self.tree
+            .get_or_init(|| self.profile.as_deref().map(tree_lines).unwrap_or_default())
     }
 }
 
@@ -118,6 +105,8 @@ impl LiveTable {
 mod tests {
     use super::*;
     use emuprof_analysis::raw::RawNode;
+    use emuprof_analysis::FunctionInfo;
+    use emuprof_emu::live::TreeSnapshot;
 
     fn node(parent: Option<u32>, entry: u64, calls: u64, self_instructions: u64) -> RawNode {
         RawNode {
@@ -125,12 +114,7 @@ mod tests {
             entry,
             calls,
             self_instructions,
-            inclusive_instructions: 0,
-            min_instructions: 0,
-            max_instructions: 0,
-            syscalls: 0,
-            indirect_calls: 0,
-            max_stack_bytes: 0,
+            ..RawNode::default()
         }
     }
 
@@ -149,7 +133,14 @@ mod tests {
             instructions: 76,
         };
         let names = ["", "main", "f", "g", "h"];
-        let table = LiveTable::new(&snapshot, &mut |e| names[e as usize].to_string());
+        let resolver = |entry: u64| FunctionInfo {
+            address: entry,
+            name: names[entry as usize].to_string(),
+            file: None,
+            line: None,
+        };
+        let moment = Moment::from_snapshot(&snapshot, &[], &resolver).unwrap();
+        let table = LiveTable::new(&moment);
         let f = table.rows.iter().find(|r| r.name == "f").unwrap();
         assert_eq!(
             (f.self_instructions, f.inclusive_instructions, f.calls),

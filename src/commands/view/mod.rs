@@ -1,5 +1,7 @@
 //! `emuprof view PROFILE`: an interactive call graph in the browser, served
-//! from emuprof itself (no CDN, no third-party script).
+//! from emuprof itself (no CDN, no third-party script). `emuprof view ADDR`
+//! (a `host:port` or `unix:PATH` that is not a file) draws a run streamed by
+//! `emuprof run --serve ADDR` in the terminal instead ([`super::stream`]).
 //!
 //! The graph is the DOT export laid out by Graphviz `dot` on the server; the
 //! page (`assets/`, emuprof's own HTML, CSS and JavaScript, compiled into the
@@ -20,13 +22,25 @@ use emuprof_analysis::{CallGraph, Profile};
 
 use super::annotate::CodeArgs;
 use super::profile_file;
+use super::stream::{Address, Over, Subscription};
 use http::{Request, Response};
 
-/// Serve an interactive call graph of a profile on a local web page.
+/// Serve an interactive call graph of a profile on a local web page, or watch a run streamed with --serve.
 #[derive(Debug, Args)]
 pub struct ViewArgs {
-    /// The profile (written by `emuprof run`).
+    /// The profile (written by `emuprof run`), or the address (`host:port`,
+    /// `unix:PATH`) of a run streamed with `emuprof run --serve ADDR`, shown
+    /// live in the terminal.
+    #[arg(value_name = "PROFILE|ADDR")]
     pub profile: PathBuf,
+    /// With ADDR: the token the streaming run printed (also
+    /// $EMUPROF_STREAM_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// With ADDR: serve the streamed run on the web page (updated while it
+    /// runs) instead of drawing it in the terminal.
+    #[arg(long)]
+    pub web: bool,
     /// TCP port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
@@ -51,8 +65,16 @@ pub struct ViewArgs {
 /// The threshold (percent) the page starts with.
 const DEFAULT_THRESHOLD: f64 = 0.5;
 
-/// Serves the page until emuprof is interrupted.
+/// Serves the page until emuprof is interrupted; with ADDR, views the
+/// streamed run in the terminal, or with `--web` serves the page of it.
 pub fn run(args: ViewArgs) -> Result<i32> {
+    let stream = match args.profile.exists() {
+        true => None,
+        false => args.profile.to_str().and_then(Address::parse),
+    };
+    if let (Some(address), false) = (&stream, args.web) {
+        return super::stream::view(address, args.token);
+    }
     if !args.bind.is_loopback() && !args.allow_remote {
         bail!(
             "--bind {} is not a loopback address; the page has no authentication, \
@@ -60,8 +82,27 @@ pub fn run(args: ViewArgs) -> Result<i32> {
             args.bind
         );
     }
+    if let Some(address) = stream {
+        let subscription = super::stream::subscribe(&address, args.token.clone())?;
+        let page = Page {
+            source: Source::Stream(&subscription),
+            costs: None,
+        };
+        return serve_page(&args, &format!("the run streamed at {address}"), &page);
+    }
     let profile = profile_file::read_thread(&args.profile, &args.thread)?;
     let costs = args.code.optional_costs(&profile)?;
+    let graph = CallGraph::new(&profile);
+    let page = Page {
+        source: Source::File(&graph),
+        costs: costs.as_ref(),
+    };
+    serve_page(&args, &args.profile.display().to_string(), &page)
+}
+
+/// Listens where `args` say, prints the URL and serves `page` (`what` it
+/// shows) until emuprof is interrupted.
+fn serve_page(args: &ViewArgs, what: &str, page: &Page) -> Result<i32> {
     let listener = TcpListener::bind(SocketAddr::new(args.bind, args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.bind, args.port))?;
     let address = listener.local_addr()?;
@@ -70,18 +111,10 @@ pub fn run(args: ViewArgs) -> Result<i32> {
         ip => ip,
     };
     let url = format!("http://{}/", SocketAddr::new(host, address.port()));
-    println!(
-        "emuprof: serving {} at {url} (Ctrl-C stops)",
-        args.profile.display()
-    );
+    println!("emuprof: serving {what} at {url} (Ctrl-C stops)");
     if args.open {
         open_browser(&url);
     }
-    let graph = CallGraph::new(&profile);
-    let page = Page {
-        graph: &graph,
-        costs: costs.as_ref(),
-    };
     http::serve(&listener, |request| page.route(request))?;
     Ok(0)
 }
@@ -95,8 +128,16 @@ fn open_browser(url: &str) {
 
 /// What the page's requests are answered from.
 struct Page<'p> {
-    graph: &'p CallGraph<'p>,
+    source: Source<'p>,
     costs: Option<&'p InstructionCosts>,
+}
+
+/// Where the page's profile comes from.
+enum Source<'p> {
+    /// A profile file: one call graph, made once.
+    File(&'p CallGraph<'p>),
+    /// A streamed run: the newest snapshot, read at each request.
+    Stream(&'p Subscription),
 }
 
 impl Page<'_> {
@@ -113,6 +154,7 @@ impl Page<'_> {
             ),
             "/api/data" => self.data(threshold(request)),
             "/api/graph.svg" => self.svg(threshold(request)),
+            "/api/live" => self.live(),
             path => match path.strip_prefix("/api/code/") {
                 Some(id) => self.code(id),
                 None => Response::error(404, "no such page"),
@@ -120,25 +162,61 @@ impl Page<'_> {
         }
     }
 
-    fn data(&self, threshold: f64) -> Response {
-        json(&ViewData::new(self.graph, threshold))
-    }
-
-    fn svg(&self, threshold: f64) -> Response {
-        let mut options = DotOptions::default();
-        options.prune.threshold_percent = threshold;
-        let mut dot_text = Vec::new();
-        let svg = dot::write_dot(self.graph, &options, &mut dot_text)
-            .map_err(anyhow::Error::from)
-            .and_then(|()| super::graphviz::svg(&dot_text));
-        match svg {
-            Ok(svg) => Response::ok("image/svg+xml", svg),
-            Err(err) => Response::error(500, &err.to_string()),
+    /// Answers with `answer` applied to the call graph shown now; 503 while
+    /// a stream has sent no snapshot yet.
+    fn with_graph(&self, answer: impl FnOnce(&CallGraph) -> Response) -> Response {
+        match self.source {
+            Source::File(graph) => answer(graph),
+            Source::Stream(subscription) => match subscription.latest().moment {
+                Some(moment) => answer(&CallGraph::new(&moment.profile)),
+                None => Response::error(503, "no snapshot of the run yet"),
+            },
         }
     }
 
+    fn data(&self, threshold: f64) -> Response {
+        self.with_graph(|graph| json(&ViewData::new(graph, threshold)))
+    }
+
+    fn svg(&self, threshold: f64) -> Response {
+        self.with_graph(|graph| {
+            let mut options = DotOptions::default();
+            options.prune.threshold_percent = threshold;
+            let mut dot_text = Vec::new();
+            let svg = dot::write_dot(graph, &options, &mut dot_text)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| super::graphviz::svg(&dot_text));
+            match svg {
+                Ok(svg) => Response::ok("image/svg+xml", svg),
+                Err(err) => Response::error(500, &err.to_string()),
+            }
+        })
+    }
+
+    /// Whether the page shows a streamed run, how many snapshots came and
+    /// how the run stands (the page reloads its data when the count grows).
+    fn live(&self) -> Response {
+        let Source::Stream(subscription) = self.source else {
+            return json(&serde_json::json!({ "live": false }));
+        };
+        let latest = subscription.latest();
+        let status = match &latest.over {
+            None => "running".to_string(),
+            Some(Over::Ended(end)) => format!("finished: {}", end.stop),
+            Some(Over::Lost(why)) => format!("stopped: {why}"),
+        };
+        json(&serde_json::json!({
+            "live": true,
+            "received": latest.received,
+            "status": status,
+        }))
+    }
+
     fn code(&self, id: &str) -> Response {
-        let profile: &Profile = self.graph.profile;
+        self.with_graph(|graph| self.code_of(graph.profile, id))
+    }
+
+    fn code_of(&self, profile: &Profile, id: &str) -> Response {
         let Some(function) = id
             .parse::<usize>()
             .ok()

@@ -1,7 +1,7 @@
 // emuprof view: the page's own script (no libraries). Data comes from
 // /api/data (functions, edges, display tree, flame stacks), /api/graph.svg
-// (the call graph laid out by Graphviz) and /api/code/ID (source lines and
-// instructions of one function).
+// (the call graph laid out by Graphviz), /api/code/ID (source lines and
+// instructions of one function) and /api/live (whether a streamed run is shown).
 "use strict";
 
 let data = null;
@@ -178,4 +178,19 @@ function applySearch() {
 $("search").addEventListener("input", applySearch);
 $("threshold").addEventListener("input", () => { $("threshold-value").textContent = $("threshold").value + "%"; });
 $("threshold").addEventListener("change", () => load($("threshold").value));
-load($("threshold").value);
+
+// A profile file loads once. A streamed run (emuprof view ADDR --web) is
+// polled every second: the data is reloaded whenever a newer snapshot came,
+// until the run is over.
+let snapshotsSeen = 0;
+async function follow() {
+  const live = await fetch("/api/live").then((r) => r.json());
+  if (!live.live) return load($("threshold").value);
+  $("status").textContent = live.status;
+  if (live.received > snapshotsSeen) {
+    snapshotsSeen = live.received;
+    await load($("threshold").value);
+  }
+  if (live.status === "running") setTimeout(follow, 1000);
+}
+follow();
