@@ -5,6 +5,7 @@ mod block_hook;
 mod hooks;
 mod host_limits;
 mod options;
+mod own_syscalls;
 mod signal_delivery;
 mod stack_pointer;
 mod state;
