@@ -12,6 +12,7 @@ mod progress;
 pub mod report;
 pub mod run;
 mod summary;
+pub mod syscalls;
 pub mod view;
 
 use crate::cli::Command;
@@ -26,5 +27,6 @@ pub fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Diff(args) => diff::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::View(args) => view::run(args),
+        Command::Syscalls(args) => syscalls::run(args),
     }
 }

@@ -230,7 +230,11 @@ macro_rules! syscall_table {
 syscall_table! {
     SYS_READ = 0 => read: Files(Io), Full;
     SYS_WRITE = 1 => write: Files(Io), Full;
-    SYS_OPEN = 2 => open: Files(Io), Full;
+    SYS_OPEN = 2 => open: Files(Io), Partial(
+        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
+         /proc/self/exe is the program; the rest of /proc/self (maps, status…) gets EACCES, and \
+         other /proc files (stat, uptime) are the host's"
+    );
     SYS_CLOSE = 3 => close: Files(Io), Full;
     SYS_STAT = 4 => stat: Files(Stat), Full;
     SYS_FSTAT = 5 => fstat: Files(Stat), Full;
@@ -246,7 +250,10 @@ syscall_table! {
     SYS_MPROTECT = 10 => mprotect: MemoryMap, Full;
     SYS_MUNMAP = 11 => munmap: MemoryMap, Full;
     SYS_BRK = 12 => brk: MemoryMap, Full;
-    SYS_RT_SIGACTION = 13 => rt_sigaction: Signals, Full;
+    SYS_RT_SIGACTION = 13 => rt_sigaction: Signals, Partial(
+        "handlers get siginfo and a ucontext, but the signal frame has no floating-point area \
+         (uc_mcontext.fpregs is NULL)"
+    );
     SYS_RT_SIGPROCMASK = 14 => rt_sigprocmask: Signals, Full;
     SYS_RT_SIGRETURN = 15 => rt_sigreturn: Machine, Full;
     SYS_IOCTL = 16 => ioctl: Files(FdOps), Partial(
@@ -539,7 +546,11 @@ syscall_table! {
     SYS_INOTIFY_ADD_WATCH = 254 => inotify_add_watch;
     SYS_INOTIFY_RM_WATCH = 255 => inotify_rm_watch;
     SYS_MIGRATE_PAGES = 256 => migrate_pages;
-    SYS_OPENAT = 257 => openat: Files(Io), Full;
+    SYS_OPENAT = 257 => openat: Files(Io), Partial(
+        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
+         /proc/self/exe is the program; the rest of /proc/self (maps, status…) gets EACCES, and \
+         other /proc files (stat, uptime) are the host's"
+    );
     SYS_MKDIRAT = 258 => mkdirat: Files(Dirs), Full;
     SYS_MKNODAT = 259 => mknodat: Files(Storage), Full;
     SYS_FCHOWNAT = 260 => fchownat: Files(Attributes), Full;
