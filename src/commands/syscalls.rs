@@ -39,9 +39,6 @@ pub enum Format {
     Markdown,
 }
 
-/// The support levels, in the order they are listed.
-const LEVELS: [&str; 4] = ["full", "partial", "refused", "unsupported"];
-
 /// What the levels mean, for the markdown page.
 const LEGEND: &str = "*full*: emulated as Linux runs it, on the machine emuprof describes; \
 *partial*: emulated except for what the note says; *refused*: answered with an error on \
@@ -66,9 +63,9 @@ pub fn run(args: SyscallsArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// How many rows have each level, in [`LEVELS`] order.
+/// How many rows have each level, in [`Support::LEVELS`] order.
 fn counts(table: &[Syscall]) -> [(&'static str, usize); 4] {
-    LEVELS.map(|level| {
+    Support::LEVELS.map(|level| {
         let n = table.iter().filter(|s| s.support.level() == level).count();
         (level, n)
     })
@@ -76,7 +73,7 @@ fn counts(table: &[Syscall]) -> [(&'static str, usize); 4] {
 
 fn write_text(out: &mut impl Write, table: &[Syscall]) -> io::Result<()> {
     let name_width = table.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    let level_width = LEVELS.iter().map(|l| l.len()).max().unwrap_or(0);
+    let level_width = Support::LEVELS.iter().map(|l| l.len()).max().unwrap_or(0);
     writeln!(
         out,
         "{:>3}  {:name_width$}  {:level_width$}  note",

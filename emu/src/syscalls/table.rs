@@ -29,6 +29,9 @@ pub enum Support {
 }
 
 impl Support {
+    /// The words [`Support::level`] gives, from most to least supported.
+    pub const LEVELS: [&'static str; 4] = ["full", "partial", "refused", "unsupported"];
+
     /// One word for the level: `full`, `partial`, `refused`, `unsupported`.
     pub fn level(self) -> &'static str {
         match self {
@@ -730,6 +733,7 @@ mod tests {
     #[test]
     fn support_levels_agree_with_ownership() {
         for row in syscall_table() {
+            assert!(Support::LEVELS.contains(&row.support.level()));
             let owned = row.family.is_some();
             assert_eq!(owned, row.support != Support::Unsupported, "{}", row.name);
             match row.support {
