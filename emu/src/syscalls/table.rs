@@ -235,8 +235,8 @@ syscall_table! {
     SYS_WRITE = 1 => write: Files(Io), Full;
     SYS_OPEN = 2 => open: Files(Io), Partial(
         "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
-         /proc/self/exe is the program; the rest of /proc/self (maps, status…) gets EACCES, and \
-         other /proc files (stat, uptime) are the host's"
+         /proc/self/exe is the program; without --root the rest of /proc/self (maps, status…) \
+         gets EACCES and other /proc files (stat, uptime) are the host's"
     );
     SYS_CLOSE = 3 => close: Files(Io), Full;
     SYS_STAT = 4 => stat: Files(Stat), Full;
@@ -551,8 +551,8 @@ syscall_table! {
     SYS_MIGRATE_PAGES = 256 => migrate_pages;
     SYS_OPENAT = 257 => openat: Files(Io), Partial(
         "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
-         /proc/self/exe is the program; the rest of /proc/self (maps, status…) gets EACCES, and \
-         other /proc files (stat, uptime) are the host's"
+         /proc/self/exe is the program; without --root the rest of /proc/self (maps, status…) \
+         gets EACCES and other /proc files (stat, uptime) are the host's"
     );
     SYS_MKDIRAT = 258 => mkdirat: Files(Dirs), Full;
     SYS_MKNODAT = 259 => mknodat: Files(Storage), Full;
