@@ -121,6 +121,9 @@ pub struct RunArgs {
     /// How many functions the summary lists.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// The summary covers only this guest thread (the profile keeps all).
+    #[command(flatten)]
+    pub thread: crate::commands::profile_file::ThreadArg,
     /// Show a live terminal view while the program runs (needs a terminal);
     /// the program's stdout and stderr go to --live-output meanwhile.
     #[arg(long)]

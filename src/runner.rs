@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use emuprof_analysis::{Function, Profile};
+use emuprof_analysis::{Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
 use emuprof_emu::{RunOptions, RunOutcome, StopReason};
 
@@ -69,12 +69,13 @@ impl Run {
 
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
-        let binary = emuprof_loader::load(&self.program)?;
+        let binary =
+            emuprof_loader::load_in_root(&self.program, self.options.files.root.as_deref())?;
         let outcome = emuprof_emu::run(&binary, self.options).map_err(|source| Error::Run {
             path: self.program.clone(),
             source,
         })?;
-        let profile = symbolicate(&binary, &outcome)?;
+        let profile = symbolicate(&self.program, &binary, &outcome)?;
         Ok(CompletedRun {
             profile,
             stop: outcome.stop,
@@ -83,14 +84,43 @@ impl Run {
     }
 }
 
-/// Turns a run's raw profile into a symbolicated [`Profile`].
-pub fn symbolicate(binary: &emuprof_loader::Binary, outcome: &RunOutcome) -> Result<Profile> {
-    let resolver = SymbolResolver::new(&binary.symbols);
-    Ok(Profile::from_raw(
-        &outcome.profile,
-        &resolver,
-        env!("CARGO_PKG_VERSION"),
-    )?)
+/// Turns a run's raw profile into a symbolicated [`Profile`] that names the
+/// objects that ran (`program` is the path the binary was loaded from).
+pub fn symbolicate(
+    program: &Path,
+    binary: &emuprof_loader::Binary,
+    outcome: &RunOutcome,
+) -> Result<Profile> {
+    let resolver = SymbolResolver::for_run(binary, &outcome.libraries);
+    let mut profile = Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION"))?;
+    let program = std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf());
+    profile.objects = std::iter::once((program.as_path(), binary))
+        .chain(binary.interpreter.as_deref().map(|i| {
+            (
+                Path::new(binary.image.interpreter.as_deref().unwrap_or("")),
+                i,
+            )
+        }))
+        .chain(
+            outcome
+                .libraries
+                .iter()
+                .map(|l| (l.path.as_path(), &l.binary)),
+        )
+        .map(|(path, b)| loaded_object(path, b))
+        .collect();
+    Ok(profile)
+}
+
+/// What the profile records about one object.
+fn loaded_object(path: &Path, binary: &emuprof_loader::Binary) -> LoadedObject {
+    let segments = &binary.image.segments;
+    LoadedObject {
+        path: path.display().to_string(),
+        build_id: binary.build_id.clone(),
+        start: segments.iter().map(|s| s.address).min().unwrap_or(0),
+        end: segments.iter().map(|s| s.end()).max().unwrap_or(0),
+    }
 }
 
 /// The result of a run: its profile and how it ended.

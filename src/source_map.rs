@@ -30,9 +30,21 @@ impl<'a> BinaryCodeMap<'a> {
         Ok(BinaryCodeMap { binary, capstone })
     }
 
+    /// The loaded object (the program or its dynamic linker) whose segments
+    /// hold `address`; `None` for code elsewhere (a shared library's), which
+    /// the profile's own functions then name.
+    fn object_at(&self, address: u64) -> Option<&'a Binary> {
+        std::iter::once(self.binary)
+            .chain(self.binary.interpreter.as_deref())
+            .find(|b| b.image.segment_at(address).is_some())
+    }
+
     /// The file bytes at `address..address + size`, as far as the binary has them.
     fn bytes(&self, address: u64, size: u32) -> &[u8] {
-        let Some(segment) = self.binary.image.segment_at(address) else {
+        let Some(segment) = self
+            .object_at(address)
+            .and_then(|b| b.image.segment_at(address))
+        else {
             return &[];
         };
         let start = (address - segment.address) as usize;
@@ -43,7 +55,7 @@ impl<'a> BinaryCodeMap<'a> {
 
 impl CodeMap for BinaryCodeMap<'_> {
     fn function_at(&self, address: u64) -> Option<CodeFunction> {
-        self.binary
+        self.object_at(address)?
             .symbols
             .function_at(address)
             .map(|f| CodeFunction {
@@ -53,7 +65,10 @@ impl CodeMap for BinaryCodeMap<'_> {
     }
 
     fn frames(&self, address: u64) -> Vec<SourceFrame> {
-        self.binary
+        let Some(object) = self.object_at(address) else {
+            return Vec::new();
+        };
+        object
             .symbols
             .frames(address)
             .into_iter()

@@ -59,7 +59,7 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 #[test]
-fn a_dynamic_binary_is_refused_with_a_hint_to_link_statically() {
+fn a_dynamic_binary_whose_dynamic_linker_is_missing_is_refused_with_a_hint() {
     let Some(ls) = ["/bin/ls", "/usr/bin/ls"]
         .iter()
         .map(PathBuf::from)
@@ -68,9 +68,16 @@ fn a_dynamic_binary_is_refused_with_a_hint_to_link_statically() {
         common::ci::skip_unless_ci("no /bin/ls to use as a dynamically linked binary");
         return;
     };
-    let line = refused(&ls);
+    let mut bytes = std::fs::read(&ls).expect("read ls");
+    let at = bytes
+        .windows(11)
+        .position(|w| w == b"/lib64/ld-l")
+        .expect("PT_INTERP string");
+    bytes[at + 7..at + 11].copy_from_slice(b"ld-X");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let line = refused(&write_file(dir.path(), "ls", &bytes));
     assert!(
-        line.contains("dynamic") && line.contains("-static"),
+        line.contains("needs the dynamic linker /lib64/ld-X") && line.contains("--root"),
         "{line}"
     );
 }

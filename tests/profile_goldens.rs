@@ -49,15 +49,35 @@ fn digest(bytes: &[u8]) -> String {
     format!("{} bytes, fnv1a64 {hash:016x}", bytes.len())
 }
 
-/// Paths that depend on where the repository and build live.
+/// Paths that depend on where the repository and build live, and the build
+/// ids that depend on them (the test programs' DWARF names the directory
+/// they were compiled in).
 fn normalize(text: &str, program: &Path, scratch: &Path) -> String {
     let program_dir = program
         .parent()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    text.replace(&scratch.display().to_string(), "<scratch>")
+    let text = text
+        .replace(&scratch.display().to_string(), "<scratch>")
         .replace(&program_dir, "<testprogs>")
-        .replace(&repo_root().display().to_string(), "<repo>")
+        .replace(&repo_root().display().to_string(), "<repo>");
+    without_build_ids(&text)
+}
+
+/// `"build_id": "<hex>"` with the hex digits replaced by `<build-id>`.
+fn without_build_ids(text: &str) -> String {
+    const KEY: &str = "\"build_id\": \"";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        let (head, tail) = rest.split_at(at + KEY.len());
+        out.push_str(head);
+        let hex = tail.find('"').unwrap_or(tail.len());
+        out.push_str("<build-id>");
+        rest = &tail[hex..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A pprof `Profile` message with [`normalize`] applied to its string table

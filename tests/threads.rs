@@ -66,7 +66,8 @@ fn every_run_writes_the_same_profile() {
 }
 
 /// The threads of `workers N`: the main thread and N workers that each ran
-/// `work(100000)` once; per-thread totals add up to the run's total.
+/// `work(100000)` once; per-thread totals add up to the run's total, and the
+/// worker function's concurrency is N.
 #[test]
 fn the_thread_table_adds_up() {
     for n in [1u64, 4] {
@@ -99,6 +100,13 @@ fn the_thread_table_adds_up() {
             "work(100000) at -O2 is 6 instructions per iteration: {per_call}"
         );
         assert_eq!(run.function_metric("work", "calls"), n);
+        // N threads ran the worker; merged inclusive costs stay within the
+        // total.
+        assert_eq!(run.function_metric("worker", "concurrency"), n);
+        assert_eq!(run.function_metric("main", "concurrency"), 1);
+        for f in run.profile()["functions"].as_array().unwrap() {
+            assert!(f["inclusive_instructions"].as_u64().unwrap() <= run.total_instructions());
+        }
     }
 }
 
@@ -192,5 +200,5 @@ fn rust_std_threads_run_as_natively() {
     // main, 4 scoped, 4 senders, 1 producer, 4 at the barrier.
     let table = a.profile()["threads"].as_array().expect("thread table");
     assert_eq!(table.len(), 14);
-    assert!(a.function("collatz_steps").is_some());
+    assert!(a.function("rustthreads::collatz_steps").is_some());
 }

@@ -208,3 +208,111 @@ fn glibc_totals_within_one_percent_of_callgrind_outside_cpu_dependent_code() {
         );
     }
 }
+
+/// Dynamically linked glibc builds run the host's `ld.so` and `libc.so.6`
+/// under both tools, and with Valgrind's client environment (its
+/// `LD_PRELOAD` included) the dynamic linker does the same work: totals
+/// outside CPU-dependent code are within 1 %, and the program's own
+/// functions (those in the executable, not in a shared object) have exactly
+/// Callgrind's self costs and calls.
+#[test]
+fn dynamic_builds_agree_with_callgrind() {
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for variant in testprog_variants().into_iter().filter(|v| {
+        v.libc == Libc::Dyn
+            && !v.spec.heavy
+            && v.spec.native_counts_deterministic
+            && v.spec.callgrind_comparable
+    }) {
+        let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
+            return;
+        };
+        let run = run_emuprof(&variant.path, &variant.args, &emuprof_flags());
+        let name = variant.name();
+        let functions = run.profile()["functions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if cg.total >= 500_000 {
+            let ours: u64 = functions
+                .iter()
+                .filter(|f| !cpu_dependent(f["name"].as_str().unwrap_or("")))
+                .map(|f| f["self_instructions"].as_u64().unwrap_or(0))
+                .sum();
+            let theirs: u64 = cg
+                .self_by_fn
+                .iter()
+                .filter(|(n, _)| !cpu_dependent(n))
+                .map(|(_, c)| c)
+                .sum();
+            if ours.abs_diff(theirs) as f64 > theirs as f64 * 0.01 {
+                failures.push(format!(
+                    "{name}: {ours} instructions outside CPU-dependent code vs Callgrind {theirs}"
+                ));
+            }
+        }
+        // The executable is placed at 0x5555_5555_4000; shared objects near
+        // the top of user space (0x7fff_f7ff_f000 and below).
+        let in_program =
+            |f: &&serde_json::Value| f["address"].as_u64().unwrap_or(0) < 0x7f00_0000_0000;
+        let name_count = |n: &str| functions.iter().filter(|f| f["name"] == n).count();
+        let plt = plt_cost_by_caller(run.profile());
+        for (index, f) in functions.iter().enumerate().filter(|(_, f)| in_program(f)) {
+            let fname = f["name"].as_str().unwrap_or("");
+            if STARTUP_AUXV_READERS.contains(&fname)
+                || fname == "_start"
+                || name_count(fname) > 1
+                || !cg.self_by_fn.contains_key(fname)
+            {
+                continue;
+            }
+            compared += 1;
+            let ours = f["self_instructions"].as_u64().unwrap_or(0)
+                + plt.get(&index).copied().unwrap_or(0);
+            if ours != cg.self_ir(fname) {
+                failures.push(format!(
+                    "{name}: {fname} self {ours} vs Callgrind {}",
+                    cg.self_ir(fname)
+                ));
+            }
+            let ours = f["calls"].as_u64().unwrap_or(0);
+            if ours != cg.calls(fname) {
+                failures.push(format!(
+                    "{name}: {fname} calls {ours} vs Callgrind {}",
+                    cg.calls(fname)
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    if common::find_in_path("valgrind").is_some() {
+        assert!(compared > 20, "only {compared} program functions compared");
+    }
+}
+
+/// Callgrind charges a PLT stub's instructions to the function that called
+/// it (`--skip-plt=yes`, its default); emuprof shows stubs as functions of
+/// their own (`printf@plt`). The self cost of the stubs each function
+/// called, by function index, to compare like with like.
+fn plt_cost_by_caller(profile: &serde_json::Value) -> std::collections::HashMap<usize, u64> {
+    let functions = profile["functions"].as_array().cloned().unwrap_or_default();
+    let nodes = profile["call_tree"].as_array().cloned().unwrap_or_default();
+    let mut cost = std::collections::HashMap::new();
+    for node in &nodes {
+        let function = node["function"].as_u64().unwrap_or(0) as usize;
+        let is_stub = functions[function]["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("@plt"));
+        if let (true, Some(parent)) = (is_stub, node["parent"].as_u64()) {
+            let caller = nodes[parent as usize]["function"].as_u64().unwrap_or(0) as usize;
+            *cost.entry(caller).or_insert(0) += node["self_instructions"].as_u64().unwrap_or(0);
+        }
+    }
+    cost
+}

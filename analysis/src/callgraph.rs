@@ -5,8 +5,13 @@
 //! Min_E). One edge per caller → callee pair carrying its calls, its own
 //! recursion-safe inclusive cost (Min_E over the call-tree edges mapped to it)
 //! and how many of its calls were recursive (the callee was already on the call
-//! stack): an edge with recursive calls is a *back edge*. Cycles (mutual
+//! stack of the calling thread): an edge with recursive calls is a *back edge*. Cycles (mutual
 //! recursion) are the strongly connected components of the graph.
+//!
+//! With several threads the graph is that of the merged tree (see
+//! [`crate::threads`]): a spawn (the tree edge into a spawned thread's root)
+//! is not a call edge but one of [`CallGraph::spawns`], and every edge counts
+//! how many threads made calls along it.
 //!
 //! Building is O(contexts + edges · log edges); everything is stored in `Vec`s
 //! indexed by [`FunctionId`] or [`EdgeId`], in a deterministic order.
@@ -16,6 +21,9 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
 
 use crate::profile::{FunctionId, Profile};
+use crate::threads::{
+    distinct_threads, per_thread_keys, spawn_edges, spawned_roots, thread_of_contexts, SpawnEdge,
+};
 use crate::tree::{outermost, Children, Visit, NO_KEY};
 
 /// Index of an edge in [`CallGraph::edges`].
@@ -54,6 +62,8 @@ pub struct Edge {
     pub inclusive_instructions: u64,
     /// Of `calls`, those made while the callee was already on the call stack.
     pub recursive_calls: u64,
+    /// Concurrency: how many distinct threads made calls along this edge.
+    pub threads: u32,
 }
 
 impl Edge {
@@ -74,7 +84,7 @@ pub struct Cycle {
 /// Whole-tree figures used by the summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TreeStats {
-    /// Most frames on the call stack at once (the root counts as 1).
+    /// Most frames on one thread's call stack at once (its root counts as 1).
     pub max_call_depth: u32,
     /// Most simultaneous activations of one function on one call stack (1 = no recursion).
     pub deepest_recursion: u32,
@@ -99,6 +109,9 @@ pub struct CallGraph<'p> {
     pub cycles: Vec<Cycle>,
     /// Whole-tree figures.
     pub tree: TreeStats,
+    /// Threads started by one function in another, sorted by (spawner,
+    /// start); empty for a single-thread profile.
+    pub spawns: Vec<SpawnEdge>,
 }
 
 impl<'p> CallGraph<'p> {
@@ -107,12 +120,18 @@ impl<'p> CallGraph<'p> {
     pub fn new(profile: &'p Profile) -> CallGraph<'p> {
         let nodes = &profile.call_tree;
         let children = Children::new(nodes);
+        let spawned = spawned_roots(profile);
+        // The call-graph edge of a tree edge (parent context -> context), if
+        // it is a call (not a spawn).
+        let call_pair = |index: usize| -> Option<(FunctionId, FunctionId)> {
+            let node = &nodes[index];
+            let parent = node.parent.filter(|_| !spawned[index])?;
+            Some((nodes[parent as usize].function, node.function))
+        };
 
-        // Edge of every tree edge (parent context -> context), ids sorted by pair.
-        let mut pairs: Vec<(FunctionId, FunctionId)> = nodes
-            .iter()
-            .filter_map(|n| n.parent.map(|p| (nodes[p as usize].function, n.function)))
-            .collect();
+        // Edge of every call, ids sorted by pair.
+        let mut pairs: Vec<(FunctionId, FunctionId)> =
+            (0..nodes.len()).filter_map(call_pair).collect();
         pairs.sort_unstable();
         pairs.dedup();
         let edge_of: FxHashMap<(FunctionId, FunctionId), EdgeId> = pairs
@@ -120,16 +139,16 @@ impl<'p> CallGraph<'p> {
             .enumerate()
             .map(|(i, &pair)| (pair, i as EdgeId))
             .collect();
-        let edge_keys: Vec<u32> = nodes
-            .iter()
-            .map(|n| match n.parent {
-                Some(p) => edge_of[&(nodes[p as usize].function, n.function)],
-                None => NO_KEY,
-            })
+        let edge_keys: Vec<u32> = (0..nodes.len())
+            .map(|index| call_pair(index).map_or(NO_KEY, |pair| edge_of[&pair]))
             .collect();
         let function_keys: Vec<u32> = nodes.iter().map(|n| n.function).collect();
         let edge_outer = outermost(&children, &edge_keys, pairs.len());
-        let function_outer = outermost(&children, &function_keys, profile.functions.len());
+        // Recursion is per thread: a function on the stack of the thread that
+        // spawned this one is not recursed into.
+        let owner = thread_of_contexts(profile);
+        let (thread_keys, function_of_key) = per_thread_keys(&function_keys, &owner);
+        let function_outer = outermost(&children, &thread_keys, function_of_key.len());
 
         let mut edges: Vec<Edge> = pairs
             .iter()
@@ -139,8 +158,22 @@ impl<'p> CallGraph<'p> {
                 calls: 0,
                 inclusive_instructions: 0,
                 recursive_calls: 0,
+                threads: 0,
             })
             .collect();
+        let edge_threads: Vec<(u32, u32)> = edge_keys
+            .iter()
+            .zip(nodes)
+            .zip(&owner)
+            .filter(|((&key, node), _)| key != NO_KEY && node.calls > 0)
+            .map(|((&key, _), &thread)| (key, thread))
+            .collect();
+        for (edge, count) in edges
+            .iter_mut()
+            .zip(distinct_threads(edge_threads, pairs.len()))
+        {
+            edge.threads = count;
+        }
         let mut stats = vec![
             FunctionStats {
                 min_instructions: u64::MAX,
@@ -184,14 +217,27 @@ impl<'p> CallGraph<'p> {
                 .sort_unstable_by_key(|&e| edges[e as usize].caller);
         }
 
-        children.depth_first(|visit| {
-            if let Visit::Enter(_, depth) = visit {
-                tree.max_call_depth = tree.max_call_depth.max(depth);
+        // Depths count the frames of one thread's stack: a spawned root is
+        // its thread's first frame.
+        let mut thread_base: Vec<u32> = vec![0];
+        children.depth_first(|visit| match visit {
+            Visit::Enter(node, depth) => {
+                if spawned[node as usize] {
+                    thread_base.push(depth - 1);
+                }
+                let base = thread_base.last().copied().unwrap_or(0);
+                tree.max_call_depth = tree.max_call_depth.max(depth - base);
+            }
+            Visit::Leave(node) => {
+                if spawned[node as usize] {
+                    thread_base.pop();
+                }
             }
         });
         if !nodes.is_empty() {
             tree.deepest_recursion = function_outer.deepest.0;
-            tree.deepest_recursion_function = Some(function_outer.deepest.1);
+            tree.deepest_recursion_function =
+                Some(function_of_key[function_outer.deepest.1 as usize]);
         }
 
         let cycles = find_cycles(profile, &edges);
@@ -206,6 +252,7 @@ impl<'p> CallGraph<'p> {
             edges,
             cycles,
             tree,
+            spawns: spawn_edges(profile),
         }
     }
 

@@ -28,7 +28,7 @@ pub enum AnalysisError {
 
     /// The profile was written with a schema this version cannot read.
     #[error(
-        "the profile has schema_version {found}, but this emuprof reads version {expected}; \
+        "the profile has schema_version {found}, but this emuprof reads versions 1 to {expected}; \
          re-record it with this emuprof version"
     )]
     SchemaVersion {
@@ -42,6 +42,15 @@ pub enum AnalysisError {
     /// a function index out of range).
     #[error("the profile is inconsistent: {0}")]
     Inconsistent(String),
+
+    /// A per-thread view asks for a thread the profile does not have.
+    #[error("the profile has no thread {id}; its threads are {}", list_ids(known))]
+    UnknownThread {
+        /// The id asked for.
+        id: u64,
+        /// The ids of the profile's threads, in thread-table order.
+        known: Vec<u64>,
+    },
 
     /// An `--include`/`--exclude` pattern is not a valid regular expression.
     #[error("invalid regular expression {pattern:?}: {source}")]
@@ -60,6 +69,14 @@ pub enum AnalysisError {
     /// be shown.
     #[error(transparent)]
     Annotate(#[from] AnnotateError),
+}
+
+/// `4242, 4243, 4244`.
+fn list_ids(ids: &[u64]) -> String {
+    ids.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Result alias for this crate.

@@ -123,12 +123,15 @@ impl InstructionCosts {
         for block in &profile.blocks {
             let mut decoded = code.decode(block.address, block.size);
             decoded.truncate(block.instructions as usize);
-            let missing = u64::from(block.instructions) - decoded.len() as u64;
+            let mut missing = u64::from(block.instructions) - decoded.len() as u64;
             if decoded.is_empty() && missing > 0 {
+                // Code the map has no bytes for (a shared library's): one
+                // placeholder carries the whole block.
                 decoded.push(DecodedInstruction {
                     address: block.address,
                     text: "(undecodable)".into(),
                 });
+                missing -= 1;
             }
             for (index, instruction) in decoded.into_iter().enumerate() {
                 let extra = if index == 0 { missing } else { 0 };

@@ -11,6 +11,8 @@
 //! |---|---|
 //! | raw input model (crate `emuprof-model`) | [`raw`] |
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
+//! | guest threads: thread table rules, concurrency, spawn edges | [`threads`] |
+//! | one thread's own profile (`--thread`) | [`thread_view`] |
 //! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
 //! | Kaes display tree (master nodes) | [`display_tree`] |
 //! | flat, graph, tree and summary reports, text and JSON | [`report`] |
@@ -65,10 +67,14 @@ pub mod prune;
 pub mod report;
 pub mod sample;
 pub mod symbolicate;
+pub mod thread_view;
+pub mod threads;
 mod tree;
 
 pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
-pub use profile::{Block, CallNode, Function, FunctionId, Profile, Totals, SCHEMA_VERSION};
+pub use profile::{
+    Block, CallNode, Function, FunctionId, LoadedObject, Profile, Thread, Totals, SCHEMA_VERSION,
+};
 pub use symbolicate::{FunctionInfo, Resolve};

@@ -12,8 +12,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
 
-/// The schema version this crate reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this crate writes. [`Profile::read_json`] also reads
+/// version 1 (before threads), as one main thread.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema version [`Profile::read_json`] still reads.
+pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
 
 /// Index of a function in [`Profile::functions`].
 pub type FunctionId = u32;
@@ -27,12 +31,21 @@ pub struct Profile {
     pub emuprof_version: String,
     /// The guest's argv.
     pub command: Vec<String>,
+    /// The files whose code ran: the program first, then its dynamic linker
+    /// and the shared libraries in the order they were loaded. Counts depend
+    /// on exactly these builds (compare build ids).
+    #[serde(default)]
+    pub objects: Vec<LoadedObject>,
     /// Exit status as a shell shows it; `None` if the run did not finish.
     pub exit_status: Option<i32>,
     /// `None` for a complete run; otherwise why the run stopped early.
     pub partial: Option<String>,
     /// Whole-run totals.
     pub totals: Totals,
+    /// The guest's threads: the main thread first (root `call_tree[0]`), the
+    /// others in creation order. Version-1 profiles read as one main thread.
+    #[serde(default)]
+    pub threads: Vec<Thread>,
     /// Functions, sorted by address; [`CallNode::function`] indexes this.
     pub functions: Vec<Function>,
     /// Calling contexts; `call_tree[i].id == i`, parents before children,
@@ -40,6 +53,19 @@ pub struct Profile {
     pub call_tree: Vec<CallNode>,
     /// Every distinct basic block executed, sorted by address.
     pub blocks: Vec<Block>,
+}
+
+/// One file whose code the guest ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadedObject {
+    /// Its path on the host that ran the program.
+    pub path: String,
+    /// Its GNU build id in hex, when it has one.
+    pub build_id: Option<String>,
+    /// The first guest address it occupied.
+    pub start: u64,
+    /// The first guest address past it.
+    pub end: u64,
 }
 
 /// Whole-run totals.
@@ -73,6 +99,34 @@ pub struct Function {
     pub inclusive_instructions: u64,
     /// Times the function was called, recursive calls included.
     pub calls: u64,
+    /// Concurrency (Trin-Trin): how many distinct threads ran the function,
+    /// i.e. own a context of it with `calls > 0` or `self_instructions > 0`.
+    #[serde(default)]
+    pub concurrency: u32,
+}
+
+/// One guest thread. Its own calling contexts are the subtree under `root`
+/// minus the subtrees of the threads it spawned (see [`crate::threads`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    /// Thread id as the guest saw it (`gettid`); the main thread's is the
+    /// process id.
+    pub id: u64,
+    /// Id of the thread that created this one; `None` for the main thread.
+    pub parent: Option<u64>,
+    /// The calling context, in the parent thread, that made the `clone` call;
+    /// `None` for the main thread. The thread's root is its child.
+    pub spawned_at: Option<u32>,
+    /// The thread's root context: `0` for the main thread.
+    pub root: u32,
+    /// Instructions this thread executed (its own contexts' self costs).
+    pub instructions: u64,
+    /// The function the thread started in: for the main thread the root's
+    /// function (the entry point); for a spawned thread the function of the
+    /// root's first own callee (glibc's and musl's `clone` start the child
+    /// inside `clone`, which calls the start routine at once), or the root's
+    /// function when it called nothing.
+    pub start_function: FunctionId,
 }
 
 /// One calling context.
@@ -124,14 +178,20 @@ impl Profile {
         }
         let mut bytes = Vec::new();
         reader.read_to_end(&mut bytes)?;
-        let found = serde_json::from_slice::<VersionProbe>(&bytes)?.schema_version;
-        if found != Some(u64::from(SCHEMA_VERSION)) {
+        let found = serde_json::from_slice::<VersionProbe>(&bytes)?
+            .schema_version
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0);
+        if !(OLDEST_READABLE_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&found) {
             return Err(AnalysisError::SchemaVersion {
-                found: found.and_then(|v| u32::try_from(v).ok()).unwrap_or(0),
+                found,
                 expected: SCHEMA_VERSION,
             });
         }
-        let profile: Profile = serde_json::from_slice(&bytes)?;
+        let mut profile: Profile = serde_json::from_slice(&bytes)?;
+        if found == 1 {
+            crate::threads::upgrade_version_1(&mut profile)?;
+        }
         profile.validate()?;
         Ok(profile)
     }
@@ -143,8 +203,9 @@ impl Profile {
     }
 
     /// Checks what the analysis relies on: node ids equal their index, the first
-    /// node is the only root, every parent comes before its child and every
-    /// function index is in range.
+    /// node is the only root, every parent comes before its child, every
+    /// function index is in range, and the thread table is consistent
+    /// ([`crate::threads`] lists its rules).
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(AnalysisError::Inconsistent(msg));
         let function_count = self.functions.len();
@@ -172,7 +233,7 @@ impl Profile {
                 ));
             }
         }
-        Ok(())
+        crate::threads::validate(self)
     }
 
     /// The function of a calling context.
@@ -207,13 +268,50 @@ mod tests {
 
     #[test]
     fn other_schema_versions_are_refused_with_both_versions_named() {
-        let json = sample_json().replace("\"schema_version\": 1", "\"schema_version\": 7");
+        let json = sample_json().replace("\"schema_version\": 2", "\"schema_version\": 7");
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
         assert!(
-            message.contains("schema_version 7") && message.contains("version 1"),
+            message.contains("schema_version 7") && message.contains("versions 1 to 2"),
             "{message}"
         );
+    }
+
+    /// `sample_json()` as emuprof wrote it before threads (schema version 1).
+    fn version_1_json() -> String {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&sample_json()).expect("valid JSON");
+        value["schema_version"] = 1.into();
+        let object = value.as_object_mut().expect("an object");
+        object.remove("threads");
+        for function in object["functions"].as_array_mut().expect("functions") {
+            function
+                .as_object_mut()
+                .expect("object")
+                .remove("concurrency");
+        }
+        serde_json::to_string_pretty(&value).expect("serializes")
+    }
+
+    #[test]
+    fn a_version_1_profile_reads_as_one_main_thread() {
+        let json = version_1_json();
+        assert!(!json.contains("threads") && !json.contains("concurrency"));
+        let profile = Profile::read_json(json.as_bytes()).expect("version 1 still reads");
+        let current = Profile::read_json(sample_json().as_bytes()).expect("version 2 reads");
+        assert_eq!(profile, current);
+        assert_eq!(profile.schema_version, SCHEMA_VERSION);
+        assert_eq!(profile.threads.len(), 1);
+        assert_eq!(profile.threads[0].id, 4242);
+        assert_eq!(profile.threads[0].instructions, profile.totals.instructions);
+        assert!(profile.functions.iter().all(|f| f.concurrency == 1));
+    }
+
+    #[test]
+    fn a_version_2_profile_without_threads_is_refused() {
+        let json = version_1_json().replace("\"schema_version\": 1", "\"schema_version\": 2");
+        let err = Profile::read_json(json.as_bytes()).expect_err("threads are required");
+        assert!(err.to_string().contains("no threads"), "{err}");
     }
 
     #[test]

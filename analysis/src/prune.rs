@@ -6,7 +6,8 @@
 //! through dropped ones, a *dfa edge* (distance from ancestor) joins them,
 //! labelled with how many levels it skips. Because every calling context has a
 //! kept ancestor (the root at worst), no kept function is ever left without a
-//! caller. Hot-path mode then keeps only the edges along the hottest path(s).
+//! caller (a spawned thread's root is no call: nothing connects across a
+//! spawn; [`crate::export::dot`] draws spawn edges itself). Hot-path mode then keeps only the edges along the hottest path(s).
 
 use regex::RegexSet;
 use rustc_hash::FxHashMap;
@@ -14,7 +15,11 @@ use rustc_hash::FxHashMap;
 use crate::callgraph::CallGraph;
 use crate::error::{AnalysisError, Result};
 use crate::profile::FunctionId;
+use crate::threads::{per_thread_keys, spawned_roots, thread_of_contexts};
 use crate::tree::{Children, Visit};
+
+/// Marks a dropped spawned-thread root on the path of kept ancestors.
+const NO_NODE: u32 = u32::MAX;
 
 /// Which functions and edges to keep.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,18 +152,35 @@ fn connect(graph: &CallGraph, keep: &[bool]) -> PrunedGraph {
     let mut dfa: Vec<PrunedEdge> = Vec::new();
     let mut dfa_key = vec![u32::MAX; nodes.len()];
     let mut dfa_active: Vec<u32> = Vec::new();
-    let mut function_active = vec![0u32; graph.profile.functions.len()];
-    let mut kept_path: Vec<(u32, u32)> = Vec::new(); // (node, depth) of kept ancestors
+    // Recursion is per thread (as in the call graph): count activations of
+    // (thread, function) keys.
+    let functions: Vec<u32> = nodes.iter().map(|n| n.function).collect();
+    let (recursion_key, key_function) =
+        per_thread_keys(&functions, &thread_of_contexts(graph.profile));
+    let mut function_active = vec![0u32; key_function.len()];
+    // (node, depth) of kept ancestors; a spawned thread's root pushes itself
+    // (or NO_NODE when it is dropped) so that no dfa edge crosses a spawn.
+    let mut kept_path: Vec<(u32, u32)> = Vec::new();
+    let spawned = spawned_roots(graph.profile);
     Children::new(nodes).depth_first(|visit| match visit {
         Visit::Enter(node, depth) => {
             let n = &nodes[node as usize];
             let f = n.function as usize;
-            let recursive = function_active[f] > 0;
-            function_active[f] += 1;
+            let key = recursion_key[node as usize] as usize;
+            let recursive = function_active[key] > 0;
+            function_active[key] += 1;
+            if spawned[node as usize] {
+                // A spawn is no call: nothing connects across it.
+                let marker = if keep[f] { node } else { NO_NODE };
+                kept_path.push((marker, depth));
+                return;
+            }
             if !keep[f] {
                 return;
             }
-            if let Some(&(ancestor, ancestor_depth)) = kept_path.last() {
+            if let Some(&(ancestor, ancestor_depth)) =
+                kept_path.last().filter(|(a, _)| *a != NO_NODE)
+            {
                 let skipped = depth - ancestor_depth - 1;
                 if skipped > 0 {
                     let caller = nodes[ancestor as usize].function;
@@ -201,8 +223,8 @@ fn connect(graph: &CallGraph, keep: &[bool]) -> PrunedGraph {
         }
         Visit::Leave(node) => {
             let f = nodes[node as usize].function as usize;
-            function_active[f] -= 1;
-            if keep[f] {
+            function_active[recursion_key[node as usize] as usize] -= 1;
+            if keep[f] || spawned[node as usize] {
                 kept_path.pop();
                 if let Some(active) = dfa_active.get_mut(dfa_key[node as usize] as usize) {
                     *active -= 1;

@@ -2,12 +2,15 @@
 //!
 //! [`RawTreeBuilder`] assembles a [`RawProfile`] call by call from function
 //! names, fills in inclusive costs, and hands back a [`NameResolver`] that
-//! resolves the made-up addresses back to the names.
+//! resolves the made-up addresses back to the names. [`RawTreeBuilder::spawn`]
+//! starts another guest thread, so multi-thread (merged-tree) profiles can be
+//! built the same way.
 
 use rustc_hash::FxHashMap;
 
 use crate::symbolicate::{FunctionInfo, Resolve};
-use emuprof_model::{NodeId, RawNode, RawProfile};
+use crate::threads::DEFAULT_MAIN_THREAD_ID;
+use emuprof_model::{NodeId, RawNode, RawProfile, RawThread};
 
 /// Address of the first made-up function; the next ones follow every 0x100 bytes.
 pub const FIRST_ADDRESS: u64 = 0x40_1000;
@@ -15,8 +18,10 @@ pub const FIRST_ADDRESS: u64 = 0x40_1000;
 /// Builds a [`RawProfile`] from named calls.
 ///
 /// Every context gets `max_stack_bytes = 64 × depth` (root depth 1) and
-/// `min_instructions = max_instructions = inclusive / calls` unless changed
-/// through [`RawTreeBuilder::node_mut`] after [`RawTreeBuilder::call`].
+/// `min_instructions = max_instructions = inclusive / calls` (the inclusive
+/// cost of its own thread) unless changed through [`RawTreeBuilder::node_mut`]
+/// after [`RawTreeBuilder::call`]. The main thread has id
+/// [`DEFAULT_MAIN_THREAD_ID`].
 #[derive(Debug, Clone)]
 pub struct RawTreeBuilder {
     names: Vec<String>,
@@ -37,6 +42,10 @@ impl RawTreeBuilder {
             raw: RawProfile {
                 command: vec!["./sample".into()],
                 exit_status: Some(0),
+                threads: vec![RawThread {
+                    id: DEFAULT_MAIN_THREAD_ID,
+                    ..RawThread::default()
+                }],
                 ..RawProfile::default()
             },
             explicit_min_max: vec![false],
@@ -78,6 +87,43 @@ impl RawTreeBuilder {
         id
     }
 
+    /// Starts thread `id` from the context `spawned_at` (the parent thread is
+    /// the one owning `spawned_at`): adds its root context, a child of
+    /// `spawned_at` entered once, in function `start`, running
+    /// `self_instructions` itself. Returns the root's id; add the thread's
+    /// calls under it with [`RawTreeBuilder::call`].
+    pub fn spawn(
+        &mut self,
+        spawned_at: NodeId,
+        id: u64,
+        start: &str,
+        self_instructions: u64,
+    ) -> NodeId {
+        let parent = self.thread_of(spawned_at).id;
+        let root = self.call(spawned_at, start, 1, self_instructions);
+        self.raw.threads.push(RawThread {
+            id,
+            parent: Some(parent),
+            spawned_at: Some(spawned_at),
+            root,
+            instructions: 0,
+        });
+        root
+    }
+
+    /// The thread owning context `node`.
+    fn thread_of(&self, mut node: NodeId) -> &RawThread {
+        loop {
+            if let Some(thread) = self.raw.threads.iter().find(|t| t.root == node) {
+                return thread;
+            }
+            match self.raw.nodes[node as usize].parent {
+                Some(parent) => node = parent,
+                None => return &self.raw.threads[0],
+            }
+        }
+    }
+
     /// Changes a context after [`RawTreeBuilder::call`] (syscalls, indirect
     /// calls, stack depth, min/max). Setting min or max here keeps them.
     pub fn node_mut(&mut self, id: NodeId) -> &mut RawNode {
@@ -87,10 +133,23 @@ impl RawTreeBuilder {
         &mut self.raw.nodes[id as usize]
     }
 
-    /// Finishes the profile: inclusive costs summed bottom-up, the total set to the
-    /// root's inclusive cost, and a resolver for the names used.
+    /// Finishes the profile: inclusive costs summed bottom-up over the merged
+    /// tree, per-call min/max from the own thread's inclusive cost, each
+    /// thread's instructions, the total set to the root's inclusive cost, and a
+    /// resolver for the names used.
     pub fn finish(mut self) -> (RawProfile, NameResolver) {
+        let owner: Vec<usize> = (0..self.raw.nodes.len() as NodeId)
+            .map(|n| {
+                let root = self.thread_of(n).root;
+                self.raw
+                    .threads
+                    .iter()
+                    .position(|t| t.root == root)
+                    .unwrap_or(0)
+            })
+            .collect();
         let nodes = &mut self.raw.nodes;
+        let mut own_inclusive: Vec<u64> = nodes.iter().map(|n| n.self_instructions).collect();
         for node in nodes.iter_mut() {
             node.inclusive_instructions = node.self_instructions;
         }
@@ -98,14 +157,24 @@ impl RawTreeBuilder {
             let (inclusive, parent) = (nodes[index].inclusive_instructions, nodes[index].parent);
             if let Some(parent) = parent {
                 nodes[parent as usize].inclusive_instructions += inclusive;
+                if owner[parent as usize] == owner[index] {
+                    own_inclusive[parent as usize] += own_inclusive[index];
+                }
             }
         }
-        for (node, explicit) in nodes.iter_mut().zip(&self.explicit_min_max) {
+        for ((node, explicit), own) in nodes
+            .iter_mut()
+            .zip(&self.explicit_min_max)
+            .zip(own_inclusive)
+        {
             if !explicit || (node.min_instructions == 0 && node.max_instructions == 0) {
-                let per_call = node.inclusive_instructions / node.calls.max(1);
+                let per_call = own / node.calls.max(1);
                 node.min_instructions = per_call;
                 node.max_instructions = per_call;
             }
+        }
+        for (node, &thread) in nodes.iter().zip(&owner) {
+            self.raw.threads[thread].instructions += node.self_instructions;
         }
         self.raw.total_instructions = nodes.first().map_or(0, |n| n.inclusive_instructions);
         (self.raw, NameResolver { names: self.names })
@@ -149,4 +218,37 @@ impl Resolve for NameResolver {
             },
         }
     }
+}
+
+/// A hand-built multi-thread profile with known per-thread counts, shaped like
+/// a glibc pthreads program: the main thread (4242) runs
+/// `_start → main → pthread_create → clone` three times and `main →
+/// pthread_join`; each of the worker threads 4243, 4245 and 4246 starts
+/// inside `clone` (its root), which calls `start_thread → worker → compute`;
+/// worker 4243 first starts a helper thread (4244) the same way, running
+/// `helper`. Thread ids follow creation order, as Linux gives them.
+///
+/// Own instructions: main thread 10 + 20 + 90 + 15 + 45 = 180; the workers
+/// 3 + 7 + 100·k + 40 for the k-th, plus 30 + 5 for 4243's spawn: 185, 250,
+/// 350; helper 4244: 3 + 7 + 60 = 70. Total 1,035.
+pub fn worker_threads() -> RawTreeBuilder {
+    let mut tree = RawTreeBuilder::new("_start", 10);
+    let main = tree.call(0, "main", 1, 20);
+    let create = tree.call(main, "pthread_create", 3, 90);
+    let clone = tree.call(create, "clone", 3, 15);
+    tree.call(main, "pthread_join", 3, 45);
+    for (k, id) in [(1, 4243), (2, 4245), (3, 4246)] {
+        let root = tree.spawn(clone, id, "clone", 3);
+        let start = tree.call(root, "start_thread", 1, 7);
+        let worker = tree.call(start, "worker", 1, 100 * k);
+        if k == 1 {
+            let create = tree.call(worker, "pthread_create", 1, 30);
+            let clone = tree.call(create, "clone", 1, 5);
+            let root = tree.spawn(clone, 4244, "clone", 3);
+            let start = tree.call(root, "start_thread", 1, 7);
+            tree.call(start, "helper", 1, 60);
+        }
+        tree.call(worker, "compute", 4, 40);
+    }
+    tree
 }

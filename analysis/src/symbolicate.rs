@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 
 use crate::error::{AnalysisError, Result};
-use crate::profile::{CallNode, Function, Profile, Totals, SCHEMA_VERSION};
+use crate::profile::{CallNode, Function, Profile, Thread, Totals, SCHEMA_VERSION};
+use crate::threads::{distinct_threads, fill_start_functions, spawned_roots, thread_of_contexts};
 use crate::tree::{outermost, Children};
 use emuprof_model::RawProfile;
 
@@ -42,10 +43,13 @@ impl<F: Fn(u64) -> FunctionInfo> Resolve for F {
 
 impl Profile {
     /// Symbolicates a raw profile. Node ids are kept (`call_tree[i]` is
-    /// `raw.nodes[i]`); function totals (`c_i`, `c_t`, calls) are computed here.
+    /// `raw.nodes[i]`), so is the thread table; function totals (`c_i`, `c_t`,
+    /// calls, concurrency) and thread start functions are computed here. A raw
+    /// profile with an empty thread table gets one main thread.
     ///
-    /// Fails only when the raw call tree is inconsistent (a parent not before its
-    /// child, or a second root).
+    /// Fails only when the raw call tree or thread table is inconsistent (a
+    /// parent not before its child, a second root, a thread root that is not
+    /// a child of its spawning context…).
     pub fn from_raw(
         raw: &RawProfile,
         resolver: &dyn Resolve,
@@ -102,6 +106,19 @@ impl Profile {
                 self_instructions: 0,
                 inclusive_instructions: 0,
                 calls: 0,
+                concurrency: 0,
+            })
+            .collect();
+        let threads = raw
+            .threads
+            .iter()
+            .map(|t| Thread {
+                id: t.id,
+                parent: t.parent,
+                spawned_at: t.spawned_at,
+                root: t.root,
+                instructions: t.instructions,
+                start_function: 0,
             })
             .collect();
 
@@ -109,34 +126,53 @@ impl Profile {
             schema_version: SCHEMA_VERSION,
             emuprof_version: emuprof_version.to_string(),
             command: raw.command.clone(),
+            objects: Vec::new(),
             exit_status: raw.exit_status,
             partial: raw.partial.clone(),
             totals: Totals {
                 instructions: raw.total_instructions,
-                calls: call_tree
-                    .iter()
-                    .filter(|n| n.parent.is_some())
-                    .map(|n| n.calls)
-                    .sum(),
-                syscalls: call_tree.iter().map(|n| n.syscalls).sum(),
-                contexts: call_tree.len() as u64,
+                ..Totals::default()
             },
+            threads,
             functions,
             call_tree,
             blocks: raw.blocks.clone(),
         };
+        if profile.threads.is_empty() {
+            profile.threads = crate::threads::single_main_thread(&profile);
+        }
         profile.validate()?;
-        compute_function_totals(&mut profile);
+        derive_totals(&mut profile);
         Ok(profile)
     }
 }
 
-/// Fills `c_i`, `c_t` (Kaes's Min_E) and calls of every function from the call tree.
-fn compute_function_totals(profile: &mut Profile) {
-    let children = Children::new(&profile.call_tree);
-    let keys: Vec<u32> = profile.call_tree.iter().map(|n| n.function).collect();
+/// Computes everything a profile derives from its call tree and thread
+/// table: the totals but `instructions` (calls, syscalls, contexts), each
+/// function's `c_i`, `c_t` (Kaes's Min_E), calls and concurrency, and each
+/// thread's start function. `profile` must be valid; its function totals
+/// are overwritten.
+pub(crate) fn derive_totals(profile: &mut Profile) {
+    let spawned = spawned_roots(profile);
+    let nodes = &profile.call_tree;
+    profile.totals.calls = nodes
+        .iter()
+        .zip(&spawned)
+        .filter(|(n, &spawn)| n.parent.is_some() && !spawn)
+        .map(|(n, _)| n.calls)
+        .sum();
+    profile.totals.syscalls = nodes.iter().map(|n| n.syscalls).sum();
+    profile.totals.contexts = nodes.len() as u64;
+
+    let children = Children::new(nodes);
+    let keys: Vec<u32> = nodes.iter().map(|n| n.function).collect();
     let outer = outermost(&children, &keys, profile.functions.len());
-    for (node, is_outermost) in profile.call_tree.iter().zip(outer.is_outermost) {
+    for function in &mut profile.functions {
+        function.self_instructions = 0;
+        function.inclusive_instructions = 0;
+        function.calls = 0;
+    }
+    for (node, is_outermost) in nodes.iter().zip(outer.is_outermost) {
         let function = &mut profile.functions[node.function as usize];
         function.self_instructions += node.self_instructions;
         function.calls += node.calls;
@@ -144,6 +180,18 @@ fn compute_function_totals(profile: &mut Profile) {
             function.inclusive_instructions += node.inclusive_instructions;
         }
     }
+    let owner = thread_of_contexts(profile);
+    let ran: Vec<(u32, u32)> = nodes
+        .iter()
+        .zip(&owner)
+        .filter(|(n, _)| n.calls > 0 || n.self_instructions > 0)
+        .map(|(n, &thread)| (n.function, thread))
+        .collect();
+    let concurrency = distinct_threads(ran, profile.functions.len());
+    for (function, count) in profile.functions.iter_mut().zip(concurrency) {
+        function.concurrency = count;
+    }
+    fill_start_functions(profile);
 }
 
 #[cfg(test)]

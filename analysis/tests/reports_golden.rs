@@ -3,7 +3,7 @@
 
 mod common;
 
-use emuprof_analysis::report::{flat, graph, summary, tree};
+use emuprof_analysis::report::{flat, graph, summary, threads, tree};
 use emuprof_analysis::CallGraph;
 
 /// Runs `write` into a buffer.
@@ -105,4 +105,33 @@ fn unknown_sort_key_names_the_valid_ones() {
         .parse::<flat::SortKey>()
         .expect_err("not a sort key");
     assert!(err.contains("self, inclusive, calls"), "{err}");
+}
+
+#[test]
+fn thread_maps_match_golden_files() {
+    for (name, profile) in common::profiles() {
+        common::check_golden(
+            &format!("{name}.threads.txt"),
+            &render(|o| threads::write_text(&profile, o)),
+        );
+        common::check_golden(
+            &format!("{name}.threads.json"),
+            &render(|o| threads::write_json(&profile, o)),
+        );
+    }
+}
+
+#[test]
+fn every_report_of_a_thread_view_matches_golden_files() {
+    let profile = common::worker_threads();
+    let view = profile.thread_view(4243).expect("thread 4243 exists");
+    let g = CallGraph::new(&view);
+    common::check_golden(
+        "worker_threads.4243.flat.txt",
+        &render(|o| flat::write_text(&g, &flat::FlatOptions::default(), o)),
+    );
+    common::check_golden(
+        "worker_threads.4243.tree.txt",
+        &render(|o| tree::write_text(&g, &tree::TreeOptions::default(), o)),
+    );
 }

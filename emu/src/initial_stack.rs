@@ -14,6 +14,9 @@ pub struct AuxInfo {
     pub phent: u64,
     /// Number of program headers (`AT_PHNUM`).
     pub phnum: u64,
+    /// Where the dynamic linker was loaded (`AT_BASE`; 0 for a static
+    /// program).
+    pub base: u64,
     /// Program entry point (`AT_ENTRY`).
     pub entry: u64,
     /// The 16 bytes `AT_RANDOM` points to (seeded, not random).
@@ -109,7 +112,7 @@ pub fn build(top: u64, args: &[String], env: &[String], aux: &AuxInfo) -> Initia
         (AT_PHDR, aux.phdr),
         (AT_PHENT, aux.phent),
         (AT_PHNUM, aux.phnum),
-        (AT_BASE, 0),
+        (AT_BASE, aux.base),
         (AT_FLAGS, 0),
         (AT_ENTRY, aux.entry),
         (AT_UID, GUEST_UID),
@@ -174,6 +177,7 @@ mod tests {
             phdr: 0x400040,
             phent: 56,
             phnum: 9,
+            base: 0,
             entry: 0x401000,
             random: [7; 16],
             execfn: "./prog".into(),

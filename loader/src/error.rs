@@ -30,14 +30,24 @@ pub enum LoadError {
     },
     /// The path names something other than a regular file (a directory, a
     /// device such as `/dev/zero`, a FIFO), which is refused before reading.
-    #[error("{} is {kind}, not a program file; give the path of a static x86-64 executable", path.display())]
+    #[error("{} is {kind}, not a program file; give the path of an x86-64 executable", path.display())]
     NotRegular {
         /// The path that was given.
         path: PathBuf,
         /// What it is instead ("a directory", "a character device"...).
         kind: &'static str,
     },
-    /// The file was read but is not a static x86-64 Linux executable emuprof can run.
+    /// A dynamically linked program whose dynamic linker cannot be loaded.
+    #[error("{} needs the dynamic linker {interpreter}, which cannot be loaded: {problem}; install it, or give --root the directory that holds the program's libraries", path.display())]
+    Interpreter {
+        /// The program.
+        path: PathBuf,
+        /// Its `PT_INTERP` (a guest path).
+        interpreter: String,
+        /// Why the dynamic linker could not be loaded (one line).
+        problem: String,
+    },
+    /// The file was read but is not an x86-64 Linux executable emuprof can run.
     #[error("{} {problem}", path.display())]
     Invalid {
         /// The path that was given.
@@ -64,18 +74,18 @@ impl LoadError {
 #[non_exhaustive]
 pub enum ElfProblem {
     /// Zero bytes long.
-    #[error("is empty; expected a static x86-64 Linux ELF executable")]
+    #[error("is empty; expected an x86-64 Linux ELF executable")]
     Empty,
     /// A `#!` script rather than a compiled program.
     #[error(
-        "is a script ({interpreter_line}), not an ELF executable; profile a static binary instead"
+        "is a script ({interpreter_line}), not an ELF executable; profile the program it runs instead"
     )]
     Script {
         /// The first line of the script, shortened.
         interpreter_line: String,
     },
     /// Does not start with the ELF magic bytes.
-    #[error("is not an ELF file (it starts with {first_bytes}); emuprof runs static x86-64 Linux ELF executables")]
+    #[error("is not an ELF file (it starts with {first_bytes}); emuprof runs x86-64 Linux ELF executables")]
     NotElf {
         /// The first bytes of the file, in hex.
         first_bytes: String,
@@ -100,14 +110,14 @@ pub enum ElfProblem {
         /// The processor named by `e_machine`, e.g. "AArch64".
         machine: String,
     },
-    /// Needs the dynamic linker or shared libraries.
-    #[error("is dynamically linked ({needs}); emuprof runs static binaries only: relink it with -static (or -static-pie)")]
+    /// Needs shared libraries but names no dynamic linker to load them.
+    #[error("is dynamically linked ({needs}); emuprof cannot load it: relink it with -static (or -static-pie)")]
     DynamicallyLinked {
         /// What it needs, e.g. "interpreter /lib64/ld-linux-x86-64.so.2".
         needs: String,
     },
     /// An object file, shared library or core dump.
-    #[error("is {what}, not an executable; profile a program linked with -static")]
+    #[error("is {what}, not an executable; profile a program that uses it")]
     NotExecutable {
         /// What it is instead, e.g. "an object file (ET_REL)".
         what: String,

@@ -59,16 +59,24 @@ pub(crate) fn check_identity(bytes: &[u8]) -> Result<(), ElfProblem> {
     Ok(())
 }
 
-/// Tells what kind of ELF file this is; only static executables pass.
+/// Tells what kind of ELF file this is; executables pass, static or with a
+/// dynamic linker (`PT_INTERP`).
 pub(crate) fn classify(elf: &Elf<'_>) -> Result<ImageKind, ElfProblem> {
-    if let Some(interpreter) = elf.interpreter {
-        return Err(ElfProblem::DynamicallyLinked {
-            needs: format!("interpreter {interpreter}"),
-        });
+    if elf.interpreter.is_some() {
+        return match elf.header.e_type {
+            header::ET_EXEC => Ok(ImageKind::DynamicExec),
+            header::ET_DYN => Ok(ImageKind::DynamicPie),
+            _ => Err(ElfProblem::NotExecutable {
+                what: format!("of ELF type {} with a dynamic linker", elf.header.e_type),
+            }),
+        };
     }
     if !elf.libraries.is_empty() {
         return Err(ElfProblem::DynamicallyLinked {
-            needs: format!("needs {}", elf.libraries.join(", ")),
+            needs: format!(
+                "needs {} but names no dynamic linker",
+                elf.libraries.join(", ")
+            ),
         });
     }
     match elf.header.e_type {

@@ -28,6 +28,15 @@ pub enum ImageKind {
     Exec,
     /// `ET_DYN` without `PT_INTERP`: position independent, relocates itself at start.
     StaticPie,
+    /// `ET_EXEC` with `PT_INTERP`: fixed addresses, started through its
+    /// dynamic linker.
+    DynamicExec,
+    /// `ET_DYN` with `PT_INTERP`: a PIE, placed like a static-pie, started
+    /// through its dynamic linker.
+    DynamicPie,
+    /// A shared object (the dynamic linker, a library): placed where the
+    /// caller says; may have no entry point.
+    SharedObject,
 }
 
 /// A loaded program: its segments and the facts the emulator needs to start it.
@@ -57,6 +66,9 @@ pub struct Image {
     /// The thread-local storage template from `PT_TLS`, if any (informational:
     /// the C library sets TLS up itself).
     pub tls: Option<TlsTemplate>,
+    /// The dynamic linker named by `PT_INTERP` (a guest path), for the
+    /// dynamic kinds.
+    pub interpreter: Option<String>,
     /// Whether the stack should be executable: `PT_GNU_STACK` has `PF_X`, or there
     /// is no `PT_GNU_STACK` (the Linux default on x86-64).
     pub stack_executable: bool,
@@ -106,8 +118,15 @@ pub struct TlsTemplate {
 }
 
 impl Image {
-    /// Builds and validates the image of a parsed static binary of kind `kind`.
-    pub(crate) fn build(elf: &Elf<'_>, bytes: &[u8], kind: ImageKind) -> Result<Image, ElfProblem> {
+    /// Builds and validates the image of a parsed binary of kind `kind`;
+    /// `base` places a [`ImageKind::SharedObject`] (its lowest page goes
+    /// there).
+    pub(crate) fn build(
+        elf: &Elf<'_>,
+        bytes: &[u8],
+        kind: ImageKind,
+        base: u64,
+    ) -> Result<Image, ElfProblem> {
         let load_headers: Vec<&ProgramHeader> = elf
             .program_headers
             .iter()
@@ -119,8 +138,9 @@ impl Image {
             .min()
             .ok_or(ElfProblem::NoLoadableSegment)?;
         let load_bias = match kind {
-            ImageKind::Exec => 0,
-            ImageKind::StaticPie => static_pie_bias(lowest_vaddr)?,
+            ImageKind::Exec | ImageKind::DynamicExec => 0,
+            ImageKind::StaticPie | ImageKind::DynamicPie => static_pie_bias(lowest_vaddr)?,
+            ImageKind::SharedObject => base.wrapping_sub(lowest_vaddr & !(PAGE_SIZE - 1)),
         };
         let segments = build_segments(&load_headers, bytes, load_bias)?;
         let highest_end = segments
@@ -129,7 +149,8 @@ impl Image {
             .max()
             .ok_or(ElfProblem::NoLoadableSegment)?;
         let entry = elf.header.e_entry.wrapping_add(load_bias);
-        if !segments.iter().any(|s| s.executable && s.contains(entry)) {
+        let needs_entry = kind != ImageKind::SharedObject;
+        if needs_entry && !segments.iter().any(|s| s.executable && s.contains(entry)) {
             return Err(ElfProblem::EntryOutsideCode { entry });
         }
         Ok(Image {
@@ -141,6 +162,7 @@ impl Image {
             phnum: elf.header.e_phnum,
             brk_start: align_up(highest_end),
             tls: tls_template(elf, load_bias),
+            interpreter: elf.interpreter.map(str::to_string),
             stack_executable: elf
                 .program_headers
                 .iter()

@@ -3,10 +3,13 @@
 //! [`load`] reads a file and returns a [`Binary`]: the [`Image`] (what to map
 //! where, the entry point, the facts for the auxiliary vector) and the
 //! [`Symbols`] (function names, file:line from DWARF, inline frames, demangled).
-//! Static `ET_EXEC` binaries and static-pie (`ET_DYN` without `PT_INTERP`) are
-//! accepted; anything else — a dynamic program, another architecture, a 32-bit
-//! file, a corrupt or hostile file — gives a [`LoadError`] whose message is one
-//! line saying what is wrong and what to do. No input makes this crate panic.
+//! Static `ET_EXEC` binaries, static-pie (`ET_DYN` without `PT_INTERP`) and
+//! dynamically linked programs (with `PT_INTERP`: the dynamic linker is
+//! loaded too, see [`Binary::interpreter`]) are accepted, and shared objects
+//! mapped at run time can be read with [`load_shared_object`]; anything else
+//! — another architecture, a 32-bit file, a corrupt or hostile file — gives a
+//! [`LoadError`] whose message is one line saying what is wrong and what to
+//! do. No input makes this crate panic.
 //!
 //! This crate knows nothing about the emulator: it only describes memory.
 //!
@@ -48,21 +51,160 @@ mod regular_file;
 pub use regular_file::file_kind;
 pub use symbols::{FunctionStarts, FunctionSymbol, Symbols};
 
-/// A loaded static binary: its memory image and its symbols.
+/// A loaded binary: its memory image and its symbols, and for a dynamically
+/// linked program its dynamic linker.
 #[derive(Debug)]
 pub struct Binary {
     /// What to map where, and how to start it.
     pub image: Image,
     /// Names and source locations for its addresses (biased like the image).
     pub symbols: Symbols,
+    /// The dynamic linker (`PT_INTERP`), placed at its fixed base, for a
+    /// dynamically linked program; `None` for a static one.
+    pub interpreter: Option<Box<Binary>>,
+    /// The GNU build id (`NT_GNU_BUILD_ID` note), in hex, when the file has
+    /// one: which exact build this is.
+    pub build_id: Option<String>,
 }
 
-/// Reads and validates the static x86-64 executable at `path`.
+/// Where the dynamic linker's highest page ends: just below the top of the
+/// `mmap` area, as Linux places it with address randomisation off.
+pub const INTERPRETER_TOP: u64 = 0x7fff_f7ff_f000;
+
+/// Reads and validates the x86-64 executable at `path`; a dynamically linked
+/// one comes with its dynamic linker, read from the host's file system.
 pub fn load(path: &Path) -> Result<Binary, LoadError> {
+    load_in_root(path, None)
+}
+
+/// Like [`load`], but the dynamic linker's path (a guest path) is looked up
+/// under `root` when one is given (`--root`).
+pub fn load_in_root(path: &Path, root: Option<&Path>) -> Result<Binary, LoadError> {
     let bytes = regular_file::read(path)?;
-    load_shared(Arc::from(bytes)).map_err(|problem| LoadError::Invalid {
+    let mut binary = load_shared(Arc::from(bytes)).map_err(|problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,
+    })?;
+    if let Some(guest_path) = binary.image.interpreter.clone() {
+        let host_path = match root {
+            Some(root) => root.join(guest_path.trim_start_matches('/')),
+            None => std::path::PathBuf::from(&guest_path),
+        };
+        let interpreter = load_interpreter(&host_path).map_err(|e| LoadError::Interpreter {
+            path: path.to_path_buf(),
+            interpreter: guest_path.clone(),
+            problem: e.to_string(),
+        })?;
+        binary.interpreter = Some(Box::new(interpreter));
+    }
+    Ok(binary)
+}
+
+/// Reads a dynamic linker and places it so that it ends at
+/// [`INTERPRETER_TOP`].
+pub fn load_interpreter(path: &Path) -> Result<Binary, LoadError> {
+    let invalid = |problem| LoadError::Invalid {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let bytes: Arc<[u8]> = Arc::from(regular_file::read(path)?);
+    let span = shared_object_span(&bytes).map_err(invalid)?;
+    let base = INTERPRETER_TOP.checked_sub(span).ok_or_else(|| {
+        invalid(ElfProblem::AbsurdSegment {
+            detail: format!("a dynamic linker {span:#x} bytes long"),
+        })
+    })?;
+    load_shared_object(bytes, base).map_err(invalid)
+}
+
+/// Validates a shared object (a dynamic linker or a library) and places its
+/// lowest page at `base`.
+pub fn load_shared_object(bytes: Arc<[u8]>, base: u64) -> Result<Binary, ElfProblem> {
+    identify::check_identity(&bytes)?;
+    let elf = parse(&bytes)?;
+    if elf.header.e_type != goblin::elf::header::ET_DYN {
+        return Err(ElfProblem::NotExecutable {
+            what: "not a shared object (ET_DYN)".into(),
+        });
+    }
+    let image = Image::build(&elf, &bytes, ImageKind::SharedObject, base)?;
+    let build_id = build_id(&elf, &bytes);
+    // Distributions strip their libraries and ship the symbol tables and
+    // DWARF apart (Debian's libc6-dbg): use those when they are installed.
+    let debug = separate_debug_file(&elf, &bytes)
+        .filter(|debug| parse(debug).is_ok_and(|d| !d.syms.is_empty()));
+    let symbols = match debug {
+        Some(debug) => {
+            let debug_elf = parse(&debug)?;
+            Symbols::build(&debug_elf, Arc::clone(&debug), &image)
+        }
+        None => Symbols::build(&elf, Arc::clone(&bytes), &image),
+    };
+    Ok(Binary {
+        image,
+        symbols,
+        interpreter: None,
+        build_id,
+    })
+}
+
+/// Where distributions install detached debug files, by build id.
+const DEBUG_BUILD_ID_DIR: &str = "/usr/lib/debug/.build-id";
+
+/// The detached debug file of a stripped object, found by its GNU build id
+/// (`/usr/lib/debug/.build-id/ab/cdef….debug`), if installed.
+fn separate_debug_file(elf: &Elf<'_>, bytes: &[u8]) -> Option<Arc<[u8]>> {
+    if !elf.syms.is_empty() {
+        return None;
+    }
+    let hex = build_id(elf, bytes)?;
+    if hex.len() < 4 {
+        return None;
+    }
+    let path = Path::new(DEBUG_BUILD_ID_DIR)
+        .join(&hex[..2])
+        .join(format!("{}.debug", &hex[2..]));
+    regular_file::read(&path).ok().map(Arc::from)
+}
+
+/// The GNU build id of an object, in hex.
+fn build_id(elf: &Elf<'_>, bytes: &[u8]) -> Option<String> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let id = elf
+        .iter_note_headers(bytes)?
+        .filter_map(Result::ok)
+        .find(|note| note.n_type == NT_GNU_BUILD_ID && note.name == "GNU")?
+        .desc;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Bytes from the lowest to the end of the highest `PT_LOAD` page of a
+/// shared object.
+fn shared_object_span(bytes: &[u8]) -> Result<u64, ElfProblem> {
+    identify::check_identity(bytes)?;
+    let elf = parse(bytes)?;
+    let loads = elf
+        .program_headers
+        .iter()
+        .filter(|ph| ph.p_type == goblin::elf::program_header::PT_LOAD);
+    let low = loads.clone().map(|ph| ph.p_vaddr).min();
+    let high = loads.map(|ph| ph.p_vaddr.saturating_add(ph.p_memsz)).max();
+    match (low, high) {
+        (Some(low), Some(high)) if high > low && high - low <= MAX_SEGMENT_SIZE => {
+            let low = low & !(PAGE_SIZE - 1);
+            Ok((high - low).div_ceil(PAGE_SIZE) * PAGE_SIZE)
+        }
+        _ => Err(ElfProblem::NoLoadableSegment),
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Elf<'_>, ElfProblem> {
+    Elf::parse(bytes).map_err(|error| ElfProblem::Corrupt {
+        detail: format!(
+            "{}; the file is {} bytes long",
+            one_line(&error.to_string()),
+            bytes.len()
+        ),
     })
 }
 
@@ -74,17 +216,16 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Binary, ElfProblem> {
 
 fn load_shared(bytes: Arc<[u8]>) -> Result<Binary, ElfProblem> {
     identify::check_identity(&bytes)?;
-    let elf = Elf::parse(&bytes).map_err(|error| ElfProblem::Corrupt {
-        detail: format!(
-            "{}; the file is {} bytes long",
-            one_line(&error.to_string()),
-            bytes.len()
-        ),
-    })?;
+    let elf = parse(&bytes)?;
     let kind = identify::classify(&elf)?;
-    let image = Image::build(&elf, &bytes, kind)?;
+    let image = Image::build(&elf, &bytes, kind, 0)?;
     let symbols = Symbols::build(&elf, Arc::clone(&bytes), &image);
-    Ok(Binary { image, symbols })
+    Ok(Binary {
+        image,
+        symbols,
+        interpreter: None,
+        build_id: build_id(&elf, &bytes),
+    })
 }
 
 /// Keeps a parser message on one line.

@@ -1,4 +1,4 @@
-//! Names for the stubs in a static binary's `.plt`/`.iplt`/`.plt.sec`.
+//! Names for the stubs in a binary's `.plt`/`.iplt`/`.plt.sec`/`.plt.got`.
 //!
 //! A static glibc binary calls its IFUNC'd functions (`memcpy`, `strlen`…)
 //! through stubs of one indirect jump each, `jmp *slot(%rip)`, whose GOT slot
@@ -13,15 +13,22 @@
 //! `*ABS*+0x<resolver>@plt`. A stub covers its jump and the padding
 //! up to the next stub. The call into the stub is a call of `memcpy@plt`; its
 //! jump to the chosen implementation is a tail call, as for any function.
+//!
+//! In a dynamically linked object the stubs jump through slots that
+//! `R_X86_64_JUMP_SLOT` (or, in `.plt.got`, `R_X86_64_GLOB_DAT`) relocations
+//! fill with a symbol's address: the stub is `<symbol>@plt`, as objdump
+//! names it. With lazy binding the stub also holds the `push`/`jmp` to the
+//! resolver trampoline. (Callgrind charges stubs to their caller by default,
+//! `--skip-plt=yes`; emuprof keeps them as functions.)
 
-use goblin::elf::reloc::R_X86_64_IRELATIVE;
+use goblin::elf::reloc::{R_X86_64_GLOB_DAT, R_X86_64_IRELATIVE, R_X86_64_JUMP_SLOT};
 use goblin::elf::sym::STT_GNU_IFUNC;
 use goblin::elf::Elf;
 
 use crate::symbols::FunctionSymbol;
 
 /// Section names that hold PLT stubs.
-const PLT_SECTIONS: [&str; 3] = [".plt", ".iplt", ".plt.sec"];
+const PLT_SECTIONS: [&str; 4] = [".plt", ".iplt", ".plt.sec", ".plt.got"];
 
 /// One function per PLT stub, addresses biased by `bias`. `functions` are the
 /// symbols already known (sorted by address), to name the resolvers.
@@ -45,10 +52,26 @@ pub(crate) fn stubs(
         .filter(|r| r.r_type == R_X86_64_IRELATIVE)
         .filter_map(|r| Some((r.r_offset, u64::try_from(r.r_addend?).ok()?)))
         .collect();
+    // A dynamic object's slots, filled with a symbol's address at load time.
+    let symbol_slots: Vec<(u64, &str)> = elf
+        .pltrelocs
+        .iter()
+        .chain(elf.dynrelas.iter())
+        .filter(|r| r.r_type == R_X86_64_JUMP_SLOT || r.r_type == R_X86_64_GLOB_DAT)
+        .filter_map(|r| {
+            let sym = elf.dynsyms.get(r.r_sym)?;
+            let name = elf
+                .dynstrtab
+                .get_at(sym.st_name)
+                .filter(|n| !n.is_empty())?;
+            Some((r.r_offset, name))
+        })
+        .collect();
     let mut found = Vec::new();
     for section in &elf.section_headers {
         let name = elf.shdr_strtab.get_at(section.sh_name).unwrap_or("");
-        if !PLT_SECTIONS.contains(&name) || !section.is_executable() {
+        let no_bytes = section.sh_type == goblin::elf::section_header::SHT_NOBITS;
+        if !PLT_SECTIONS.contains(&name) || !section.is_executable() || no_bytes {
             continue;
         }
         let Some(code) = usize::try_from(section.sh_offset)
@@ -62,18 +85,25 @@ pub(crate) fn stubs(
             let end = jumps
                 .get(i + 1)
                 .map_or(section.sh_addr + section.sh_size, |next| next.0);
-            let Some(&(_, resolver)) = resolvers.iter().find(|(offset, _)| *offset == slot) else {
+            let target = if let Some(&(_, resolver)) =
+                resolvers.iter().find(|(offset, _)| *offset == slot)
+            {
+                ifunc_name(elf, resolver)
+                    .or_else(|| {
+                        let i = functions
+                            .binary_search_by_key(&(resolver + bias), |f| f.address)
+                            .ok()?;
+                        Some(functions[i].name.clone())
+                    })
+                    .unwrap_or_else(|| format!("*ABS*+{resolver:#x}"))
+            } else if let Some(&(_, symbol)) =
+                symbol_slots.iter().find(|(offset, _)| *offset == slot)
+            {
+                crate::demangle(symbol)
+            } else {
                 continue;
             };
-            let resolver_name = ifunc_name(elf, resolver)
-                .or_else(|| {
-                    let i = functions
-                        .binary_search_by_key(&(resolver + bias), |f| f.address)
-                        .ok()?;
-                    Some(functions[i].name.clone())
-                })
-                .unwrap_or_else(|| format!("*ABS*+{resolver:#x}"));
-            let name = format!("{resolver_name}@plt");
+            let name = format!("{target}@plt");
             found.push(FunctionSymbol {
                 address: start + bias,
                 size: end.saturating_sub(start).max(1),

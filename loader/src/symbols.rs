@@ -106,6 +106,12 @@ impl FunctionStarts {
     pub fn contains(&self, address: u64) -> bool {
         self.0.binary_search(&address).is_ok()
     }
+
+    /// These starts and `other`'s (of another object in the same address
+    /// space).
+    pub fn union(&self, other: &FunctionStarts) -> FunctionStarts {
+        FunctionStarts::new(self.0.iter().chain(&other.0).copied().collect())
+    }
 }
 
 impl std::fmt::Debug for Symbols {

@@ -70,17 +70,36 @@ fn directory_is_refused_as_not_a_program_file() {
 }
 
 #[test]
-fn dynamic_binary_is_refused_with_the_relink_hint() {
-    let (error, message) = refusal(&program("dynamic").expect("gcc"));
-    assert!(matches!(
-        error.problem(),
-        Some(ElfProblem::DynamicallyLinked { .. })
-    ));
+fn dynamic_binary_loads_with_its_dynamic_linker_below_the_mmap_area() {
+    let binary = load(&program("dynamic").expect("gcc")).expect("a dynamic PIE loads");
+    assert_eq!(binary.image.kind, emuprof_loader::ImageKind::DynamicPie);
+    assert_eq!(
+        binary.image.interpreter.as_deref(),
+        Some("/lib64/ld-linux-x86-64.so.2")
+    );
+    let ld = binary.interpreter.as_deref().expect("the dynamic linker");
+    let end = ld.image.segments.iter().map(|s| s.end()).max().unwrap();
+    assert!(end <= emuprof_loader::INTERPRETER_TOP);
+    assert!(ld
+        .image
+        .segments
+        .iter()
+        .any(|s| s.executable && s.contains(ld.image.entry)));
+}
+
+#[test]
+fn a_missing_dynamic_linker_is_named() {
+    let mut bytes = std::fs::read(program("dynamic").expect("gcc")).expect("read");
+    let at = bytes
+        .windows(11)
+        .position(|w| w == b"/lib64/ld-l")
+        .expect("PT_INTERP string");
+    bytes[at + 7..at + 11].copy_from_slice(b"ld-X");
+    let (_, message) = refusal(&scratch("missing-interpreter", &bytes));
     assert!(
-        message.ends_with(
-            " is dynamically linked (interpreter /lib64/ld-linux-x86-64.so.2); \
-             emuprof runs static binaries only: relink it with -static (or -static-pie)"
-        ),
+        message.contains(
+            "needs the dynamic linker /lib64/ld-Xinux-x86-64.so.2, which cannot be loaded"
+        ) && message.contains("--root"),
         "{message}"
     );
 }
@@ -128,7 +147,7 @@ fn thirty_two_bit_header_is_refused() {
 fn empty_file_is_refused() {
     let (problem, message) = refuse_bytes("empty", &[]);
     assert_eq!(problem, ElfProblem::Empty);
-    assert!(message.ends_with(" is empty; expected a static x86-64 Linux ELF executable"));
+    assert!(message.ends_with(" is empty; expected an x86-64 Linux ELF executable"));
 }
 
 #[test]

@@ -88,11 +88,15 @@ pub struct AnnotateArgs {
     /// Binary and inline options.
     #[command(flatten)]
     pub code: CodeArgs,
+    /// Only one thread (counts of a function several threads ran are then
+    /// divided among them by their self instructions: an estimate).
+    #[command(flatten)]
+    pub thread: profile_file::ThreadArg,
 }
 
 /// Prints the annotation to stdout.
 pub fn run(args: AnnotateArgs) -> Result<i32> {
-    let profile = profile_file::read(&args.profile)?;
+    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
     let (_, costs) = args.code.costs(&profile)?;
     let mut options = AnnotateOptions::default();
     options.inline = args.code.inline();

@@ -82,13 +82,17 @@ pub struct ExportArgs {
     /// Binary and inline options (callgrind, folded, flame graphs, pprof).
     #[command(flatten)]
     pub code: CodeArgs,
+    /// Only one thread (callgrind: a `thread:` file, as Callgrind's
+    /// --separate-threads writes one per thread).
+    #[command(flatten)]
+    pub thread: profile_file::ThreadArg,
 }
 
 /// Writes the export atomically.
 pub fn run(args: ExportArgs) -> Result<i32> {
     let target = OutputTarget::open(&args.output)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let profile = profile_file::read(&args.profile)?;
+    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
     let bytes = export_bytes(&profile, &args)?;
     target
         .write(|w| w.write_all(&bytes))
@@ -135,6 +139,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             // Absolute and without `.` components, as Callgrind writes `ob=`.
             let object = std::path::absolute(&binary).unwrap_or(binary);
             options.object = Some(object.display().to_string());
+            options.thread = args.thread.thread;
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
@@ -149,7 +154,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
                 .base
                 .as_deref()
                 .context("diff-flamegraph needs --base BEFORE.json")?;
-            let base = profile_file::read(base_path)?;
+            let base = profile_file::read_thread(base_path, &args.thread)?;
             let base_code = CodeArgs {
                 binary: None,
                 inline: args.code.inline,

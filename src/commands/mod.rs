@@ -6,7 +6,7 @@ pub mod diff;
 pub mod export;
 mod graphviz;
 mod live;
-mod profile_file;
+pub mod profile_file;
 mod program_path;
 mod progress;
 pub mod report;

@@ -1,11 +1,39 @@
-//! Reading a profile written by `emuprof run`.
+//! Reading a profile written by `emuprof run`, whole or one thread of it
+//! (`--thread ID`).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use emuprof_analysis::Profile;
+
+/// `--thread ID`, shared by every command that reads or prints a profile.
+#[derive(Debug, Clone, Args)]
+pub struct ThreadArg {
+    /// Only this guest thread (its id as `report --threads` lists it): its own
+    /// calls, re-rooted at the function it started in, costs its own. Default:
+    /// all threads, each spawned thread under the call that started it.
+    #[arg(long, value_name = "ID")]
+    pub thread: Option<u64>,
+}
+
+impl ThreadArg {
+    /// The profile, or its view of the chosen thread; an unknown id is an
+    /// error listing the ids there are.
+    pub fn select(&self, profile: Profile) -> Result<Profile> {
+        match self.thread {
+            None => Ok(profile),
+            Some(id) => Ok(profile.thread_view(id)?),
+        }
+    }
+}
+
+/// Reads the profile at `path` and selects the thread `thread` asks for.
+pub fn read_thread(path: &Path, thread: &ThreadArg) -> Result<Profile> {
+    thread.select(read(path)?)
+}
 
 /// Reads and validates the profile at `path`.
 pub fn read(path: &Path) -> Result<Profile> {

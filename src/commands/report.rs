@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use emuprof_analysis::report::{flat, graph, summary, tree};
+use emuprof_analysis::report::{flat, graph, summary, threads, tree};
 use emuprof_analysis::CallGraph;
 
 use super::profile_file;
@@ -29,6 +29,12 @@ use super::profile_file;
 /// --summary gives the run at a glance: functions, edges, back edges, cycles,
 /// deepest recursion, maximum call and stack depth, direct and indirect calls,
 /// syscalls, the hottest function and edge.
+///
+/// --threads is the thread map: every guest thread with its parent thread,
+/// spawn site (the function that called clone), start function, instructions
+/// and share of the run. With more than one thread, --flat and --graph show
+/// concurrency (how many threads ran a function or a call edge); --thread ID
+/// restricts any report to one thread's own calls.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ReportArgs {
@@ -46,6 +52,12 @@ pub struct ReportArgs {
     /// Whole-run summary.
     #[arg(long, group = "kind")]
     pub summary: bool,
+    /// Thread map: each thread's parent, spawn site, start function, share.
+    #[arg(long, group = "kind", conflicts_with = "thread")]
+    pub threads: bool,
+    /// Only one thread.
+    #[command(flatten)]
+    pub thread: profile_file::ThreadArg,
     /// Machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -87,7 +99,7 @@ fn inlined_functions(
 
 /// Prints the requested report to stdout.
 pub fn run(args: ReportArgs) -> Result<i32> {
-    let profile = profile_file::read(&args.profile)?;
+    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
     let graph = CallGraph::new(&profile);
     let stdout = io::stdout();
     // Text goes to a terminal: names from the binary get their control
@@ -97,7 +109,13 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     } else {
         Box::new(BufWriter::new(EscapeControls::new(stdout.lock())))
     };
-    if args.graph {
+    if args.threads {
+        if args.json {
+            threads::write_json(&profile, &mut out)?
+        } else {
+            threads::write_text(&profile, &mut out)?
+        }
+    } else if args.graph {
         let mut o = graph::GraphOptions::default();
         if let Some(t) = args.threshold {
             o.threshold_percent = t;

@@ -54,7 +54,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
         eprintln!("emuprof: {note}");
     }
     if !args.quiet {
-        eprint!("{}", summary::render(profile, args.top));
+        match args.thread.select(profile.clone()) {
+            Ok(shown) => eprint!("{}", summary::render(&shown, args.thread.thread, args.top)),
+            Err(err) => eprintln!("emuprof: {err:#}"),
+        }
     }
     let code = match &outcome.stop {
         StopReason::Exited(_) | StopReason::Signaled { .. } => {

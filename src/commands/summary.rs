@@ -7,14 +7,20 @@ use emuprof_analysis::report::format::grouped;
 use emuprof_analysis::report::summary::{self, NamedCost, SummaryOptions};
 use emuprof_analysis::{CallGraph, Profile};
 
-/// Total instructions and calls, then the top functions by self and by
+/// Total instructions and calls (and threads when there are several, or which
+/// one `profile` is a view of), then the top functions by self and by
 /// inclusive cost.
-pub fn render(profile: &Profile, top: usize) -> String {
+pub fn render(profile: &Profile, thread: Option<u64>, top: usize) -> String {
     let mut out = String::new();
     let t = &profile.totals;
+    let threads = match (thread, profile.threads.len()) {
+        (Some(id), _) => format!(" (thread {id})"),
+        (None, 0 | 1) => String::new(),
+        (None, count) => format!(" in {count} threads"),
+    };
     let _ = writeln!(
         out,
-        "emuprof: {} instructions, {} calls, {} syscalls, {} calling contexts",
+        "emuprof: {} instructions, {} calls, {} syscalls, {} calling contexts{threads}",
         grouped(t.instructions),
         grouped(t.calls),
         grouped(t.syscalls),

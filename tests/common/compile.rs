@@ -1,4 +1,5 @@
-//! Small C programs written by a test and compiled static on the spot.
+//! Small C programs written by a test and compiled on the spot (static,
+//! unless a test asks for a dynamic link).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,12 +15,28 @@ pub fn compile_c(
     compiler: &str,
     flags: &[&str],
 ) -> Option<PathBuf> {
+    compile_linked(dir, name, source, compiler, &[flags, &["-static"]].concat())
+}
+
+/// Like [`compile_c`] with gcc, linked dynamically (the system's dynamic
+/// linker and shared libraries).
+#[allow(dead_code)] // not every test binary compiles dynamic programs
+pub fn compile_c_dynamic(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Option<PathBuf> {
+    compile_linked(dir, name, source, "gcc", flags)
+}
+
+fn compile_linked(
+    dir: &Path,
+    name: &str,
+    source: &str,
+    compiler: &str,
+    flags: &[&str],
+) -> Option<PathBuf> {
     let source_path = dir.join(format!("{name}.c"));
     std::fs::write(&source_path, source).expect("write the C source");
     let binary = dir.join(name);
     let status = Command::new(compiler)
         .args(flags)
-        .arg("-static")
         .arg("-o")
         .arg(&binary)
         .arg(&source_path)
@@ -28,7 +45,7 @@ pub fn compile_c(
         Ok(s) if s.success() => Some(binary),
         _ => {
             super::ci::skip_unless_ci(&format!(
-                "`{compiler} -static {}` cannot build {name}.c here",
+                "`{compiler} {}` cannot build {name}.c here",
                 flags.join(" ")
             ));
             None

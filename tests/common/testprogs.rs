@@ -91,6 +91,9 @@ pub enum Libc {
     Musl,
     /// `gcc -static-pie`: a static-pie glibc binary (`ET_DYN`, no `PT_INTERP`).
     Pie,
+    /// `gcc`: a dynamically linked glibc PIE (the system's `ld.so` and
+    /// `libc.so.6`).
+    Dyn,
 }
 
 impl Libc {
@@ -100,11 +103,12 @@ impl Libc {
             Libc::Glibc => "glibc",
             Libc::Musl => "musl",
             Libc::Pie => "pie",
+            Libc::Dyn => "dyn",
         }
     }
 
     fn parse(text: &str) -> Option<Libc> {
-        [Libc::Glibc, Libc::Musl, Libc::Pie]
+        [Libc::Glibc, Libc::Musl, Libc::Pie, Libc::Dyn]
             .into_iter()
             .find(|libc| libc.as_str() == text)
     }

@@ -50,6 +50,21 @@ impl ProfileFile {
             .expect("totals.instructions")
     }
 
+    /// Names of functions in shared objects (the dynamic linker's, the C
+    /// library's), placed near the top of user space: the export names
+    /// their code by address, where the call tree names it by the call that
+    /// entered it (labels such as `_dl_start_user` differ), so only their
+    /// sum is compared.
+    pub fn shared_object_functions(&self) -> std::collections::BTreeSet<String> {
+        self.json["functions"]
+            .as_array()
+            .expect("functions")
+            .iter()
+            .filter(|f| f["address"].as_u64().unwrap_or(0) >= 0x7f00_0000_0000)
+            .map(|f| f["name"].as_str().expect("name").to_string())
+            .collect()
+    }
+
     /// Self instructions per function name (functions sharing a name are summed).
     pub fn self_by_name(&self) -> std::collections::BTreeMap<String, u64> {
         let mut map = std::collections::BTreeMap::new();

@@ -27,6 +27,15 @@
 //!   bodies, an estimate for inlined loops). Without `inline`, inlined code stays
 //!   in the function it was inlined into, at the line of the inline site.
 //! - Names are compressed (`fn=(3) name` once, `fn=(3)` afterwards).
+//! - Threads: a multi-thread profile is written as one part covering every
+//!   thread, as Callgrind does by default (`--separate-threads=no`); a spawn
+//!   (a thread's root under the context that cloned it) is not a call, so a
+//!   thread's root function has no caller line, while the merged inclusive
+//!   costs of the spawning calls include the threads they started. For one
+//!   thread, export its view ([`Profile::thread_view`]) with
+//!   [`CallgrindOptions::thread`] set: the file then says `thread: ID`, as each
+//!   of Callgrind's `--separate-threads=yes` files does (callgrind_annotate
+//!   reads one part per file).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -35,6 +44,7 @@ use rustc_hash::FxHashMap;
 
 use crate::instructions::{InstructionCost, InstructionCosts};
 use crate::profile::Profile;
+use crate::threads::spawned_roots;
 use crate::tree::{Children, Visit};
 
 /// Name used for code without a source file, as Callgrind does.
@@ -48,6 +58,9 @@ pub struct CallgrindOptions {
     pub inline: bool,
     /// The `ob=` line: path of the profiled binary. Default: none.
     pub object: Option<String>,
+    /// The `thread:` header line: the guest thread id of a one-thread view.
+    /// Default: none (the file covers the whole process).
+    pub thread: Option<u64>,
 }
 
 impl Default for CallgrindOptions {
@@ -55,6 +68,7 @@ impl Default for CallgrindOptions {
         CallgrindOptions {
             inline: true,
             object: None,
+            thread: None,
         }
     }
 }
@@ -185,8 +199,11 @@ fn add_calls(
 ) {
     let sites = call_sites(costs);
     let outermost = outermost_calls(profile);
+    let spawned = spawned_roots(profile);
     for node in &profile.call_tree {
-        let Some(parent) = node.parent else { continue };
+        let Some(parent) = node.parent.filter(|_| !spawned[node.id as usize]) else {
+            continue;
+        };
         let caller = profile.function_of(&profile.call_tree[parent as usize]);
         let callee = profile.function_of(node);
         let cost = if outermost[node.id as usize] {
@@ -302,6 +319,9 @@ impl<W: Write> Writer<W> {
         writeln!(self.out, "creator: emuprof {}", profile.emuprof_version)?;
         writeln!(self.out, "cmd: {}", profile.command.join(" "))?;
         writeln!(self.out, "part: 1")?;
+        if let Some(thread) = options.thread {
+            writeln!(self.out, "thread: {thread}")?;
+        }
         if let Some(reason) = &profile.partial {
             writeln!(self.out, "desc: Partial: {}", reason.replace('\n', " "))?;
         }

@@ -6,6 +6,13 @@
 //! legend). Edges show calls and inclusive cost, their width grows with cost;
 //! recursive back edges are dashed blue with their recursive-call count; dfa
 //! edges through pruned functions are dotted grey with how many levels they skip.
+//!
+//! A profile with several threads also shows, as Trin-Trin draws them, spawn
+//! edges (green, bold: the spawning function → the thread's start function,
+//! with how many threads and their instructions) and thread start functions
+//! (brown outline); functions and call edges that more than one thread ran
+//! say how many; the legend explains both. Spawn edges are drawn when both
+//! ends are kept. A single-thread profile's DOT has none of this.
 
 use std::io::Write;
 
@@ -44,6 +51,11 @@ pub(crate) const HEAT: [(f64, &str, &str); 7] = [
     (50.0, "#e31a1c", "white"),
     (75.0, "#b10026", "white"),
 ];
+
+/// Colour of spawn edges (Trin-Trin's green).
+const SPAWN_COLOUR: &str = "#1a9641";
+/// Outline colour of thread start functions (Trin-Trin's brown).
+const THREAD_START_COLOUR: &str = "#8c510a";
 
 /// Fill and font colour for an inclusive percentage.
 pub(crate) fn heat(percent: f64) -> (&'static str, &'static str) {
@@ -103,13 +115,22 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> R
             .map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p)))
     );
     write_header(&mut out, "emuprof", &title)?;
+    let threaded = profile.threads.len() > 1;
     for &id in &pruned.functions {
         let f = &profile.functions[id as usize];
         let inclusive = profile.percent(f.inclusive_instructions);
         let (fill, font) = heat(inclusive);
+        let mut threads = String::new();
+        if threaded && f.concurrency > 1 {
+            threads = format!("\\n{}", plural(u64::from(f.concurrency), "thread"));
+        }
+        let mut outline = String::new();
+        if graph.spawns.iter().any(|s| s.start == id) {
+            outline = format!(", color=\"{THREAD_START_COLOUR}\", penwidth=3");
+        }
         writeln!(
             out,
-            "  f{id} [label=\"{}\\nself {}  incl {}\\n{}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"];",
+            "  f{id} [label=\"{}\\nself {}  incl {}\\n{}{threads}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"{outline}];",
             escape(&f.name),
             percent(profile.percent(f.self_instructions)),
             percent(inclusive),
@@ -119,8 +140,21 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> R
     for edge in &pruned.edges {
         write_edge(&mut out, graph, edge)?;
     }
+    for spawn in &graph.spawns {
+        let kept = |f| pruned.functions.binary_search(&f).is_ok();
+        if kept(spawn.spawner) && kept(spawn.start) {
+            writeln!(
+                out,
+                "  f{} -> f{} [label=\"spawns {}\\n{} instr\", color=\"{SPAWN_COLOUR}\", fontcolor=\"{SPAWN_COLOUR}\", style=bold, penwidth=2];",
+                spawn.spawner,
+                spawn.start,
+                plural(spawn.threads, "thread"),
+                grouped(spawn.instructions)
+            )?;
+        }
+    }
     if options.legend {
-        write_legend(&mut out)?;
+        write_legend(&mut out, threaded)?;
     }
     writeln!(out, "}}")?;
     out.flush()?;
@@ -136,6 +170,14 @@ fn write_edge<W: Write>(out: &mut W, graph: &CallGraph, edge: &PrunedEdge) -> Re
         plural(edge.calls, "call"),
         grouped(edge.inclusive_instructions)
     );
+    if let (EdgeKind::Direct, true) = (edge.kind, profile.threads.len() > 1) {
+        let threads = graph
+            .edge(edge.caller, edge.callee)
+            .map_or(0, |e| e.threads);
+        if threads > 1 {
+            label = format!("{label}\\n{}", plural(u64::from(threads), "thread"));
+        }
+    }
     let mut style = String::new();
     if let EdgeKind::Dfa {
         min_skipped,
@@ -168,7 +210,7 @@ fn write_edge<W: Write>(out: &mut W, graph: &CallGraph, edge: &PrunedEdge) -> Re
     Ok(())
 }
 
-fn write_legend<W: Write>(out: &mut W) -> Result<()> {
+fn write_legend<W: Write>(out: &mut W, threaded: bool) -> Result<()> {
     writeln!(out, "  subgraph cluster_legend {{")?;
     writeln!(out, "    label=\"Legend: fill = inclusive cost\"; fontsize=10; style=rounded; color=\"#909090\";")?;
     for (i, (low, fill, font)) in HEAT.iter().enumerate() {
@@ -200,6 +242,20 @@ fn write_legend<W: Write>(out: &mut W) -> Result<()> {
     )?;
     writeln!(out, "    legend_b -> legend_c [label=\"back edge\\n↻ recursive calls\", style=dashed, color=\"#1f78b4\", fontcolor=\"#1f78b4\"];")?;
     writeln!(out, "    legend_c -> legend_d [label=\"dfa edge: skips N\\npruned levels\", style=dotted, color=\"#707070\"];")?;
+    if threaded {
+        writeln!(
+            out,
+            "    legend_e [label=\"spawning function\", style=rounded];"
+        )?;
+        writeln!(
+            out,
+            "    legend_f [label=\"thread start\", style=rounded, color=\"{THREAD_START_COLOUR}\", penwidth=3];"
+        )?;
+        writeln!(
+            out,
+            "    legend_d -> legend_e [style=invis];\n    legend_e -> legend_f [label=\"spawn edge\\nN threads\", color=\"{SPAWN_COLOUR}\", fontcolor=\"{SPAWN_COLOUR}\", style=bold];"
+        )?;
+    }
     writeln!(out, "  }}")?;
     Ok(())
 }

@@ -5,6 +5,11 @@
 //! Lines are sorted by stack; their counts add up to the profile's total.
 //! Recursion and inline frames are handled as described in [`super::stacks`].
 //! Frame names have `;` replaced by `:` so that they cannot split a frame.
+//!
+//! A profile with more than one thread gets one root frame per thread,
+//! `thread 4243;clone3;start_thread;worker 1200`, above that thread's own
+//! stacks ([`Profile::thread_views`]), as perf and samply show threads; a
+//! single-thread profile has no such frame.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -25,10 +30,38 @@ pub struct FoldedStack {
 
 /// The folded stacks of `profile`, sorted by stack; stacks with no self cost are
 /// left out. `costs` adds inline frames when [`StackOptions::inline`] is set.
+/// With several threads every stack starts with its thread's frame.
 pub fn folded_stacks(
     profile: &Profile,
     costs: Option<&InstructionCosts>,
     options: &StackOptions,
+) -> Vec<FoldedStack> {
+    if profile.threads.len() <= 1 {
+        return one_thread(profile, costs, options, "");
+    }
+    let mut lines: Vec<FoldedStack> = profile
+        .thread_views()
+        .iter()
+        .flat_map(|view| {
+            let frame = format!("{};", thread_frame(view.threads[0].id));
+            one_thread(view, costs, options, &frame)
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The root frame of a thread's stacks, shared by the stack-based exports.
+pub fn thread_frame(id: u64) -> String {
+    format!("thread {id}")
+}
+
+/// The folded stacks of a profile's whole tree, each prefixed by `prefix`.
+fn one_thread(
+    profile: &Profile,
+    costs: Option<&InstructionCosts>,
+    options: &StackOptions,
+    prefix: &str,
 ) -> Vec<FoldedStack> {
     let stacks = Stacks::new(profile, options);
     let split = costs.filter(|_| options.inline).map(|costs| {
@@ -51,11 +84,12 @@ pub fn folded_stacks(
             continue;
         }
         let path = stacks.functions(id as u32);
-        let base = path
-            .iter()
-            .map(|&f| names[f as usize].as_str())
-            .collect::<Vec<_>>()
-            .join(";");
+        let base = prefix.to_string()
+            + &path
+                .iter()
+                .map(|&f| names[f as usize].as_str())
+                .collect::<Vec<_>>()
+                .join(";");
         let top = stacks.frames[id].function;
         match split.as_ref().and_then(|s| s.split(top, self_instructions)) {
             Some(parts) => {
@@ -141,5 +175,31 @@ mod tests {
         let lines = folded_stacks(&profile, Some(&costs), &no_inline);
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].instructions, 6);
+    }
+
+    #[test]
+    fn several_threads_get_a_root_frame_each() {
+        let (raw, resolver) = crate::sample::worker_threads().finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let lines = folded_stacks(&profile, None, &StackOptions::default());
+        let helper: Vec<&FoldedStack> = lines
+            .iter()
+            .filter(|l| l.stack.ends_with(";helper"))
+            .collect();
+        assert_eq!(helper.len(), 1);
+        assert_eq!(helper[0].stack, "thread 4244;clone;start_thread;helper");
+        assert_eq!(helper[0].instructions, 60);
+        for thread in &profile.threads {
+            let prefix = format!("thread {};", thread.id);
+            let sum: u64 = lines
+                .iter()
+                .filter(|l| l.stack.starts_with(&prefix))
+                .map(|l| l.instructions)
+                .sum();
+            assert_eq!(sum, thread.instructions, "{prefix}");
+        }
+        let view = profile.thread_view(4244).expect("thread 4244");
+        let alone = folded_stacks(&view, None, &StackOptions::default());
+        assert!(alone.iter().all(|l| !l.stack.starts_with("thread ")));
     }
 }

@@ -53,6 +53,21 @@ pub struct Sample {
     pub location_id: Vec<u64>,
     #[prost(int64, repeated, tag = "2")]
     pub value: Vec<i64>,
+    #[prost(message, repeated, tag = "3")]
+    pub label: Vec<Label>,
+}
+
+/// A sample's label: `key` and either a string or a number.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Label {
+    #[prost(int64, tag = "1")]
+    pub key: i64,
+    #[prost(int64, tag = "2")]
+    pub str: i64,
+    #[prost(int64, tag = "3")]
+    pub num: i64,
+    #[prost(int64, tag = "4")]
+    pub num_unit: i64,
 }
 
 /// A mapped binary.

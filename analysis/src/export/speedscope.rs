@@ -9,6 +9,10 @@
 //! calling contexts, not the order of the run (every call of one context is
 //! merged into one span); its left-heavy and sandwich views are exact.
 //! Recursion is kept level by level, as in the call tree.
+//!
+//! A profile with more than one thread gives one evented profile per thread
+//! (its own tree, [`Profile::thread_views`]), named after the thread, as
+//! speedscope shows the threads of a perf or Chrome profile.
 
 use std::io::{self, Write};
 
@@ -41,17 +45,43 @@ pub fn write_speedscope<W: Write>(profile: &Profile, name: &str, out: W) -> io::
         }
         write!(out, "}}")?;
     }
+    writeln!(out, "]}},")?;
+    write!(out, r#""profiles":["#)?;
+    if profile.threads.len() <= 1 {
+        let frames: Vec<u32> = (0..profile.functions.len() as u32).collect();
+        write_events(&mut out, profile, &frames, name)?;
+    } else {
+        for (index, view) in profile.thread_views().iter().enumerate() {
+            if index > 0 {
+                writeln!(out, ",")?;
+            }
+            let frames = view.function_ids_in(profile);
+            let thread = super::folded::thread_frame(view.threads[0].id);
+            write_events(&mut out, view, &frames, &format!("{name} ({thread})"))?;
+        }
+    }
+    writeln!(out, "]}}")?;
+    out.flush()
+}
+
+/// One evented profile of `profile`'s whole call tree, named `name`; `frames`
+/// maps its function ids to the shared frame table.
+fn write_events<W: Write>(
+    out: &mut W,
+    profile: &Profile,
+    frames: &[u32],
+    name: &str,
+) -> io::Result<()> {
     let nodes = &profile.call_tree;
     let end: u64 = nodes
         .iter()
         .filter(|n| n.parent.is_none())
         .map(|n| n.inclusive_instructions)
         .sum();
-    writeln!(out, "]}},")?;
     writeln!(
         out,
-        r#""profiles":[{{"type":"evented","name":{},"unit":"none","startValue":0,"endValue":{end},"events":["#,
-        text(name)?
+        r#"{{"type":"evented","name":{},"unit":"none","startValue":0,"endValue":{end},"events":["#,
+        serde_json::to_string(name).map_err(io::Error::other)?
     )?;
     let mut at = 0u64;
     let mut first = true;
@@ -70,15 +100,14 @@ pub fn write_speedscope<W: Write>(profile: &Profile, name: &str, out: W) -> io::
         result = write!(
             out,
             "{separator}\n{{\"type\":\"{kind}\",\"frame\":{},\"at\":{at}}}",
-            node.function
+            frames[node.function as usize]
         );
         if kind == "O" {
             at += node.self_instructions;
         }
     });
     result?;
-    writeln!(out, "\n]}}]}}")?;
-    out.flush()
+    write!(out, "\n]}}")
 }
 
 #[cfg(test)]
@@ -116,5 +145,37 @@ mod tests {
         assert!(stack.is_empty());
         assert_eq!(json["profiles"][0]["endValue"].as_u64(), Some(last));
         assert_eq!(last, profile.totals.instructions);
+    }
+
+    #[test]
+    fn one_evented_profile_per_thread() {
+        let (raw, resolver) = crate::sample::worker_threads().finish();
+        let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+        let mut bytes = Vec::new();
+        write_speedscope(&profile, "workers", &mut bytes).expect("writes");
+        let json: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let profiles = json["profiles"].as_array().expect("profiles");
+        let names: Vec<&str> = profiles.iter().filter_map(|p| p["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "workers (thread 4242)",
+                "workers (thread 4243)",
+                "workers (thread 4244)",
+                "workers (thread 4245)",
+                "workers (thread 4246)"
+            ]
+        );
+        let ends: Vec<u64> = profiles
+            .iter()
+            .filter_map(|p| p["endValue"].as_u64())
+            .collect();
+        assert_eq!(ends, [180, 185, 70, 250, 350]);
+        let frames = json["shared"]["frames"].as_array().expect("frames");
+        let first = profiles[2]["events"][0]["frame"].as_u64().expect("frame") as usize;
+        assert_eq!(
+            frames[first]["name"], "clone",
+            "thread 4244 opens at its root"
+        );
     }
 }

@@ -1,4 +1,5 @@
-//! The flat profile (gprof style): one row per function.
+//! The flat profile (gprof style): one row per function. A profile with more
+//! than one thread adds a `threads` column: each function's concurrency.
 
 use std::cmp::Ordering;
 use std::io::Write;
@@ -120,6 +121,10 @@ pub struct FlatRow {
     pub min_per_call: u64,
     /// Most inclusive instructions of one call.
     pub max_per_call: u64,
+    /// Concurrency (threads that ran the function); only when the profile has
+    /// more than one thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
 }
 
 /// The flat profile as data (what [`write_json`] prints).
@@ -138,6 +143,7 @@ pub struct FlatReport {
 /// Builds the flat profile.
 pub fn build(graph: &CallGraph, options: &FlatOptions) -> FlatReport {
     let profile = graph.profile;
+    let threaded = profile.threads.len() > 1;
     let mut functions: Vec<FlatRow> = profile
         .functions
         .iter()
@@ -156,6 +162,7 @@ pub fn build(graph: &CallGraph, options: &FlatOptions) -> FlatReport {
             inclusive_per_call: ratio(f.inclusive_instructions, f.calls),
             min_per_call: stats.min_instructions,
             max_per_call: stats.max_instructions,
+            concurrency: threaded.then_some(f.concurrency),
         })
         .collect();
     functions.sort_by(|a, b| {
@@ -198,7 +205,8 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
         grouped(graph.profile.functions.len() as u64)
     )?;
     writeln!(out)?;
-    let mut table = Table::new(&[
+    let threaded = graph.profile.threads.len() > 1;
+    let mut columns = vec![
         ("self%", Align::Right),
         ("self", Align::Right),
         ("incl%", Align::Right),
@@ -208,11 +216,14 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
         ("incl/call", Align::Right),
         ("min/call", Align::Right),
         ("max/call", Align::Right),
-        ("function", Align::Left),
-        ("location", Align::Left),
-    ]);
+    ];
+    if threaded {
+        columns.push(("threads", Align::Right));
+    }
+    columns.extend([("function", Align::Left), ("location", Align::Left)]);
+    let mut table = Table::new(&columns);
     for row in &report.functions {
-        table.push(vec![
+        let mut cells = vec![
             percent(row.self_percent),
             grouped(row.self_instructions),
             percent(row.inclusive_percent),
@@ -222,9 +233,12 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
             grouped_decimal(row.inclusive_per_call),
             grouped(row.min_per_call),
             grouped(row.max_per_call),
-            row.name.clone(),
-            location(row.file.as_deref(), row.line),
-        ]);
+        ];
+        if let Some(threads) = row.concurrency {
+            cells.push(grouped(u64::from(threads)));
+        }
+        cells.extend([row.name.clone(), location(row.file.as_deref(), row.line)]);
+        table.push(cells);
     }
     table.write(&mut out)?;
     Ok(())

@@ -4,7 +4,8 @@
 //! Functions are listed by inclusive cost `c_t`, highest first, and numbered
 //! `[1]`, `[2]`… in that order. Caller and callee lines show the edge's calls as
 //! `edge calls/all calls of the callee` and the edge's recursion-safe inclusive
-//! cost; recursive calls along an edge are flagged.
+//! cost; recursive calls along an edge are flagged. With more than one thread,
+//! functions and edges that several threads ran say how many (concurrency).
 
 use std::io::Write;
 
@@ -40,6 +41,10 @@ pub struct Neighbour {
     pub inclusive_instructions: u64,
     /// All calls of the caller or callee named here.
     pub function_calls: u64,
+    /// Threads that made calls along the edge; only when the profile has more
+    /// than one thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
 }
 
 /// One function with its callers and callees.
@@ -59,6 +64,10 @@ pub struct GraphEntry {
     pub calls: u64,
     /// Number of the cycle (from 1) the function belongs to, if any.
     pub cycle: Option<u32>,
+    /// Threads that ran the function; only when the profile has more than one
+    /// thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
     /// Callers, by edge cost.
     pub callers: Vec<Neighbour>,
     /// Callees, by edge cost.
@@ -79,6 +88,7 @@ pub struct GraphReport {
 /// Builds the call-graph report.
 pub fn build(graph: &CallGraph, options: &GraphOptions) -> GraphReport {
     let profile = graph.profile;
+    let threaded = profile.threads.len() > 1;
     let mut order: Vec<FunctionId> = (0..profile.functions.len() as FunctionId)
         .filter(|&f| {
             profile.percent(profile.functions[f as usize].inclusive_instructions)
@@ -112,6 +122,7 @@ pub fn build(graph: &CallGraph, options: &GraphOptions) -> GraphReport {
                     recursive_calls: edge.recursive_calls,
                     inclusive_instructions: edge.inclusive_instructions,
                     function_calls: profile.functions[other as usize].calls,
+                    concurrency: threaded.then_some(edge.threads),
                 }
             })
             .collect();
@@ -135,6 +146,7 @@ pub fn build(graph: &CallGraph, options: &GraphOptions) -> GraphReport {
                 inclusive_instructions: function.inclusive_instructions,
                 calls: function.calls,
                 cycle: stats.cycle.map(|c| c + 1),
+                concurrency: threaded.then_some(function.concurrency),
                 callers: neighbours(&stats.callers, |e| e.caller),
                 callees: neighbours(&stats.callees, |e| e.callee),
             }
@@ -159,6 +171,12 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
         out,
         "calls on caller/callee lines: calls along the edge / all calls of the callee"
     )?;
+    if graph.profile.threads.len() > 1 {
+        writeln!(
+            out,
+            "(N threads): how many threads ran the function or made calls along the edge"
+        )?;
+    }
     writeln!(out)?;
     let mut table = Table::new(&[
         ("index", Align::Left),
@@ -169,6 +187,10 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
         ("function", Align::Left),
     ]);
     let tag = |index: Option<usize>| index.map_or(String::new(), |i| format!(" [{i}]"));
+    let threads = |concurrency: Option<u32>| match concurrency {
+        Some(n) if n > 1 => format!(" ({} threads)", grouped(u64::from(n))),
+        _ => String::new(),
+    };
     for entry in &report.functions {
         let neighbour_row = |n: &Neighbour, total_calls: u64| -> Vec<String> {
             let recursive = if n.recursive_calls > 0 {
@@ -182,7 +204,12 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
                 String::new(),
                 grouped(n.inclusive_instructions),
                 format!("{}/{}", grouped(n.calls), grouped(total_calls)),
-                format!("    {}{}{recursive}", n.name, tag(n.index)),
+                format!(
+                    "    {}{}{recursive}{}",
+                    n.name,
+                    tag(n.index),
+                    threads(n.concurrency)
+                ),
             ]
         };
         for caller in &entry.callers {
@@ -197,7 +224,12 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
             grouped(entry.self_instructions),
             grouped(entry.inclusive_instructions),
             grouped(entry.calls),
-            format!("{}{}{cycle}", entry.name, tag(Some(entry.index))),
+            format!(
+                "{}{}{cycle}{}",
+                entry.name,
+                tag(Some(entry.index)),
+                threads(entry.concurrency)
+            ),
         ]);
         for callee in &entry.callees {
             table.push(neighbour_row(callee, callee.function_calls));

@@ -6,6 +6,7 @@
 //! | graph | [`graph`] | gprof call-graph style: each function with its callers and callees |
 //! | tree | [`tree`] | Kaes's display tree, small subtrees folded |
 //! | summary | [`summary`] | Trin-Trin's summary: sizes, recursion, depths, hottest function and edge |
+//! | thread map | [`threads`] | every guest thread: parent, spawn site, start function, instructions, share |
 //!
 //! Every report has an `Options` struct (`Default` gives the documented
 //! defaults) and two functions, `write_text` and `write_json`, writing to any
@@ -15,6 +16,7 @@ pub mod flat;
 pub mod format;
 pub mod graph;
 pub mod summary;
+pub mod threads;
 pub mod tree;
 
 pub(crate) use crate::profile::write_pretty_json;

@@ -64,6 +64,13 @@ pub struct SummaryReport {
     pub partial: Option<String>,
     /// All instructions executed.
     pub instructions: u64,
+    /// Guest threads; only when the profile has more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// Spawn edges (spawning function → thread start function); only when the
+    /// profile has more than one thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn_edges: Option<usize>,
     /// Functions executed.
     pub functions: usize,
     /// Calling contexts.
@@ -78,7 +85,7 @@ pub struct SummaryReport {
     pub deepest_recursion: u32,
     /// The function reaching `deepest_recursion`.
     pub deepest_recursion_function: Option<String>,
-    /// Most frames on the call stack at once.
+    /// Most frames on one thread's call stack at once.
     pub max_call_depth: u32,
     /// Deepest guest stack, in bytes below the initial stack pointer.
     pub max_stack_bytes: u64,
@@ -128,6 +135,8 @@ pub fn build(graph: &CallGraph, options: &SummaryOptions) -> SummaryReport {
         exit_status: profile.exit_status,
         partial: profile.partial.clone(),
         instructions: profile.totals.instructions,
+        threads: (profile.threads.len() > 1).then_some(profile.threads.len()),
+        spawn_edges: (profile.threads.len() > 1).then_some(graph.spawns.len()),
         functions: profile.functions.len(),
         contexts: profile.totals.contexts,
         edges: graph.edges.len(),
@@ -193,8 +202,12 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &SummaryOptions, mut out
     if let Some(reason) = &r.partial {
         lines.push(("PARTIAL", reason.clone()));
     }
+    lines.push(("instructions", grouped(r.instructions)));
+    if let (Some(threads), Some(spawns)) = (r.threads, r.spawn_edges) {
+        lines.push(("threads", grouped(threads as u64)));
+        lines.push(("spawn edges", grouped(spawns as u64)));
+    }
     lines.extend([
-        ("instructions", grouped(r.instructions)),
         ("functions", grouped(r.functions as u64)),
         ("calling contexts", grouped(r.contexts)),
         ("call-graph edges", grouped(r.edges as u64)),

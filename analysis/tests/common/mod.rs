@@ -64,7 +64,14 @@ pub fn profiles() -> Vec<(&'static str, Profile)> {
     vec![
         ("foo_bar_toy", foo_bar_toy()),
         ("small_program", small_program()),
+        ("worker_threads", worker_threads()),
     ]
+}
+
+/// Five threads: the main thread starts three workers, the first worker a
+/// helper ([`emuprof_analysis::sample::worker_threads`]).
+pub fn worker_threads() -> Profile {
+    finish(emuprof_analysis::sample::worker_threads())
 }
 
 /// Compares `actual` with `tests/golden/<name>`; with `EMUPROF_BLESS=1` rewrites it.

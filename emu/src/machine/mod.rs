@@ -2,6 +2,7 @@
 //! installs the hooks and runs the guest to the end.
 
 mod block_hook;
+mod guest_symbols;
 mod hooks;
 mod host_limits;
 mod options;
@@ -14,6 +15,7 @@ mod syscall_dispatch;
 mod threads;
 mod user_mode;
 
+pub use guest_symbols::LoadedLibrary;
 pub use options::{RunOptions, UnsupportedSyscalls};
 pub use stop::{BlockedThread, StopReason};
 pub use threads::DEFAULT_QUANTUM;
@@ -38,6 +40,7 @@ use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
 use crate::tree::tree_feed::{self, BuilderSetup};
 use crate::{cpu, initial_stack, EmuError};
+use guest_symbols::GuestSymbols;
 use stack_pointer::StackPointerReader;
 use state::{MachineState, SyscallState};
 
@@ -58,6 +61,9 @@ pub struct RunOutcome {
     /// Things the user should know (unsupported syscalls answered with
     /// ENOSYS, refused network access…), one line each.
     pub notes: Vec<String>,
+    /// The shared libraries the guest mapped, with their symbols (empty for
+    /// a static program).
+    pub libraries: Vec<LoadedLibrary>,
 }
 
 /// Runs `binary` to completion under the emulator and returns its profile.
@@ -71,7 +77,21 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
     cpu::select_model(&mut uc)?;
     let mut space = AddressSpace::new(&mut uc)?;
-    let code = load_segments(&mut uc, &mut space, image)?;
+    let mut code = load_segments(&mut uc, &mut space, image)?;
+    let interpreter = binary.interpreter.as_deref();
+    if let Some(interpreter) = interpreter {
+        code.extend(load_segments(&mut uc, &mut space, &interpreter.image)?);
+    }
+    let code = CodeSnapshot::new(code);
+    // A dynamically linked program starts in its dynamic linker.
+    let start = interpreter.map_or(image.entry, |i| i.image.entry);
+    let function_starts = match interpreter {
+        Some(i) => binary
+            .symbols
+            .function_starts()
+            .union(i.symbols.function_starts()),
+        None => binary.symbols.function_starts().union(&Default::default()),
+    };
     space.set_brk_start(image.brk_start);
 
     let cpus = options.cpus.clamp(1, MAX_CPUS);
@@ -87,6 +107,9 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         phdr: image.phdr_address,
         phent: u64::from(image.phent),
         phnum: u64::from(image.phnum),
+        base: interpreter
+            .and_then(|i| i.image.segments.first())
+            .map_or(0, |s| page_align_down(s.address)),
         entry: image.entry,
         random,
         execfn: options.args.first().cloned().unwrap_or_default(),
@@ -101,7 +124,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
         .write_initial(&mut uc, stack.sp, &stack.bytes)
         .map_err(|f| EmuError::Layout(format!("initial stack at {:#x}", f.address)))?;
     cpu::enable_paging(&mut uc, space.page_table_root())?;
-    user_mode::enter(&mut uc, &mut space, image.entry, stack.sp)?;
+    user_mode::enter(&mut uc, &mut space, start, stack.sp)?;
 
     let mut files = Files::new(options.files.clone())?;
     files.describe_cpus(cpus);
@@ -111,15 +134,15 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
     std::thread::scope(|scope| {
         let setup = BuilderSetup {
             code: &code,
-            function_starts: binary.symbols.function_starts(),
-            tree: CallTreeBuilder::new(image.entry, stack.sp),
+            function_starts: &function_starts,
+            tree: CallTreeBuilder::new(start, stack.sp),
             instruction_limit,
             progress: Arc::clone(&options.progress),
             snapshots: options.snapshots.clone(),
         };
         let (feed, builder) = tree_feed::spawn(scope, setup).map_err(EmuError::BuilderStart)?;
         let state: hooks::Shared<'_> = Rc::new(RefCell::new(MachineState {
-            symbols: &binary.symbols,
+            symbols: GuestSymbols::new(binary),
             blocks,
             text: CodeRange::new(code.main_range()),
             fast_text: CodeRange::default(),
@@ -144,7 +167,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             quantum_start: 0,
         }));
         let installed = install_hooks(&mut uc, &state);
-        let result = installed.map(|()| run_threads(&mut uc, &state, image.entry));
+        let result = installed.map(|()| run_threads(&mut uc, &state, start));
         let mut st = state.borrow_mut();
         let tree_state = st.feed.close();
         let result = result?;
@@ -168,13 +191,14 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             },
         };
         let notes = std::mem::take(&mut st.notes);
+        let symbols = std::mem::replace(&mut st.symbols, GuestSymbols::new(binary));
         let command = st.options.args.clone();
         let tids: Vec<u64> = st.threads.threads.iter().map(|t| t.tid).collect();
         drop(st);
         drop(uc); // releases the hooks' references to the state
         drop(state);
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
-        let stop = with_call_stack(stop, &built.tree, &binary.symbols);
+        let stop = with_call_stack(stop, &built.tree, &symbols);
         let blocks = collect_blocks(&built.blocks, &built.executions);
         let finished = built.tree.finish();
         let total_instructions = finished.total;
@@ -204,6 +228,7 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             profile,
             stop,
             notes,
+            libraries: symbols.into_libraries(),
         })
     })
 }
@@ -238,7 +263,7 @@ fn run_threads(
 fn with_call_stack(
     stop: StopReason,
     tree: &CallTreeBuilder,
-    symbols: &emuprof_loader::Symbols,
+    symbols: &GuestSymbols<'_>,
 ) -> StopReason {
     match stop {
         StopReason::Deadlock { mut threads } => {
@@ -273,12 +298,12 @@ fn with_call_stack(
 
 /// Maps every `PT_LOAD` segment, page by page with the union of the
 /// permissions of the segments that touch it, and copies the file bytes in.
-/// Returns the executable pages as loaded.
+/// Returns the executable pages as loaded (runs for a [`CodeSnapshot`]).
 fn load_segments(
     uc: &mut Unicorn<'_, ()>,
     space: &mut AddressSpace,
     image: &Image,
-) -> Result<CodeSnapshot, EmuError> {
+) -> Result<Vec<(u64, Vec<u8>)>, EmuError> {
     let mut pages: BTreeMap<u64, Protection> = BTreeMap::new();
     for seg in &image.segments {
         let start = page_align_down(seg.address);
@@ -316,7 +341,7 @@ fn load_segments(
             )));
         }
     }
-    Ok(CodeSnapshot::new(code))
+    Ok(code)
 }
 
 /// Groups consecutive pages with the same protection: `(start, len, prot)`.

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use emuprof_loader::Symbols;
+use super::guest_symbols::GuestSymbols;
 
 use super::options::RunOptions;
 use super::stack_pointer::StackPointerReader;
@@ -36,8 +36,8 @@ pub struct SyscallState {
 
 /// The machine's state as hooks see it (behind one `RefCell`).
 pub struct MachineState<'a> {
-    /// The binary's symbols, for function starts and messages.
-    pub symbols: &'a Symbols,
+    /// Symbols of everything loaded, for function starts and messages.
+    pub symbols: GuestSymbols<'a>,
     /// Blocks outside the code snapshot, decoded here.
     pub blocks: BlockCache,
     /// The code the call-tree thread decodes by itself.

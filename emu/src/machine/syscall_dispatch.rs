@@ -45,6 +45,9 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
             None => return,
         },
     };
+    if let (SYS_MMAP, Ok(at)) = (number, result) {
+        super::guest_symbols::note_mapping(uc, st, args, at);
+    }
     // Ctrl-C/SIGTERM during the call (a blocking read ends with EINTR then):
     // stop here, before the guest sees the interrupted result.
     if st

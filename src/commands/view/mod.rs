@@ -43,6 +43,9 @@ pub struct ViewArgs {
     /// Binary and inline options (source lines and instructions of the detail pane).
     #[command(flatten)]
     pub code: CodeArgs,
+    /// Only one thread.
+    #[command(flatten)]
+    pub thread: profile_file::ThreadArg,
 }
 
 /// The threshold (percent) the page starts with.
@@ -57,7 +60,7 @@ pub fn run(args: ViewArgs) -> Result<i32> {
             args.bind
         );
     }
-    let profile = profile_file::read(&args.profile)?;
+    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
     let costs = args.code.optional_costs(&profile)?;
     let listener = TcpListener::bind(SocketAddr::new(args.bind, args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.bind, args.port))?;

@@ -177,6 +177,14 @@ impl Files {
 
     /// Reads file bytes at `offset` for a private file-backed `mmap` of guest
     /// fd `fd`; returns how many bytes were read (fewer at end of file).
+    /// The host path of the file behind guest fd `fd` (for messages and to
+    /// name mapped libraries), if it has one.
+    pub fn host_path(&self, fd: i32) -> Option<std::path::PathBuf> {
+        let host_fd = self.fds.host(fd).ok()?;
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", host_fd.as_raw_fd())).ok()
+    }
+
     pub fn read_file_at(&self, fd: i32, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         let host_fd = self.fds.host(fd)?;
         let mut done = 0;

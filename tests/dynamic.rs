@@ -1,0 +1,146 @@
+//! Dynamically linked programs: they run through their own dynamic linker,
+//! print what they print natively, the program's own functions cost what
+//! Callgrind says, functions of the dynamic linker and of every shared
+//! library (one opened with `dlopen` too) have names, the profile lists every
+//! object with its build id, and it is the same on every run.
+
+mod common;
+
+use common::compile::compile_c_dynamic;
+use common::{run_callgrind, EmuprofCommand};
+
+const PROGRAM: &str = r#"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((noinline)) static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+
+static int compare(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+int main(int argc, char **argv)
+{
+    int values[500];
+    for (int i = 0; i < 500; i++)
+        values[i] = (i * 7919) % 500;
+    qsort(values, 500, sizeof values[0], compare);
+    printf("fib %d sorted %d..%d\n", fib(18), values[0], values[499]);
+    if (argc > 1 && !strcmp(argv[1], "dlopen")) {
+        void *libm = dlopen("libm.so.6", RTLD_NOW);
+        if (!libm)
+            return 2;
+        double (*cosine)(double) = (double (*)(double))dlsym(libm, "cos");
+        printf("cos %.3f\n", cosine(1.0));
+    }
+    return 0;
+}
+"#;
+
+fn program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    compile_c_dynamic(dir, "dynamic", PROGRAM, &["-O2", "-g"])
+}
+
+#[test]
+fn a_dynamic_program_runs_as_natively_with_every_object_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = program(dir.path()) else {
+        return;
+    };
+    for args in [&[][..], &["dlopen"][..]] {
+        let native = std::process::Command::new(&binary)
+            .args(args)
+            .output()
+            .expect("run natively");
+        let run = EmuprofCommand::new(&binary).args(args).run();
+        assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+        assert_eq!(run.stdout, native.stdout);
+        // The program, the C library and the dynamic linker are all named
+        // (the last two from Debian's detached symbols, libc6-dbg).
+        for name in [
+            "fib",
+            "main",
+            "compare",
+            "__libc_start_call_main",
+            "_dl_start",
+        ] {
+            assert!(run.function(name).is_some(), "{name} missing");
+        }
+        // The profile starts at the dynamic linker's `_start`, placed at
+        // the top of the mmap area.
+        let root = run.profile()["call_tree"][0]["function"].as_u64().unwrap();
+        let root = &run.profile()["functions"][root as usize];
+        assert_eq!(root["name"], "_start");
+        assert!(
+            root["address"].as_u64().unwrap() > 0x7fff_0000_0000,
+            "{root}"
+        );
+        // Every object that ran is listed with its build id.
+        let objects: Vec<(String, Option<String>)> = run.profile()["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .map(|o| {
+                (
+                    o["path"].as_str().unwrap_or_default().to_string(),
+                    o["build_id"].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+        assert!(objects[0].0.ends_with("/dynamic"), "{objects:?}");
+        assert_eq!(objects[1].0, "/lib64/ld-linux-x86-64.so.2");
+        let expected: &[&str] = if args.is_empty() {
+            &["libc.so.6"]
+        } else {
+            &["libc.so.6", "libm.so.6"]
+        };
+        for library in expected {
+            assert!(
+                objects
+                    .iter()
+                    .any(|(p, id)| p.ends_with(library) && id.is_some()),
+                "{library} with a build id: {objects:?}"
+            );
+        }
+        assert!(objects.iter().all(|(_, id)| id.is_some()), "{objects:?}");
+        if args == ["dlopen"] {
+            let named_cos = run.profile()["functions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["name"].as_str().is_some_and(|n| n.contains("cos")));
+            assert!(named_cos, "the dlopen'ed libm is symbolicated");
+        }
+        let again = EmuprofCommand::new(&binary).args(args).run();
+        assert_eq!(again.profile_bytes, run.profile_bytes);
+    }
+}
+
+/// The program's own functions cost exactly what Callgrind measures (the
+/// totals differ: Valgrind preloads its own library into the process).
+#[test]
+fn the_programs_functions_cost_what_callgrind_says() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = program(dir.path()) else {
+        return;
+    };
+    let Some(callgrind) = run_callgrind(&binary, &[] as &[&str]) else {
+        return;
+    };
+    let run = EmuprofCommand::new(&binary).run();
+    for name in ["fib", "compare"] {
+        assert_eq!(
+            run.function_metric(name, "self_instructions"),
+            callgrind.self_ir(name),
+            "{name}"
+        );
+        assert_eq!(
+            run.function_metric(name, "calls"),
+            callgrind.calls(name),
+            "{name}"
+        );
+    }
+}
