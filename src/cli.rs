@@ -21,7 +21,8 @@ emuprof ./prog input.txt                      profile one run into emuprof.json\
 emuprof report emuprof.json --tree            Kaes display tree\n  \
 emuprof export emuprof.json -f flamegraph -o flame.svg\n  \
 emuprof check --limits emuprof.toml -- ./prog  CI cost assertions (exit 3 when broken)\n  \
-emuprof diff before.json after.json           per-function changes"
+emuprof diff before.json after.json           per-function changes\n  \
+emuprof syscalls                              which system calls the guest can make"
 )]
 pub struct Cli {
     /// What to do.
@@ -46,11 +47,13 @@ pub enum Command {
     Annotate(crate::commands::annotate::AnnotateArgs),
     /// Serve an interactive call graph of a profile on a local web page, or watch a run streamed with --serve.
     View(crate::commands::view::ViewArgs),
+    /// List the system calls the guest can make and how far each is emulated.
+    Syscalls(crate::commands::syscalls::SyscallsArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
 pub const SUBCOMMANDS: &[&str] = &[
-    "run", "report", "export", "check", "diff", "annotate", "view", "help",
+    "run", "report", "export", "check", "diff", "annotate", "view", "syscalls", "help",
 ];
 
 /// What to do when the guest makes a syscall emuprof does not emulate.

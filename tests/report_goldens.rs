@@ -37,16 +37,7 @@ fn check(name: &str, actual: &str, failures: &mut Vec<String>) {
 }
 
 fn emuprof(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_emuprof"))
-        .args(args)
-        .output()
-        .expect("run emuprof");
-    assert!(
-        out.status.success(),
-        "emuprof {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 report")
+    common::emuprof_stdout(args)
 }
 
 #[test]

@@ -31,3 +31,4 @@ pub use machine::{
     DEFAULT_QUANTUM, MAX_CPUS,
 };
 pub use syscalls::files::{FilesError, FilesOptions};
+pub use syscalls::table::{syscall_table, Support, Syscall};

@@ -13,6 +13,7 @@ pub mod report;
 pub mod run;
 pub mod stream;
 mod summary;
+pub mod syscalls;
 pub mod view;
 
 use crate::cli::Command;
@@ -27,5 +28,6 @@ pub fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Diff(args) => diff::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::View(args) => view::run(args),
+        Command::Syscalls(args) => syscalls::run(args),
     }
 }

@@ -28,7 +28,7 @@ pub mod tmux;
 pub mod tools;
 
 pub use callgrind::{parse_callgrind, run_callgrind, CallgrindProfile};
-pub use process::{run_emuprof, run_native, EmuprofCommand, EmuprofRun};
+pub use process::{emuprof_stdout, run_emuprof, run_native, EmuprofCommand, EmuprofRun};
 pub use testprogs::{testprog, testprog_variants, Libc, ProgramSpec, Variant, PROGRAMS};
 
 use std::path::{Path, PathBuf};

@@ -250,3 +250,18 @@ pub fn run_emuprof<A: AsRef<OsStr>, F: AsRef<OsStr>>(
         .flags(extra_flags)
         .run()
 }
+
+/// The standard output of `emuprof <args>` (a report, a listing), which must
+/// succeed.
+pub fn emuprof_stdout(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(args)
+        .output()
+        .expect("run emuprof");
+    assert!(
+        output.status.success(),
+        "emuprof {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}

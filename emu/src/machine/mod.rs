@@ -6,6 +6,7 @@ mod guest_symbols;
 mod hooks;
 mod host_limits;
 mod options;
+mod own_syscalls;
 mod signal_delivery;
 mod stack_pointer;
 mod state;

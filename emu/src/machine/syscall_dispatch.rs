@@ -1,23 +1,21 @@
-//! Reads a syscall from the guest's registers, hands it to the family that
-//! owns it, and writes the result back.
+//! Reads a syscall from the guest's registers, hands it to the family the
+//! syscall table (`syscalls::table`) says owns it, and writes the result
+//! back.
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
+use super::own_syscalls;
 use super::signal_delivery::{self, SigInfo};
 use super::state::MachineState;
 use super::stop::{signal, StopReason};
 use super::threads;
 use super::UnsupportedSyscalls;
-use crate::memory::GuestView;
-use crate::syscalls::numbers::{self, *};
+use crate::memory::{AddressSpace, GuestView};
+use crate::syscalls::numbers::*;
 use crate::syscalls::signals::Disposition;
+use crate::syscalls::table::{family_of, syscall_name, Family};
 use crate::syscalls::{children, credentials, memory_map, Errno, SysResult, SyscallCall};
 use crate::tree::code_snapshot::CodeRange;
-
-const ARCH_SET_GS: u64 = 0x1001;
-const ARCH_SET_FS: u64 = 0x1002;
-const ARCH_GET_FS: u64 = 0x1003;
-const ARCH_GET_GS: u64 = 0x1004;
 
 const ARG_REGISTERS: [RegisterX86; 6] = [
     RegisterX86::RDI,
@@ -29,7 +27,8 @@ const ARG_REGISTERS: [RegisterX86; 6] = [
 ];
 
 /// Emulates the syscall the guest is making (RIP is at the `syscall`
-/// instruction; Unicorn moves past it afterwards).
+/// instruction; Unicorn moves past it afterwards): the family the syscall
+/// table names runs it; a number no family answers is unsupported.
 pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
     let number = uc.reg_read(RegisterX86::RAX).unwrap_or(u64::MAX);
     let mut args = [0u64; 6];
@@ -37,51 +36,13 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
         *a = uc.reg_read(r).unwrap_or(0);
     }
     watch_code_mappings(st, number, args);
-    let result = match number {
-        SYS_EXIT_GROUP => {
-            st.stop = Some(StopReason::Exited(args[0] as i32));
-            return;
-        }
-        SYS_EXIT => {
-            threads::exit_thread(uc, st, args[0]);
-            return;
-        }
-        SYS_ARCH_PRCTL => arch_prctl(uc, st, args),
-        SYS_RT_SIGRETURN => signal_delivery::sigreturn(uc, st, SYSCALL_LENGTH),
-        SYS_KILL | SYS_TGKILL | SYS_TKILL => send_signal(st, number, args),
-        SYS_GETTID => Ok(st.threads.current().tid),
-        SYS_SET_TID_ADDRESS => {
-            let thread = st.threads.current();
-            thread.clear_child_tid = args[0];
-            Ok(thread.tid)
-        }
-        SYS_SCHED_YIELD => {
-            threads::yield_now(st);
-            Ok(0)
-        }
-        SYS_NANOSLEEP | SYS_CLOCK_NANOSLEEP if st.threads.live() > 1 => sleep(uc, st, number, args),
-        _ => match thread_call(uc, st, number, args).or_else(|| emulate(uc, st, number, args)) {
-            Some(r) => r,
-            None => match st.options.unsupported_syscalls {
-                UnsupportedSyscalls::Stop => {
-                    let pc = uc.pc_read().unwrap_or(0);
-                    st.stop = Some(StopReason::UnsupportedSyscall {
-                        number,
-                        name: numbers::syscall_name(number),
-                        function: st.function_name(pc),
-                    });
-                    return;
-                }
-                UnsupportedSyscalls::Enosys => {
-                    if st.sys.enosys_noted.insert(number) {
-                        st.notes.push(format!(
-                            "unsupported system call {} (number {number}) answered with ENOSYS",
-                            numbers::syscall_name(number).unwrap_or("?")
-                        ));
-                    }
-                    Err(Errno::ENOSYS)
-                }
-            },
+    let answer = family_of(number).and_then(|family| run_family(uc, st, family, number, args));
+    let result = match answer {
+        Some(Answer::Returns(result)) => result,
+        Some(Answer::NoReturn) => return,
+        None => match unsupported(uc, st, number) {
+            Some(result) => result,
+            None => return,
         },
     };
     if let (SYS_MMAP, Ok(at)) = (number, result) {
@@ -114,9 +75,129 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
     }
 }
 
+/// What a family did with a syscall.
+pub(super) enum Answer {
+    /// The call returns this to the guest.
+    Returns(SysResult),
+    /// The call does not return to the calling thread: the run or the
+    /// thread has ended.
+    NoReturn,
+}
+
+/// Hands the syscall to `family`, the one the syscall table names; `None`
+/// when the family does not answer it (a `clone` of a process, a futex
+/// operation that is not emulated), which makes it unsupported.
+fn run_family(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    family: Family,
+    number: u64,
+    args: [u64; 6],
+) -> Option<Answer> {
+    let result = match family {
+        Family::Machine => return own_syscalls::machine_call(uc, st, number, args),
+        Family::Threads => return own_syscalls::thread_call(uc, st, number, args),
+        Family::Time if own_syscalls::sleeps_among_threads(st, number) => {
+            Some(own_syscalls::sleep(uc, st, number, args))
+        }
+        Family::MemoryMap => memory_call(uc, st, number, args),
+        Family::Time => {
+            let MachineState {
+                space, sys, feed, ..
+            } = st;
+            with_call(uc, space, number, args, |call| {
+                sys.time.handle(call, || feed.sync().instructions)
+            })
+        }
+        Family::Process => with_call(uc, &st.space, number, args, |call| {
+            st.sys.process.handle(call)
+        }),
+        Family::Signals => with_call(uc, &st.space, number, args, |call| {
+            st.sys.signals.handle(call)
+        }),
+        Family::Credentials => with_call(uc, &st.space, number, args, credentials::handle),
+        Family::Children => with_call(uc, &st.space, number, args, children::handle),
+        Family::Files(group) => {
+            let result = with_call(uc, &st.space, number, args, |call| {
+                st.sys.files.handle(group, call)
+            });
+            st.notes.extend(st.sys.files.take_notes());
+            result
+        }
+    };
+    result.map(Answer::Returns)
+}
+
+/// Runs `f` on the syscall as the families see it: number, arguments and
+/// guest memory through the guest's page tables.
+pub(super) fn with_call<R>(
+    uc: &mut Unicorn<'_, ()>,
+    space: &AddressSpace,
+    number: u64,
+    args: [u64; 6],
+    f: impl FnOnce(&mut SyscallCall<'_>) -> R,
+) -> R {
+    let mut view = GuestView { uc, space };
+    let mut call = SyscallCall {
+        number,
+        args,
+        mem: &mut view,
+    };
+    f(&mut call)
+}
+
+/// The memory family, which changes the page tables (and reads mapped
+/// files through the file family's fds).
+fn memory_call(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    number: u64,
+    args: [u64; 6],
+) -> Option<SysResult> {
+    let MachineState {
+        space, sys, stop, ..
+    } = st;
+    let files = &sys.files;
+    let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
+    let result = memory_map::handle(number, args, space, uc, &mut read_file)?;
+    Some(result.unwrap_or_else(|e| {
+        *stop = Some(StopReason::Internal(e.to_string()));
+        Err(Errno::ENOMEM)
+    }))
+}
+
+/// A syscall no family answers: the run stops naming it (`None`), or the
+/// guest gets `ENOSYS` and the user one note per number.
+fn unsupported(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState<'_>,
+    number: u64,
+) -> Option<SysResult> {
+    match st.options.unsupported_syscalls {
+        UnsupportedSyscalls::Stop => {
+            let pc = uc.pc_read().unwrap_or(0);
+            st.stop = Some(StopReason::UnsupportedSyscall {
+                number,
+                name: syscall_name(number),
+                function: st.function_name(pc),
+            });
+            None
+        }
+        UnsupportedSyscalls::Enosys => {
+            if st.sys.enosys_noted.insert(number) {
+                st.notes.push(format!(
+                    "unsupported system call {} (number {number}) answered with ENOSYS",
+                    syscall_name(number).unwrap_or("?")
+                ));
+            }
+            Some(Err(Errno::ENOSYS))
+        }
+    }
+}
+
 /// Length of the `syscall` instruction, which Unicorn adds to RIP after the
 /// hook returns.
-const SYSCALL_LENGTH: u64 = 2;
+pub(super) const SYSCALL_LENGTH: u64 = 2;
 /// `si_code` of a signal sent with `tkill`/`tgkill` (what `raise` uses).
 const SI_TKILL: i32 = -6;
 
@@ -202,151 +283,14 @@ fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what
     });
 }
 
-/// Asks each family in turn; `None` when no family owns `number`.
-fn emulate(
-    uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
-    number: u64,
-    args: [u64; 6],
-) -> Option<SysResult> {
-    let MachineState {
-        space,
-        sys,
-        feed,
-        stop,
-        notes,
-        ..
-    } = st;
-    let files = &mut sys.files;
-    let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
-    if let Some(r) = memory_map::handle(number, args, space, uc, &mut read_file) {
-        return Some(r.unwrap_or_else(|e| {
-            *stop = Some(StopReason::Internal(e.to_string()));
-            Err(Errno::ENOMEM)
-        }));
-    }
-    let mut view = GuestView { uc, space };
-    let mut call = SyscallCall {
-        number,
-        args,
-        mem: &mut view,
-    };
-    let result = sys
-        .time
-        .handle(&mut call, || feed.sync().instructions)
-        .or_else(|| sys.process.handle(&mut call))
-        .or_else(|| sys.signals.handle(&mut call))
-        .or_else(|| credentials::handle(&mut call))
-        .or_else(|| children::handle(&mut call))
-        .or_else(|| sys.files.handle(&mut call));
-    notes.extend(sys.files.take_notes());
-    result
-}
-
-fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6]) -> SysResult {
-    let [code, addr, ..] = args;
-    let reg = match code {
-        ARCH_SET_FS | ARCH_GET_FS => RegisterX86::FS_BASE,
-        ARCH_SET_GS | ARCH_GET_GS => RegisterX86::GS_BASE,
-        _ => return Err(Errno::EINVAL),
-    };
-    if code == ARCH_SET_FS || code == ARCH_SET_GS {
-        uc.reg_write(reg, addr).map_err(|_| Errno::EINVAL)?;
-    } else {
-        let value = uc.reg_read(reg).map_err(|_| Errno::EINVAL)?;
-        let mut view = GuestView {
-            uc,
-            space: &st.space,
-        };
-        crate::syscalls::GuestMemory::write_u64(&mut view, addr, value)?;
-    }
-    Ok(0)
-}
-
-/// The calls that create, wait for and end threads; `None` for others.
-fn thread_call(
-    uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
-    number: u64,
-    args: [u64; 6],
-) -> Option<SysResult> {
-    match number {
-        SYS_CLONE | SYS_CLONE3 => threads::clone(uc, st, number, args),
-        SYS_FUTEX => threads::futex(uc, st, args),
-        _ => None,
-    }
-}
-
-/// A sleep while other threads live: the thread blocks until the virtual
-/// clock has advanced by the time asked (others run meanwhile).
-fn sleep(
-    uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
-    number: u64,
-    args: [u64; 6],
-) -> SysResult {
-    let instructions = st.feed.sync().instructions;
-    let ns = {
-        let mut view = GuestView {
-            uc,
-            space: &st.space,
-        };
-        let call = SyscallCall {
-            number,
-            args,
-            mem: &mut view,
-        };
-        st.sys.time.sleep_request(&call, instructions)?
-    };
-    threads::sleep(st, ns);
-    Ok(0)
-}
-
-/// `kill`/`tkill`/`tgkill` within the guest process: signal 0 probes; an
-/// ignored signal does nothing; a blocked one waits; a handled one runs when
-/// the target thread next returns from a syscall (the running thread: this
-/// one); anything else takes the default action and ends the run.
-fn send_signal(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
-    let pid = crate::syscalls::process::GUEST_PID;
-    let (target, sig) = match number {
-        SYS_TGKILL if args[0] != pid => return Err(Errno::ESRCH),
-        SYS_TGKILL => (args[1], args[2]),
-        _ => (args[0], args[1]),
-    };
-    let whole_process = number == SYS_KILL && (target == pid || target == 0 || target as i64 == -1);
-    let thread = if whole_process {
-        Some(st.threads.running)
-    } else if number == SYS_KILL {
-        None
-    } else {
-        st.threads.index_of(target)
-    };
-    let Some(thread) = thread else {
-        return Err(Errno::ESRCH);
-    };
-    if sig == 0 {
-        return Ok(0);
-    }
-    if sig > 64 {
-        return Err(Errno::EINVAL);
-    }
-    if thread == st.threads.running {
-        post_to_self(st, sig);
-    } else {
-        match st.sys.signals.disposition_for_other_thread(sig) {
-            Disposition::Terminate => post_to_self(st, sig),
-            Disposition::Handler(_) => threads::interrupt(st, thread, sig),
-            Disposition::Ignored | Disposition::Pending => {}
-        }
-    }
-    Ok(0)
-}
-
 /// Makes `sig` pending for the guest unless it is ignored; it is delivered
 /// (or kills the process) on the way back from the current syscall.
-fn post_to_self(st: &mut MachineState<'_>, sig: u64) {
+pub(super) fn post_to_self(st: &mut MachineState<'_>, sig: u64) {
     match st.sys.signals.raise(sig) {
         Disposition::Handler(_) | Disposition::Terminate => st.sys.signals.post(sig),
         Disposition::Ignored | Disposition::Pending => {}
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,8 +2,10 @@
 //!
 //! Every family is a plain struct with its own state and a
 //! `handle(&mut self, call: &mut SyscallCall) -> Option<SysResult>` method that
-//! returns `None` for numbers it does not own. The machine asks each family in
-//! turn (see `dispatch`); a number nobody owns is an unsupported syscall.
+//! returns `None` for numbers it does not own. [`table`] says which family
+//! owns each number and how far it is emulated; the machine's dispatcher
+//! hands each syscall to that family alone. A number nobody owns is an
+//! unsupported syscall.
 
 pub mod children;
 pub mod credentials;
@@ -13,9 +15,9 @@ pub mod futex;
 pub mod machine_files;
 pub mod memory_access;
 pub mod memory_map;
-pub mod numbers;
 pub mod process;
 pub mod signals;
+pub mod table;
 #[cfg(test)]
 pub mod test_harness;
 #[cfg(test)]
@@ -24,6 +26,7 @@ pub mod time;
 
 pub use errno::{Errno, SysResult};
 pub use memory_access::{GuestMemory, MemoryFault};
+pub use table::numbers;
 
 /// One system call as the guest made it: number and the six argument
 /// registers (rdi, rsi, rdx, r10, r8, r9), plus access to guest memory.

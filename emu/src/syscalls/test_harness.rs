@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::files::{Files, FilesOptions};
+use super::table::{family_of, Family, FileGroup};
 use super::test_memory::VecMemory;
 use super::{SysResult, SyscallCall};
 
@@ -93,8 +94,19 @@ impl Harness {
         at
     }
 
-    /// Runs syscall `number`; panics when the family does not own it.
+    /// Runs syscall `number` in the file group the syscall table gives it
+    /// to; panics when the table gives it to another family.
     pub fn call(&mut self, number: u64, args: &[u64]) -> SysResult {
+        let Some(Family::Files(group)) = family_of(number) else {
+            panic!("syscall {number} is not a file syscall in the syscall table");
+        };
+        self.call_group(group, number, args)
+            .expect("syscall owned by its file group")
+    }
+
+    /// Runs syscall `number` in file group `group`, whichever family the
+    /// table gives it to; `None` when the group does not answer it.
+    pub fn call_group(&mut self, group: FileGroup, number: u64, args: &[u64]) -> Option<SysResult> {
         let mut full = [0u64; 6];
         full[..args.len()].copy_from_slice(args);
         let mut call = SyscallCall {
@@ -102,9 +114,7 @@ impl Harness {
             args: full,
             mem: &mut self.mem,
         };
-        self.files
-            .handle(&mut call)
-            .expect("syscall owned by Files")
+        self.files.handle(group, &mut call)
     }
 
     /// Bytes written at `OUT`.

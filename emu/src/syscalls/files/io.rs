@@ -15,7 +15,7 @@ use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 const CLOSE_RANGE_CLOEXEC: u64 = 4;
 
 impl Files {
-    pub(super) fn handle_files(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {
+    pub(super) fn handle_io(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {
         let a = call.args;
         let mem = &mut *call.mem;
         let fd = int_arg(a[0]);
@@ -221,6 +221,7 @@ impl Files {
 #[cfg(test)]
 mod tests {
     use crate::syscalls::numbers::*;
+    use crate::syscalls::table::syscall_name;
     use crate::syscalls::test_harness::{Harness, OUT, UNMAPPED};
     use crate::syscalls::Errno;
     use std::os::unix::fs::PermissionsExt;

@@ -32,6 +32,7 @@ pub mod paths;
 pub mod stat;
 pub mod storage;
 
+use crate::syscalls::table::FileGroup;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 use fd_table::FdTable;
 use path_guard::PathGuard;
@@ -154,15 +155,18 @@ impl Files {
         self.interrupt = flag;
     }
 
-    /// Runs the syscall if it belongs to this family; `None` otherwise.
-    pub fn handle(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {
-        self.handle_files(call)
-            .or_else(|| self.handle_fd_ops(call))
-            .or_else(|| self.handle_stat(call))
-            .or_else(|| self.handle_dirs(call))
-            .or_else(|| self.handle_attributes(call))
-            .or_else(|| self.handle_storage(call))
-            .or_else(|| self.handle_network(call))
+    /// Runs the syscall in `group`, the part of this family the syscall
+    /// table gives it to; `None` when that group does not own the number.
+    pub fn handle(&mut self, group: FileGroup, call: &mut SyscallCall<'_>) -> Option<SysResult> {
+        match group {
+            FileGroup::Io => self.handle_io(call),
+            FileGroup::FdOps => self.handle_fd_ops(call),
+            FileGroup::Stat => self.handle_stat(call),
+            FileGroup::Dirs => self.handle_dirs(call),
+            FileGroup::Attributes => self.handle_attributes(call),
+            FileGroup::Storage => self.handle_storage(call),
+            FileGroup::Network => self.handle_network(call),
+        }
     }
 
     /// One-time messages for the user (without the `emuprof:` prefix), such
