@@ -170,9 +170,11 @@ fn separate_debug_file(elf: &Elf<'_>, bytes: &[u8]) -> Option<Arc<[u8]>> {
 /// The GNU build id of an object, in hex.
 fn build_id(elf: &Elf<'_>, bytes: &[u8]) -> Option<String> {
     const NT_GNU_BUILD_ID: u32 = 3;
+    // Stop at the first note that does not parse: goblin's iterator yields
+    // the same error again and again on a corrupt note.
     let id = elf
         .iter_note_headers(bytes)?
-        .filter_map(Result::ok)
+        .map_while(Result::ok)
         .find(|note| note.n_type == NT_GNU_BUILD_ID && note.name == "GNU")?
         .desc;
     Some(id.iter().map(|b| format!("{b:02x}")).collect())
