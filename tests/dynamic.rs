@@ -144,3 +144,69 @@ fn the_programs_functions_cost_what_callgrind_says() {
         );
     }
 }
+
+/// The C++ test program built against the dynamic libstdc++ (exceptions
+/// thrown and caught across the shared libraries' unwinders) prints what it
+/// prints natively, and libstdc++'s functions are named.
+#[test]
+fn a_cpp_program_against_the_dynamic_libstdcpp_runs_as_natively() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let binary = dir.path().join("exceptions");
+    let source = common::repo_root().join("testprogs/cpp/exceptions.cpp");
+    let built = std::process::Command::new("g++")
+        .args(["-O2", "-g", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        common::ci::skip_unless_ci("g++ cannot build testprogs/cpp/exceptions.cpp dynamic");
+        return;
+    }
+    let native = std::process::Command::new(&binary)
+        .output()
+        .expect("run natively");
+    let run = EmuprofCommand::new(&binary).run();
+    assert_eq!(run.status.code(), native.status.code(), "{}", run.stderr);
+    assert_eq!(run.stdout, native.stdout);
+    assert!(run.function("__cxa_throw").is_some(), "libstdc++ is named");
+}
+
+/// A few of the distribution's own dynamically linked programs, profiled
+/// from the command line, print exactly what they print natively.
+#[test]
+fn distribution_programs_run_as_natively() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("input.txt");
+    let text: String = (0..3000)
+        .map(|i| format!("line {} {}\n", (i * 7919) % 3000, i % 17))
+        .collect();
+    std::fs::write(&input, text).expect("write input");
+    let input = input.to_str().expect("utf-8 path");
+    let listed = dir.path().to_str().expect("utf-8 path");
+    for command in [
+        &["sort", "-r", input][..],
+        &["gzip", "-c", input],
+        &["sha256sum", input],
+        &["wc", "-lwc", input],
+        // Dates left out: the guest's clock starts in 2024, so `ls -l`
+        // shows the year of a file made today, where natively it shows
+        // the time.
+        &["ls", "-l", "--time-style=+", listed],
+    ] {
+        let Some(program) = common::find_in_path(command[0]) else {
+            common::ci::skip_unless_ci(&format!("{} is not installed", command[0]));
+            continue;
+        };
+        let native = std::process::Command::new(&program)
+            .args(&command[1..])
+            .env_clear()
+            .output()
+            .expect("run natively");
+        let run = EmuprofCommand::new(&program).args(&command[1..]).run();
+        assert_eq!(run.status.code(), Some(0), "{command:?}: {}", run.stderr);
+        assert!(
+            run.stdout == native.stdout,
+            "{command:?} prints something else under emuprof"
+        );
+    }
+}

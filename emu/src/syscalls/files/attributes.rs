@@ -40,6 +40,11 @@ impl Files {
             SYS_FUTIMESAT => {
                 read_timevals(mem, a[2]).and_then(|t| self.futimesat(mem, a[0], a[1], t))
             }
+            // No extended attributes: what `ls -l` and `cp -a` get from a
+            // file system without them, and take in their stride.
+            SYS_SETXATTR | SYS_LSETXATTR | SYS_FSETXATTR | SYS_GETXATTR | SYS_LGETXATTR
+            | SYS_FGETXATTR | SYS_LISTXATTR | SYS_LLISTXATTR | SYS_FLISTXATTR | SYS_REMOVEXATTR
+            | SYS_LREMOVEXATTR | SYS_FREMOVEXATTR => Err(Errno::EOPNOTSUPP),
             _ => return None,
         };
         Some(result)
