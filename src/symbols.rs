@@ -2,14 +2,16 @@
 
 use emuprof_analysis::{FunctionInfo, Resolve};
 use emuprof_emu::LoadedLibrary;
+use std::path::Path;
+
 use emuprof_loader::{Binary, Symbols};
 
 /// Resolves call targets through the symbol tables and DWARF of everything
 /// the run loaded: the program, its dynamic linker and the shared libraries
 /// it mapped.
 pub struct SymbolResolver<'a> {
-    /// The objects other than the program, each with the pages it covers.
-    others: Vec<&'a Binary>,
+    /// The objects other than the program, with their file names.
+    others: Vec<(&'a Binary, String)>,
     program: &'a Symbols,
 }
 
@@ -24,27 +26,41 @@ impl<'a> SymbolResolver<'a> {
 
     /// A resolver over `binary`, its dynamic linker and `libraries`.
     pub fn for_run(binary: &'a Binary, libraries: &'a [LoadedLibrary]) -> SymbolResolver<'a> {
+        let file_name = |path: &Path| {
+            path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        };
+        let interpreter = binary.interpreter.as_deref().map(|i| {
+            let path = binary.image.interpreter.as_deref().unwrap_or_default();
+            (i, file_name(Path::new(path)))
+        });
         SymbolResolver {
             others: libraries
                 .iter()
-                .map(|l| &l.binary)
-                .chain(binary.interpreter.as_deref())
+                .map(|l| (&l.binary, file_name(&l.path)))
+                .chain(interpreter)
                 .collect(),
             program: &binary.symbols,
         }
     }
 
-    fn symbols_for(&self, address: u64) -> &'a Symbols {
+    /// The symbols of the object holding `address` and, for a shared
+    /// object, its file name.
+    fn symbols_for(&self, address: u64) -> (&'a Symbols, Option<&str>) {
         self.others
             .iter()
-            .find(|b| b.image.segments.iter().any(|s| s.contains(address)))
-            .map_or(self.program, |b| &b.symbols)
+            .find(|(b, _)| b.image.segments.iter().any(|s| s.contains(address)))
+            .map_or((self.program, None), |(b, name)| {
+                (&b.symbols, Some(name.as_str()))
+            })
     }
 }
 
 impl Resolve for SymbolResolver<'_> {
     fn resolve(&self, entry: u64) -> FunctionInfo {
-        let symbols = self.symbols_for(entry);
+        let (symbols, object) = self.symbols_for(entry);
         let address = symbols.function_at(entry).map_or(entry, |f| f.address);
         let location = symbols.location(address);
         FunctionInfo {
@@ -52,6 +68,7 @@ impl Resolve for SymbolResolver<'_> {
             name: symbols.name_for(entry),
             file: location.as_ref().map(|l| l.file.clone()),
             line: location.map(|l| l.line).filter(|&l| l > 0),
+            object: object.map(str::to_string),
         }
     }
 }

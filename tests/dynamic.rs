@@ -7,7 +7,7 @@
 mod common;
 
 use common::compile::compile_c_dynamic;
-use common::{run_callgrind, EmuprofCommand};
+use common::{emuprof_stdout, run_callgrind, EmuprofCommand};
 
 const PROGRAM: &str = r#"
 #include <dlfcn.h>
@@ -113,6 +113,19 @@ fn a_dynamic_program_runs_as_natively_with_every_object_named() {
                 .iter()
                 .any(|f| f["name"].as_str().is_some_and(|n| n.contains("cos")));
             assert!(named_cos, "the dlopen'ed libm is symbolicated");
+            // The report names its object and source line (from Debian's
+            // compressed detached DWARF, libc6-dbg).
+            let saved = dir.path().join("dlopen.json");
+            std::fs::write(&saved, run.profile_bytes.as_deref().unwrap()).expect("save");
+            let report = emuprof_stdout(&["report", saved.to_str().unwrap(), "--flat"]);
+            let cos_line = report
+                .lines()
+                .find(|l| l.contains("__cos") && !l.contains("ifunc"))
+                .unwrap_or_else(|| panic!("no cos line:\n{report}"));
+            assert!(
+                cos_line.contains("libm.so.6 ") && cos_line.contains("s_sin.c:"),
+                "{cos_line}"
+            );
         }
         let again = EmuprofCommand::new(&binary).args(args).run();
         assert_eq!(again.profile_bytes, run.profile_bytes);

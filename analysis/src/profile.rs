@@ -92,6 +92,10 @@ pub struct Function {
     pub file: Option<String>,
     /// Source line of the function's start, if debug info has one.
     pub line: Option<u32>,
+    /// The shared object holding it (file name, e.g. `libc.so.6`); absent
+    /// for the program's own functions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
     /// Kaes's `c_i`: instructions executed in the function itself, over all contexts.
     pub self_instructions: u64,
     /// Kaes's `c_t`: inclusive instructions, recursion counted once (sum over the

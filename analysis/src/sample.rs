@@ -209,12 +209,14 @@ impl Resolve for NameResolver {
                 name: name.clone(),
                 file: Some("sample.c".into()),
                 line: Some(10 * (index as u32 + 1)),
+                object: None,
             },
             None => FunctionInfo {
                 address: entry,
                 name: format!("{entry:#x}"),
                 file: None,
                 line: None,
+                object: None,
             },
         }
     }

@@ -25,6 +25,9 @@ pub struct FunctionInfo {
     pub file: Option<String>,
     /// Source line, when debug info has one.
     pub line: Option<u32>,
+    /// The shared object holding it (file name, e.g. `libc.so.6`); `None`
+    /// for the program's own code.
+    pub object: Option<String>,
 }
 
 /// Maps a call target to the function that contains it.
@@ -103,6 +106,7 @@ impl Profile {
                 address: info.address,
                 file: info.file,
                 line: info.line,
+                object: info.object,
                 self_instructions: 0,
                 inclusive_instructions: 0,
                 calls: 0,
@@ -222,6 +226,7 @@ mod tests {
             name: name.into(),
             file: None,
             line: None,
+            object: None,
         }
     }
 

@@ -3,9 +3,11 @@
 //! The `addr2line::Context` is built on the first query, not at load time, so a
 //! binary with large debug info costs nothing until a report asks for file:line.
 //! It reads the file's bytes in place (an `Arc<[u8]>` shared with nobody else, no
-//! copy per section). Compressed debug sections (`SHF_COMPRESSED`) and split DWARF
-//! are not read: such binaries get no locations, as if they had no DWARF.
+//! copy per section). zlib-compressed sections (`SHF_COMPRESSED`, as Debian's
+//! detached debug files have them) are inflated when the context is built;
+//! zstd-compressed sections and split DWARF are not read.
 
+use std::io::Read;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -41,8 +43,8 @@ pub struct SourceFrame {
 /// The DWARF sections of a binary and the lazily built lookup context.
 pub(crate) struct DebugInfo {
     bytes: Arc<[u8]>,
-    /// Where each present, uncompressed DWARF section sits in `bytes`.
-    sections: Vec<(SectionId, Range<usize>)>,
+    /// Where each present DWARF section sits in `bytes`.
+    sections: Vec<(SectionId, Section)>,
     /// Subtracted from a guest address to get a DWARF (link-time) address.
     load_bias: u64,
     /// `None` inside once building the context failed (corrupt DWARF).
@@ -54,9 +56,10 @@ impl DebugInfo {
     pub(crate) fn new(elf: &Elf<'_>, bytes: Arc<[u8]>, load_bias: u64) -> DebugInfo {
         let mut sections = Vec::new();
         for header in &elf.section_headers {
-            if header.sh_type == SHT_NOBITS || header.sh_flags & u64::from(SHF_COMPRESSED) != 0 {
+            if header.sh_type == SHT_NOBITS {
                 continue;
             }
+            let compressed = header.sh_flags & u64::from(SHF_COMPRESSED) != 0;
             let Some(name) = elf.shdr_strtab.get_at(header.sh_name) else {
                 continue;
             };
@@ -66,8 +69,14 @@ impl DebugInfo {
                 .zip(usize::try_from(header.sh_size).ok())
                 .and_then(|(start, len)| Some(start..start.checked_add(len)?))
                 .filter(|range| range.end <= bytes.len());
-            if let Some(range) = range {
-                sections.push((id, range));
+            match range {
+                Some(range) if compressed => {
+                    if let Some(section) = Section::compressed(&bytes, range) {
+                        sections.push((id, section));
+                    }
+                }
+                Some(range) => sections.push((id, Section::Plain(range))),
+                None => {}
             }
         }
         DebugInfo {
@@ -148,14 +157,64 @@ impl DebugInfo {
         let whole = EndianArcSlice::new(Arc::clone(&self.bytes), RunTimeEndian::Little);
         let empty = whole.range(0..0);
         let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
-            Ok(self
-                .sections
-                .iter()
-                .find(|(section, _)| *section == id)
-                .map_or_else(|| empty.clone(), |(_, range)| whole.range(range.clone())))
+            Ok(
+                match self.sections.iter().find(|(section, _)| *section == id) {
+                    None => empty.clone(),
+                    Some((_, Section::Plain(range))) => whole.range(range.clone()),
+                    Some((_, Section::Zlib { payload, size })) => {
+                        self.inflate(payload.clone(), *size).map_or_else(
+                            || empty.clone(),
+                            |bytes| EndianArcSlice::new(bytes, RunTimeEndian::Little),
+                        )
+                    }
+                },
+            )
         })
         .ok()?;
         Context::from_dwarf(dwarf).ok()
+    }
+
+    /// The bytes of a zlib-compressed section; `None` when they do not
+    /// inflate to the size its header gives.
+    fn inflate(&self, payload: Range<usize>, size: usize) -> Option<Arc<[u8]>> {
+        let mut out = Vec::with_capacity(size);
+        flate2::read::ZlibDecoder::new(&self.bytes[payload])
+            .take(size as u64)
+            .read_to_end(&mut out)
+            .ok()?;
+        (out.len() == size).then(|| Arc::from(out))
+    }
+}
+
+/// Where a DWARF section's bytes are.
+#[derive(Debug, Clone)]
+enum Section {
+    /// Stored as is, at this range of the file.
+    Plain(Range<usize>),
+    /// zlib-compressed at `payload`, `size` bytes inflated.
+    Zlib { payload: Range<usize>, size: usize },
+}
+
+/// Largest inflated section accepted (a hostile header could claim any size).
+const MAX_INFLATED_SECTION: u64 = 1 << 30;
+
+impl Section {
+    /// A compressed section from its `Elf64_Chdr` (type, reserved, size,
+    /// alignment; 24 bytes) and payload; `None` unless it is zlib and of a
+    /// sane size.
+    fn compressed(bytes: &[u8], range: Range<usize>) -> Option<Section> {
+        const ELFCOMPRESS_ZLIB: u32 = 1;
+        const HEADER: usize = 24;
+        let header = bytes.get(range.start..range.start.checked_add(HEADER)?)?;
+        let kind = u32::from_le_bytes(header[..4].try_into().ok()?);
+        let size = u64::from_le_bytes(header[8..16].try_into().ok()?);
+        if kind != ELFCOMPRESS_ZLIB || size > MAX_INFLATED_SECTION || range.len() < HEADER {
+            return None;
+        }
+        Some(Section::Zlib {
+            payload: range.start + HEADER..range.end,
+            size: usize::try_from(size).ok()?,
+        })
     }
 }
 

@@ -71,6 +71,17 @@ fn assert_main_resolves(binary: &Binary, path: &Path) {
     assert!(symbols.has_dwarf());
 }
 
+/// zlib-compressed debug sections (`gcc -gz`, and Debian's detached debug
+/// files) give the same locations as plain ones.
+#[test]
+fn compressed_dwarf_gives_locations() {
+    let Some(path) = program("compressed-dwarf") else {
+        return;
+    };
+    let binary = load(&path).expect("loads");
+    assert_main_resolves(&binary, &path);
+}
+
 #[test]
 fn static_glibc_executable_runs_at_its_link_addresses() {
     let path = program("static").expect("gcc");

@@ -103,6 +103,9 @@ pub struct FlatRow {
     pub file: Option<String>,
     /// Source line, if known.
     pub line: Option<u32>,
+    /// The shared object holding it; absent for the program's functions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
     /// Self cost `c_i` as a percentage of the total.
     pub self_percent: f64,
     /// Self cost `c_i`.
@@ -153,6 +156,7 @@ pub fn build(graph: &CallGraph, options: &FlatOptions) -> FlatReport {
             address: f.address,
             file: f.file.clone(),
             line: f.line,
+            object: f.object.clone(),
             self_percent: profile.percent(f.self_instructions),
             self_instructions: f.self_instructions,
             inclusive_percent: profile.percent(f.inclusive_instructions),
@@ -237,7 +241,13 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
         if let Some(threads) = row.concurrency {
             cells.push(grouped(u64::from(threads)));
         }
-        cells.extend([row.name.clone(), location(row.file.as_deref(), row.line)]);
+        let place = location(row.file.as_deref(), row.line);
+        let place = match &row.object {
+            Some(object) if place.is_empty() => object.clone(),
+            Some(object) => format!("{object} {place}"),
+            None => place,
+        };
+        cells.extend([row.name.clone(), place]);
         table.push(cells);
     }
     table.write(&mut out)?;

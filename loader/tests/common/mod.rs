@@ -28,6 +28,7 @@ fn recipe(name: &str) -> (&'static str, &'static str, &'static [&'static str]) {
     match name {
         "static" => ("gcc", "symbols.c", &["-g", "-O1", "-static"]),
         "static-pie" => ("gcc", "symbols.c", &["-g", "-O1", "-static-pie"]),
+        "compressed-dwarf" => ("gcc", "symbols.c", &["-g", "-gz=zlib", "-O1", "-static"]),
         "musl" => ("musl-gcc", "symbols.c", &["-g", "-O1", "-static"]),
         "dynamic" => ("gcc", "symbols.c", &["-O1"]),
         "object" => ("gcc", "symbols.c", &["-O1", "-c"]),

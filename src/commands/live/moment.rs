@@ -129,6 +129,7 @@ mod tests {
             name: names[entry as usize].to_string(),
             file: None,
             line: None,
+            object: None,
         };
         let moment = Moment::from_snapshot(&snapshot, &["prog".into()], &resolver).unwrap();
         let f = &moment.profile.functions[1];

@@ -138,6 +138,7 @@ mod tests {
             name: names[entry as usize].to_string(),
             file: None,
             line: None,
+            object: None,
         };
         let moment = Moment::from_snapshot(&snapshot, &[], &resolver).unwrap();
         let table = LiveTable::new(&moment);

@@ -187,6 +187,7 @@ impl Snapshot {
                 name: f.map_or_else(|| format!("{entry:#x}"), |f| f.name.clone()),
                 file: f.and_then(|f| f.file.clone()),
                 line: f.and_then(|f| f.line),
+                object: None,
             }
         };
         let profile = Profile::from_raw(&raw, &resolve, env!("CARGO_PKG_VERSION"))?;
@@ -235,6 +236,7 @@ mod tests {
             name: format!("f{entry:x}"),
             file: Some("a.c".into()),
             line: Some(3),
+            object: None,
         };
         let command = vec!["prog".to_string()];
         let moment = Moment::from_snapshot(&snapshot, &command, &resolve).unwrap();
