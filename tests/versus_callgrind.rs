@@ -64,12 +64,7 @@ const BRK_DEPENDENT: &[&str] = &["__malloc_alloc_meta", "__expand_heap"];
 fn musl_counts_equal_callgrind() {
     let mut failures = Vec::new();
     let mut compared = 0;
-    for variant in testprog_variants().into_iter().filter(|v| {
-        v.libc == Libc::Musl
-            && !v.spec.heavy
-            && v.spec.native_counts_deterministic
-            && v.spec.callgrind_comparable
-    }) {
+    for variant in comparable_variants(Libc::Musl) {
         let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
             return;
         };
@@ -127,6 +122,41 @@ fn musl_counts_equal_callgrind() {
     }
 }
 
+/// The variants of `libc` whose counts can be compared with Callgrind's:
+/// not the heavy benchmarks, not programs whose counts move natively.
+fn comparable_variants(libc: Libc) -> Vec<common::Variant> {
+    testprog_variants()
+        .into_iter()
+        .filter(|v| {
+            v.libc == libc
+                && !v.spec.heavy
+                && v.spec.native_counts_deterministic
+                && v.spec.callgrind_comparable
+        })
+        .collect()
+}
+
+/// Instructions outside CPU-dependent code: emuprof's, then Callgrind's.
+fn outside_cpu_dependent_code(
+    profile: &serde_json::Value,
+    cg: &common::CallgrindProfile,
+) -> (u64, u64) {
+    let ours = profile["functions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| !cpu_dependent(f["name"].as_str().unwrap_or("")))
+        .map(|f| f["self_instructions"].as_u64().unwrap_or(0))
+        .sum();
+    let theirs = cg
+        .self_by_fn
+        .iter()
+        .filter(|(n, _)| !cpu_dependent(n))
+        .map(|(_, c)| c)
+        .sum();
+    (ours, theirs)
+}
+
 /// glibc code whose cost depends on the CPU it identifies: the CPUID and
 /// cache-description walkers, the IFUNC resolvers, and the string/memory
 /// functions they pick
@@ -180,19 +210,7 @@ fn glibc_totals_within_one_percent_of_callgrind_outside_cpu_dependent_code() {
         }
         compared += 1;
         let run = run_emuprof(&variant.path, &variant.args, &emuprof_flags());
-        let ours: u64 = run.profile()["functions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| !cpu_dependent(f["name"].as_str().unwrap_or("")))
-            .map(|f| f["self_instructions"].as_u64().unwrap_or(0))
-            .sum();
-        let theirs: u64 = cg
-            .self_by_fn
-            .iter()
-            .filter(|(n, _)| !cpu_dependent(n))
-            .map(|(_, c)| c)
-            .sum();
+        let (ours, theirs) = outside_cpu_dependent_code(run.profile(), &cg);
         if ours.abs_diff(theirs) as f64 > theirs as f64 * 0.01 {
             failures.push(format!(
                 "{}: {ours} instructions outside CPU-dependent code vs Callgrind {theirs}",
@@ -219,12 +237,7 @@ fn glibc_totals_within_one_percent_of_callgrind_outside_cpu_dependent_code() {
 fn dynamic_builds_agree_with_callgrind() {
     let mut failures = Vec::new();
     let mut compared = 0;
-    for variant in testprog_variants().into_iter().filter(|v| {
-        v.libc == Libc::Dyn
-            && !v.spec.heavy
-            && v.spec.native_counts_deterministic
-            && v.spec.callgrind_comparable
-    }) {
+    for variant in comparable_variants(Libc::Dyn) {
         let Some(cg) = run_callgrind(&variant.path, &variant.args) else {
             return;
         };
@@ -235,17 +248,7 @@ fn dynamic_builds_agree_with_callgrind() {
             .cloned()
             .unwrap_or_default();
         if cg.total >= 500_000 {
-            let ours: u64 = functions
-                .iter()
-                .filter(|f| !cpu_dependent(f["name"].as_str().unwrap_or("")))
-                .map(|f| f["self_instructions"].as_u64().unwrap_or(0))
-                .sum();
-            let theirs: u64 = cg
-                .self_by_fn
-                .iter()
-                .filter(|(n, _)| !cpu_dependent(n))
-                .map(|(_, c)| c)
-                .sum();
+            let (ours, theirs) = outside_cpu_dependent_code(run.profile(), &cg);
             if ours.abs_diff(theirs) as f64 > theirs as f64 * 0.01 {
                 failures.push(format!(
                     "{name}: {ours} instructions outside CPU-dependent code vs Callgrind {theirs}"

@@ -4,7 +4,9 @@ use super::*;
 
 const SP0: u64 = 0x7fff_0000;
 
-fn block(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
+/// A block of `instructions` at `address`, 5 bytes long, ending in
+/// `terminator` (also used by the thread tests).
+pub(super) fn block(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
     BlockEvent {
         address,
         instructions,

@@ -156,20 +156,10 @@ impl CallTreeBuilder {
 mod tests {
     use super::*;
     use crate::tree::blocks::Terminator;
-    use crate::tree::call_tree::BlockEvent;
-
-    fn block(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
-        BlockEvent {
-            address,
-            instructions,
-            terminator,
-            is_function_start: false,
-            end: address + 16,
-        }
-    }
+    use crate::tree::call_tree::tests::block;
 
     /// main (0x1000) calls spawn (0x2000), which makes a clone syscall; the
-    /// new thread runs 0x2010 (just past it) and calls worker (0x3000);
+    /// new thread runs 0x2005 (just past it) and calls worker (0x3000);
     /// the threads interleave.
     #[test]
     fn threads_have_their_own_stacks_clocks_and_roots() {
@@ -180,13 +170,13 @@ mod tests {
         b.on_syscall();
         b.spawn_thread(0x5000);
         // The parent returns from the syscall and runs on in `spawn`.
-        b.on_block(block(0x2010, 4, Terminator::Other), || 0x7ff8);
+        b.on_block(block(0x2005, 4, Terminator::Other), || 0x7ff8);
         b.switch_thread(1);
-        b.on_block(block(0x2010, 1, call), || 0x5000);
+        b.on_block(block(0x2005, 1, call), || 0x5000);
         b.on_block(block(0x3000, 10, Terminator::Other), || 0x4ff8);
         b.switch_thread(0);
         b.on_block(block(0x2020, 5, Terminator::Return), || 0x7ff8);
-        b.on_block(block(0x1010, 1, Terminator::Other), || 0x8000);
+        b.on_block(block(0x1005, 1, Terminator::Other), || 0x8000);
         b.switch_thread(1);
         b.on_block(block(0x3010, 20, Terminator::Other), || 0x4ff8);
         let finished = b.finish();
@@ -200,7 +190,7 @@ mod tests {
         let root = threads[1].root as usize;
         assert_eq!(
             (nodes[root].parent, nodes[root].entry, nodes[root].calls),
-            (Some(1), 0x2010, 1)
+            (Some(1), 0x2005, 1)
         );
         // The thread's root: 1 instruction itself, 30 in worker.
         assert_eq!(nodes[root].self_instructions, 1);
