@@ -7,7 +7,6 @@
 //! detached debug files have them) are inflated when the context is built;
 //! zstd-compressed sections and split DWARF are not read.
 
-use std::io::Read;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -177,11 +176,9 @@ impl DebugInfo {
     /// The bytes of a zlib-compressed section; `None` when they do not
     /// inflate to the size its header gives.
     fn inflate(&self, payload: Range<usize>, size: usize) -> Option<Arc<[u8]>> {
-        let mut out = Vec::with_capacity(size);
-        flate2::read::ZlibDecoder::new(&self.bytes[payload])
-            .take(size as u64)
-            .read_to_end(&mut out)
-            .ok()?;
+        let out =
+            miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&self.bytes[payload], size)
+                .ok()?;
         (out.len() == size).then(|| Arc::from(out))
     }
 }
