@@ -120,11 +120,15 @@ pub fn profile_serving(
     let (finished, finished_writer) = std::io::pipe()?;
     if serve.serve_wait {
         eprintln!("emuprof: waiting for a viewer before starting the program");
-        while publisher.viewers() == 0 {
+        loop {
+            publisher.pump();
+            if publisher.viewers() > 0 {
+                break;
+            }
             if interrupt.load(Ordering::Relaxed) {
                 bail!("interrupted while waiting for a viewer; the program did not run");
             }
-            publisher.pump();
+            // Woken by the viewer; the timeout notices Ctrl-C.
             publisher.wait(Some(Duration::from_millis(200)), finished.as_fd());
         }
     }
@@ -148,13 +152,16 @@ pub fn profile_serving(
             Ok(done?)
         })
     })?;
-    let seq = snapshots.seq + 1;
-    let end = End {
-        stop: done.stop.to_string(),
-        exit_status: done.profile.exit_status,
-    };
-    let last = Snapshot::new(seq, &Moment::finished(done.profile.clone()), Some(end));
-    publisher.finish(seq, ServerLine::Snapshot(last).to_bytes(), DRAIN_LIMIT);
+    // The last snapshot is made only for viewers that keep up.
+    if publisher.cut_behind() > 0 {
+        let seq = snapshots.seq + 1;
+        let end = End {
+            stop: done.stop.to_string(),
+            exit_status: done.profile.exit_status,
+        };
+        let last = Snapshot::new(seq, &Moment::finished(done.profile.clone()), Some(end));
+        publisher.finish(seq, ServerLine::Snapshot(last).to_bytes(), DRAIN_LIMIT);
+    }
     Ok(done)
 }
 

@@ -112,14 +112,21 @@ impl Publisher {
             .all(|v| v.hello.is_some() || v.closing || (v.sending.is_none() && v.sent == newest))
     }
 
-    /// Sends `line`, the last snapshot (numbered `seq`), to the viewers that
-    /// keep up, waiting for them at most `limit`, and closes every
-    /// connection. A viewer still taking a line older than [`BEHIND`] has
-    /// been dropping snapshots already: it is cut off, not waited for.
-    pub fn finish(mut self, seq: u64, line: Vec<u8>, limit: Duration) {
+    /// Before the last snapshot: drops every viewer that is behind (still
+    /// taking a line handed to it more than [`BEHIND`] ago: it has been
+    /// skipping snapshots already, so it is cut off rather than waited for)
+    /// or not yet greeted, and returns how many viewers remain.
+    pub fn cut_behind(&mut self) -> usize {
         self.pump();
-        self.viewers
-            .retain(|v| v.hello.is_none() && !(v.sending.is_some() && v.since.elapsed() > BEHIND));
+        self.viewers.retain(|v| {
+            v.hello.is_none() && !v.closing && !(v.sending.is_some() && v.since.elapsed() > BEHIND)
+        });
+        self.viewers.len()
+    }
+
+    /// Sends `line`, the last snapshot (numbered `seq`), waiting at most
+    /// `limit` for the viewers to take it, and closes every connection.
+    pub fn finish(mut self, seq: u64, line: Vec<u8>, limit: Duration) {
         self.publish(seq, line);
         self.drain(limit);
     }
@@ -351,6 +358,7 @@ mod tests {
             publisher.pump();
         }
         std::thread::sleep(BEHIND * 2);
+        assert_eq!(publisher.cut_behind(), 0, "the stalled viewer is behind");
         let start = Instant::now();
         publisher.finish(51, line(51, 1024), Duration::from_secs(10));
         assert!(
