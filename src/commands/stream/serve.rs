@@ -88,13 +88,15 @@ pub fn profile_serving(
              stream there (viewers then need a token), or serve on 127.0.0.1:PORT"
         );
     }
-    let mut token = serve
+    let given = serve
         .serve_token
         .clone()
         .or_else(|| std::env::var(TOKEN_VARIABLE).ok());
-    if public && token.is_none() {
-        token = Some(random_token()?);
-    }
+    let made = match given {
+        None if public => Some(random_token()?),
+        _ => None,
+    };
+    let token = given.or_else(|| made.clone());
     let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
     let symbols = emuprof_loader::load(prepared.file())
         .with_context(|| format!("cannot load {}", program.display()))?
@@ -108,12 +110,12 @@ pub fn profile_serving(
 
     let listener = Listener::bind(&address)?;
     let serving = listener.local_address();
-    let mut publisher = Publisher::new(listener, &ServerLine::header(&command), token.clone());
-    match (&token, serve.serve_token.is_none()) {
-        (Some(token), true) if public => eprintln!(
+    let mut publisher = Publisher::new(listener, &ServerLine::header(&command), token);
+    match &made {
+        Some(token) => eprintln!(
             "emuprof: streaming on {serving}; watch with: {TOKEN_VARIABLE}={token} emuprof view HOST:PORT"
         ),
-        _ => eprintln!("emuprof: streaming on {serving}; watch with: emuprof view {serving}"),
+        None => eprintln!("emuprof: streaming on {serving}; watch with: emuprof view {serving}"),
     }
     // The guest thread drops `finished_writer` when it ends, which wakes the
     // main thread's wait.
