@@ -51,7 +51,7 @@ impl<'a> SymbolResolver<'a> {
     fn symbols_for(&self, address: u64) -> (&'a Symbols, Option<&str>) {
         self.others
             .iter()
-            .find(|(b, _)| b.image.segments.iter().any(|s| s.contains(address)))
+            .find(|(b, _)| b.image.segment_at(address).is_some())
             .map_or((self.program, None), |(b, name)| {
                 (&b.symbols, Some(name.as_str()))
             })

@@ -32,6 +32,9 @@ pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64;
     if st.space.read_raw(uc, at, &mut magic).is_err() || magic != *b"\x7fELF" {
         return;
     }
+    if st.symbols.has_library_at(at) {
+        return;
+    }
     let fd = fd as i32;
     let mut bytes = Vec::new();
     let mut chunk = vec![0u8; 1 << 20];
@@ -75,26 +78,25 @@ impl<'a> GuestSymbols<'a> {
         }
     }
 
-    /// Adds a library mapped at `base` from the file `path` holding `bytes`;
-    /// a file that does not parse as a shared object is ignored (the guest
-    /// may map any file). Returns whether it was added.
-    pub fn add_library(&mut self, path: PathBuf, bytes: Vec<u8>, base: u64) -> bool {
-        if self.libraries.iter().any(|l| l.base == base) {
-            return false;
+    /// Adds a library mapped at `base` from the file `path` holding `bytes`
+    /// (the caller checks [`GuestSymbols::has_library_at`] first); a file
+    /// that does not parse as a shared object is ignored (the guest may map
+    /// any file).
+    pub fn add_library(&mut self, path: PathBuf, bytes: Vec<u8>, base: u64) {
+        if let Ok(binary) = emuprof_loader::load_shared_object(Arc::from(bytes), base) {
+            self.libraries.push(LoadedLibrary { path, base, binary });
         }
-        match emuprof_loader::load_shared_object(Arc::from(bytes), base) {
-            Ok(binary) => {
-                self.libraries.push(LoadedLibrary { path, base, binary });
-                true
-            }
-            Err(_) => false,
-        }
+    }
+
+    /// Whether a library was mapped at `base` already.
+    pub fn has_library_at(&self, base: u64) -> bool {
+        self.libraries.iter().any(|l| l.base == base)
     }
 
     /// The symbols of the object holding `address` (the program's when none
     /// does).
     pub fn object_for(&self, address: u64) -> &Symbols {
-        let holds = |b: &Binary| b.image.segments.iter().any(|s| s.contains(address));
+        let holds = |b: &Binary| b.image.segment_at(address).is_some();
         self.libraries
             .iter()
             .map(|l| &l.binary)

@@ -17,7 +17,7 @@ mod tree;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +31,34 @@ use crate::cli::GuestArgs;
 pub(crate) use moment::{CachingResolver, Moment};
 pub(crate) use screen::{Screen, Status};
 use table::LiveTable;
+
+/// What a view of a running guest needs: the program's symbols (with its
+/// dynamic linker's; libraries it maps later are named only in the final
+/// profile), the slot the call-tree thread answers snapshots in, the run's
+/// interrupt flag and its command line.
+pub(crate) struct Watch {
+    pub(crate) binary: emuprof_loader::Binary,
+    pub(crate) slot: Arc<SnapshotSlot>,
+    pub(crate) interrupt: Arc<AtomicBool>,
+    pub(crate) command: Vec<String>,
+}
+
+impl Watch {
+    /// Loads `program`'s symbols and asks `prepared`'s run for snapshots.
+    pub(crate) fn attach(prepared: &mut Prepared, program: &Path) -> Result<Watch> {
+        let binary = emuprof_loader::load(prepared.file())
+            .with_context(|| format!("cannot load {}", program.display()))?;
+        let slot = Arc::new(SnapshotSlot::default());
+        let options = prepared.run.options_mut();
+        options.snapshots = Some(Arc::clone(&slot));
+        Ok(Watch {
+            binary,
+            slot,
+            interrupt: Arc::clone(&options.interrupt),
+            command: options.args.clone(),
+        })
+    }
+}
 
 /// How often the view asks for a snapshot and redraws.
 const REFRESH: Duration = Duration::from_millis(250);
@@ -49,15 +77,13 @@ pub fn profile_live(
         "run without --live (a spinner shows progress on a terminal)",
     )?;
     let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
-    let symbols = emuprof_loader::load(prepared.file())
-        .with_context(|| format!("cannot load {}", program.display()))?
-        .symbols;
-    let resolver = CachingResolver::new(SymbolResolver::new(&symbols));
-    let slot = Arc::new(SnapshotSlot::default());
-    let options = prepared.run.options_mut();
-    options.snapshots = Some(Arc::clone(&slot));
-    let interrupt = Arc::clone(&options.interrupt);
-    let command = options.args.clone();
+    let Watch {
+        binary,
+        slot,
+        interrupt,
+        command,
+    } = Watch::attach(&mut prepared, program)?;
+    let resolver = CachingResolver::new(SymbolResolver::for_run(&binary, &[]));
 
     let redirected = redirect::Redirect::to_file(guest_output)?;
     let mut screen = Screen::open(

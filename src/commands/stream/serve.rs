@@ -13,7 +13,6 @@
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -28,7 +27,7 @@ use super::protocol::{End, ServerLine, Snapshot};
 use super::server::Publisher;
 use super::TOKEN_VARIABLE;
 use crate::cli::GuestArgs;
-use crate::commands::live::{CachingResolver, Moment};
+use crate::commands::live::{CachingResolver, Moment, Watch};
 use crate::commands::run::Prepared;
 
 /// How often a snapshot is asked for while viewers are attached.
@@ -98,15 +97,13 @@ pub fn profile_serving(
     };
     let token = given.or_else(|| made.clone());
     let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
-    let symbols = emuprof_loader::load(prepared.file())
-        .with_context(|| format!("cannot load {}", program.display()))?
-        .symbols;
-    let resolver = CachingResolver::new(SymbolResolver::new(&symbols));
-    let slot = Arc::new(SnapshotSlot::default());
-    let options = prepared.run.options_mut();
-    options.snapshots = Some(Arc::clone(&slot));
-    let interrupt = Arc::clone(&options.interrupt);
-    let command = options.args.clone();
+    let Watch {
+        binary,
+        slot,
+        interrupt,
+        command,
+    } = Watch::attach(&mut prepared, program)?;
+    let resolver = CachingResolver::new(SymbolResolver::for_run(&binary, &[]));
 
     let listener = Listener::bind(&address)?;
     let serving = listener.local_address();

@@ -286,14 +286,16 @@ fn deadline_of(st: &mut MachineState<'_>, timeout: Timeout) -> u64 {
 /// save or restore registers.
 pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> Result<(), StopReason> {
     st.reschedule = false;
-    if st.threads.any_deadline() {
-        let now = now(st);
+    // The time matters only to threads waiting with a deadline.
+    let now = st.threads.any_deadline().then(|| now(st));
+    if let Some(now) = now {
         expire(st, now);
     }
     let next = match st.threads.pick_next() {
         Next::Run(next) => next,
         Next::WakeAt { thread, at } => {
-            let now = now(st);
+            // Only blocked threads with a deadline give WakeAt: `now` is set.
+            let now = now.unwrap_or(at);
             st.sys.time.clock.sleep(at.saturating_sub(now));
             expire(st, at.max(now));
             thread
