@@ -27,8 +27,8 @@ mod tree;
 pub use cpu::DEFAULT_CPUS;
 pub use error::EmuError;
 pub use machine::{
-    run, BlockedThread, LoadedLibrary, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls,
-    DEFAULT_QUANTUM, MAX_CPUS,
+    run, BlockedThread, LoadedLibrary, ProcessImage, RunOptions, RunOutcome, StopReason,
+    UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
 };
 pub use syscalls::files::{FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};

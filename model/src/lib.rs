@@ -90,6 +90,48 @@ pub struct RawThread {
     pub instructions: u64,
 }
 
+/// Which guest process a [`RawProfile`] records, and where it came from.
+///
+/// A run records one profile per *process image*: the first program, every
+/// process `fork` made (its tree starts at the fork), and every program a
+/// process `execve`d (same pid, a new tree for the new program). Images are
+/// numbered in the order they started, the first program's being 0.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawProcess {
+    /// Virtual process id as the guest saw it (`getpid`); numbered from
+    /// the first process's in creation order, the same on every run.
+    pub pid: u64,
+    /// The parent process's pid; `None` for the first process.
+    pub parent: Option<u64>,
+    /// How this image started.
+    pub origin: ProcessOrigin,
+    /// The program this image runs, as the guest named it (the first
+    /// program's path as given, or the path passed to `execve`).
+    pub program: String,
+}
+
+/// How a process image started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ProcessOrigin {
+    /// The program emuprof was asked to run.
+    #[default]
+    First,
+    /// A `fork` (or `vfork`, or `clone` without `CLONE_VM`) made in image
+    /// `image`, from its calling context `at`.
+    Forked {
+        /// Index of the forking image.
+        image: usize,
+        /// The calling context in that image's tree that made the call.
+        at: NodeId,
+    },
+    /// An `execve` that replaced image `image` (same pid).
+    Execed {
+        /// Index of the replaced image.
+        image: usize,
+    },
+}
+
 /// Everything recorded during one run, before symbolication.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawProfile {
@@ -113,4 +155,6 @@ pub struct RawProfile {
     pub threads: Vec<RawThread>,
     /// Every distinct block executed, sorted by address.
     pub blocks: Vec<Block>,
+    /// Which process image this is (the first program's by default).
+    pub process: RawProcess,
 }

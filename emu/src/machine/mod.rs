@@ -64,6 +64,22 @@ pub struct RunOutcome {
     /// The shared libraries the guest mapped, with their symbols (empty for
     /// a static program).
     pub libraries: Vec<LoadedLibrary>,
+    /// Every process image after the first (`profile` is image 0), in the
+    /// order they started: forked processes and programs started by
+    /// `execve`. Empty for a program that starts no process.
+    pub more_processes: Vec<ProcessImage>,
+}
+
+/// One process image after the first: its profile and what symbolicates it.
+#[derive(Debug)]
+pub struct ProcessImage {
+    /// Its recorded profile (`profile.process` says which process it is).
+    pub profile: RawProfile,
+    /// The program it runs (for a forked image, its parent's).
+    pub binary: Arc<Binary>,
+    /// The shared libraries it mapped (a forked image's include those its
+    /// parent had mapped before the fork).
+    pub libraries: Vec<LoadedLibrary>,
 }
 
 /// Runs `binary` to completion under the emulator and returns its profile.
@@ -223,12 +239,17 @@ pub fn run(binary: &Binary, options: RunOptions) -> Result<RunOutcome, EmuError>
             nodes,
             threads,
             blocks,
+            process: emuprof_model::RawProcess {
+                pid: GUEST_PID,
+                ..Default::default()
+            },
         };
         Ok(RunOutcome {
             profile,
             stop,
             notes,
             libraries: symbols.into_libraries(),
+            more_processes: Vec::new(),
         })
     })
 }
