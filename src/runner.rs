@@ -69,12 +69,17 @@ impl Run {
 
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
-        let binary =
-            emuprof_loader::load_in_root(&self.program, self.options.files.root.as_deref())?;
-        let outcome = emuprof_emu::run(&binary, self.options).map_err(|source| Error::Run {
-            path: self.program.clone(),
-            source,
-        })?;
+        let binary = std::sync::Arc::new(emuprof_loader::load_in_root(
+            &self.program,
+            self.options.files.root.as_deref(),
+        )?);
+        let outcome =
+            emuprof_emu::run(std::sync::Arc::clone(&binary), self.options).map_err(|source| {
+                Error::Run {
+                    path: self.program.clone(),
+                    source,
+                }
+            })?;
         let profile = symbolicate(&self.program, &binary, &outcome)?;
         Ok(CompletedRun {
             profile,
@@ -105,7 +110,7 @@ pub fn symbolicate(
             outcome
                 .libraries
                 .iter()
-                .map(|l| (l.path.as_path(), &l.binary)),
+                .map(|l| (l.path.as_path(), l.binary.as_ref())),
         )
         .map(|(path, b)| loaded_object(path, b))
         .collect();

@@ -39,7 +39,7 @@ impl<'a> SymbolResolver<'a> {
         SymbolResolver {
             others: libraries
                 .iter()
-                .map(|l| (&l.binary, file_name(&l.path)))
+                .map(|l| (l.binary.as_ref(), file_name(&l.path)))
                 .chain(interpreter)
                 .collect(),
             program: &binary.symbols,

@@ -71,7 +71,7 @@ unsafe extern "C" fn on_block(
     env: *const u64,
 ) {
     // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
-    let cell = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
     debug_assert!(
         cell.try_borrow_mut().is_ok(),
         "block hook entered while the machine state is borrowed"
@@ -105,7 +105,7 @@ unsafe extern "C" fn on_block_slow(
     env: *const u64,
 ) {
     // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
-    let cell = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
     let Ok(mut guard) = cell.try_borrow_mut() else {
         // A block that is not counted would make the profile wrong: stop.
         super::stop::fail_from_hook(uc, "the block hook ran while the machine state was in use");
@@ -138,7 +138,7 @@ unsafe extern "C" fn on_block_slow(
 
 /// After every batch (a few thousand blocks): the instruction limit, as far
 /// as the call-tree thread has got, and Ctrl-C.
-fn check_stop_requests(st: &mut MachineState<'_>, uc: *mut uc_engine) {
+fn check_stop_requests(st: &mut MachineState, uc: *mut uc_engine) {
     let stop = if st.feed.limit_reached() {
         Some(StopReason::InstructionLimit(st.instruction_limit))
     } else {
@@ -156,7 +156,7 @@ fn check_stop_requests(st: &mut MachineState<'_>, uc: *mut uc_engine) {
 
 /// A block outside the code snapshot, seen for the first time: decode it
 /// from guest memory and send it to the call-tree thread.
-fn define_block(st: &mut MachineState<'_>, uc: *mut uc_engine, address: u64, size: u32) {
+fn define_block(st: &mut MachineState, uc: *mut uc_engine, address: u64, size: u32) {
     let mut code = vec![0u8; size as usize];
     // An unreadable block cannot have run; count what we can.
     let _ = st.space.read_raw_with(address, &mut code, |phys, buf| {

@@ -23,7 +23,7 @@ const MAX_LIBRARY_SIZE: usize = 1 << 30;
 /// After a successful `mmap(addr, len, prot, flags, fd, offset)` that
 /// returned `at`: when it mapped an ELF file from its start, reads the
 /// file's symbols for the addresses it now occupies.
-pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6], at: u64) {
+pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6], at: u64) {
     let [_, _, _, flags, fd, offset] = args;
     if flags & MAP_ANONYMOUS != 0 || offset != 0 {
         return;
@@ -53,25 +53,27 @@ pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64;
 }
 
 /// A shared object the guest mapped while it ran.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LoadedLibrary {
     /// The host file it was mapped from (for messages).
     pub path: PathBuf,
     /// Where its lowest page was mapped.
     pub base: u64,
-    /// Its image and symbols, placed at `base`.
-    pub binary: Binary,
+    /// Its image and symbols, placed at `base` (shared by the processes a
+    /// `fork` made).
+    pub binary: Arc<Binary>,
 }
 
 /// Names and function starts for any guest address.
-pub struct GuestSymbols<'a> {
-    main: &'a Binary,
+#[derive(Clone)]
+pub struct GuestSymbols {
+    main: Arc<Binary>,
     libraries: Vec<LoadedLibrary>,
 }
 
-impl<'a> GuestSymbols<'a> {
+impl GuestSymbols {
     /// The program (and its dynamic linker, if any).
-    pub fn new(main: &'a Binary) -> GuestSymbols<'a> {
+    pub fn new(main: Arc<Binary>) -> GuestSymbols {
         GuestSymbols {
             main,
             libraries: Vec::new(),
@@ -84,7 +86,11 @@ impl<'a> GuestSymbols<'a> {
     /// any file).
     pub fn add_library(&mut self, path: PathBuf, bytes: Vec<u8>, base: u64) {
         if let Ok(binary) = emuprof_loader::load_shared_object(Arc::from(bytes), base) {
-            self.libraries.push(LoadedLibrary { path, base, binary });
+            self.libraries.push(LoadedLibrary {
+                path,
+                base,
+                binary: Arc::new(binary),
+            });
         }
     }
 
@@ -99,7 +105,7 @@ impl<'a> GuestSymbols<'a> {
         let holds = |b: &Binary| b.image.segment_at(address).is_some();
         self.libraries
             .iter()
-            .map(|l| &l.binary)
+            .map(|l| l.binary.as_ref())
             .chain(self.main.interpreter.as_deref())
             .find(|b| holds(b))
             .map_or(&self.main.symbols, |b| &b.symbols)

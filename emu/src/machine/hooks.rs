@@ -14,12 +14,12 @@ use super::syscall_dispatch;
 use crate::syscalls::signals::Disposition;
 
 /// Shared machine state as the hooks hold it.
-pub type Shared<'a> = Rc<RefCell<MachineState<'a>>>;
+pub type Shared = Rc<RefCell<MachineState>>;
 
 /// Waits for the call-tree thread to catch up before the guest does
 /// something visible. False when the instruction limit was reached before
 /// this point: the run must stop here (the stop reason is recorded).
-fn sync_with_tree(st: &mut MachineState<'_>) -> bool {
+fn sync_with_tree(st: &mut MachineState) -> bool {
     let tree = st.feed.sync();
     if tree.limit_reached {
         st.stop
@@ -29,7 +29,7 @@ fn sync_with_tree(st: &mut MachineState<'_>) -> bool {
 }
 
 /// The `syscall` instruction hook.
-pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) {
+pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
     let mut st = state.borrow_mut();
     // With an instruction limit, the guest must not make a system call past
     // it; without one, only the calls that read the clock wait for the
@@ -47,7 +47,7 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) {
 
 /// CPU exceptions: the guest crashed the way a real process would get a
 /// signal.
-pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
+pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared, intno: u32) {
     let mut st = state.borrow_mut();
     if !sync_with_tree(&mut st) {
         let _ = uc.emu_stop();
@@ -105,7 +105,7 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>, intno: u32) {
 /// does the same, except for AVX/AVX-512 encodings, which the real CPU runs
 /// and only the emulated one lacks: those end the run with emuprof's own
 /// message and a hint. True when the guest continues (a handler runs).
-pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) -> bool {
+pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared) -> bool {
     let mut st = state.borrow_mut();
     if !sync_with_tree(&mut st) {
         return false;
@@ -134,7 +134,7 @@ pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared<'_>) -> b
 /// false (the caller stops the emulation).
 fn raise_fault(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     sig: i32,
     info: SigInfo,
     what: String,
@@ -161,7 +161,7 @@ fn raise_fault(
 
 /// Up to 15 bytes of the instruction at `pc` (fewer at the end of mapped
 /// memory).
-pub fn instruction_bytes(uc: &Unicorn<'_, ()>, st: &MachineState<'_>, pc: u64) -> Vec<u8> {
+pub fn instruction_bytes(uc: &Unicorn<'_, ()>, st: &MachineState, pc: u64) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(15);
     for address in pc..pc + 15 {
         let mut byte = [0u8];
@@ -204,7 +204,7 @@ const BUS_ADRALN: i32 = 1;
 /// guest code, not inside another hook).
 pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
     // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
-    let state = unsafe { &*(user_data as *const RefCell<MachineState<'_>>) };
+    let state = unsafe { &*(user_data as *const RefCell<MachineState>) };
     let Ok(mut st) = state.try_borrow_mut() else {
         // A made-up time stamp would make the run differ from itself: stop.
         super::stop::fail_from_hook(uc, "rdtsc ran while the machine state was in use");

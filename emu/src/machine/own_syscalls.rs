@@ -83,7 +83,7 @@ impl ThreadCall {
 /// Runs a `machine` syscall; `None` for other numbers.
 pub(super) fn machine_call(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     number: u64,
     args: [u64; 6],
 ) -> Option<Answer> {
@@ -104,7 +104,7 @@ pub(super) fn machine_call(
 /// process and a futex operation that is not emulated.
 pub(super) fn thread_call(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     number: u64,
     args: [u64; 6],
 ) -> Option<Answer> {
@@ -131,15 +131,16 @@ pub(super) fn thread_call(
 
 /// Whether syscall `number` of the time family is a sleep made while other
 /// threads live: the machine blocks the thread then (see [`sleep`]).
-pub(super) fn sleeps_among_threads(st: &MachineState<'_>, number: u64) -> bool {
-    matches!(number, SYS_NANOSLEEP | SYS_CLOCK_NANOSLEEP) && st.threads.live() > 1
+pub(super) fn sleeps_among_threads(st: &MachineState, number: u64) -> bool {
+    matches!(number, SYS_NANOSLEEP | SYS_CLOCK_NANOSLEEP)
+        && (st.threads.live() > 1 || st.table.borrow().running().nth(1).is_some())
 }
 
 /// A sleep while other threads live: the thread blocks until the virtual
 /// clock has advanced by the time asked (others run meanwhile).
 pub(super) fn sleep(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     number: u64,
     args: [u64; 6],
 ) -> SysResult {
@@ -152,7 +153,7 @@ pub(super) fn sleep(
     Ok(0)
 }
 
-fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6]) -> SysResult {
+fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) -> SysResult {
     let [code, addr, ..] = args;
     let reg = match code {
         ARCH_SET_FS | ARCH_GET_FS => RegisterX86::FS_BASE,
@@ -176,7 +177,7 @@ fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, args: [u64; 6
 /// ignored signal does nothing; a blocked one waits; a handled one runs when
 /// the target thread next returns from a syscall (the running thread: this
 /// one); anything else takes the default action and ends the run.
-fn send_signal(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) -> SysResult {
+fn send_signal(st: &mut MachineState, number: u64, args: [u64; 6]) -> SysResult {
     let pid = GUEST_PID;
     let (target, sig) = match number {
         SYS_TGKILL if args[0] != pid => return Err(Errno::ESRCH),

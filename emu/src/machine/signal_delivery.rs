@@ -62,7 +62,7 @@ pub struct SigInfo {
 /// Unicorn advances past the `syscall` instruction afterwards).
 pub fn deliver(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     sig: u64,
     action: SigAction,
     info: SigInfo,
@@ -135,7 +135,7 @@ pub fn deliver(
 /// guest's `ucontext`, which the handler may have changed, the rest from the
 /// saved context) and the blocked mask. Returns the restored `rax`, which the
 /// syscall dispatcher writes back. `pc_bias` as for [`deliver`].
-pub fn sigreturn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, pc_bias: u64) -> SysResult {
+pub fn sigreturn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) -> SysResult {
     let uc_addr = uc.reg_read(RegisterX86::RSP).map_err(|_| Errno::EFAULT)?;
     let mut ucontext = vec![0u8; UCONTEXT_SIZE as usize];
     GuestView {

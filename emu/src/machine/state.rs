@@ -1,10 +1,13 @@
 //! Everything the hooks share while the guest runs.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use super::guest_symbols::GuestSymbols;
 
 use super::options::RunOptions;
+use super::processes::{ProcessRequest, ProcessTable};
 use super::stack_pointer::StackPointerReader;
 use super::stop::StopReason;
 use super::threads::Scheduler;
@@ -34,10 +37,23 @@ pub struct SyscallState {
     pub enosys_noted: BTreeSet<u64>,
 }
 
+impl SyscallState {
+    /// What a program started by `execve` keeps: the same files minus those
+    /// marked close-on-exec, the same identity and clock, signal handlers
+    /// reset to their defaults (ignored signals stay ignored, the mask and
+    /// pending signals stay), and no futex waiters.
+    pub fn for_new_program(mut self) -> SyscallState {
+        self.files.close_on_exec();
+        self.signals.reset_handlers_for_exec();
+        self.futexes = Futexes::default();
+        self
+    }
+}
+
 /// The machine's state as hooks see it (behind one `RefCell`).
-pub struct MachineState<'a> {
+pub struct MachineState {
     /// Symbols of everything loaded, for function starts and messages.
-    pub symbols: GuestSymbols<'a>,
+    pub symbols: GuestSymbols,
     /// Blocks outside the code snapshot, decoded here.
     pub blocks: BlockCache,
     /// The code the call-tree thread decodes by itself.
@@ -71,9 +87,18 @@ pub struct MachineState<'a> {
     pub reschedule: bool,
     /// The feed position when the running thread last got the CPU.
     pub quantum_start: u64,
+    /// This process's id.
+    pub pid: u64,
+    /// Every guest process of the run (shared by all of them).
+    pub table: Rc<RefCell<ProcessTable>>,
+    /// A `fork` or `execve` the run loop carries out when the hook returns.
+    pub request: Option<ProcessRequest>,
+    /// Whether a thread of another process could run: the quantum then
+    /// applies across processes too (set by the run loop).
+    pub others_runnable: bool,
 }
 
-impl MachineState<'_> {
+impl MachineState {
     /// Function name for an address, for messages.
     pub fn function_name(&self, addr: u64) -> String {
         self.symbols.name_for(addr)

@@ -46,6 +46,12 @@ pub enum StopReason {
     },
     /// emuprof was interrupted (Ctrl-C).
     Interrupted,
+    /// The process `execve`d another program, which goes on in a profile
+    /// of its own (not an early end: the image simply ended there).
+    Replaced {
+        /// The program it exec'd, as the guest named it.
+        program: String,
+    },
     /// emuprof itself failed while serving the guest.
     Internal(String),
     /// The emulator returned without the guest exiting and without an
@@ -125,7 +131,7 @@ impl StopReason {
     /// profile's `partial` field.
     pub fn partial_reason(&self) -> Option<String> {
         match self {
-            StopReason::Exited(_) => None,
+            StopReason::Exited(_) | StopReason::Replaced { .. } => None,
             other => Some(other.to_string()),
         }
     }
@@ -207,6 +213,7 @@ impl fmt::Display for StopReason {
                 )
             }
             StopReason::Interrupted => write!(f, "interrupted by Ctrl-C"),
+            StopReason::Replaced { program } => write!(f, "the process exec'd {program}"),
             StopReason::Internal(msg) => {
                 write!(f, "emuprof failed while running the program: {msg}")
             }

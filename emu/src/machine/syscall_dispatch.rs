@@ -14,7 +14,7 @@ use crate::memory::{AddressSpace, GuestView};
 use crate::syscalls::numbers::*;
 use crate::syscalls::signals::Disposition;
 use crate::syscalls::table::{family_of, syscall_name, Family};
-use crate::syscalls::{children, credentials, memory_map, Errno, SysResult, SyscallCall};
+use crate::syscalls::{credentials, memory_map, Errno, SysResult, SyscallCall};
 use crate::tree::code_snapshot::CodeRange;
 
 const ARG_REGISTERS: [RegisterX86; 6] = [
@@ -29,7 +29,20 @@ const ARG_REGISTERS: [RegisterX86; 6] = [
 /// Emulates the syscall the guest is making (RIP is at the `syscall`
 /// instruction; Unicorn moves past it afterwards): the family the syscall
 /// table names runs it; a number no family answers is unsupported.
-pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
+pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) {
+    dispatch_with_bias(uc, st, SYSCALL_LENGTH);
+}
+
+/// Runs again the syscall of a thread that was blocked in it and has just
+/// been switched in (RIP is already past the `syscall`; the registers still
+/// hold the call).
+pub fn redo(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) {
+    dispatch_with_bias(uc, st, 0);
+}
+
+/// [`dispatch`], with `pc_bias` the distance from RIP to the instruction
+/// after the `syscall` (where a signal handler returns to).
+fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) {
     let number = uc.reg_read(RegisterX86::RAX).unwrap_or(u64::MAX);
     let mut args = [0u64; 6];
     for (a, r) in args.iter_mut().zip(ARG_REGISTERS) {
@@ -58,6 +71,16 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
         st.stop.get_or_insert(StopReason::Interrupted);
         return;
     }
+    let result = match result {
+        Err(Errno::WOULD_BLOCK) => match io_direction(number) {
+            Some(write) => {
+                threads::wait_for_io(st, args[0] as i32, write);
+                return;
+            }
+            None => Err(Errno::EAGAIN),
+        },
+        other => other,
+    };
     if threads::running_blocked(st) {
         // Its result comes when it is woken.
         return;
@@ -71,7 +94,17 @@ pub fn dispatch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) {
     };
     let _ = uc.reg_write(RegisterX86::RAX, rax);
     if st.stop.is_none() {
-        deliver_pending(uc, st, SYSCALL_LENGTH);
+        deliver_pending(uc, st, pc_bias);
+    }
+}
+
+/// Whether a call that has to wait for a pipe (`Errno::WOULD_BLOCK`)
+/// writes (`Some(true)`) or reads its fd (its first argument).
+fn io_direction(number: u64) -> Option<bool> {
+    match number {
+        SYS_READ | SYS_READV => Some(false),
+        SYS_WRITE | SYS_WRITEV => Some(true),
+        _ => None,
     }
 }
 
@@ -89,7 +122,7 @@ pub(super) enum Answer {
 /// operation that is not emulated), which makes it unsupported.
 fn run_family(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     family: Family,
     number: u64,
     args: [u64; 6],
@@ -116,7 +149,7 @@ fn run_family(
             st.sys.signals.handle(call)
         }),
         Family::Credentials => with_call(uc, &st.space, number, args, credentials::handle),
-        Family::Children => with_call(uc, &st.space, number, args, children::handle),
+        Family::Processes => return super::processes::call(uc, st, number, args),
         Family::Files(group) => {
             let result = with_call(uc, &st.space, number, args, |call| {
                 st.sys.files.handle(group, call)
@@ -150,7 +183,7 @@ pub(super) fn with_call<R>(
 /// files through the file family's fds).
 fn memory_call(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     number: u64,
     args: [u64; 6],
 ) -> Option<SysResult> {
@@ -168,11 +201,7 @@ fn memory_call(
 
 /// A syscall no family answers: the run stops naming it (`None`), or the
 /// guest gets `ENOSYS` and the user one note per number.
-fn unsupported(
-    uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
-    number: u64,
-) -> Option<SysResult> {
+fn unsupported(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, number: u64) -> Option<SysResult> {
     match st.options.unsupported_syscalls {
         UnsupportedSyscalls::Stop => {
             let pc = uc.pc_read().unwrap_or(0);
@@ -220,7 +249,7 @@ fn raises_sigpipe(number: u64, args: [u64; 6]) -> bool {
 /// does on the way back from a syscall (or when a thread that was sent one
 /// runs again). `pc_bias` is what Unicorn still adds to RIP: the `syscall`
 /// length inside the syscall hook, 0 between two `emu_start`s.
-pub(super) fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, pc_bias: u64) {
+pub(super) fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) {
     while let Some((sig, disposition)) = st.sys.signals.take_deliverable() {
         let pc = uc.pc_read().unwrap_or(0);
         match disposition {
@@ -258,7 +287,7 @@ pub(super) fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_
 /// The block hook leaves decoding of the loaded text to the call-tree thread,
 /// which reads it from a snapshot. Once the guest changes a mapping over that
 /// text (conservatively: asks to), the hook decodes every block itself again.
-fn watch_code_mappings(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) {
+fn watch_code_mappings(st: &mut MachineState, number: u64, args: [u64; 6]) {
     let touched = match number {
         SYS_MMAP | SYS_MPROTECT | SYS_PKEY_MPROTECT | SYS_MUNMAP => {
             st.text.overlaps(args[0], args[1])
@@ -272,7 +301,7 @@ fn watch_code_mappings(st: &mut MachineState<'_>, number: u64, args: [u64; 6]) {
     }
 }
 
-fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what: &str) {
+fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, sig: u64, what: &str) {
     let pc = uc.pc_read().unwrap_or(0);
     // The call stack is filled in when the call-tree thread has caught up.
     st.stop = Some(StopReason::Signaled {
@@ -285,7 +314,7 @@ fn terminate(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, sig: u64, what
 
 /// Makes `sig` pending for the guest unless it is ignored; it is delivered
 /// (or kills the process) on the way back from the current syscall.
-pub(super) fn post_to_self(st: &mut MachineState<'_>, sig: u64) {
+pub(super) fn post_to_self(st: &mut MachineState, sig: u64) {
     match st.sys.signals.raise(sig) {
         Disposition::Handler(_) | Disposition::Terminate => st.sys.signals.post(sig),
         Disposition::Ignored | Disposition::Pending => {}

@@ -66,6 +66,7 @@ struct Page {
 }
 
 /// Every mapped virtual page of the guest.
+#[derive(Clone)]
 pub struct AddressSpace {
     phys: PhysicalMemory,
     tables: PageTables,
@@ -88,6 +89,18 @@ impl AddressSpace {
             brk_start: 0,
             brk: 0,
         })
+    }
+
+    /// A copy of this address space in the fresh engine `child` (`fork`):
+    /// the same physical layout, every page in use copied, so the page
+    /// tables and CR3 are valid there unchanged.
+    pub fn copy_into(
+        &self,
+        uc: &Unicorn<'_, ()>,
+        child: &mut Unicorn<'_, ()>,
+    ) -> Result<AddressSpace, EmuError> {
+        self.phys.copy_into(uc, child)?;
+        Ok(self.clone())
     }
 
     /// Physical address of the PML4, for CR3.

@@ -48,6 +48,7 @@ impl LeafFlags {
 }
 
 /// The guest's page tables: where each table lives in physical memory.
+#[derive(Clone)]
 pub struct PageTables {
     root: u64,
     /// Table pages by level (3 = PDPT, 2 = PD, 1 = PT) and the virtual address

@@ -15,6 +15,7 @@ const ARENA_SIZE: u64 = 1 << 30;
 const PAGE: u64 = 0x1000;
 
 /// Allocator of guest physical pages.
+#[derive(Clone)]
 pub struct PhysicalMemory {
     mapped_end: u64,
     next: u64,
@@ -48,6 +49,35 @@ impl PhysicalMemory {
         let page = self.next;
         self.next += PAGE;
         Ok(page)
+    }
+
+    /// Maps the same arenas in `child` and copies every page handed out so
+    /// far that is not all zeros (a fresh arena reads as zeros).
+    pub fn copy_into(
+        &self,
+        uc: &Unicorn<'_, ()>,
+        child: &mut Unicorn<'_, ()>,
+    ) -> Result<(), EmuError> {
+        let err = |e| EmuError::unicorn("copying guest memory for fork", e);
+        let mut arena = 0;
+        while arena < self.mapped_end {
+            child.mem_map(arena, ARENA_SIZE, Prot::ALL).map_err(err)?;
+            arena += ARENA_SIZE;
+        }
+        const CHUNK: u64 = 64 * PAGE;
+        let mut buf = vec![0u8; CHUNK as usize];
+        let mut at = 0;
+        while at < self.next {
+            let len = CHUNK.min(self.next - at) as usize;
+            uc.mem_read(at, &mut buf[..len]).map_err(err)?;
+            for (i, page) in buf[..len].chunks(PAGE as usize).enumerate() {
+                if page.iter().any(|&b| b != 0) {
+                    child.mem_write(at + i as u64 * PAGE, page).map_err(err)?;
+                }
+            }
+            at += len as u64;
+        }
+        Ok(())
     }
 
     /// Returns a page that held no code to the pool.

@@ -16,6 +16,8 @@ impl Errno {
     pub const ESRCH: Errno = Errno(3);
     pub const EINTR: Errno = Errno(4);
     pub const EIO: Errno = Errno(5);
+    pub const E2BIG: Errno = Errno(7);
+    pub const ENOEXEC: Errno = Errno(8);
     pub const EBADF: Errno = Errno(9);
     pub const ECHILD: Errno = Errno(10);
     pub const EAGAIN: Errno = Errno(11);
@@ -42,6 +44,12 @@ impl Errno {
     pub const EAFNOSUPPORT: Errno = Errno(97);
     pub const EOPNOTSUPP: Errno = Errno(95);
     pub const ECONNREFUSED: Errno = Errno(111);
+
+    /// Not an errno the guest ever sees (the kernel's internal
+    /// `ERESTARTSYS`): the call has to wait for another guest process (a
+    /// pipe read or write); the machine blocks the calling thread and runs
+    /// the call again when the pipe is ready.
+    pub const WOULD_BLOCK: Errno = Errno(512);
 
     /// The errno of a host I/O error, `EIO` when it has none.
     pub fn from_io(err: &std::io::Error) -> Errno {

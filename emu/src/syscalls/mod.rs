@@ -7,7 +7,6 @@
 //! hands each syscall to that family alone. A number nobody owns is an
 //! unsupported syscall.
 
-pub mod children;
 pub mod credentials;
 pub mod errno;
 pub mod files;

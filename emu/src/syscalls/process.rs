@@ -25,6 +25,10 @@ pub const STACK_LIMIT: u64 = 8 << 20;
 pub struct Process {
     random: ChaCha8Rng,
     cpus: u32,
+    /// This process's id.
+    pub pid: u64,
+    /// Its parent's id.
+    pub ppid: u64,
 }
 
 impl Process {
@@ -34,6 +38,20 @@ impl Process {
         Process {
             random: ChaCha8Rng::seed_from_u64(seed),
             cpus,
+            pid: GUEST_PID,
+            ppid: GUEST_PPID,
+        }
+    }
+
+    /// A `fork` child's: process `pid`, child of this one, continuing this
+    /// one's random stream (each process's stream is then its own, and
+    /// the same on every run).
+    pub fn for_child(&self, pid: u64) -> Process {
+        Process {
+            random: self.random.clone(),
+            cpus: self.cpus,
+            pid,
+            ppid: self.pid,
         }
     }
 
@@ -48,9 +66,8 @@ impl Process {
     pub fn handle(&mut self, call: &mut SyscallCall) -> Option<SysResult> {
         let a = call.args;
         Some(match call.number {
-            SYS_GETPID | SYS_GETPGRP | SYS_GETSID => Ok(GUEST_PID),
-            SYS_GETPGID => Ok(GUEST_PID),
-            SYS_GETPPID => Ok(GUEST_PPID),
+            SYS_GETPID => Ok(self.pid),
+            SYS_GETPPID => Ok(self.ppid),
             SYS_GETUID | SYS_GETEUID => Ok(GUEST_UID),
             SYS_GETGID | SYS_GETEGID => Ok(GUEST_GID),
             SYS_GETRESUID | SYS_GETRESGID => {
@@ -65,7 +82,7 @@ impl Process {
             SYS_SET_ROBUST_LIST => Ok(0),
             SYS_RSEQ => Err(Errno::ENOSYS),
             SYS_PRLIMIT64 => {
-                if a[0] != 0 && a[0] != GUEST_PID {
+                if a[0] != 0 && a[0] != self.pid {
                     Err(Errno::ESRCH)
                 } else if a[3] != 0 {
                     write_limit(call, a[3], a[1])

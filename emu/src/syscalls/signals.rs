@@ -123,6 +123,29 @@ impl Signals {
         std::mem::swap(&mut self.thread, other);
     }
 
+    /// `execve`: every handled signal goes back to its default action
+    /// (the new program has none of the old one's code); ignored signals
+    /// stay ignored; the mask and pending signals stay.
+    pub fn reset_handlers_for_exec(&mut self) {
+        for action in &mut self.actions {
+            if action.handler > 1 {
+                *action = SigAction::default();
+            }
+        }
+    }
+
+    /// `fork`: the child gets the same actions and the forking thread's
+    /// mask and alternate stack, with nothing pending.
+    pub fn for_child(&self) -> Signals {
+        Signals {
+            actions: self.actions,
+            thread: ThreadSignals {
+                pending: 0,
+                ..self.thread
+            },
+        }
+    }
+
     /// The recorded action for signal `sig` (1-based).
     pub fn action(&self, sig: u64) -> Option<SigAction> {
         self.actions.get((sig as usize).checked_sub(1)?).copied()

@@ -70,8 +70,9 @@ pub(crate) enum Family {
     Signals,
     /// User and group ids (`syscalls::credentials`).
     Credentials,
-    /// Waiting for child processes (`syscalls::children`).
-    Children,
+    /// Guest processes (`machine::processes`): fork, exec, wait, process
+    /// groups.
+    Processes,
     /// Fds, paths and sockets (`syscalls::files`), one group per file.
     Files(FileGroup),
 }
@@ -107,7 +108,7 @@ impl Family {
             Family::Process => "process",
             Family::Signals => "signals",
             Family::Credentials => "credentials",
-            Family::Children => "children",
+            Family::Processes => "processes",
             Family::Files(FileGroup::Io) => "files/io",
             Family::Files(FileGroup::FdOps) => "files/fd_ops",
             Family::Files(FileGroup::Stat) => "files/stat",
@@ -330,14 +331,20 @@ syscall_table! {
         "ENOTSOCK (EBADF when the fd is not open)"
     );
     SYS_CLONE = 56 => clone: Threads, Partial(
-        "threads only (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD); a new process stops the run like \
-         an unsupported syscall"
+        "threads (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD) and processes (no CLONE_VM, or \
+         CLONE_VM | CLONE_VFORK as posix_spawn uses it: the child gets a copy of the memory and the \
+         parent waits until it execs or exits); no other sharing combinations"
     );
-    SYS_FORK = 57 => fork;
-    SYS_VFORK = 58 => vfork;
-    SYS_EXECVE = 59 => execve;
+    SYS_FORK = 57 => fork: Processes, Full;
+    SYS_VFORK = 58 => vfork: Processes, Partial(
+        "the child runs on a copy of the memory while the parent waits, so what the child writes \
+         before it execs or exits is not seen by the parent"
+    );
+    SYS_EXECVE = 59 => execve: Processes, Partial(
+        "x86-64 ELF programs (static or dynamic) and #! scripts; other threads of the process end"
+    );
     SYS_EXIT = 60 => exit: Threads, Full;
-    SYS_WAIT4 = 61 => wait4: Children, Full;
+    SYS_WAIT4 = 61 => wait4: Processes, Partial("rusage is all zeros; stopped children are never reported");
     SYS_KILL = 62 => kill: Machine, Full;
     SYS_UNAME = 63 => uname: Process, Full;
     SYS_SEMGET = 64 => semget;
@@ -390,10 +397,10 @@ syscall_table! {
     SYS_SETGID = 106 => setgid: Credentials, Full;
     SYS_GETEUID = 107 => geteuid: Process, Full;
     SYS_GETEGID = 108 => getegid: Process, Full;
-    SYS_SETPGID = 109 => setpgid;
+    SYS_SETPGID = 109 => setpgid: Processes, Full;
     SYS_GETPPID = 110 => getppid: Process, Full;
-    SYS_GETPGRP = 111 => getpgrp: Process, Full;
-    SYS_SETSID = 112 => setsid;
+    SYS_GETPGRP = 111 => getpgrp: Processes, Full;
+    SYS_SETSID = 112 => setsid: Processes, Full;
     SYS_SETREUID = 113 => setreuid: Credentials, Full;
     SYS_SETREGID = 114 => setregid: Credentials, Full;
     SYS_GETGROUPS = 115 => getgroups: Process, Full;
@@ -402,10 +409,10 @@ syscall_table! {
     SYS_GETRESUID = 118 => getresuid: Process, Full;
     SYS_SETRESGID = 119 => setresgid: Credentials, Full;
     SYS_GETRESGID = 120 => getresgid: Process, Full;
-    SYS_GETPGID = 121 => getpgid: Process, Full;
+    SYS_GETPGID = 121 => getpgid: Processes, Full;
     SYS_SETFSUID = 122 => setfsuid: Credentials, Full;
     SYS_SETFSGID = 123 => setfsgid: Credentials, Full;
-    SYS_GETSID = 124 => getsid: Process, Full;
+    SYS_GETSID = 124 => getsid: Processes, Full;
     SYS_CAPGET = 125 => capget;
     SYS_CAPSET = 126 => capset;
     SYS_RT_SIGPENDING = 127 => rt_sigpending;
@@ -539,7 +546,7 @@ syscall_table! {
     SYS_MQ_NOTIFY = 244 => mq_notify;
     SYS_MQ_GETSETATTR = 245 => mq_getsetattr;
     SYS_KEXEC_LOAD = 246 => kexec_load;
-    SYS_WAITID = 247 => waitid: Children, Full;
+    SYS_WAITID = 247 => waitid: Processes, Partial("stopped and continued children are never reported");
     SYS_ADD_KEY = 248 => add_key;
     SYS_REQUEST_KEY = 249 => request_key;
     SYS_KEYCTL = 250 => keyctl;
@@ -635,7 +642,9 @@ syscall_table! {
     SYS_MEMFD_CREATE = 319 => memfd_create;
     SYS_KEXEC_FILE_LOAD = 320 => kexec_file_load;
     SYS_BPF = 321 => bpf;
-    SYS_EXECVEAT = 322 => execveat;
+    SYS_EXECVEAT = 322 => execveat: Processes, Partial(
+        "paths relative to AT_FDCWD only (other dirfds and AT_EMPTY_PATH: ENOSYS)"
+    );
     SYS_USERFAULTFD = 323 => userfaultfd;
     SYS_MEMBARRIER = 324 => membarrier;
     SYS_MLOCK2 = 325 => mlock2;
@@ -662,8 +671,9 @@ syscall_table! {
     SYS_FSPICK = 433 => fspick;
     SYS_PIDFD_OPEN = 434 => pidfd_open;
     SYS_CLONE3 = 435 => clone3: Threads, Partial(
-        "threads only (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD); a new process stops the run like \
-         an unsupported syscall"
+        "threads (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD) and processes (no CLONE_VM, or \
+         CLONE_VM | CLONE_VFORK as posix_spawn uses it: the child gets a copy of the memory and the \
+         parent waits until it execs or exits); no other sharing combinations"
     );
     SYS_CLOSE_RANGE = 436 => close_range: Files(Io), Full;
     SYS_OPENAT2 = 437 => openat2;

@@ -150,6 +150,11 @@ impl CallTreeBuilder {
         self.thread.set_pending(Terminator::Call { indirect: true });
     }
 
+    /// The running thread's current calling context.
+    pub fn current_node(&self) -> NodeId {
+        self.thread.top().node
+    }
+
     /// Instructions executed so far.
     #[inline]
     pub fn total_instructions(&self) -> u64 {

@@ -30,7 +30,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::{Scope, ScopedJoinHandle};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use emuprof_loader::FunctionStarts;
@@ -120,6 +120,8 @@ pub struct TreeState {
     pub instructions: u64,
     /// Whether `--max-instructions` was reached: the guest must stop.
     pub limit_reached: bool,
+    /// The running guest thread's calling context (where a `fork` was made).
+    pub node: emuprof_model::NodeId,
 }
 
 /// Blocks decoded by the emulation thread since the previous batch (those
@@ -134,6 +136,7 @@ struct Batch {
 struct Published {
     batches_done: AtomicU64,
     instructions: AtomicU64,
+    current_node: std::sync::atomic::AtomicU32,
     limit_reached: AtomicBool,
     finished: AtomicBool,
     /// Set while the emulation thread blocks in a sync; the builder then
@@ -168,11 +171,11 @@ pub struct TreeFeed {
 }
 
 /// What the builder thread needs to know about the program.
-pub struct BuilderSetup<'a> {
+pub struct BuilderSetup {
     /// The loaded code, to decode blocks from.
-    pub code: &'a CodeSnapshot,
+    pub code: Arc<CodeSnapshot>,
     /// Where symbols say functions start.
-    pub function_starts: &'a FunctionStarts,
+    pub function_starts: Arc<FunctionStarts>,
     /// The builder to run.
     pub tree: CallTreeBuilder,
     /// `--max-instructions`, or `u64::MAX`.
@@ -193,12 +196,10 @@ pub struct BuiltTree {
     pub executions: Vec<u64>,
 }
 
-/// Starts the builder thread (`emuprof-tree`) in `scope`; the returned feed
-/// sends it events. Fails only when the system cannot start a thread.
-pub fn spawn<'scope, 'env>(
-    scope: &'scope Scope<'scope, 'env>,
-    setup: BuilderSetup<'env>,
-) -> std::io::Result<(TreeFeed, ScopedJoinHandle<'scope, BuiltTree>)> {
+/// Starts a builder thread (`emuprof-tree`, one per guest process image);
+/// the returned feed sends it events. Fails only when the system cannot
+/// start a thread.
+pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, JoinHandle<BuiltTree>)> {
     let (batches, incoming) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
@@ -206,7 +207,7 @@ pub fn spawn<'scope, 'env>(
     let spin = spin_budget();
     let handle = std::thread::Builder::new()
         .name("emuprof-tree".into())
-        .spawn_scoped(scope, move || {
+        .spawn(move || {
             let _finished = FinishedOnDrop(&theirs);
             build(setup, &incoming, &give_back, &theirs, spin)
         })?;
@@ -313,6 +314,7 @@ impl TreeFeed {
         TreeState {
             instructions: self.published.instructions.load(Ordering::Acquire),
             limit_reached: self.published.limit_reached.load(Ordering::Acquire),
+            node: self.published.current_node.load(Ordering::Acquire),
         }
     }
 
@@ -430,7 +432,7 @@ impl Drop for FinishedOnDrop<'_> {
 
 /// The builder thread: applies every event in order.
 fn build(
-    setup: BuilderSetup<'_>,
+    setup: BuilderSetup,
     incoming: &Receiver<Batch>,
     give_back: &Sender<Vec<TreeEvent>>,
     published: &Published,
@@ -444,7 +446,7 @@ fn build(
         progress,
         snapshots,
     } = setup;
-    let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
+    let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
     while let Some(batch) = recv_spinning(incoming, spin) {
         for info in batch.new_blocks {
             builder.define(info);
@@ -452,6 +454,9 @@ fn build(
         if builder.apply(&batch.events) {
             published.limit_reached.store(true, Ordering::Release);
         }
+        published
+            .current_node
+            .store(builder.current_node(), Ordering::Release);
         published
             .instructions
             .store(builder.instructions(), Ordering::Release);

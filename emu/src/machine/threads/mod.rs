@@ -22,7 +22,11 @@ use crate::syscalls::numbers::SYS_CLONE3;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 pub use scheduler::{Next, RunState, Scheduler, Wait, DEFAULT_QUANTUM};
 
+use super::processes::ProcessClone;
+
 const CLONE_VM: u64 = 0x100;
+const CLONE_FILES: u64 = 0x400;
+const CLONE_VFORK: u64 = 0x4000;
 const CLONE_SIGHAND: u64 = 0x800;
 const CLONE_THREAD: u64 = 0x1_0000;
 const CLONE_SETTLS: u64 = 0x8_0000;
@@ -80,7 +84,7 @@ impl CloneRequest {
 /// it. `None` when the flags ask for a new process, which is not emulated.
 pub fn clone(
     uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
+    st: &mut MachineState,
     number: u64,
     args: [u64; 6],
 ) -> Option<SysResult> {
@@ -94,13 +98,26 @@ pub fn clone(
             Err(e) => return Some(Err(e)),
         }
     };
-    if request.flags & THREAD_FLAGS != THREAD_FLAGS {
+    if request.flags & THREAD_FLAGS == THREAD_FLAGS {
+        return Some(spawn(uc, st, request));
+    }
+    let process = ProcessClone {
+        vfork: request.flags & CLONE_VFORK != 0,
+        stack_pointer: request.stack_pointer,
+        tls: (request.flags & CLONE_SETTLS != 0).then_some(request.tls),
+        parent_tid: (request.flags & CLONE_PARENT_SETTID != 0).then_some(request.parent_tid),
+        child_tid: (request.flags & CLONE_CHILD_SETTID != 0).then_some(request.child_tid),
+    };
+    // Sharing the address space without CLONE_VFORK (or sharing file or
+    // signal tables between processes) cannot be given by a copy.
+    let shares = request.flags & (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_FILES);
+    if shares != 0 && !(shares == CLONE_VM && process.vfork) {
         return None;
     }
-    Some(spawn(uc, st, request))
+    Some(super::processes::fork(uc, st, process))
 }
 
-fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, request: CloneRequest) -> SysResult {
+fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, request: CloneRequest) -> SysResult {
     let fail = |_| Errno::ENOMEM;
     let parent = uc.context_init().map_err(fail)?;
     let pc = uc.pc_read().map_err(fail)?;
@@ -125,8 +142,8 @@ fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, request: CloneRequ
     let child = child?;
 
     let signals = st.sys.signals.running_thread().for_new_thread();
-    let index = st.threads.add(signals);
-    let tid = st.threads.threads[index].tid;
+    let tid = st.table.borrow_mut().next_id();
+    let index = st.threads.add(tid, signals);
     let thread = &mut st.threads.threads[index];
     thread.context = Some(child);
     if request.flags & CLONE_CHILD_CLEARTID != 0 {
@@ -151,7 +168,7 @@ fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, request: CloneRequ
 /// `exit` of one thread: with `CLONE_CHILD_CLEARTID` its tid word is zeroed
 /// and one waiter woken (that is how `pthread_join` learns of it); the last
 /// thread's exit ends the process with its status.
-pub fn exit_thread(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, status: u64) {
+pub fn exit_thread(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, status: u64) {
     if st.threads.live() <= 1 {
         st.stop = Some(StopReason::Exited(status as i32));
         return;
@@ -177,11 +194,7 @@ pub fn exit_thread(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>, status: 
 
 /// `futex` by the running thread: returns at once, or blocks it (the result
 /// then comes when it is woken). `None` for operations not emulated.
-pub fn futex(
-    uc: &mut Unicorn<'_, ()>,
-    st: &mut MachineState<'_>,
-    args: [u64; 6],
-) -> Option<SysResult> {
+pub fn futex(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) -> Option<SysResult> {
     let running = st.threads.running;
     let outcome = {
         let mut view = GuestView {
@@ -208,7 +221,7 @@ pub fn futex(
 
 /// A sleep of `ns` nanoseconds by the running thread while other threads
 /// live: it blocks until the virtual clock has advanced that far.
-pub fn sleep(st: &mut MachineState<'_>, ns: u64) {
+pub fn sleep(st: &mut MachineState, ns: u64) {
     let deadline = deadline_of(st, Timeout::After(ns));
     block(st, Wait::Sleep, Some(deadline), 0);
 }
@@ -216,7 +229,7 @@ pub fn sleep(st: &mut MachineState<'_>, ns: u64) {
 /// A handled signal for a thread that is not running: it is pending for
 /// that thread, and a wait it is blocked in ends with `EINTR`, so the
 /// handler runs as soon as the thread does.
-pub fn interrupt(st: &mut MachineState<'_>, thread: usize, sig: u64) {
+pub fn interrupt(st: &mut MachineState, thread: usize, sig: u64) {
     st.threads.threads[thread].signals.post(sig);
     if matches!(st.threads.threads[thread].state, RunState::Blocked { .. }) {
         st.sys.futexes.cancel(thread);
@@ -224,8 +237,14 @@ pub fn interrupt(st: &mut MachineState<'_>, thread: usize, sig: u64) {
     }
 }
 
+/// A read or write of a guest pipe that has to wait for another process:
+/// the thread blocks, and its call runs again once the pipe is ready.
+pub fn wait_for_io(st: &mut MachineState, fd: i32, write: bool) {
+    block(st, Wait::Io { fd, write }, None, 0);
+}
+
 /// `sched_yield`: another runnable thread runs first.
-pub fn yield_now(st: &mut MachineState<'_>) {
+pub fn yield_now(st: &mut MachineState) {
     if st.threads.others_runnable() {
         request_switch(st);
     }
@@ -233,22 +252,23 @@ pub fn yield_now(st: &mut MachineState<'_>) {
 
 /// Asks for a thread switch once the current hook returns (the hook stops
 /// the emulator; the run loop calls [`switch`]).
-pub fn request_switch(st: &mut MachineState<'_>) {
+pub fn request_switch(st: &mut MachineState) {
     st.reschedule = true;
 }
 
 /// Whether the running thread has used its quantum while another could run:
 /// asked when a batch of events is full.
-pub fn quantum_used(st: &MachineState<'_>) -> bool {
-    st.feed.position() - st.quantum_start >= st.threads.quantum && st.threads.others_runnable()
+pub fn quantum_used(st: &MachineState) -> bool {
+    st.feed.position() - st.quantum_start >= st.threads.quantum
+        && (st.threads.others_runnable() || st.others_runnable)
 }
 
 /// Whether the running thread is blocked (its syscall's result comes later).
-pub fn running_blocked(st: &mut MachineState<'_>) -> bool {
+pub fn running_blocked(st: &mut MachineState) -> bool {
     matches!(st.threads.current().state, RunState::Blocked { .. })
 }
 
-fn block(st: &mut MachineState<'_>, on: Wait, deadline: Option<u64>, timeout_result: u64) {
+fn block(st: &mut MachineState, on: Wait, deadline: Option<u64>, timeout_result: u64) {
     st.threads.current().state = RunState::Blocked {
         on,
         deadline,
@@ -259,20 +279,20 @@ fn block(st: &mut MachineState<'_>, on: Wait, deadline: Option<u64>, timeout_res
 
 /// Makes the threads the last futex operation woke runnable (their wait
 /// returns 0).
-fn wake_futex_waiters(st: &mut MachineState<'_>) {
+fn wake_futex_waiters(st: &mut MachineState) {
     for thread in st.sys.futexes.take_woken() {
         st.threads.wake(thread, 0);
     }
 }
 
 /// The virtual monotonic time now.
-fn now(st: &mut MachineState<'_>) -> u64 {
+fn now(st: &mut MachineState) -> u64 {
     let instructions = st.feed.sync().instructions;
     st.sys.time.clock.monotonic_ns(instructions)
 }
 
 /// The monotonic deadline of a timeout.
-fn deadline_of(st: &mut MachineState<'_>, timeout: Timeout) -> u64 {
+fn deadline_of(st: &mut MachineState, timeout: Timeout) -> u64 {
     match timeout {
         Timeout::After(ns) => now(st).saturating_add(ns),
         Timeout::AtMonotonic(at) => at,
@@ -284,7 +304,7 @@ fn deadline_of(st: &mut MachineState<'_>, timeout: Timeout) -> u64 {
 /// again, after a wait that timed out). Called by the run loop between two
 /// `emu_start`s. Errors end the run: a deadlock, or the emulator failing to
 /// save or restore registers.
-pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> Result<(), StopReason> {
+pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), StopReason> {
     st.reschedule = false;
     // The time matters only to threads waiting with a deadline.
     let now = st.threads.any_deadline().then(|| now(st));
@@ -335,6 +355,12 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> Result<(),
             .map_err(|_| internal("writing a result"))?;
     }
     st.quantum_start = st.feed.position();
+    if std::mem::take(&mut st.threads.current().retry) {
+        // Its call may go through now (another process acted); it runs
+        // again and may block again.
+        super::syscall_dispatch::redo(uc, st);
+        return Ok(());
+    }
     // Signals another thread sent it while it was not running.
     super::syscall_dispatch::deliver_pending(uc, st, 0);
     Ok(())
@@ -342,7 +368,7 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> Result<(),
 
 /// Wakes the threads whose deadline has passed and takes them off the
 /// futex queues.
-fn expire(st: &mut MachineState<'_>, now: u64) {
+fn expire(st: &mut MachineState, now: u64) {
     for thread in st.threads.expire(now) {
         st.sys.futexes.cancel(thread);
     }
@@ -350,7 +376,7 @@ fn expire(st: &mut MachineState<'_>, now: u64) {
 
 /// The deadlock stop: every live thread and what it waits for (call stacks
 /// are added once the call tree has caught up).
-fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> StopReason {
+fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
     let running = st.threads.running;
     let threads = st
         .threads
@@ -364,6 +390,10 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState<'_>) -> StopReason {
             let waits = match on {
                 Wait::Futex(address) => format!("futex {address:#x}"),
                 Wait::Sleep => "sleep".to_string(),
+                Wait::Child(_) => "a child process".to_string(),
+                Wait::Io { fd, write: false } => format!("a read of fd {fd}"),
+                Wait::Io { fd, write: true } => format!("a write to fd {fd}"),
+                Wait::Vfork(pid) => format!("vfork child {pid}"),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

@@ -23,6 +23,20 @@ pub enum Wait {
     Futex(u64),
     /// In `nanosleep`/`clock_nanosleep`.
     Sleep,
+    /// In `wait4`/`waitid` for a child process to end (the `wait4` pid
+    /// selector); the call runs again when such a child has ended.
+    Child(i64),
+    /// In a read (`write: false`) or write of guest fd `fd`, a pipe another
+    /// guest process holds the other end of; the call runs again when the
+    /// pipe is ready.
+    Io {
+        /// The guest fd.
+        fd: i32,
+        /// Whether it waits to write rather than to read.
+        write: bool,
+    },
+    /// In `vfork`, until child `pid` execs or exits.
+    Vfork(u64),
 }
 
 /// Whether a thread can run.
@@ -54,6 +68,10 @@ pub struct GuestThread {
     /// What its pending system call returns when it runs again (after a
     /// wait), written to `rax` then.
     pub resume_result: Option<u64>,
+    /// Whether its pending system call runs again when it next runs (it
+    /// was woken from a [`Wait::Child`] or [`Wait::Io`] that may now be
+    /// satisfied).
+    pub retry: bool,
     /// `set_tid_address`/`CLONE_CHILD_CLEARTID`: zeroed and woken at exit.
     pub clear_child_tid: u64,
     /// Its signal mask, pending signals and alternate stack while it is not
@@ -91,7 +109,6 @@ pub struct Scheduler {
     pub running: usize,
     /// Events a thread runs before it is preempted.
     pub quantum: u64,
-    next_tid: u64,
 }
 
 impl Scheduler {
@@ -101,7 +118,6 @@ impl Scheduler {
             threads: vec![GuestThread::new(tid, ThreadSignals::default())],
             running: 0,
             quantum: quantum.max(1),
-            next_tid: tid + 1,
         }
     }
 
@@ -110,10 +126,8 @@ impl Scheduler {
         &mut self.threads[self.running]
     }
 
-    /// Adds a runnable thread with the next thread id; returns its index.
-    pub fn add(&mut self, signals: ThreadSignals) -> usize {
-        let tid = self.next_tid;
-        self.next_tid += 1;
+    /// Adds a runnable thread with id `tid`; returns its index.
+    pub fn add(&mut self, tid: u64, signals: ThreadSignals) -> usize {
         self.threads.push(GuestThread::new(tid, signals));
         self.threads.len() - 1
     }
@@ -139,6 +153,31 @@ impl Scheduler {
             .iter()
             .filter(|t| t.state != RunState::Exited)
             .count()
+    }
+
+    /// Makes a blocked thread runnable; its call runs again when it runs.
+    pub fn wake_to_retry(&mut self, index: usize) {
+        if let Some(t) = self.threads.get_mut(index) {
+            if matches!(t.state, RunState::Blocked { .. }) {
+                t.state = RunState::Runnable;
+                t.retry = true;
+            }
+        }
+    }
+
+    /// Whether any thread could run now.
+    pub fn any_runnable(&self) -> bool {
+        self.threads.iter().any(|t| t.state == RunState::Runnable)
+    }
+
+    /// The indexes of the threads blocked on something matching `on`.
+    pub fn blocked_on(&self, on: impl Fn(&Wait) -> bool) -> Vec<usize> {
+        self.threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| matches!(t.state, RunState::Blocked { on: w, .. } if on(&w)))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Makes a blocked thread runnable; its call returns `result`.
@@ -224,6 +263,7 @@ impl GuestThread {
             state: RunState::Runnable,
             context: None,
             resume_result: None,
+            retry: false,
             clear_child_tid: 0,
             signals,
             signal_contexts: Vec::new(),

@@ -142,8 +142,10 @@ impl Files {
             )
         } as i64)?;
         let cloexec = flags & libc::O_CLOEXEC != 0;
-        let read_end = FdEntry::new(host::owned(raw[0] as i64)?, cloexec)?;
-        let write_end = FdEntry::new(host::owned(raw[1] as i64)?, cloexec)?;
+        let mut read_end = FdEntry::new(host::owned(raw[0] as i64)?, cloexec)?;
+        let mut write_end = FdEntry::new(host::owned(raw[1] as i64)?, cloexec)?;
+        read_end.guest_pipe = true;
+        write_end.guest_pipe = true;
         let read_fd = self.fds.insert(read_end)?;
         let write_fd = match self.fds.insert(write_end) {
             Ok(fd) => fd,

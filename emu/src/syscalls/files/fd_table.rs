@@ -35,6 +35,10 @@ pub struct FdEntry {
     pub cloexec: bool,
     /// What kind of file it is.
     pub kind: FileKind,
+    /// A pipe the guest made (`pipe`/`pipe2`): both ends belong to guest
+    /// processes, so a read or write that has to wait lets the other
+    /// processes run instead of blocking emuprof.
+    pub guest_pipe: bool,
 }
 
 impl FdEntry {
@@ -49,7 +53,20 @@ impl FdEntry {
             host,
             cloexec,
             kind,
+            guest_pipe: false,
         })
+    }
+
+    /// Whether a read or write that has to wait should let other guest
+    /// processes run: a guest pipe the guest has not made non-blocking.
+    pub fn waits_in_guest(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        if !self.guest_pipe {
+            return false;
+        }
+        // SAFETY: F_GETFL on an fd this entry owns.
+        let flags = unsafe { libc::fcntl(self.host.as_raw_fd(), libc::F_GETFL) };
+        flags >= 0 && flags & libc::O_NONBLOCK == 0
     }
 
     /// A second entry sharing this one's open file description.
@@ -59,6 +76,7 @@ impl FdEntry {
             host,
             cloexec,
             kind: self.kind,
+            guest_pipe: self.guest_pipe,
         })
     }
 }
@@ -142,6 +160,26 @@ impl FdTable {
             Some(_) => Ok(()),
             None => Err(Errno::EBADF),
         }
+    }
+
+    /// Closes every fd marked close-on-exec (`execve`).
+    pub fn close_on_exec(&mut self) {
+        for slot in &mut self.slots {
+            if slot.as_ref().is_some_and(|e| e.cloexec) {
+                *slot = None;
+            }
+        }
+    }
+
+    /// A copy of the table for a `fork` child: each fd shares its open file
+    /// description (offset, status flags) with the parent's, as on Linux.
+    pub fn for_child(&self) -> Result<FdTable, Errno> {
+        let slots = self
+            .slots
+            .iter()
+            .map(|slot| slot.as_ref().map(|e| e.duplicate(e.cloexec)).transpose())
+            .collect::<Result<_, _>>()?;
+        Ok(FdTable { slots })
     }
 
     /// Guest fds currently open, ascending.

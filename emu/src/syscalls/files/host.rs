@@ -63,6 +63,47 @@ impl HostStat {
     }
 }
 
+/// Whether `fd` is ready for a read (or a write) now, by a `poll` that does
+/// not wait. An error or hang-up counts as ready: the call then returns at
+/// once.
+pub fn poll_ready(fd: BorrowedFd<'_>, write: bool) -> bool {
+    let events = if write { libc::POLLOUT } else { libc::POLLIN };
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a zero timeout.
+    let n = unsafe { libc::poll(&raw mut pfd, 1, 0) };
+    n != 0 && (n < 0 || pfd.revents != 0)
+}
+
+/// Makes an fd non-blocking until dropped (then restores its flags).
+pub struct NonBlocking<'a> {
+    fd: BorrowedFd<'a>,
+    flags: i32,
+}
+
+impl<'a> NonBlocking<'a> {
+    /// Sets `O_NONBLOCK` on `fd`'s open file description.
+    pub fn set(fd: BorrowedFd<'a>) -> Result<NonBlocking<'a>, Errno> {
+        // SAFETY: fcntl on a borrowed, open fd with integer arguments.
+        let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) } as i64)? as i32;
+        // SAFETY: as above.
+        check(
+            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } as i64,
+        )?;
+        Ok(NonBlocking { fd, flags })
+    }
+}
+
+impl Drop for NonBlocking<'_> {
+    fn drop(&mut self) {
+        // SAFETY: fcntl on the fd borrowed for this guard's lifetime.
+        unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_SETFL, self.flags) };
+    }
+}
+
 /// Turns a libc return value into the result the guest should see.
 pub fn check(ret: i64) -> Result<u64, Errno> {
     if ret < 0 {

@@ -161,7 +161,11 @@ impl Files {
         offset: Option<u64>,
     ) -> SysResult {
         let entry = self.fds.get(fd)?;
-        if entry.kind == super::fd_table::FileKind::Stream {
+        if entry.waits_in_guest() {
+            if !host::poll_ready(entry.host.as_fd(), false) {
+                return Err(Errno::WOULD_BLOCK);
+            }
+        } else if entry.kind == super::fd_table::FileKind::Stream {
             super::interruptible::wait_readable(entry.host.as_fd(), &self.interrupt)?;
         }
         read_to_guest(entry.host.as_fd(), entry.kind, mem, segments, offset)
@@ -174,7 +178,18 @@ impl Files {
         segments: &[(u64, usize)],
         offset: Option<u64>,
     ) -> SysResult {
-        write_from_guest(self.fds.host(fd)?, mem, segments, offset)
+        let entry = self.fds.get(fd)?;
+        if !entry.waits_in_guest() {
+            return write_from_guest(entry.host.as_fd(), mem, segments, offset);
+        }
+        // The reader is a guest process that cannot run while emuprof
+        // waits: write what fits now, without waiting (a short write, as a
+        // pipe may give), or wait in the guest when nothing fits.
+        let _nonblocking = host::NonBlocking::set(entry.host.as_fd())?;
+        match write_from_guest(entry.host.as_fd(), mem, segments, offset) {
+            Err(Errno::EAGAIN) => Err(Errno::WOULD_BLOCK),
+            other => other,
+        }
     }
 
     /// A host syscall taking the fd and two integer arguments.

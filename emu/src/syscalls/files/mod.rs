@@ -149,6 +149,69 @@ impl Files {
         })
     }
 
+    /// The file view of a `fork` child: the same root and working directory,
+    /// every fd sharing its open file description with the parent's.
+    pub fn for_child(&self) -> Result<Files, Errno> {
+        Ok(Files {
+            fds: self.fds.for_child()?,
+            paths: self.paths.try_clone()?,
+            read_only: self.read_only,
+            exe_path: self.exe_path.clone(),
+            umask: self.umask,
+            notes: Vec::new(),
+            network_noted: self.network_noted,
+            interrupt: std::sync::Arc::clone(&self.interrupt),
+            cpus: self.cpus,
+        })
+    }
+
+    /// `execve`: closes the fds marked close-on-exec; `/proc/self/exe`
+    /// names `program` (a guest path) from now on.
+    pub fn close_on_exec(&mut self) {
+        self.fds.close_on_exec();
+    }
+
+    /// Makes `/proc/self/exe` name `program` (a guest path), as after an
+    /// `execve` of it.
+    pub fn set_exe_path(&mut self, program: &[u8]) {
+        self.exe_path = program.to_vec();
+    }
+
+    /// Opens the program guest path `path` names for `execve` (relative to
+    /// the working directory): a regular file with an execute permission
+    /// bit, else the errno `execve` gives. Returns the open file and its
+    /// host path (inside the root).
+    pub fn open_program(&self, path: &[u8]) -> Result<(std::fs::File, PathBuf), Errno> {
+        let loc = self.paths.locate(self.paths.cwd(), path, Follow::Yes)?;
+        let fd = host::openat(
+            loc.dir.as_fd(),
+            &loc.name,
+            libc::O_RDONLY | libc::O_CLOEXEC,
+            0,
+        )?;
+        let stat = host::fstat(fd.as_fd())?;
+        if stat.is_dir() {
+            return Err(Errno::EACCES);
+        }
+        if stat.file_type() != libc::S_IFREG || stat.mode & 0o111 == 0 {
+            return Err(Errno::EACCES);
+        }
+        use std::os::fd::AsRawFd;
+        let host_path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|e| Errno::from_io(&e))?;
+        Ok((std::fs::File::from(fd), host_path))
+    }
+
+    /// Whether a read (or, with `write`, a write) of guest fd `fd` would
+    /// go through without waiting now; true for an fd that is not open (the
+    /// call then fails at once).
+    pub fn is_ready(&self, fd: i32, write: bool) -> bool {
+        let Ok(host) = self.fds.host(fd) else {
+            return true;
+        };
+        host::poll_ready(host, write)
+    }
+
     /// Lets `flag` end the guest's blocking reads of pipes, FIFOs and
     /// terminals (with `EINTR`) once it is set.
     pub fn interrupt_reads_on(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {

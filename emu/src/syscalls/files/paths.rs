@@ -78,6 +78,17 @@ impl PathResolver {
         })
     }
 
+    /// A second resolver with the same root and working directory (`fork`).
+    pub fn try_clone(&self) -> Result<PathResolver, Errno> {
+        Ok(PathResolver {
+            root: dup(self.root.as_fd())?,
+            root_id: self.root_id,
+            root_host_path: self.root_host_path.clone(),
+            cwd: dup(self.cwd.as_fd())?,
+            guard: self.guard.clone(),
+        })
+    }
+
     /// The guest's working directory handle (the start of `AT_FDCWD` paths).
     pub fn cwd(&self) -> BorrowedFd<'_> {
         self.cwd.as_fd()

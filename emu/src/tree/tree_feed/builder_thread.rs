@@ -97,6 +97,11 @@ impl<'a> BuilderThread<'a> {
         self.tree.total_instructions()
     }
 
+    /// The running thread's current calling context.
+    pub(super) fn current_node(&self) -> emuprof_model::NodeId {
+        self.tree.current_node()
+    }
+
     /// The call tree as it is now.
     pub(super) fn snapshot(&self) -> crate::live::TreeSnapshot {
         self.tree.snapshot()

@@ -1,0 +1,488 @@
+//! One guest process image: its own Unicorn engine, address space, machine
+//! state and call-tree thread. The first program, each process `fork`
+//! makes and each program `execve` starts is one; the run loop in
+//! [`super::processes`] decides which one runs.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::c_void;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use emuprof_loader::{Binary, Image};
+use emuprof_model::{Block, RawProcess, RawProfile, RawThread};
+use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
+
+use super::guest_symbols::{GuestSymbols, LoadedLibrary};
+use super::processes::ProcessTable;
+use super::stack_pointer::StackPointerReader;
+use super::state::{MachineState, SyscallState};
+use super::stop::{self, StopReason};
+use super::{block_hook, hooks, threads, RunOptions, STACK_TOP};
+use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
+use crate::syscalls::files::Files;
+use crate::syscalls::process::{Process, STACK_LIMIT};
+use crate::syscalls::signals::Signals;
+use crate::syscalls::time::Time;
+use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::call_tree::CallTreeBuilder;
+use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
+use crate::tree::tree_feed::{self, BuilderSetup, BuiltTree};
+use crate::{cpu, initial_stack, EmuError};
+
+/// A guest process image that has started and not yet been finished.
+///
+/// Field order matters: `uc` drops before `state`, whose address its hooks
+/// hold.
+pub(super) struct GuestProcess {
+    /// Its engine, with its hooks installed.
+    pub uc: Unicorn<'static, ()>,
+    /// What its hooks share.
+    pub state: hooks::Shared,
+    /// Its call-tree thread.
+    pub builder: JoinHandle<BuiltTree>,
+    /// The program it runs.
+    pub binary: Arc<Binary>,
+    /// Which process it is and where it came from.
+    pub identity: RawProcess,
+    /// The code its call-tree thread decodes (shared with forked images).
+    pub code: Arc<CodeSnapshot>,
+    /// Function starts of the program and its dynamic linker.
+    pub function_starts: Arc<emuprof_loader::FunctionStarts>,
+    /// Where the guest continues when it runs next.
+    pub pc: u64,
+}
+
+/// What a new program image starts with.
+pub(super) struct ImageStart {
+    /// The program.
+    pub binary: Arc<Binary>,
+    /// Its identity (pid, parent, origin, program name).
+    pub identity: RawProcess,
+    /// Options; `args` and `env` are the new program's.
+    pub options: RunOptions,
+    /// The run's process table.
+    pub table: Rc<RefCell<ProcessTable>>,
+    /// The syscall state of the image it replaces (`execve`), or `None` for
+    /// the first program.
+    pub inherited: Option<SyscallState>,
+}
+
+impl GuestProcess {
+    /// Loads a program into a fresh engine the way Linux `execve` does and
+    /// gets it ready to run its first instruction (at its dynamic linker's
+    /// entry for a dynamically linked program).
+    pub fn start(start: ImageStart) -> Result<GuestProcess, EmuError> {
+        let ImageStart {
+            binary,
+            identity,
+            options,
+            table,
+            inherited,
+        } = start;
+        let image = &binary.image;
+        let mut uc = new_engine()?;
+        let mut space = AddressSpace::new(&mut uc)?;
+        let mut code = load_segments(&mut uc, &mut space, image)?;
+        let interpreter = binary.interpreter.as_deref();
+        if let Some(interpreter) = interpreter {
+            code.extend(load_segments(&mut uc, &mut space, &interpreter.image)?);
+        }
+        let code = Arc::new(CodeSnapshot::new(code));
+        // A dynamically linked program starts in its dynamic linker.
+        let start = interpreter.map_or(image.entry, |i| i.image.entry);
+        let function_starts = Arc::new(match interpreter {
+            Some(i) => binary
+                .symbols
+                .function_starts()
+                .union(i.symbols.function_starts()),
+            None => binary.symbols.function_starts().union(&Default::default()),
+        });
+        space.set_brk_start(image.brk_start);
+
+        let cpus = options.cpus.clamp(1, super::MAX_CPUS);
+        let mut sys = match inherited {
+            Some(sys) => sys.for_new_program(),
+            None => SyscallState {
+                files: Files::new(options.files.clone())?,
+                process: Process::new(options.seed, cpus),
+                time: Time::default(),
+                signals: Signals::default(),
+                futexes: Default::default(),
+                enosys_noted: BTreeSet::new(),
+            },
+        };
+        let mut random = [0u8; 16];
+        sys.process.random_bytes(&mut random);
+        let stack_prot = Protection {
+            exec: image.stack_executable,
+            ..Protection::READ_WRITE
+        };
+        space.map(&mut uc, STACK_TOP - STACK_LIMIT, STACK_LIMIT, stack_prot)?;
+        let aux = initial_stack::AuxInfo {
+            phdr: image.phdr_address,
+            phent: u64::from(image.phent),
+            phnum: u64::from(image.phnum),
+            base: interpreter
+                .and_then(|i| i.image.segments.first())
+                .map_or(0, |s| page_align_down(s.address)),
+            entry: image.entry,
+            random,
+            execfn: options.args.first().cloned().unwrap_or_default(),
+        };
+        let stack = initial_stack::build(STACK_TOP, &options.args, &options.env, &aux);
+        if stack.bytes.len() as u64 > STACK_LIMIT / 2 {
+            return Err(EmuError::Layout(
+                "the arguments and environment are larger than 4 MiB".into(),
+            ));
+        }
+        space
+            .write_initial(&mut uc, stack.sp, &stack.bytes)
+            .map_err(|f| EmuError::Layout(format!("initial stack at {:#x}", f.address)))?;
+        cpu::enable_paging(&mut uc, space.page_table_root())?;
+        super::user_mode::enter(&mut uc, &mut space, start, stack.sp)?;
+
+        sys.files.describe_cpus(cpus);
+        sys.files.interrupt_reads_on(Arc::clone(&options.interrupt));
+        let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
+        let (feed, builder) = tree_feed::spawn(BuilderSetup {
+            code: Arc::clone(&code),
+            function_starts: Arc::clone(&function_starts),
+            tree: CallTreeBuilder::new(start, stack.sp),
+            instruction_limit,
+            progress: Arc::clone(&options.progress),
+            snapshots: options.snapshots.clone(),
+        })
+        .map_err(EmuError::BuilderStart)?;
+        let pid = identity.pid;
+        let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
+            symbols: GuestSymbols::new(Arc::clone(&binary)),
+            blocks: BlockCache::new()?,
+            text: CodeRange::new(code.main_range()),
+            fast_text: CodeRange::default(),
+            feed,
+            stack_pointer: StackPointerReader::new(),
+            space,
+            sys,
+            threads: threads::Scheduler::new(pid, options.quantum),
+            options,
+            stop: None,
+            notes: Vec::new(),
+            instruction_limit,
+            signal_contexts: Vec::new(),
+            reschedule: false,
+            quantum_start: 0,
+            pid,
+            table,
+            request: None,
+            others_runnable: false,
+        }));
+        install_hooks(&mut uc, &state)?;
+        Ok(GuestProcess {
+            uc,
+            state,
+            builder,
+            binary,
+            identity,
+            code,
+            function_starts,
+            pc: start,
+        })
+    }
+
+    /// Runs the guest until a hook stops it: the process ended, the run
+    /// must end, or the run loop has something to do (a thread switch, a
+    /// new process). Errors are Unicorn's.
+    pub fn run_slice(&mut self) -> Result<(), unicorn_engine::uc_error> {
+        self.uc.emu_start(self.pc, u64::MAX, 0, 0)
+    }
+
+    /// Ends the image with `stop` (or the reason its hooks recorded) and
+    /// returns its profile, the libraries it mapped and the stop.
+    pub fn finish(
+        self,
+        run_result: Result<(), unicorn_engine::uc_error>,
+    ) -> Result<FinishedImage, EmuError> {
+        let GuestProcess {
+            uc,
+            state,
+            builder,
+            binary,
+            identity,
+            ..
+        } = self;
+        let mut st = state.borrow_mut();
+        let tree_state = st.feed.close();
+        let pc = uc.pc_read().unwrap_or(0);
+        let stop = match (stop::take_hook_failure().or(st.stop.take()), run_result) {
+            // The guest ran on past the limit until emuprof noticed; what it
+            // did there does not count.
+            _ if tree_state.limit_reached => StopReason::InstructionLimit(st.instruction_limit),
+            (Some(stop), _) => stop,
+            (None, Err(unicorn_engine::uc_error::INSN_INVALID)) => StopReason::InvalidInstruction {
+                pc,
+                function: st.function_name(pc),
+                bytes: hooks::instruction_bytes(&uc, &st, pc),
+            },
+            (None, Err(e)) => {
+                StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}"))
+            }
+            (None, Ok(())) => StopReason::Halted {
+                pc,
+                function: st.function_name(pc),
+            },
+        };
+        let notes = std::mem::take(&mut st.notes);
+        let symbols = st.symbols.clone();
+        let command = st.options.args.clone();
+        let tids: Vec<u64> = st.threads.threads.iter().map(|t| t.tid).collect();
+        drop(st);
+        drop(uc); // releases the hooks' references to the state
+        let state = Rc::try_unwrap(state)
+            .map_err(|_| EmuError::Layout("a process's state is still in use".into()))?;
+        let sys = state.into_inner().sys;
+        let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
+        let stop = with_call_stack(stop, &built.tree, &symbols);
+        let blocks = collect_blocks(&built.blocks, &built.executions);
+        let finished = built.tree.finish();
+        let threads = finished
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(index, t)| RawThread {
+                id: tids.get(index).copied().unwrap_or_default(),
+                parent: t.parent.and_then(|p| tids.get(p).copied()),
+                spawned_at: t.spawned_at,
+                root: t.root,
+                instructions: t.instructions,
+            })
+            .collect();
+        let profile = RawProfile {
+            command,
+            exit_status: stop.exit_status(),
+            partial: stop.partial_reason(),
+            total_instructions: finished.total,
+            nodes: finished.nodes,
+            threads,
+            blocks,
+            process: identity,
+        };
+        Ok(FinishedImage {
+            profile,
+            stop,
+            notes,
+            binary,
+            libraries: symbols.into_libraries(),
+            sys: Some(sys),
+        })
+    }
+}
+
+/// A process image that has ended.
+pub(super) struct FinishedImage {
+    /// Its profile.
+    pub profile: RawProfile,
+    /// Why it ended.
+    pub stop: StopReason,
+    /// Notes for the user.
+    pub notes: Vec<String>,
+    /// The program it ran.
+    pub binary: Arc<Binary>,
+    /// The libraries it mapped.
+    pub libraries: Vec<LoadedLibrary>,
+    /// Its syscall state (files, identity, clock), which an `execve`d
+    /// program inherits (taken then).
+    pub sys: Option<SyscallState>,
+}
+
+/// A new engine with emuprof's CPU model.
+pub(super) fn new_engine() -> Result<Unicorn<'static, ()>, EmuError> {
+    let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
+        .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
+    cpu::select_model(&mut uc)?;
+    Ok(uc)
+}
+
+/// Fills in the guest call stack of a fatal signal (innermost first, at most
+/// 12 functions), and of each thread of a deadlock, once the call tree has
+/// seen every block.
+fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &GuestSymbols) -> StopReason {
+    match stop {
+        StopReason::Deadlock { mut threads } => {
+            for t in &mut threads {
+                t.stack = tree
+                    .call_stack_of(t.index)
+                    .into_iter()
+                    .take(10)
+                    .map(|addr| symbols.name_for(addr))
+                    .collect();
+            }
+            StopReason::Deadlock { threads }
+        }
+        StopReason::Signaled {
+            signal, what, pc, ..
+        } => {
+            let callers = tree.call_stack().into_iter().skip(1).take(11);
+            let stack = std::iter::once(pc)
+                .chain(callers)
+                .map(|addr| symbols.name_for(addr))
+                .collect();
+            StopReason::Signaled {
+                signal,
+                what,
+                pc,
+                stack,
+            }
+        }
+        other => other,
+    }
+}
+
+/// Maps every `PT_LOAD` segment, page by page with the union of the
+/// permissions of the segments that touch it, and copies the file bytes in.
+/// Returns the executable pages as loaded (runs for a [`CodeSnapshot`]).
+fn load_segments(
+    uc: &mut Unicorn<'_, ()>,
+    space: &mut AddressSpace,
+    image: &Image,
+) -> Result<Vec<(u64, Vec<u8>)>, EmuError> {
+    let mut pages: BTreeMap<u64, Protection> = BTreeMap::new();
+    for seg in &image.segments {
+        let start = page_align_down(seg.address);
+        let end = page_align_up(seg.address.saturating_add(seg.mem_size));
+        for page in (start..end).step_by(PAGE_SIZE as usize) {
+            let p = pages.entry(page).or_default();
+            p.read |= seg.readable;
+            p.write |= seg.writable;
+            p.exec |= seg.executable;
+        }
+    }
+    // Map writable first so the bytes can be copied, then set the real
+    // permissions in runs of equal protection.
+    let runs = runs_of(&pages);
+    for &(start, len, _) in &runs {
+        space.map(uc, start, len, Protection::READ_WRITE)?;
+    }
+    for seg in &image.segments {
+        space
+            .write_initial(uc, seg.address, &seg.data)
+            .map_err(|f| EmuError::Layout(format!("segment byte at {:#x}", f.address)))?;
+    }
+    let mut code = Vec::new();
+    for &(start, len, prot) in &runs {
+        if prot.exec {
+            let mut bytes = vec![0u8; len as usize];
+            space
+                .read_raw(uc, start, &mut bytes)
+                .map_err(|f| EmuError::Layout(format!("code byte at {:#x}", f.address)))?;
+            code.push((start, bytes));
+        }
+        if let Err(page) = space.protect(uc, start, len, prot)? {
+            return Err(EmuError::Layout(format!(
+                "protecting the segment page at {page:#x}"
+            )));
+        }
+    }
+    Ok(code)
+}
+
+/// Groups consecutive pages with the same protection: `(start, len, prot)`.
+fn runs_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
+    let mut runs: Vec<(u64, u64, Protection)> = Vec::new();
+    for (&page, &prot) in pages {
+        match runs.last_mut() {
+            Some((start, len, p)) if *start + *len == page && *p == prot => *len += PAGE_SIZE,
+            _ => runs.push((page, PAGE_SIZE, prot)),
+        }
+    }
+    runs
+}
+
+/// Installs every hook on `uc`, sharing `state`.
+pub(super) fn install_hooks(
+    uc: &mut Unicorn<'static, ()>,
+    state: &hooks::Shared,
+) -> Result<(), EmuError> {
+    let err = |e| EmuError::unicorn("installing hooks", e);
+    let s = Rc::clone(state);
+    uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s))
+        .map_err(err)?;
+    let s = Rc::clone(state);
+    uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno))
+        .map_err(err)?;
+    let s = Rc::clone(state);
+    uc.add_insn_invalid_hook(move |uc| hooks::on_invalid_instruction(uc, &s))
+        .map_err(err)?;
+    // The block hook runs for every block and rdtsc/rdtscp need to return
+    // "skip", so these three use the raw API. The state outlives `uc` (it is
+    // dropped after `uc`).
+    let user_data = Rc::as_ptr(state) as *mut c_void;
+    let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
+    // SAFETY: a valid engine handle, a callback with the block-hook signature,
+    // and user data that outlives the engine. begin > end means "everywhere".
+    let rc = unsafe {
+        unicorn_engine::uc_hook_add(
+            uc.get_handle(),
+            &raw mut hook,
+            HookType::BLOCK.0 as i32,
+            block_hook::on_block_entry as *mut c_void,
+            user_data,
+            1u64,
+            0u64,
+        )
+    };
+    if rc != unicorn_engine::uc_error::OK {
+        return Err(err(rc));
+    }
+    for (insn, callback) in [
+        (
+            X86Insn::RDTSC,
+            hooks::on_rdtsc as unsafe extern "C" fn(_, _) -> i32,
+        ),
+        (
+            X86Insn::RDTSCP,
+            hooks::on_rdtscp as unsafe extern "C" fn(_, _) -> i32,
+        ),
+        (
+            X86Insn::CPUID,
+            hooks::on_cpuid as unsafe extern "C" fn(_, _) -> i32,
+        ),
+    ] {
+        let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
+        // SAFETY: a valid engine handle, a callback with the signature Unicorn
+        // expects for rdtsc/cpuid hooks, and user data that outlives the engine.
+        let rc = unsafe {
+            unicorn_engine::uc_hook_add(
+                uc.get_handle(),
+                &raw mut hook,
+                HookType::INSN.0 as i32,
+                callback as *mut c_void,
+                user_data,
+                1,
+                0,
+                insn,
+            )
+        };
+        if rc != unicorn_engine::uc_error::OK {
+            return Err(err(rc));
+        }
+    }
+    Ok(())
+}
+
+fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
+    let mut blocks: Vec<Block> = blocks
+        .iter()
+        .zip(executions)
+        .filter(|(_, &runs)| runs > 0)
+        .map(|(b, &executions)| Block {
+            address: b.address,
+            size: b.size,
+            instructions: b.instructions,
+            executions,
+        })
+        .collect();
+    blocks.sort_by_key(|b| (b.address, b.size));
+    blocks
+}

@@ -1,0 +1,457 @@
+//! The run loop: which guest process runs, and what happens between two
+//! `emu_start`s (forks, execs, endings, signals between processes).
+//!
+//! One process runs at a time. It keeps the CPU until none of its threads
+//! can run, it ends, or it has used its quantum (the same quantum as
+//! threads, in call-tree events) while another process could run; then the
+//! next process in creation order that can run gets it (round robin).
+//! Waits that another process ends — a `wait4` for a child, a read of a
+//! pipe another process writes, a `vfork` — are looked at every time the
+//! loop chooses. When no process can run, the first one with a timeout has
+//! its virtual clock moved on; when none has one, the run is deadlocked.
+//! Every decision depends on guest work only, never on host timing.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use emuprof_model::{ProcessOrigin, RawProcess};
+
+use super::super::guest_process::{FinishedImage, GuestProcess, ImageStart};
+use super::super::stop::StopReason;
+use super::super::threads::{self, RunState, Wait};
+use super::super::{ProcessImage, RunOutcome};
+use super::table::{Ending, Life, ProcessTable};
+use super::ProcessRequest;
+use crate::EmuError;
+
+/// `SIGCHLD`.
+const SIGCHLD: u64 = 17;
+
+/// A process image that has not ended, with its index among all images.
+struct Running {
+    image: usize,
+    process: GuestProcess,
+}
+
+/// Every process of the run.
+struct World {
+    running: Vec<Running>,
+    finished: Vec<Option<FinishedImage>>,
+    table: Rc<RefCell<ProcessTable>>,
+    /// Index into `running` of the process that ran last.
+    current: usize,
+    /// Why the whole run stopped early, if it did.
+    run_stop: Option<StopReason>,
+}
+
+/// Runs the first program and every process it starts until all have
+/// ended (or the run must stop), and collects one profile per image.
+pub fn run_all(
+    first: GuestProcess,
+    table: Rc<RefCell<ProcessTable>>,
+) -> Result<RunOutcome, EmuError> {
+    let first_pid = first.identity.pid;
+    let mut world = World {
+        running: vec![Running {
+            image: 0,
+            process: first,
+        }],
+        finished: vec![None],
+        table,
+        current: 0,
+        run_stop: None,
+    };
+    world.run()?;
+    world.outcome(first_pid)
+}
+
+impl World {
+    fn run(&mut self) -> Result<(), EmuError> {
+        while !self.running.is_empty() {
+            if self.run_stop.is_some() {
+                return self.stop_everything();
+            }
+            self.deliver_signals();
+            self.wake_waiters();
+            let Some(next) = self.choose() else {
+                // Nothing can run and nothing will time out: let the current
+                // process's scheduler describe the deadlock.
+                let index = self.current.min(self.running.len() - 1);
+                let p = &mut self.running[index].process;
+                let mut st = p.state.borrow_mut();
+                let stop = threads::switch(&mut p.uc, &mut st)
+                    .err()
+                    .unwrap_or_else(|| StopReason::Internal("no process can run".into()));
+                drop(st);
+                self.run_stop = Some(stop);
+                continue;
+            };
+            self.current = next;
+            if !self.prepare(next) {
+                continue;
+            }
+            let others = self.others_runnable(next);
+            let p = &mut self.running[next].process;
+            p.state.borrow_mut().others_runnable = others;
+            let result = p.run_slice();
+            self.after_slice(next, result)?;
+        }
+        Ok(())
+    }
+
+    /// Gets process `index`'s next thread onto the CPU (after a switch was
+    /// asked for, or when its running thread waits). False when nothing of
+    /// it can run now (or it ended): the loop chooses again.
+    fn prepare(&mut self, index: usize) -> bool {
+        let p = &mut self.running[index].process;
+        let mut st = p.state.borrow_mut();
+        let running_can_run = st.threads.current().state == RunState::Runnable;
+        if st.reschedule || !running_can_run || st.threads.current().retry {
+            if let Err(stop) = threads::switch(&mut p.uc, &mut st) {
+                st.stop = Some(stop);
+            }
+        }
+        let blocked_again = threads::running_blocked(&mut st) || st.reschedule;
+        let ended = st.stop.is_some();
+        p.pc = p.uc.pc_read().unwrap_or(0);
+        drop(st);
+        if ended {
+            self.end_slice(index, Ok(()));
+            return false;
+        }
+        !blocked_again
+    }
+
+    /// What the process that just ran left to do.
+    fn after_slice(
+        &mut self,
+        index: usize,
+        result: Result<(), unicorn_engine::uc_error>,
+    ) -> Result<(), EmuError> {
+        let p = &mut self.running[index].process;
+        let mut st = p.state.borrow_mut();
+        let failed = result.is_err() || st.stop.is_some();
+        let request = st.request.take();
+        if !failed && request.is_none() && !st.reschedule {
+            // The emulator returned without a reason: the hooks' failure, or
+            // emuprof's.
+            drop(st);
+            self.end_slice(index, result);
+            return Ok(());
+        }
+        p.pc = p.uc.pc_read().unwrap_or(0);
+        drop(st);
+        if failed {
+            self.end_slice(index, result);
+            return Ok(());
+        }
+        match request {
+            Some(ProcessRequest::Fork(fork)) => {
+                let vfork = {
+                    let p = &self.running[index].process;
+                    let mut st = p.state.borrow_mut();
+                    let blocked = threads::running_blocked(&mut st);
+                    if !blocked {
+                        // The parent carries on (as Linux runs it first).
+                        st.reschedule = false;
+                    }
+                    blocked
+                };
+                let image = self.finished.len();
+                let child = self.running[index]
+                    .process
+                    .fork_child(fork, self.running[index].image)?;
+                self.finished.push(None);
+                self.running.push(Running {
+                    image,
+                    process: child,
+                });
+                if vfork {
+                    // The child runs while its parent waits.
+                    self.current = self.running.len() - 1;
+                }
+            }
+            Some(ProcessRequest::Exec(exec)) => self.exec(index, exec)?,
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Replaces process `index`'s image with the program `exec` loaded.
+    fn exec(&mut self, index: usize, exec: super::exec::ExecRequest) -> Result<(), EmuError> {
+        let Running { image, process } = self.running.remove(index);
+        let identity = process.identity.clone();
+        let mut options = process.state.borrow().options.clone();
+        let table = Rc::clone(&process.state.borrow().table);
+        process.state.borrow_mut().stop = Some(StopReason::Replaced {
+            program: exec.program.clone(),
+        });
+        let mut finished = process.finish(Ok(()))?;
+        let mut sys = finished
+            .sys
+            .take()
+            .ok_or_else(|| EmuError::Layout("an image's syscall state was taken twice".into()))?;
+        // The clock goes on from where the old image left it.
+        sys.time.clock.sleep(finished.profile.total_instructions);
+        self.finished[image] = Some(finished);
+        options.args = exec.args;
+        options.env = exec.env;
+        options.snapshots = None;
+        let new_image = self.finished.len();
+        self.finished.push(None);
+        let started = GuestProcess::start(ImageStart {
+            binary: exec.binary,
+            identity: RawProcess {
+                pid: identity.pid,
+                parent: identity.parent,
+                origin: ProcessOrigin::Execed { image },
+                program: exec.program,
+            },
+            options,
+            table,
+            inherited: Some(sys),
+        })?;
+        self.running.insert(
+            index,
+            Running {
+                image: new_image,
+                process: started,
+            },
+        );
+        self.wake_vfork_parent(identity.pid);
+        Ok(())
+    }
+
+    /// Ends process `index` after its slice ended with a stop (or an error):
+    /// a process that exited or was killed becomes a zombie for its parent;
+    /// any other stop ends the whole run.
+    fn end_slice(&mut self, index: usize, result: Result<(), unicorn_engine::uc_error>) {
+        let Running { image, process } = self.running.remove(index);
+        let finished = match process.finish(result) {
+            Ok(finished) => finished,
+            Err(e) => {
+                self.run_stop = Some(StopReason::Internal(e.to_string()));
+                return;
+            }
+        };
+        let ending = match &finished.stop {
+            StopReason::Exited(code) => Ending::Exited(*code),
+            StopReason::Signaled { signal, .. } => Ending::Killed(*signal),
+            other => {
+                self.run_stop = Some(other.clone());
+                self.finished[image] = Some(finished);
+                return;
+            }
+        };
+        let pid = finished.profile.process.pid;
+        // Its fds close now (a pipe's reader sees the end of the data).
+        let mut finished = finished;
+        finished.sys = None;
+        self.finished[image] = Some(finished);
+        let parent = {
+            let mut table = self.table.borrow_mut();
+            table.ended(pid, ending);
+            table.get(pid).and_then(|p| p.parent)
+        };
+        self.wake_vfork_parent(pid);
+        if let Some(parent) = parent {
+            self.post_if_handled(parent, SIGCHLD);
+        }
+    }
+
+    /// A run-ending stop: every process still running ends with it.
+    fn stop_everything(&mut self) -> Result<(), EmuError> {
+        let reason = self.run_stop.clone().unwrap_or(StopReason::Interrupted);
+        while let Some(Running { image, process }) = self.running.pop() {
+            process
+                .state
+                .borrow_mut()
+                .stop
+                .get_or_insert_with(|| reason.clone());
+            let mut finished = process.finish(Ok(()))?;
+            finished.sys = None;
+            self.finished[image] = Some(finished);
+        }
+        Ok(())
+    }
+
+    /// Whether a process other than `index` has a thread that can run.
+    fn others_runnable(&self, index: usize) -> bool {
+        self.running
+            .iter()
+            .enumerate()
+            .any(|(i, r)| i != index && r.process.state.borrow().threads.any_runnable())
+    }
+
+    /// The process to run next; see the module doc.
+    fn choose(&self) -> Option<usize> {
+        let n = self.running.len();
+        let current = self.current.min(n - 1);
+        let can_run = |i: usize| {
+            self.running[i]
+                .process
+                .state
+                .borrow()
+                .threads
+                .any_runnable()
+        };
+        let after = (1..=n).map(|k| (current + k) % n);
+        if can_run(current) {
+            let st = self.running[current].process.state.borrow();
+            let preempted =
+                st.reschedule && st.threads.threads[st.threads.running].state == RunState::Runnable;
+            drop(st);
+            if !preempted {
+                return Some(current);
+            }
+            return after.clone().find(|&i| can_run(i));
+        }
+        if let Some(i) = after.clone().find(|&i| can_run(i)) {
+            return Some(i);
+        }
+        after.clone().find(|&i| {
+            self.running[i]
+                .process
+                .state
+                .borrow()
+                .threads
+                .any_deadline()
+        })
+    }
+
+    /// Wakes the threads whose wait another process may have ended: a
+    /// `wait4` with an ended child to collect, a pipe that became ready.
+    fn wake_waiters(&mut self) {
+        let table = self.table.borrow();
+        for r in &self.running {
+            let mut st = r.process.state.borrow_mut();
+            let pid = st.pid;
+            let child_waits = st.threads.blocked_on(|w| matches!(w, Wait::Child(_)));
+            for thread in child_waits {
+                let RunState::Blocked {
+                    on: Wait::Child(selector),
+                    ..
+                } = st.threads.threads[thread].state
+                else {
+                    continue;
+                };
+                let ready = table
+                    .children_among(pid, &table.select(pid, selector))
+                    .into_iter()
+                    .any(|c| matches!(table.get(c).map(|e| e.life), Some(Life::Zombie { .. })));
+                if ready {
+                    st.threads.wake_to_retry(thread);
+                }
+            }
+            let io_waits = st.threads.blocked_on(|w| matches!(w, Wait::Io { .. }));
+            for thread in io_waits {
+                let RunState::Blocked {
+                    on: Wait::Io { fd, write },
+                    ..
+                } = st.threads.threads[thread].state
+                else {
+                    continue;
+                };
+                if st.sys.files.is_ready(fd, write) {
+                    st.threads.wake_to_retry(thread);
+                }
+            }
+        }
+    }
+
+    /// The parent of a `vfork` child that has exec'd or ended goes on.
+    fn wake_vfork_parent(&mut self, child: u64) {
+        for r in &self.running {
+            let mut st = r.process.state.borrow_mut();
+            for thread in st.threads.blocked_on(|w| *w == Wait::Vfork(child)) {
+                st.threads.wake(thread, child);
+            }
+        }
+    }
+
+    /// Delivers the signals processes sent to other processes.
+    fn deliver_signals(&mut self) {
+        let outbox = std::mem::take(&mut self.table.borrow_mut().outbox);
+        for (pid, sig) in outbox {
+            self.post(pid, sig);
+        }
+    }
+
+    /// Sends `sig` to process `pid` when it has a handler for it (what
+    /// `SIGCHLD` needs: ignored by default).
+    fn post_if_handled(&mut self, pid: u64, sig: u64) {
+        let handled = self.running.iter().any(|r| {
+            let st = r.process.state.borrow();
+            st.pid == pid && st.sys.signals.action(sig).is_some_and(|a| a.handler > 1)
+        });
+        if handled {
+            self.post(pid, sig);
+        }
+    }
+
+    /// Makes `sig` pending for process `pid`'s main thread; a wait it is
+    /// blocked in ends with `EINTR`, and the signal takes effect (its
+    /// handler or its default action) as soon as the process runs.
+    fn post(&mut self, pid: u64, sig: u64) {
+        for r in &self.running {
+            let mut st = r.process.state.borrow_mut();
+            if st.pid != pid {
+                continue;
+            }
+            let running = st.threads.running;
+            if st.threads.threads[running].state == RunState::Exited {
+                continue;
+            }
+            // The running thread's signals live in `Signals`; the others'
+            // in their thread records.
+            st.sys.signals.post(sig);
+            if matches!(st.threads.threads[running].state, RunState::Blocked { .. }) {
+                st.sys.futexes.cancel(running);
+                st.threads
+                    .wake(running, crate::syscalls::Errno::EINTR.to_rax());
+            }
+            // Switching in delivers pending signals.
+            st.reschedule = true;
+        }
+    }
+
+    /// The run's outcome: image 0's profile, every other image in order.
+    fn outcome(self, first_pid: u64) -> Result<RunOutcome, EmuError> {
+        let mut images = self.finished.into_iter();
+        let first = images
+            .next()
+            .flatten()
+            .ok_or_else(|| EmuError::Layout("the first program left no profile".into()))?;
+        let more: Vec<FinishedImage> = images.flatten().collect();
+        let mut notes = Vec::new();
+        for note in std::iter::once(&first.notes)
+            .chain(more.iter().map(|m| &m.notes))
+            .flatten()
+        {
+            if !notes.contains(note) {
+                notes.push(note.clone());
+            }
+        }
+        // The run's end is the first process's: its last image's stop.
+        let last_of_first = more
+            .iter()
+            .rev()
+            .find(|m| m.profile.process.pid == first_pid)
+            .map_or(&first.stop, |m| &m.stop);
+        let stop = self.run_stop.unwrap_or_else(|| last_of_first.clone());
+        Ok(RunOutcome {
+            profile: first.profile,
+            stop,
+            notes,
+            libraries: first.libraries,
+            more_processes: more
+                .into_iter()
+                .map(|m| ProcessImage {
+                    profile: m.profile,
+                    binary: m.binary,
+                    libraries: m.libraries,
+                })
+                .collect(),
+        })
+    }
+}
