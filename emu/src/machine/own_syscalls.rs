@@ -13,7 +13,6 @@ use super::syscall_dispatch::{post_to_self, with_call, Answer, SYSCALL_LENGTH};
 use super::threads;
 use crate::memory::GuestView;
 use crate::syscalls::numbers::*;
-use crate::syscalls::process::GUEST_PID;
 use crate::syscalls::signals::Disposition;
 use crate::syscalls::{Errno, GuestMemory, SysResult};
 
@@ -173,22 +172,31 @@ fn arch_prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) -
     Ok(0)
 }
 
-/// `kill`/`tkill`/`tgkill` within the guest process: signal 0 probes; an
-/// ignored signal does nothing; a blocked one waits; a handled one runs when
-/// the target thread next returns from a syscall (the running thread: this
-/// one); anything else takes the default action and ends the run.
+/// `kill`/`tkill`/`tgkill`: signal 0 probes; an ignored signal does
+/// nothing; a blocked one waits; a handled one runs when the target thread
+/// next returns from a syscall (the running thread: this one); anything else
+/// takes the default action and ends the process. A signal for another
+/// guest process goes to the run loop, which delivers it when this hook has
+/// returned (`kill(-1)` reaches every other process, as on Linux).
 fn send_signal(st: &mut MachineState, number: u64, args: [u64; 6]) -> SysResult {
-    let pid = GUEST_PID;
+    let pid = st.pid;
     let (target, sig) = match number {
-        SYS_TGKILL if args[0] != pid => return Err(Errno::ESRCH),
+        SYS_TGKILL if args[0] != pid => return signal_other_processes(st, vec![args[0]], args[2]),
         SYS_TGKILL => (args[1], args[2]),
         _ => (args[0], args[1]),
     };
-    let whole_process = number == SYS_KILL && (target == pid || target == 0 || target as i64 == -1);
-    let thread = if whole_process {
+    let thread = if number == SYS_KILL {
+        let selector = target as i32 as i64;
+        let mut targets = st.table.borrow().select(pid, selector);
+        if selector == -1 {
+            targets.retain(|&p| p != pid);
+        }
+        if !targets.contains(&pid) {
+            return signal_other_processes(st, targets, sig);
+        }
+        targets.retain(|&p| p != pid);
+        signal_other_processes(st, targets, sig)?;
         Some(st.threads.running)
-    } else if number == SYS_KILL {
-        None
     } else {
         st.threads.index_of(target)
     };
@@ -209,6 +217,26 @@ fn send_signal(st: &mut MachineState, number: u64, args: [u64; 6]) -> SysResult 
             Disposition::Handler(_) => threads::interrupt(st, thread, sig),
             Disposition::Ignored | Disposition::Pending => {}
         }
+    }
+    Ok(0)
+}
+
+/// Queues `sig` for the guest processes `pids` (none of them the caller);
+/// the run loop delivers it once this hook returns. `ESRCH` when there is
+/// none.
+fn signal_other_processes(st: &mut MachineState, pids: Vec<u64>, sig: u64) -> SysResult {
+    if pids.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    if sig > 64 {
+        return Err(Errno::EINVAL);
+    }
+    if sig != 0 {
+        st.table
+            .borrow_mut()
+            .outbox
+            .extend(pids.into_iter().map(|p| (p, sig)));
+        threads::request_switch(st);
     }
     Ok(0)
 }

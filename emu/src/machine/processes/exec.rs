@@ -91,8 +91,8 @@ fn read_and_load(
     let argv = read_strings(&view, argv, &mut budget)?;
     let env = read_strings(&view, envp, &mut budget)?;
     drop(view);
-    let (binary, program, args) = load(st, path, argv, 0)?;
-    st.sys.files.set_exe_path(program.as_bytes());
+    let (binary, program, args, host_path) = load(st, path, argv, 0)?;
+    st.sys.files.set_exe_path(&host_path);
     Ok(ExecRequest {
         binary,
         program,
@@ -130,7 +130,7 @@ fn load(
     path: Vec<u8>,
     argv: Vec<String>,
     depth: usize,
-) -> Result<(Arc<Binary>, String, Vec<String>), Errno> {
+) -> Result<(Arc<Binary>, String, Vec<String>, std::path::PathBuf), Errno> {
     let (mut file, host_path) = st.sys.files.open_program(&path)?;
     let shown = String::from_utf8_lossy(&path).into_owned();
     let mut head = [0u8; 256];
@@ -169,7 +169,7 @@ fn load(
         return Err(Errno::ENOEXEC);
     }
     match emuprof_loader::load_in_root(&host_path, st.options.files.root.as_deref()) {
-        Ok(binary) => Ok((Arc::new(binary), shown, argv)),
+        Ok(binary) => Ok((Arc::new(binary), shown, argv, host_path)),
         Err(e) => {
             st.notes.push(format!(
                 "process {} could not exec {shown}: {e} (the guest got ENOEXEC)",

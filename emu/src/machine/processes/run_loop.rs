@@ -82,8 +82,9 @@ impl World {
                 let stop = threads::switch(&mut p.uc, &mut st)
                     .err()
                     .unwrap_or_else(|| StopReason::Internal("no process can run".into()));
+                st.stop = Some(stop);
                 drop(st);
-                self.run_stop = Some(stop);
+                self.end_slice(index, Ok(()));
                 continue;
             };
             self.current = next;

@@ -165,16 +165,17 @@ impl Files {
         })
     }
 
-    /// `execve`: closes the fds marked close-on-exec; `/proc/self/exe`
-    /// names `program` (a guest path) from now on.
+    /// `execve`: closes the fds marked close-on-exec.
     pub fn close_on_exec(&mut self) {
         self.fds.close_on_exec();
     }
 
-    /// Makes `/proc/self/exe` name `program` (a guest path), as after an
-    /// `execve` of it.
-    pub fn set_exe_path(&mut self, program: &[u8]) {
-        self.exe_path = program.to_vec();
+    /// Makes `/proc/self/exe` name the host file `program` (by its path
+    /// from the root), as after an `execve` of it.
+    pub fn set_exe_path(&mut self, program: &Path) {
+        if let Some(guest) = self.paths.guest_path_of_host(program) {
+            self.exe_path = guest;
+        }
     }
 
     /// Opens the program guest path `path` names for `execve` (relative to

@@ -114,6 +114,15 @@ impl PathResolver {
         Ok(guest)
     }
 
+    /// The guest path of the host file `host_path` (inside the root), as
+    /// `/proc/self/exe` shows it.
+    pub fn guest_path_of_host(&self, host_path: &Path) -> Option<Vec<u8>> {
+        let inside = host_path.strip_prefix(&self.root_host_path).ok()?;
+        let mut guest = b"/".to_vec();
+        guest.extend_from_slice(inside.as_os_str().as_bytes());
+        Some(guest)
+    }
+
     /// Resolves guest `path`; relative paths start at `start`.
     pub fn locate(
         &self,
