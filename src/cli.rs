@@ -100,6 +100,12 @@ pub struct GuestArgs {
     /// Refuse every write, create, rename and unlink with EROFS.
     #[arg(long)]
     pub read_only: bool,
+    /// When the guest execs a program emuprof cannot run (another
+    /// architecture, a file the loader rejects), run it on the host instead,
+    /// unprofiled, and pass its exit status back. Not with --root or
+    /// --read-only, which the native program would escape.
+    #[arg(long)]
+    pub exec_native: bool,
     /// The guest's argv[0] (default: the program path as given). argv[0] is
     /// input like any argument: its length can change counts.
     #[arg(long, value_name = "NAME")]

@@ -186,6 +186,12 @@ pub(super) fn configure_run(
     guest: &GuestArgs,
     protected_paths: Vec<PathBuf>,
 ) -> Result<()> {
+    anyhow::ensure!(
+        !guest.exec_native || (guest.root.is_none() && !guest.read_only),
+        "--exec-native cannot be combined with --root or --read-only: a program run natively \
+         would escape them; drop one of the options"
+    );
+    options.exec_native = guest.exec_native;
     options.files.root = guest.root.clone();
     options.files.read_only = guest.read_only;
     options.files.protected_paths = protected_paths;

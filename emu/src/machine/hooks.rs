@@ -40,6 +40,12 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
     }
     st.feed.syscall();
     syscall_dispatch::dispatch(uc, &mut st);
+    // The block hook looks at the quantum when a batch of events is full;
+    // when batches fill at syscalls, a process looping on syscalls would
+    // never give way to the other processes, so look here too.
+    if st.others_runnable && !st.reschedule && super::threads::quantum_used(&st) {
+        super::threads::request_switch(&mut st);
+    }
     if st.stop.is_some() || st.reschedule {
         let _ = uc.emu_stop();
     }

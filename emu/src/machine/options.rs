@@ -46,6 +46,11 @@ pub struct RunOptions {
     pub quantum: u64,
     /// CPUs the guest sees (affinity mask, `/sys` and `/proc` files).
     pub cpus: u32,
+    /// Run a program the guest execs that emuprof cannot load (another
+    /// architecture, a file the loader rejects) on the host instead,
+    /// unprofiled, passing its exit status back. Escapes `--root` and
+    /// `--read-only`: the command line refuses the combination.
+    pub exec_native: bool,
 }
 
 impl RunOptions {
@@ -64,6 +69,7 @@ impl RunOptions {
             snapshots: None,
             quantum: super::threads::DEFAULT_QUANTUM,
             cpus: crate::cpu::DEFAULT_CPUS,
+            exec_native: false,
         }
     }
 }

@@ -160,15 +160,12 @@ impl fmt::Display for StopReason {
                 function,
             } => {
                 let name = name.unwrap_or("?");
-                if matches!(
-                    name,
-                    "fork" | "vfork" | "clone" | "clone3" | "execve" | "execveat"
-                ) {
+                if matches!(name, "clone" | "clone3") {
                     write!(
                         f,
-                        "{function} called {name} (number {number}) to start a new process or program: \
-                         emuprof runs a single process (threads are fine), so programs that fork or exec \
-                         cannot be profiled yet"
+                        "{function} called {name} (number {number}) with flags emuprof does not \
+                         emulate: a new process that shares memory (without CLONE_VFORK), its \
+                         file table or its signal handlers with its parent"
                     )
                 } else {
                     write!(

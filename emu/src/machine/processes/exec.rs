@@ -46,6 +46,18 @@ pub struct ExecRequest {
     pub env: Vec<String>,
 }
 
+/// A program emuprof cannot load, to run on the host (`--exec-native`).
+pub struct NativeExec {
+    /// The host file.
+    pub host_path: std::path::PathBuf,
+    /// Its path as the guest gave it.
+    pub program: String,
+    /// Its `argv`.
+    pub args: Vec<String>,
+    /// Its environment.
+    pub env: Vec<String>,
+}
+
 /// `execve`/`execveat`: loads the program and asks the run loop to start
 /// it in place of the calling image. Does not return on success.
 pub fn execve(
@@ -56,7 +68,7 @@ pub fn execve(
 ) -> Answer {
     match read_and_load(uc, st, number, args) {
         Ok(request) => {
-            st.request = Some(ProcessRequest::Exec(request));
+            st.request = Some(request);
             threads::request_switch(st);
             Answer::NoReturn
         }
@@ -69,7 +81,7 @@ fn read_and_load(
     st: &mut MachineState,
     number: u64,
     args: [u64; 6],
-) -> Result<ExecRequest, Errno> {
+) -> Result<ProcessRequest, Errno> {
     let (path, argv, envp) = if number == SYS_EXECVEAT {
         // execveat(dirfd, path, argv, envp, flags)
         if args[0] as i32 != AT_FDCWD || args[4] != 0 {
@@ -91,14 +103,31 @@ fn read_and_load(
     let argv = read_strings(&view, argv, &mut budget)?;
     let env = read_strings(&view, envp, &mut budget)?;
     drop(view);
-    let (binary, program, args, host_path) = load(st, path, argv, 0)?;
-    st.sys.files.set_exe_path(&host_path);
-    Ok(ExecRequest {
-        binary,
-        program,
-        args,
-        env,
+    let loaded = load(st, path, argv, 0)?;
+    st.sys.files.set_exe_path(&loaded.host_path);
+    Ok(match loaded.binary {
+        Some(binary) => ProcessRequest::Exec(ExecRequest {
+            binary,
+            program: loaded.program,
+            args: loaded.args,
+            env,
+        }),
+        None => ProcessRequest::ExecNative(NativeExec {
+            host_path: loaded.host_path,
+            program: loaded.program,
+            args: loaded.args,
+            env,
+        }),
     })
+}
+
+/// A program found for `execve`.
+struct Loaded {
+    /// Loaded for emulation; `None`: to run natively (`--exec-native`).
+    binary: Option<Arc<Binary>>,
+    program: String,
+    args: Vec<String>,
+    host_path: std::path::PathBuf,
 }
 
 /// Reads a NULL-terminated array of string pointers.
@@ -130,7 +159,7 @@ fn load(
     path: Vec<u8>,
     argv: Vec<String>,
     depth: usize,
-) -> Result<(Arc<Binary>, String, Vec<String>, std::path::PathBuf), Errno> {
+) -> Result<Loaded, Errno> {
     let (mut file, host_path) = st.sys.files.open_program(&path)?;
     let shown = String::from_utf8_lossy(&path).into_owned();
     let mut head = [0u8; 256];
@@ -169,10 +198,22 @@ fn load(
         return Err(Errno::ENOEXEC);
     }
     match emuprof_loader::load_in_root(&host_path, st.options.files.root.as_deref()) {
-        Ok(binary) => Ok((Arc::new(binary), shown, argv, host_path)),
+        Ok(binary) => Ok(Loaded {
+            binary: Some(Arc::new(binary)),
+            program: shown,
+            args: argv,
+            host_path,
+        }),
+        Err(_) if st.options.exec_native => Ok(Loaded {
+            binary: None,
+            program: shown,
+            args: argv,
+            host_path,
+        }),
         Err(e) => {
             st.notes.push(format!(
-                "process {} could not exec {shown}: {e} (the guest got ENOEXEC)",
+                "process {} could not exec {shown}: {e} (the guest got ENOEXEC; --exec-native \
+                 runs such programs on the host, unprofiled)",
                 st.pid
             ));
             Err(Errno::ENOEXEC)

@@ -12,6 +12,7 @@
 
 mod exec;
 mod fork;
+mod native;
 mod run_loop;
 mod table;
 mod wait;
@@ -33,6 +34,9 @@ pub enum ProcessRequest {
     Fork(fork::ForkRequest),
     /// Replace the calling image with a new program.
     Exec(exec::ExecRequest),
+    /// End the calling process by running a program on the host
+    /// (`--exec-native`).
+    ExecNative(exec::NativeExec),
 }
 
 /// Runs a syscall of the processes family.

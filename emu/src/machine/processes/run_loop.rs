@@ -173,6 +173,14 @@ impl World {
                 }
             }
             Some(ProcessRequest::Exec(exec)) => self.exec(index, exec)?,
+            Some(ProcessRequest::ExecNative(exec)) => {
+                let p = &self.running[index].process;
+                let mut st = p.state.borrow_mut();
+                let ending = super::native::run(&mut st, exec);
+                st.stop = Some(ending);
+                drop(st);
+                self.end_slice(index, Ok(()));
+            }
             None => {}
         }
         Ok(())

@@ -243,9 +243,10 @@ pub fn wait_for_io(st: &mut MachineState, fd: i32, write: bool) {
     block(st, Wait::Io { fd, write }, None, 0);
 }
 
-/// `sched_yield`: another runnable thread runs first.
+/// `sched_yield`: another runnable thread (of this process or another)
+/// runs first.
 pub fn yield_now(st: &mut MachineState) {
-    if st.threads.others_runnable() {
+    if st.threads.others_runnable() || st.others_runnable {
         request_switch(st);
     }
 }

@@ -203,6 +203,18 @@ impl Files {
         Ok((std::fs::File::from(fd), host_path))
     }
 
+    /// The host path of the guest's working directory.
+    pub fn working_directory(&self) -> Option<PathBuf> {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", self.paths.cwd().as_raw_fd())).ok()
+    }
+
+    /// A host duplicate of guest fd `fd`'s host fd (for a program run on
+    /// the host), if it is open.
+    pub fn host_fd_copy(&self, fd: i32) -> Option<std::os::fd::OwnedFd> {
+        self.fds.host(fd).ok()?.try_clone_to_owned().ok()
+    }
+
     /// Whether a read (or, with `write`, a write) of guest fd `fd` would
     /// go through without waiting now; true for an fd that is not open (the
     /// call then fails at once).
