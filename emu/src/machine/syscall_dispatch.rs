@@ -14,6 +14,7 @@ use crate::memory::{AddressSpace, GuestView};
 use crate::syscalls::numbers::*;
 use crate::syscalls::signals::Disposition;
 use crate::syscalls::table::{family_of, syscall_name, Family};
+use crate::syscalls::GuestMemory;
 use crate::syscalls::{credentials, memory_map, Errno, SysResult, SyscallCall};
 use crate::tree::code_snapshot::CodeRange;
 
@@ -72,6 +73,11 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         return;
     }
     let result = match result {
+        Err(Errno::WOULD_BLOCK) if matches!(number, SYS_POLL | SYS_PPOLL) => {
+            let timeout_ns = poll_timeout_ns(uc, st, number, args);
+            threads::wait_for_poll(st, args[0], args[1], timeout_ns);
+            return;
+        }
         Err(Errno::WOULD_BLOCK) => match io_direction(number) {
             Some(write) => {
                 threads::wait_for_io(st, args[0] as i32, write);
@@ -106,6 +112,30 @@ fn io_direction(number: u64) -> Option<bool> {
         SYS_WRITE | SYS_WRITEV => Some(true),
         _ => None,
     }
+}
+
+/// The timeout of a `poll` (milliseconds) or `ppoll` (a timespec) in
+/// nanoseconds; `None` to wait for ever.
+fn poll_timeout_ns(
+    uc: &mut Unicorn<'_, ()>,
+    st: &MachineState,
+    number: u64,
+    args: [u64; 6],
+) -> Option<u64> {
+    if number == SYS_POLL {
+        let ms = args[2] as i32;
+        return (ms >= 0).then(|| ms as u64 * 1_000_000);
+    }
+    if args[2] == 0 {
+        return None;
+    }
+    let view = GuestView {
+        uc,
+        space: &st.space,
+    };
+    let secs = view.read_u64(args[2]).ok()?;
+    let nanos = view.read_u64(args[2] + 8).ok()?;
+    Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
 }
 
 /// What a family did with a syscall.

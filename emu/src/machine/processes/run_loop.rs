@@ -352,6 +352,20 @@ impl World {
                     st.threads.wake_to_retry(thread);
                 }
             }
+            let poll_waits = st.threads.blocked_on(|w| matches!(w, Wait::Poll { .. }));
+            for thread in poll_waits {
+                let RunState::Blocked {
+                    on: Wait::Poll { fds, count },
+                    ..
+                } = st.threads.threads[thread].state
+                else {
+                    continue;
+                };
+                let polled = read_pollfds(&r.process.uc, &st, fds, count);
+                if st.sys.files.any_ready(&polled) {
+                    st.threads.wake_to_retry(thread);
+                }
+            }
             let io_waits = st.threads.blocked_on(|w| matches!(w, Wait::Io { .. }));
             for thread in io_waits {
                 let RunState::Blocked {
@@ -463,4 +477,25 @@ impl World {
                 .collect(),
         })
     }
+}
+
+/// The `(fd, events)` of the `struct pollfd` array a thread polls.
+fn read_pollfds(
+    uc: &unicorn_engine::Unicorn<'_, ()>,
+    st: &super::super::state::MachineState,
+    at: u64,
+    count: u64,
+) -> Vec<(i32, i16)> {
+    let mut raw = vec![0u8; count.min(1024) as usize * 8];
+    if st.space.read_raw(uc, at, &mut raw).is_err() {
+        return Vec::new();
+    }
+    raw.chunks_exact(8)
+        .map(|item| {
+            (
+                i32::from_le_bytes([item[0], item[1], item[2], item[3]]),
+                i16::from_le_bytes([item[4], item[5]]),
+            )
+        })
+        .collect()
 }

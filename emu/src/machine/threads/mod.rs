@@ -243,6 +243,14 @@ pub fn wait_for_io(st: &mut MachineState, fd: i32, write: bool) {
     block(st, Wait::Io { fd, write }, None, 0);
 }
 
+/// A `poll` of guest pipes none of which is ready: the thread blocks until
+/// one is (its call runs again) or `timeout_ns` of virtual time has passed
+/// (it returns 0).
+pub fn wait_for_poll(st: &mut MachineState, fds: u64, count: u64, timeout_ns: Option<u64>) {
+    let deadline = timeout_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
+    block(st, Wait::Poll { fds, count }, deadline, 0);
+}
+
 /// `sched_yield`: another runnable thread (of this process or another)
 /// runs first.
 pub fn yield_now(st: &mut MachineState) {
@@ -395,6 +403,7 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
                 Wait::Io { fd, write: false } => format!("a read of fd {fd}"),
                 Wait::Io { fd, write: true } => format!("a write to fd {fd}"),
                 Wait::Vfork(pid) => format!("vfork child {pid}"),
+                Wait::Poll { count, .. } => format!("poll of {count} fds"),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

@@ -37,6 +37,14 @@ pub enum Wait {
     },
     /// In `vfork`, until child `pid` execs or exits.
     Vfork(u64),
+    /// In `poll`/`ppoll` of `count` pollfds at guest address `fds`, one of
+    /// them a guest pipe; the call runs again when one is ready.
+    Poll {
+        /// Guest address of the `struct pollfd` array.
+        fds: u64,
+        /// Its length.
+        count: u64,
+    },
 }
 
 /// Whether a thread can run.

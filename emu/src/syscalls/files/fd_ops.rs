@@ -198,7 +198,14 @@ impl Files {
                 revents: 0,
             });
         }
-        let timeout = if invalid.contains(&true) {
+        // A guest pipe's other end may belong to another guest process,
+        // which cannot run while emuprof waits on the host: look without
+        // waiting, and let the guest thread wait instead.
+        let guest_pipes = raw.chunks_exact(8).any(|item| {
+            let fd = i32::from_le_bytes([item[0], item[1], item[2], item[3]]);
+            self.fds.get(fd).is_ok_and(|e| e.guest_pipe)
+        });
+        let timeout = if invalid.contains(&true) || guest_pipes {
             0
         } else {
             timeout_ms
@@ -216,6 +223,9 @@ impl Files {
             };
             ready += u64::from(revents != 0);
             raw[i * 8 + 6..i * 8 + 8].copy_from_slice(&revents.to_le_bytes());
+        }
+        if ready == 0 && guest_pipes && timeout_ms != 0 {
+            return Err(Errno::WOULD_BLOCK);
         }
         mem.write(addr, &raw)?;
         Ok(ready)

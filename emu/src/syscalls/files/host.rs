@@ -67,7 +67,12 @@ impl HostStat {
 /// not wait. An error or hang-up counts as ready: the call then returns at
 /// once.
 pub fn poll_ready(fd: BorrowedFd<'_>, write: bool) -> bool {
-    let events = if write { libc::POLLOUT } else { libc::POLLIN };
+    poll_events_ready(fd, if write { libc::POLLOUT } else { libc::POLLIN })
+}
+
+/// Whether `poll` of `fd` for `events` reports anything now (without
+/// waiting).
+pub fn poll_events_ready(fd: BorrowedFd<'_>, events: i16) -> bool {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
         events,

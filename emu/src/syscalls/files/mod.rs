@@ -225,6 +225,15 @@ impl Files {
         host::poll_ready(host, write)
     }
 
+    /// Whether any of `fds` (guest fd, `poll` events) is ready now, or is
+    /// not open (`poll` then reports it at once).
+    pub fn any_ready(&self, fds: &[(i32, i16)]) -> bool {
+        fds.iter().any(|&(fd, events)| match self.fds.host(fd) {
+            Ok(host) => host::poll_events_ready(host, events),
+            Err(_) => fd >= 0,
+        })
+    }
+
     /// Lets `flag` end the guest's blocking reads of pipes, FIFOs and
     /// terminals (with `EINTR`) once it is set.
     pub fn interrupt_reads_on(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
