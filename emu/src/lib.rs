@@ -8,7 +8,7 @@
 //! let binary = emuprof_loader::load("./prog".as_ref()).expect("loadable");
 //! let args = vec!["./prog".to_string()];
 //! let options = RunOptions::new(args, FilesOptions::for_exe("./prog".into()));
-//! let outcome = run(&binary, options).expect("machine set up");
+//! let outcome = run(std::sync::Arc::new(binary), options).expect("machine set up");
 //! println!("{} instructions", outcome.profile.total_instructions);
 //! ```
 #![deny(missing_docs)]

@@ -530,22 +530,18 @@ mod tests {
     }
 
     fn run(limit: u64, events: impl FnOnce(&mut TreeFeed)) -> (BuiltTree, TreeState) {
-        let code = snapshot();
-        let starts = FunctionStarts::default();
-        std::thread::scope(|scope| {
-            let setup = BuilderSetup {
-                code: &code,
-                function_starts: &starts,
-                tree: CallTreeBuilder::new(0x1000, 0x7000),
-                instruction_limit: limit,
-                progress: Arc::default(),
-                snapshots: None,
-            };
-            let (mut feed, handle) = spawn(scope, setup).expect("a thread");
-            events(&mut feed);
-            let state = feed.close();
-            (handle.join().expect("builder thread"), state)
-        })
+        let setup = BuilderSetup {
+            code: Arc::new(snapshot()),
+            function_starts: Arc::new(FunctionStarts::default()),
+            tree: CallTreeBuilder::new(0x1000, 0x7000),
+            instruction_limit: limit,
+            progress: Arc::default(),
+            snapshots: None,
+        };
+        let (mut feed, handle) = spawn(setup).expect("a thread");
+        events(&mut feed);
+        let state = feed.close();
+        (handle.join().expect("builder thread"), state)
     }
 
     fn rounds(feed: &mut TreeFeed, n: usize) {
@@ -589,7 +585,8 @@ mod tests {
                 feed.sync(),
                 TreeState {
                     instructions: 30,
-                    limit_reached: false
+                    limit_reached: false,
+                    node: 0
                 }
             );
             rounds(feed, n - 10);
@@ -598,7 +595,8 @@ mod tests {
             state,
             TreeState {
                 instructions: 3 * n as u64,
-                limit_reached: false
+                limit_reached: false,
+                node: 0
             }
         );
         assert_eq!(built.executions, vec![n as u64; 3]);
@@ -619,7 +617,8 @@ mod tests {
             state,
             TreeState {
                 instructions: 7,
-                limit_reached: true
+                limit_reached: true,
+                node: 0
             }
         );
         assert_eq!(built.executions, vec![3, 2, 2]);

@@ -102,7 +102,6 @@ fn read_and_load(
     let mut budget = MAX_ARG_BYTES;
     let argv = read_strings(&view, argv, &mut budget)?;
     let env = read_strings(&view, envp, &mut budget)?;
-    drop(view);
     let loaded = load(st, path, argv, 0)?;
     st.sys.files.set_exe_path(&loaded.host_path);
     Ok(match loaded.binary {

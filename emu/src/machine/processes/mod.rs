@@ -39,6 +39,25 @@ pub enum ProcessRequest {
     ExecNative(exec::NativeExec),
 }
 
+/// Whether the processes family runs syscall `number`.
+#[cfg(test)]
+pub fn answers(number: u64) -> bool {
+    matches!(
+        number,
+        SYS_FORK
+            | SYS_VFORK
+            | SYS_EXECVE
+            | SYS_EXECVEAT
+            | SYS_WAIT4
+            | SYS_WAITID
+            | SYS_GETPGRP
+            | SYS_GETPGID
+            | SYS_GETSID
+            | SYS_SETPGID
+            | SYS_SETSID
+    )
+}
+
 /// Runs a syscall of the processes family.
 pub fn call(
     uc: &mut Unicorn<'_, ()>,

@@ -14,7 +14,7 @@ use crate::syscalls::table::{family_of, syscall_table, Family, FileGroup};
 use crate::syscalls::test_harness::Harness;
 use crate::syscalls::test_memory::VecMemory;
 use crate::syscalls::time::Time;
-use crate::syscalls::{children, credentials, memory_map, SyscallCall};
+use crate::syscalls::{credentials, memory_map, SyscallCall};
 
 /// Arguments every call fails on without touching anything: fd -1, an
 /// unaligned, unmapped address, a length no call accepts.
@@ -79,7 +79,7 @@ impl Families {
             Family::Process => self.process.handle(&mut call).is_some(),
             Family::Signals => self.signals.handle(&mut call).is_some(),
             Family::Credentials => credentials::handle(&mut call).is_some(),
-            Family::Children => children::handle(&mut call).is_some(),
+            Family::Processes => super::super::processes::answers(number),
             Family::Files(group) => self.files.call_group(group, number, &PROBE_ARGS).is_some(),
         }
     }
@@ -94,7 +94,7 @@ const FAMILIES: [Family; 15] = [
     Family::Process,
     Family::Signals,
     Family::Credentials,
-    Family::Children,
+    Family::Processes,
     Family::Files(FileGroup::Io),
     Family::Files(FileGroup::FdOps),
     Family::Files(FileGroup::Stat),

@@ -293,8 +293,8 @@ mod tests {
 
     fn three() -> Scheduler {
         let mut s = Scheduler::new(100, 10);
-        s.add(ThreadSignals::default());
-        s.add(ThreadSignals::default());
+        s.add(101, ThreadSignals::default());
+        s.add(102, ThreadSignals::default());
         s
     }
 
