@@ -17,7 +17,6 @@ use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::super::guest_process::{install_hooks, new_engine, GuestProcess};
 use super::super::hooks;
-use super::super::stack_pointer::StackPointerReader;
 use super::super::state::{MachineState, SyscallState};
 use super::super::threads::{self, RunState, Wait};
 use super::ProcessRequest;
@@ -201,9 +200,11 @@ impl GuestProcess {
             symbols: parent.symbols.clone(),
             blocks: BlockCache::new()?,
             text: parent.text,
+            // The fast path's range and the reader that trusts it go
+            // together: the child inherits both.
             fast_text: parent.fast_text,
             feed,
-            stack_pointer: StackPointerReader::new(),
+            stack_pointer: parent.stack_pointer,
             space,
             sys,
             threads: threads::Scheduler::new(pid, options.quantum),
