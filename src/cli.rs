@@ -129,7 +129,7 @@ pub struct RunArgs {
     pub top: usize,
     /// The summary covers only this guest thread (the profile keeps all).
     #[command(flatten)]
-    pub thread: crate::commands::profile_file::ThreadArg,
+    pub part: crate::commands::profile_file::ProfilePart,
     /// Show a live terminal view while the program runs (needs a terminal);
     /// the program's stdout and stderr go to --live-output meanwhile.
     #[arg(long)]

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use emuprof_analysis::{Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
-use emuprof_emu::{RunOptions, RunOutcome, StopReason};
+use emuprof_emu::{LoadedLibrary, RunOptions, RunOutcome, StopReason};
+use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
 
 use crate::error::{Error, Result};
 use crate::symbols::SymbolResolver;
@@ -89,17 +90,50 @@ impl Run {
     }
 }
 
-/// Turns a run's raw profile into a symbolicated [`Profile`] that names the
-/// objects that ran (`program` is the path the binary was loaded from).
+/// Turns a run's raw profiles into one symbolicated [`Profile`] that names
+/// the objects that ran (`program` is the path the binary was loaded from):
+/// the first program's image, with every further process image (each
+/// symbolicated with its own program and libraries) in
+/// [`Profile::processes`].
 pub fn symbolicate(
     program: &Path,
     binary: &emuprof_loader::Binary,
     outcome: &RunOutcome,
 ) -> Result<Profile> {
-    let resolver = SymbolResolver::for_run(binary, &outcome.libraries);
-    let mut profile = Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION"))?;
     let program = std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf());
-    profile.objects = std::iter::once((program.as_path(), binary))
+    let mut first = symbolicate_image(&program, binary, &outcome.profile, &outcome.libraries)?;
+    // The program file of each image: a forked image runs its forker's, an
+    // exec'd one the program the guest named.
+    let mut programs = vec![program];
+    for image in &outcome.more_processes {
+        let path = match image.profile.process.origin {
+            ProcessOrigin::Forked { image: from, .. } => programs.get(from).cloned(),
+            ProcessOrigin::First | ProcessOrigin::Execed { .. } => None,
+        }
+        .unwrap_or_else(|| PathBuf::from(&image.profile.process.program));
+        first.processes.push(symbolicate_image(
+            &path,
+            &image.binary,
+            &image.profile,
+            &image.libraries,
+        )?);
+        programs.push(path);
+    }
+    first.validate()?;
+    Ok(first)
+}
+
+/// Symbolicates one process image: its raw profile through its program and
+/// libraries, with the objects that ran.
+fn symbolicate_image(
+    program: &Path,
+    binary: &emuprof_loader::Binary,
+    raw: &RawProfile,
+    libraries: &[LoadedLibrary],
+) -> Result<Profile> {
+    let resolver = SymbolResolver::for_run(binary, libraries);
+    let mut profile = Profile::from_raw(raw, &resolver, env!("CARGO_PKG_VERSION"))?;
+    profile.objects = std::iter::once((program, binary))
         .chain(binary.interpreter.as_deref().map(|i| {
             (
                 Path::new(binary.image.interpreter.as_deref().unwrap_or("")),
@@ -107,8 +141,7 @@ pub fn symbolicate(
             )
         }))
         .chain(
-            outcome
-                .libraries
+            libraries
                 .iter()
                 .map(|l| (l.path.as_path(), l.binary.as_ref())),
         )

@@ -52,6 +52,15 @@ pub enum AnalysisError {
         known: Vec<u64>,
     },
 
+    /// A per-process view asks for a pid the run did not have.
+    #[error("the run has no process {pid}; its processes are {}", list_ids(known))]
+    UnknownProcess {
+        /// The pid asked for.
+        pid: u64,
+        /// The pids of the run, in the order their first image started.
+        known: Vec<u64>,
+    },
+
     /// An `--include`/`--exclude` pattern is not a valid regular expression.
     #[error("invalid regular expression {pattern:?}: {source}")]
     Regex {

@@ -13,6 +13,7 @@
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
 //! | guest threads: thread table rules, concurrency, spawn edges | [`threads`] |
 //! | one thread's own profile (`--thread`) | [`thread_view`] |
+//! | guest processes: the process table, one process's profile (`--pid`) | [`processes`] |
 //! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
 //! | Kaes display tree (master nodes) | [`display_tree`] |
 //! | flat, graph, tree and summary reports, text and JSON | [`report`] |
@@ -59,6 +60,7 @@ pub mod error;
 pub mod export;
 pub mod instructions;
 pub mod limits;
+pub mod processes;
 pub mod profile;
 /// The recorded-profile tables (`emuprof-model`), re-exported: what the
 /// emulator fills and [`Profile::from_raw`] reads.
@@ -75,6 +77,7 @@ pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
 pub use profile::{
-    Block, CallNode, Function, FunctionId, LoadedObject, Profile, Thread, Totals, SCHEMA_VERSION,
+    Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Thread,
+    Totals, SCHEMA_VERSION,
 };
 pub use symbolicate::{FunctionInfo, Resolve};

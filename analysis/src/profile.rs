@@ -11,10 +11,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
+/// Which guest process a profile records: pid, parent pid, how it started
+/// (the first program, a fork from a calling context of another image, an
+/// `execve` replacing another image) and the program it runs.
+pub use emuprof_model::RawProcess as Process;
+pub use emuprof_model::ProcessOrigin;
 
 /// The schema version this crate writes. [`Profile::read_json`] also reads
-/// version 1 (before threads), as one main thread.
-pub const SCHEMA_VERSION: u32 = 2;
+/// version 1 (before threads), as one main thread, and version 2 (before
+/// processes), as the run's only process.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version [`Profile::read_json`] still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
@@ -53,6 +59,16 @@ pub struct Profile {
     pub call_tree: Vec<CallNode>,
     /// Every distinct basic block executed, sorted by address.
     pub blocks: Vec<Block>,
+    /// Which process image this profile records. Profiles older than
+    /// version 3 read as the first program (pid 4242).
+    #[serde(default)]
+    pub process: Process,
+    /// The run's further process images, in the order they started (image
+    /// `i + 1` is `processes[i]`): every process a `fork` made and every
+    /// program an `execve` started. Only the first image's profile (the
+    /// file's top level) has them; empty for a run of one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<Profile>,
 }
 
 /// One file whose code the guest ran.
@@ -196,6 +212,9 @@ impl Profile {
         if found == 1 {
             crate::threads::upgrade_version_1(&mut profile)?;
         }
+        if found < 3 {
+            crate::processes::upgrade_version_2(&mut profile)?;
+        }
         profile.validate()?;
         Ok(profile)
     }
@@ -208,9 +227,16 @@ impl Profile {
 
     /// Checks what the analysis relies on: node ids equal their index, the first
     /// node is the only root, every parent comes before its child, every
-    /// function index is in range, and the thread table is consistent
-    /// ([`crate::threads`] lists its rules).
+    /// function index is in range, the thread table is consistent
+    /// ([`crate::threads`] lists its rules), and so is every further process
+    /// image with the process table ([`crate::processes`]).
     pub fn validate(&self) -> Result<()> {
+        self.validate_image()?;
+        crate::processes::validate(self)
+    }
+
+    /// [`Profile::validate`] of this image alone, without its further images.
+    pub(crate) fn validate_image(&self) -> Result<()> {
         let bad = |msg: String| Err(AnalysisError::Inconsistent(msg));
         let function_count = self.functions.len();
         for (index, node) in self.call_tree.iter().enumerate() {

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::symbolicate::{FunctionInfo, Resolve};
 use crate::threads::DEFAULT_MAIN_THREAD_ID;
-use emuprof_model::{NodeId, RawNode, RawProfile, RawThread};
+use emuprof_model::{NodeId, RawNode, RawProcess, RawProfile, RawThread};
 
 /// Address of the first made-up function; the next ones follow every 0x100 bytes.
 pub const FIRST_ADDRESS: u64 = 0x40_1000;
@@ -46,6 +46,11 @@ impl RawTreeBuilder {
                     id: DEFAULT_MAIN_THREAD_ID,
                     ..RawThread::default()
                 }],
+                process: RawProcess {
+                    pid: DEFAULT_MAIN_THREAD_ID,
+                    program: "./sample".into(),
+                    ..RawProcess::default()
+                },
                 ..RawProfile::default()
             },
             explicit_min_max: vec![false],

@@ -141,11 +141,13 @@ impl Profile {
             functions,
             call_tree,
             blocks: raw.blocks.clone(),
+            process: raw.process.clone(),
+            processes: Vec::new(),
         };
         if profile.threads.is_empty() {
             profile.threads = crate::threads::single_main_thread(&profile);
         }
-        profile.validate()?;
+        profile.validate_image()?;
         derive_totals(&mut profile);
         Ok(profile)
     }

@@ -144,6 +144,8 @@ impl Profile {
                 .collect(),
             call_tree,
             blocks: blocks.of_thread(index),
+            process: self.process.clone(),
+            processes: Vec::new(),
         };
         derive_totals(&mut profile);
         profile

@@ -91,12 +91,12 @@ pub struct AnnotateArgs {
     /// Only one thread (counts of a function several threads ran are then
     /// divided among them by their self instructions: an estimate).
     #[command(flatten)]
-    pub thread: profile_file::ThreadArg,
+    pub part: profile_file::ProfilePart,
 }
 
 /// Prints the annotation to stdout.
 pub fn run(args: AnnotateArgs) -> Result<i32> {
-    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
+    let profile = profile_file::read_selected(&args.profile, &args.part)?;
     let (_, costs) = args.code.costs(&profile)?;
     let mut options = AnnotateOptions::default();
     options.inline = args.code.inline();

@@ -85,14 +85,14 @@ pub struct ExportArgs {
     /// Only one thread (callgrind: a `thread:` file, as Callgrind's
     /// --separate-threads writes one per thread).
     #[command(flatten)]
-    pub thread: profile_file::ThreadArg,
+    pub part: profile_file::ProfilePart,
 }
 
 /// Writes the export atomically.
 pub fn run(args: ExportArgs) -> Result<i32> {
     let target = OutputTarget::open(&args.output)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
+    let profile = profile_file::read_selected(&args.profile, &args.part)?;
     let bytes = export_bytes(&profile, &args)?;
     target
         .write(|w| w.write_all(&bytes))
@@ -139,7 +139,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             // Absolute and without `.` components, as Callgrind writes `ob=`.
             let object = std::path::absolute(&binary).unwrap_or(binary);
             options.object = Some(object.display().to_string());
-            options.thread = args.thread.thread;
+            options.thread = args.part.thread;
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
@@ -154,7 +154,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
                 .base
                 .as_deref()
                 .context("diff-flamegraph needs --base BEFORE.json")?;
-            let base = profile_file::read_thread(base_path, &args.thread)?;
+            let base = profile_file::read_selected(base_path, &args.part)?;
             let base_code = CodeArgs {
                 binary: None,
                 inline: args.code.inline,

@@ -1,4 +1,5 @@
-//! Reading a profile written by `emuprof run`, whole or one thread of it
+//! Reading a profile written by `emuprof run`: one process image of the run
+//! (`--pid PID`, by default the first program), whole or one thread of it
 //! (`--thread ID`).
 
 use std::fs::File;
@@ -9,9 +10,15 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use emuprof_analysis::Profile;
 
-/// `--thread ID`, shared by every command that reads or prints a profile.
-#[derive(Debug, Clone, Args)]
-pub struct ThreadArg {
+/// `--pid PID` and `--thread ID`, shared by every command that reads or
+/// prints a profile.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProfilePart {
+    /// Only this guest process (its pid as `report --processes` lists it;
+    /// a pid that exec'd a program means the program it ended in). Default:
+    /// the first program (emuprof says so when the run had more processes).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u64>,
     /// Only this guest thread (its id as `report --threads` lists it): its own
     /// calls, re-rooted at the function it started in, costs its own. Default:
     /// all threads, each spawned thread under the call that started it.
@@ -19,20 +26,49 @@ pub struct ThreadArg {
     pub thread: Option<u64>,
 }
 
-impl ThreadArg {
-    /// The profile, or its view of the chosen thread; an unknown id is an
-    /// error listing the ids there are.
+impl ProfilePart {
+    /// The chosen process image of the run (one line on stderr says which
+    /// when the run had several and none was chosen), or its view of the
+    /// chosen thread; an unknown pid or thread id is an error listing the
+    /// ones there are.
     pub fn select(&self, profile: Profile) -> Result<Profile> {
+        let image = match self.pid {
+            Some(pid) => profile.process_view(pid)?,
+            None => {
+                if let Some(line) = other_processes_note(&profile) {
+                    eprintln!("emuprof: {line}");
+                }
+                profile.image_view(0).expect("a run has a first image")
+            }
+        };
         match self.thread {
-            None => Ok(profile),
-            Some(id) => Ok(profile.thread_view(id)?),
+            None => Ok(image),
+            Some(id) => Ok(image.thread_view(id)?),
         }
     }
 }
 
-/// Reads the profile at `path` and selects the thread `thread` asks for.
-pub fn read_thread(path: &Path, thread: &ThreadArg) -> Result<Profile> {
-    thread.select(read(path)?)
+/// For a run of several processes: which one is shown by default and how
+/// to see the others; `None` for a run of one process.
+pub fn other_processes_note(profile: &Profile) -> Option<String> {
+    if profile.processes.is_empty() {
+        return None;
+    }
+    let pids = profile.pids();
+    Some(format!(
+        "showing process {} ({}), the first of {} processes ({} program images); \
+         `emuprof report PROFILE --processes` maps them, `--pid PID` selects one",
+        profile.process.pid,
+        profile.process.program,
+        pids.len(),
+        profile.processes.len() + 1
+    ))
+}
+
+/// Reads the profile at `path` and selects the process and thread `part`
+/// asks for.
+pub fn read_selected(path: &Path, part: &ProfilePart) -> Result<Profile> {
+    part.select(read(path)?)
 }
 
 /// Reads and validates the profile at `path`.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
-use emuprof_analysis::report::{flat, graph, summary, threads, tree};
+use emuprof_analysis::report::{flat, graph, processes, summary, threads, tree};
 use emuprof_analysis::CallGraph;
 
 use super::profile_file;
@@ -55,9 +55,13 @@ pub struct ReportArgs {
     /// Thread map: each thread's parent, spawn site, start function, share.
     #[arg(long, group = "kind", conflicts_with = "thread")]
     pub threads: bool,
-    /// Only one thread.
+    /// Process map: every process image of the run as a tree (fork site or
+    /// exec, program, how it ended, share of the run).
+    #[arg(long, group = "kind", conflicts_with_all = ["pid", "thread"])]
+    pub processes: bool,
+    /// Only one process, one thread.
     #[command(flatten)]
-    pub thread: profile_file::ThreadArg,
+    pub part: profile_file::ProfilePart,
     /// Machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -97,9 +101,26 @@ fn inlined_functions(
     Ok(emuprof::source_map::instruction_costs(profile, &binary)?.inlined_by_function())
 }
 
+/// Prints the process map of the whole run to stdout.
+fn process_map(args: &ReportArgs) -> Result<i32> {
+    let profile = profile_file::read(&args.profile)?;
+    let stdout = io::stdout();
+    if args.json {
+        processes::write_json(&profile, BufWriter::new(stdout.lock()))?;
+    } else {
+        let mut out = BufWriter::new(EscapeControls::new(stdout.lock()));
+        processes::write_text(&profile, &mut out)?;
+        out.flush()?;
+    }
+    Ok(0)
+}
+
 /// Prints the requested report to stdout.
 pub fn run(args: ReportArgs) -> Result<i32> {
-    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
+    if args.processes {
+        return process_map(&args);
+    }
+    let profile = profile_file::read_selected(&args.profile, &args.part)?;
     let graph = CallGraph::new(&profile);
     let stdout = io::stdout();
     // Text goes to a terminal: names from the binary get their control

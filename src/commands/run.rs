@@ -63,8 +63,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         eprintln!("emuprof: {note}");
     }
     if !args.quiet {
-        match args.thread.select(profile.clone()) {
-            Ok(shown) => eprint!("{}", summary::render(&shown, args.thread.thread, args.top)),
+        match args.part.select(profile.clone()) {
+            Ok(shown) => eprint!("{}", summary::render(&shown, args.part.thread, args.top)),
             Err(err) => eprintln!("emuprof: {err:#}"),
         }
     }

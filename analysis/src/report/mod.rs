@@ -7,6 +7,7 @@
 //! | tree | [`tree`] | Kaes's display tree, small subtrees folded |
 //! | summary | [`summary`] | Trin-Trin's summary: sizes, recursion, depths, hottest function and edge |
 //! | thread map | [`threads`] | every guest thread: parent, spawn site, start function, instructions, share |
+//! | process map | [`processes`] | every process image as a tree: fork site or exec, program, argv, ending, instructions, share |
 //!
 //! Every report has an `Options` struct (`Default` gives the documented
 //! defaults) and two functions, `write_text` and `write_json`, writing to any
@@ -15,6 +16,7 @@
 pub mod flat;
 pub mod format;
 pub mod graph;
+pub mod processes;
 pub mod summary;
 pub mod threads;
 pub mod tree;

@@ -59,7 +59,7 @@ pub struct ViewArgs {
     pub code: CodeArgs,
     /// Only one thread.
     #[command(flatten)]
-    pub thread: profile_file::ThreadArg,
+    pub part: profile_file::ProfilePart,
 }
 
 /// The threshold (percent) the page starts with.
@@ -90,7 +90,7 @@ pub fn run(args: ViewArgs) -> Result<i32> {
         };
         return serve_page(&args, &format!("the run streamed at {address}"), &page);
     }
-    let profile = profile_file::read_thread(&args.profile, &args.thread)?;
+    let profile = profile_file::read_selected(&args.profile, &args.part)?;
     let costs = args.code.optional_costs(&profile)?;
     let graph = CallGraph::new(&profile);
     let page = Page {
