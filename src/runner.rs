@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
 use emuprof_analysis::{Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
 use emuprof_emu::{LoadedLibrary, RunOptions, RunOutcome, StopReason};
-use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
 
 use crate::error::{Error, Result};
 use crate::symbols::SymbolResolver;

@@ -61,6 +61,16 @@ pub enum AnalysisError {
         known: Vec<u64>,
     },
 
+    /// A limits file or a selection names a program no process of the run
+    /// started.
+    #[error("no process of the run started the program {name}; the programs started are {}", known.join(", "))]
+    UnknownProgram {
+        /// The program asked for.
+        name: String,
+        /// The programs the run started, in start order.
+        known: Vec<String>,
+    },
+
     /// An `--include`/`--exclude` pattern is not a valid regular expression.
     #[error("invalid regular expression {pattern:?}: {source}")]
     Regex {

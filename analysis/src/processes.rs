@@ -57,6 +57,39 @@ impl Profile {
         })
     }
 
+    /// The first image of the run that started program `name` (the first
+    /// program, or one an `execve` started; a forked image goes on running
+    /// its forker's program and is not a start), without further images.
+    /// `name` is the program's path as the guest named it or its file name.
+    /// Fails with [`AnalysisError::UnknownProgram`] (listing the programs
+    /// started) when no image started it.
+    pub fn program_view(&self, name: &str) -> Result<Profile> {
+        let started = || {
+            self.images()
+                .enumerate()
+                .filter(|(_, image)| !matches!(image.process.origin, ProcessOrigin::Forked { .. }))
+        };
+        let index = started()
+            .find(|(_, image)| {
+                let program = image.process.program.as_str();
+                program == name || std::path::Path::new(program).file_name() == Some(name.as_ref())
+            })
+            .map(|(index, _)| index)
+            .ok_or_else(|| {
+                let mut known: Vec<String> = Vec::new();
+                for (_, image) in started() {
+                    if !known.contains(&image.process.program) {
+                        known.push(image.process.program.clone());
+                    }
+                }
+                AnalysisError::UnknownProgram {
+                    name: name.to_string(),
+                    known,
+                }
+            })?;
+        Ok(self.image_view(index).expect("the index was found"))
+    }
+
     /// The distinct pids of the run, in the order their first image started.
     pub fn pids(&self) -> Vec<u64> {
         let mut pids: Vec<u64> = Vec::new();
@@ -103,12 +136,16 @@ pub(crate) fn validate(profile: &Profile) -> Result<()> {
     let images: Vec<&Profile> = profile.images().collect();
     for (index, image) in images.iter().enumerate().skip(1) {
         if !image.processes.is_empty() {
-            return bad(format!("process image {index} has process images of its own"));
+            return bad(format!(
+                "process image {index} has process images of its own"
+            ));
         }
         image.validate_image()?;
         let (from, expected_parent) = match image.process.origin {
             ProcessOrigin::First => {
-                return bad(format!("process image {index} claims to be the first program"))
+                return bad(format!(
+                    "process image {index} claims to be the first program"
+                ))
             }
             ProcessOrigin::Forked { image: from, at } => {
                 let Some(source) = images.get(from).filter(|_| from < index) else {
@@ -209,6 +246,15 @@ mod tests {
         let first = run.process_view(4242).expect("4242 ran");
         assert!(first.processes.is_empty());
         assert_eq!(first.totals.instructions, 110);
+        let child = run.program_view("child").expect("./child was exec'd");
+        assert_eq!((child.process.pid, child.totals.instructions), (4243, 17));
+        let first = run.program_view("./parent").expect("the first program");
+        assert_eq!(first.process.origin, ProcessOrigin::First);
+        let err = run.program_view("other").expect_err("never started");
+        assert_eq!(
+            err.to_string(),
+            "no process of the run started the program other; the programs started are ./parent, ./child"
+        );
         let err = run.process_view(99).expect_err("no pid 99");
         assert_eq!(
             err.to_string(),
@@ -226,7 +272,10 @@ mod tests {
         let mut run = run_of_three();
         run.processes[1].process.origin = ProcessOrigin::Execed { image: 2 };
         let err = run.validate().expect_err("an image cannot replace itself");
-        assert!(err.to_string().contains("does not start before it"), "{err}");
+        assert!(
+            err.to_string().contains("does not start before it"),
+            "{err}"
+        );
 
         let mut run = run_of_three();
         run.processes[0].process.parent = Some(1);

@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
+pub use emuprof_model::ProcessOrigin;
 /// Which guest process a profile records: pid, parent pid, how it started
 /// (the first program, a fork from a calling context of another image, an
 /// `execve` replacing another image) and the program it runs.
 pub use emuprof_model::RawProcess as Process;
-pub use emuprof_model::ProcessOrigin;
 
 /// The schema version this crate writes. [`Profile::read_json`] also reads
 /// version 1 (before threads), as one main thread, and version 2 (before
@@ -298,11 +298,11 @@ mod tests {
 
     #[test]
     fn other_schema_versions_are_refused_with_both_versions_named() {
-        let json = sample_json().replace("\"schema_version\": 2", "\"schema_version\": 7");
+        let json = sample_json().replace("\"schema_version\": 3", "\"schema_version\": 7");
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
         assert!(
-            message.contains("schema_version 7") && message.contains("versions 1 to 2"),
+            message.contains("schema_version 7") && message.contains("versions 1 to 3"),
             "{message}"
         );
     }
@@ -314,6 +314,7 @@ mod tests {
         value["schema_version"] = 1.into();
         let object = value.as_object_mut().expect("an object");
         object.remove("threads");
+        object.remove("process");
         for function in object["functions"].as_array_mut().expect("functions") {
             function
                 .as_object_mut()

@@ -62,6 +62,10 @@ pub struct CheckArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// How the guest runs (only with a program after `--`).
+    /// Check this guest process (its pid as `report --processes` lists it)
+    /// instead of the first program or the limits file's `process`.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u64>,
     #[command(flatten)]
     pub guest: GuestArgs,
     /// A profile written by `emuprof run`.
@@ -87,7 +91,12 @@ pub fn run(args: CheckArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let profile = obtain_profile(&args, json_target.iter())?;
+    let run = obtain_profile(&args, json_target.iter())?;
+    let profile = checked_process(&run, &args, &limits)?;
+    let baseline = match baseline {
+        Some(base) => Some(checked_process(&base, &args, &limits)?),
+        None => None,
+    };
     if let Some(base) = &baseline {
         if base.command != profile.command {
             eprintln!(
@@ -136,10 +145,8 @@ pub fn run(args: CheckArgs) -> Result<i32> {
                 args.baseline_dir.display()
             )
         })?;
-        write_atomically(&path, |w| {
-            profile.write_json(w).map_err(std::io::Error::other)
-        })
-        .with_context(|| format!("cannot save the baseline {}", path.display()))?;
+        write_atomically(&path, |w| run.write_json(w).map_err(std::io::Error::other))
+            .with_context(|| format!("cannot save the baseline {}", path.display()))?;
         eprintln!("emuprof: baseline {name} saved to {}", path.display());
     }
     Ok(0)
@@ -181,9 +188,8 @@ fn load_baseline(args: &CheckArgs) -> Result<Option<Profile>> {
     profile_file::read(&path).map(Some)
 }
 
-/// Reads PROFILE, or runs the program after `--`; refuses partial profiles,
-/// whose costs are incomplete.
-/// `also_written` are the other output targets, which the guest must not write.
+/// Reads PROFILE, or runs the program after `--` (the whole run, every
+/// process). `also_written` are the other output targets, which the guest must not write.
 fn obtain_profile<'t>(
     args: &CheckArgs,
     also_written: impl Iterator<Item = &'t OutputTarget>,
@@ -229,6 +235,28 @@ fn obtain_profile<'t>(
         }
         (None, None) => bail!("give a profile, or a program to run after `--`"),
     };
+    Ok(profile)
+}
+
+/// The process of `run` whose costs are checked: `--pid`, the limits file's
+/// `process`, or the first program (one line says so when the run had
+/// more). It must have run to its end: a partial profile's costs are
+/// incomplete.
+fn checked_process(run: &Profile, args: &CheckArgs, limits: &Limits) -> Result<Profile> {
+    let profile = match (args.pid, &limits.process) {
+        (Some(_), Some(name)) => {
+            bail!("--pid and the limits file's process = {name:?} both choose a process; drop one")
+        }
+        (Some(pid), None) => run.process_view(pid)?,
+        (None, Some(name)) => run.program_view(name)?,
+        (None, None) => profile_file::ProfilePart::default().select(run.clone())?,
+    };
+    if !run.processes.is_empty() && (args.pid.is_some() || limits.process.is_some()) {
+        eprintln!(
+            "emuprof: checking process {} ({})",
+            profile.process.pid, profile.process.program
+        );
+    }
     if let Some(reason) = &profile.partial {
         bail!("the profile is partial ({reason}); its costs are incomplete, so no limit can be checked");
     }

@@ -64,6 +64,9 @@ pub struct DiffArgs {
     /// Write to FILE instead of stdout (`-` is stdout too).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Compare one process (the same pid in A and B) or one thread of it.
+    #[command(flatten)]
+    pub part: profile_file::ProfilePart,
     /// How the guests run (only with --run).
     #[command(flatten)]
     pub guest: GuestArgs,
@@ -83,7 +86,7 @@ pub fn run(args: DiffArgs) -> Result<i32> {
             let path = args.output.as_deref().unwrap_or(Path::new("-"));
             format!("cannot write {}", path.display())
         })?;
-    let (a, b) = if args.run {
+    let (whole_a, whole_b) = if args.run {
         (
             profile_of_run(&args.a, &args, &target)?,
             profile_of_run(&args.b, &args, &target)?,
@@ -91,6 +94,8 @@ pub fn run(args: DiffArgs) -> Result<i32> {
     } else {
         (profile_file::read(&args.a)?, profile_file::read(&args.b)?)
     };
+    let a = args.part.select(whole_a).context("in profile A")?;
+    let b = args.part.select(whole_b).context("in profile B")?;
     for (label, profile) in [("A", &a), ("B", &b)] {
         if let Some(reason) = &profile.partial {
             eprintln!("emuprof: note: profile {label} is partial ({reason}); its costs cover only part of the run");

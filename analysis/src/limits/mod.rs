@@ -1,12 +1,16 @@
 //! Cost limits for CI (`emuprof check`): the limits file and its evaluation.
 //!
-//! A limits file is TOML. `[total]` limits the whole run; each `[[function]]`
+//! A limits file is TOML. `[total]` limits the whole run (of one process:
+//! the first program, or the one a top-level `process = "NAME"` names by its
+//! program); each `[[function]]`
 //! limits the functions matching an exact `name` or a `regex`. Every `max_*`
 //! key other than the growth ones is a **hard limit** checked on the profile
 //! alone; `max_growth` / `max_growth_percent` are **soft limits** checked
 //! against a saved baseline profile and skipped when there is none.
 //!
 //! ```toml
+//! process = "sort"                  # optional: the process that started this program
+//!
 //! [total]
 //! max_instructions = 5_000_000      # hard: all instructions of the run
 //! max_calls = 100_000               # hard: all calls of the run
@@ -100,6 +104,12 @@ pub enum LimitsError {
 /// A parsed and validated limits file.
 #[derive(Debug, Clone)]
 pub struct Limits {
+    /// The process whose costs are limited, by its program (top-level
+    /// `process = "NAME"`: the first process image that started a program
+    /// of that path or file name, see
+    /// [`Profile::program_view`](crate::Profile::program_view)); `None`:
+    /// the first program.
+    pub process: Option<String>,
     /// Whole-run limits (`[total]`), if any.
     pub total: Option<TotalLimits>,
     /// Per-function limits (`[[function]]`), in file order.
@@ -187,6 +197,7 @@ pub struct FunctionLimits {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
+    process: Option<String>,
     total: Option<TotalLimits>,
     #[serde(default)]
     function: Vec<FunctionEntry>,
@@ -276,6 +287,7 @@ impl Limits {
             });
         }
         Ok(Limits {
+            process: file.process,
             total: file.total,
             functions,
         })

@@ -77,9 +77,8 @@ pub fn build(profile: &Profile) -> ProcessMap {
             ProcessOrigin::Forked { image: from, at } => ("fork", call_path(images[from], at)),
             ProcessOrigin::Execed { .. } => ("exec", Vec::new()),
         };
-        let replaced = (index + 1..images.len()).any(|i| {
-            images[i].process.origin == ProcessOrigin::Execed { image: index }
-        });
+        let replaced = (index + 1..images.len())
+            .any(|i| images[i].process.origin == ProcessOrigin::Execed { image: index });
         rows.push(ProcessRow {
             image: index,
             pid: image.process.pid,
@@ -100,7 +99,10 @@ pub fn build(profile: &Profile) -> ProcessMap {
         });
         let followers = (index + 1..images.len()).filter(|&i| source(i) == Some(index));
         for follower in followers.collect::<Vec<_>>().into_iter().rev() {
-            let execed = matches!(images[follower].process.origin, ProcessOrigin::Execed { .. });
+            let execed = matches!(
+                images[follower].process.origin,
+                ProcessOrigin::Execed { .. }
+            );
             pending.push((follower, if execed { depth } else { depth + 1 }));
         }
     }
@@ -157,7 +159,8 @@ fn short_path(path: &[String]) -> String {
 /// its `pid` column.
 pub fn write_text<W: Write>(profile: &Profile, mut out: W) -> Result<()> {
     let map = build(profile);
-    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     writeln!(
         out,
         "Process map: {} instructions in {} ({})",
