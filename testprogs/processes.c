@@ -15,6 +15,10 @@
  * killed    a child blocks reading a pipe; the parent kills it with SIGTERM
  * reap      five children exit with different statuses; the parent reaps
  *           them with waitpid(-1, WNOHANG) in a loop
+ * select    two children write into a pipe each; the parent multiplexes
+ *           them with select() until both end, after a select() that
+ *           times out (its sets come back empty) while the children wait
+ * epoll     the same with epoll_wait()
  * leaf      prints one line and exits 5
  *
  * Output never depends on how the processes interleave: a child prints only
@@ -25,7 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "testprog.h"
@@ -236,6 +243,145 @@ static int reap(void)
     return 0;
 }
 
+#define MUX_LINES 200
+
+/* Child `id` of a multiplexing test: waits on `go` until the parent says
+ * so, then writes MUX_LINES lines into `out` and exits. */
+static void mux_child(int id, int go, int out)
+{
+    char c;
+    if (read(go, &c, 1) != 1)
+        _exit(1);
+    for (int i = 0; i < MUX_LINES; i++) {
+        char line[64];
+        int len = snprintf(line, sizeof line, "child %d line %d: %lu\n", id, i, work(100));
+        if (write(out, line, (size_t)len) != len)
+            _exit(1);
+    }
+    _exit(0);
+}
+
+/* Starts two mux children; out[i] is the read end of child i's pipe,
+ * go[i] the write end of its start signal. */
+static int mux_start(int out[2], int go[2], pid_t child[2])
+{
+    for (int id = 0; id < 2; id++) {
+        int data[2], start[2];
+        if (pipe(data) || pipe(start))
+            return 1;
+        child[id] = fork_flushed();
+        if (child[id] == 0) {
+            close(data[0]);
+            close(start[1]);
+            if (id == 1) /* not the first child's pipes */
+                close(out[0]), close(go[0]);
+            mux_child(id, start[0], data[1]);
+        }
+        close(data[1]);
+        close(start[0]);
+        out[id] = data[0];
+        go[id] = start[1];
+    }
+    return 0;
+}
+
+/* Reads what is there on `fd` into the count of child `id`; 0 at EOF. */
+static ssize_t mux_read(int fd, long *bytes)
+{
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0)
+        *bytes += n;
+    return n;
+}
+
+static int mux_finish(const char *how, pid_t child[2], long bytes[2], int timed_out)
+{
+    for (int id = 0; id < 2; id++) {
+        int status;
+        waitpid(child[id], &status, 0);
+        printf("%s: child %d sent %ld bytes, ", how, id, bytes[id]);
+        describe("ended", status);
+    }
+    printf("%s: the early wait timed out with nothing ready: %s\n", how, timed_out ? "yes" : "no");
+    return 0;
+}
+
+static int select_mux(void)
+{
+    int out[2], go[2];
+    pid_t child[2];
+    long bytes[2] = {0, 0};
+    if (mux_start(out, go, child))
+        return 1;
+    fd_set early;
+    FD_ZERO(&early);
+    FD_SET(out[0], &early);
+    FD_SET(out[1], &early);
+    struct timeval wait = {0, 20000};
+    int timed_out = select(out[1] + 1, &early, NULL, NULL, &wait) == 0 &&
+                    !FD_ISSET(out[0], &early) && !FD_ISSET(out[1], &early);
+    write(go[0], "g", 1);
+    write(go[1], "g", 1);
+    int open_fds = 2;
+    while (open_fds > 0) {
+        fd_set ready;
+        FD_ZERO(&ready);
+        for (int id = 0; id < 2; id++)
+            if (out[id] >= 0)
+                FD_SET(out[id], &ready);
+        if (select(FD_SETSIZE, &ready, NULL, NULL, NULL) <= 0)
+            return 1;
+        for (int id = 0; id < 2; id++) {
+            if (out[id] >= 0 && FD_ISSET(out[id], &ready) && mux_read(out[id], &bytes[id]) == 0) {
+                close(out[id]);
+                out[id] = -1;
+                open_fds--;
+            }
+        }
+    }
+    return mux_finish("select", child, bytes, timed_out);
+}
+
+static int epoll_mux(void)
+{
+    int out[2], go[2];
+    pid_t child[2];
+    long bytes[2] = {0, 0};
+    if (mux_start(out, go, child))
+        return 1;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        return 1;
+    for (int id = 0; id < 2; id++) {
+        struct epoll_event event = {.events = EPOLLIN, .data.u64 = 100 + (uint64_t)id};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, out[id], &event))
+            return 1;
+    }
+    struct epoll_event got[4];
+    int timed_out = epoll_wait(ep, got, 4, 20) == 0;
+    write(go[0], "g", 1);
+    write(go[1], "g", 1);
+    int open_fds = 2;
+    while (open_fds > 0) {
+        int n = epoll_wait(ep, got, 4, -1);
+        if (n <= 0)
+            return 1;
+        for (int i = 0; i < n; i++) {
+            int id = (int)(got[i].data.u64 - 100);
+            if (id < 0 || id > 1)
+                return 1;
+            if (mux_read(out[id], &bytes[id]) == 0) {
+                epoll_ctl(ep, EPOLL_CTL_DEL, out[id], NULL);
+                close(out[id]);
+                open_fds--;
+            }
+        }
+    }
+    close(ep);
+    return mux_finish("epoll", child, bytes, timed_out);
+}
+
 int main(int argc, char **argv)
 {
     self = argv[0];
@@ -258,9 +404,13 @@ int main(int argc, char **argv)
         return killed();
     if (!strcmp(mode, "reap"))
         return reap();
+    if (!strcmp(mode, "select"))
+        return select_mux();
+    if (!strcmp(mode, "epoll"))
+        return epoll_mux();
     if (!strcmp(mode, "all"))
         return fork_and_wait() || harness(6) || pipeline(256) || spawn() || exec_child() ||
-               killed() || reap();
+               killed() || reap() || select_mux() || epoll_mux();
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
 }

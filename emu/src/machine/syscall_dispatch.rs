@@ -11,6 +11,7 @@ use super::stop::{signal, StopReason};
 use super::threads;
 use super::UnsupportedSyscalls;
 use crate::memory::{AddressSpace, GuestView};
+use crate::syscalls::files::select::{self, FdSets};
 use crate::syscalls::numbers::*;
 use crate::syscalls::signals::Disposition;
 use crate::syscalls::table::{family_of, syscall_name, Family};
@@ -50,6 +51,8 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         *a = uc.reg_read(r).unwrap_or(0);
     }
     watch_code_mappings(st, number, args);
+    // A `select` that runs again because its deadline passed.
+    let timed_out = std::mem::take(&mut st.threads.current().timed_out);
     let answer = family_of(number).and_then(|family| run_family(uc, st, family, number, args));
     let result = match answer {
         Some(Answer::Returns(result)) => result,
@@ -76,6 +79,26 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         Err(Errno::WOULD_BLOCK) if matches!(number, SYS_POLL | SYS_PPOLL) => {
             let timeout_ns = poll_timeout_ns(uc, st, number, args);
             threads::wait_for_poll(st, args[0], args[1], timeout_ns);
+            return;
+        }
+        Err(Errno::WOULD_BLOCK) if matches!(number, SYS_SELECT | SYS_PSELECT6) => {
+            let sets = FdSets::of_call(&args).expect("select checked its arguments");
+            if timed_out {
+                let mut view = GuestView {
+                    uc,
+                    space: &st.space,
+                };
+                select::clear_sets(&mut view, sets).map(|()| 0)
+            } else {
+                let timeout_ns = select_timeout_ns(uc, st, number, args[4]);
+                threads::wait_for_select(st, sets, timeout_ns);
+                return;
+            }
+        }
+        Err(Errno::WOULD_BLOCK) if matches!(number, SYS_EPOLL_WAIT | SYS_EPOLL_PWAIT) => {
+            let ms = args[3] as i32;
+            let timeout_ns = (ms >= 0).then(|| ms as u64 * 1_000_000);
+            threads::wait_for_epoll(st, args[0] as i32, timeout_ns);
             return;
         }
         Err(Errno::WOULD_BLOCK) => match io_direction(number) {
@@ -136,6 +159,26 @@ fn poll_timeout_ns(
     let secs = view.read_u64(args[2]).ok()?;
     let nanos = view.read_u64(args[2] + 8).ok()?;
     Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
+/// The timeout of a `select` (a timeval at `at`) or `pselect6` (a
+/// timespec) in nanoseconds; `None` to wait for ever.
+fn select_timeout_ns(uc: &mut Unicorn<'_, ()>, st: &MachineState, number: u64, at: u64) -> Option<u64> {
+    if at == 0 {
+        return None;
+    }
+    let view = GuestView {
+        uc,
+        space: &st.space,
+    };
+    let secs = view.read_u64(at).ok()?;
+    let fraction = view.read_u64(at + 8).ok()?;
+    let fraction_ns = if number == SYS_SELECT {
+        fraction.saturating_mul(1000)
+    } else {
+        fraction
+    };
+    Some(secs.saturating_mul(1_000_000_000).saturating_add(fraction_ns))
 }
 
 /// What a family did with a syscall.

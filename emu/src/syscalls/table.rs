@@ -272,7 +272,10 @@ syscall_table! {
         "host pipes: a read or write that has to wait blocks emuprof, so other guest threads do \
          not run meanwhile"
     );
-    SYS_SELECT = 23 => select;
+    SYS_SELECT = 23 => select: Files(FdOps), Partial(
+        "fd sets as one poll: a guest pipe waits in the guest (timeout on the virtual clock), host \
+         files wait on the host (host time); the timeout is not updated"
+    );
     SYS_SCHED_YIELD = 24 => sched_yield: Threads, Full;
     SYS_MREMAP = 25 => mremap: MemoryMap, Partial("MREMAP_FIXED gets EINVAL");
     SYS_MSYNC = 26 => msync: MemoryMap, Partial("does nothing: file mappings are private copies");
@@ -512,7 +515,7 @@ syscall_table! {
     SYS_IO_CANCEL = 210 => io_cancel;
     SYS_GET_THREAD_AREA = 211 => get_thread_area;
     SYS_LOOKUP_DCOOKIE = 212 => lookup_dcookie;
-    SYS_EPOLL_CREATE = 213 => epoll_create;
+    SYS_EPOLL_CREATE = 213 => epoll_create: Files(FdOps), Full;
     SYS_EPOLL_CTL_OLD = 214 => epoll_ctl_old;
     SYS_EPOLL_WAIT_OLD = 215 => epoll_wait_old;
     SYS_REMAP_FILE_PAGES = 216 => remap_file_pages;
@@ -531,8 +534,11 @@ syscall_table! {
     SYS_CLOCK_GETRES = 229 => clock_getres: Time, Full;
     SYS_CLOCK_NANOSLEEP = 230 => clock_nanosleep: Time, Full;
     SYS_EXIT_GROUP = 231 => exit_group: Machine, Full;
-    SYS_EPOLL_WAIT = 232 => epoll_wait;
-    SYS_EPOLL_CTL = 233 => epoll_ctl;
+    SYS_EPOLL_WAIT = 232 => epoll_wait: Files(FdOps), Partial(
+        "a host epoll instance: with a guest pipe in it, waits in the guest (timeout on the \
+         virtual clock); otherwise waits on the host (host time)"
+    );
+    SYS_EPOLL_CTL = 233 => epoll_ctl: Files(FdOps), Full;
     SYS_TGKILL = 234 => tgkill: Machine, Full;
     SYS_UTIMES = 235 => utimes: Files(Attributes), Full;
     SYS_VSERVER = 236 => vserver;
@@ -573,7 +579,9 @@ syscall_table! {
     SYS_READLINKAT = 267 => readlinkat: Files(Stat), Full;
     SYS_FCHMODAT = 268 => fchmodat: Files(Io), Full;
     SYS_FACCESSAT = 269 => faccessat: Files(Stat), Full;
-    SYS_PSELECT6 = 270 => pselect6;
+    SYS_PSELECT6 = 270 => pselect6: Files(FdOps), Partial(
+        "as select; the signal mask is ignored"
+    );
     SYS_PPOLL = 271 => ppoll: Files(FdOps), Partial(
         "waits on the host: the timeout is host time, not the virtual clock, and other guest \
          threads do not run meanwhile; the signal mask is ignored"
@@ -589,7 +597,9 @@ syscall_table! {
     SYS_VMSPLICE = 278 => vmsplice;
     SYS_MOVE_PAGES = 279 => move_pages;
     SYS_UTIMENSAT = 280 => utimensat: Files(Stat), Full;
-    SYS_EPOLL_PWAIT = 281 => epoll_pwait;
+    SYS_EPOLL_PWAIT = 281 => epoll_pwait: Files(FdOps), Partial(
+        "as epoll_wait; the signal mask is ignored"
+    );
     SYS_SIGNALFD = 282 => signalfd;
     SYS_TIMERFD_CREATE = 283 => timerfd_create;
     SYS_EVENTFD = 284 => eventfd;
@@ -601,7 +611,7 @@ syscall_table! {
     );
     SYS_SIGNALFD4 = 289 => signalfd4;
     SYS_EVENTFD2 = 290 => eventfd2;
-    SYS_EPOLL_CREATE1 = 291 => epoll_create1;
+    SYS_EPOLL_CREATE1 = 291 => epoll_create1: Files(FdOps), Full;
     SYS_DUP3 = 292 => dup3: Files(FdOps), Full;
     SYS_PIPE2 = 293 => pipe2: Files(FdOps), Partial(
         "host pipes: a read or write that has to wait blocks emuprof, so other guest threads do \

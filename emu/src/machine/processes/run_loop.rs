@@ -22,6 +22,7 @@ use super::super::threads::{self, RunState, Wait};
 use super::super::{ProcessImage, RunOutcome};
 use super::table::{Ending, Life, ProcessTable};
 use super::ProcessRequest;
+use crate::syscalls::files::select;
 use crate::EmuError;
 
 /// `SIGCHLD`.
@@ -362,6 +363,22 @@ impl World {
                     continue;
                 };
                 let polled = read_pollfds(&r.process.uc, &st, fds, count);
+                if st.sys.files.any_ready(&polled) {
+                    st.threads.wake_to_retry(thread);
+                }
+            }
+            let select_waits = st.threads.blocked_on(|w| matches!(w, Wait::Select(_)));
+            for thread in select_waits {
+                let RunState::Blocked {
+                    on: Wait::Select(sets),
+                    ..
+                } = st.threads.threads[thread].state
+                else {
+                    continue;
+                };
+                let polled = select::polled(sets, |at, buf| {
+                    st.space.read_raw(&r.process.uc, at, buf).is_ok()
+                });
                 if st.sys.files.any_ready(&polled) {
                     st.threads.wake_to_retry(thread);
                 }

@@ -18,6 +18,7 @@ use super::stop::{BlockedThread, StopReason};
 use crate::clock::EPOCH_SECONDS;
 use crate::memory::GuestView;
 use crate::syscalls::futex::{FutexOutcome, Timeout, ETIMEDOUT};
+use crate::syscalls::files::select::FdSets;
 use crate::syscalls::numbers::SYS_CLONE3;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 pub use scheduler::{Next, RunState, Scheduler, Wait, DEFAULT_QUANTUM};
@@ -251,6 +252,24 @@ pub fn wait_for_poll(st: &mut MachineState, fds: u64, count: u64, timeout_ns: Op
     block(st, Wait::Poll { fds, count }, deadline, 0);
 }
 
+/// A `select`/`pselect6` of guest pipes none of which is ready: the
+/// thread blocks until one is (its call runs again) or `timeout_ns` of
+/// virtual time has passed (its call runs again, finds the timeout passed
+/// and clears the sets).
+pub fn wait_for_select(st: &mut MachineState, sets: FdSets, timeout_ns: Option<u64>) {
+    let deadline = timeout_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
+    block(st, Wait::Select(sets), deadline, 0);
+}
+
+/// An `epoll_wait` of an instance that watches a guest pipe, with nothing
+/// ready: the thread blocks until the epoll fd `epfd` polls readable (its
+/// call runs again) or `timeout_ns` of virtual time has passed (it returns
+/// 0).
+pub fn wait_for_epoll(st: &mut MachineState, epfd: i32, timeout_ns: Option<u64>) {
+    let deadline = timeout_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
+    block(st, Wait::Io { fd: epfd, write: false }, deadline, 0);
+}
+
 /// `sched_yield`: another runnable thread (of this process or another)
 /// runs first.
 pub fn yield_now(st: &mut MachineState) {
@@ -404,6 +423,7 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
                 Wait::Io { fd, write: true } => format!("a write to fd {fd}"),
                 Wait::Vfork(pid) => format!("vfork child {pid}"),
                 Wait::Poll { count, .. } => format!("poll of {count} fds"),
+                Wait::Select(sets) => format!("select of {} fds", sets.nfds),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

@@ -10,6 +10,7 @@
 //! jumps to its timeout; when no thread has a timeout, the program is
 //! deadlocked. Nothing here looks at the host's clock or threads.
 
+use crate::syscalls::files::select::FdSets;
 use crate::syscalls::signals::ThreadSignals;
 
 /// Default quantum: events (≈ blocks, ≈ ten instructions each) a thread
@@ -45,6 +46,10 @@ pub enum Wait {
         /// Its length.
         count: u64,
     },
+    /// In `select`/`pselect6` of these fd sets, one of them a guest pipe;
+    /// the call runs again when one is ready, and once more (finding its
+    /// timeout passed) at its deadline.
+    Select(FdSets),
 }
 
 /// Whether a thread can run.
@@ -80,6 +85,9 @@ pub struct GuestThread {
     /// was woken from a [`Wait::Child`] or [`Wait::Io`] that may now be
     /// satisfied).
     pub retry: bool,
+    /// Whether it runs again because the deadline of its wait passed (a
+    /// [`Wait::Select`], which must then clear the guest's fd sets).
+    pub timed_out: bool,
     /// `set_tid_address`/`CLONE_CHILD_CLEARTID`: zeroed and woken at exit.
     pub clear_child_tid: u64,
     /// Its signal mask, pending signals and alternate stack while it is not
@@ -169,6 +177,7 @@ impl Scheduler {
             if matches!(t.state, RunState::Blocked { .. }) {
                 t.state = RunState::Runnable;
                 t.retry = true;
+                t.timed_out = false;
             }
         }
     }
@@ -201,7 +210,7 @@ impl Scheduler {
     /// Wakes every blocked thread whose deadline is at or before `now`
     /// (monotonic virtual time), in index order; returns them.
     pub fn expire(&mut self, now: u64) -> Vec<usize> {
-        let due: Vec<(usize, u64)> = self
+        let due: Vec<(usize, u64, Wait)> = self
             .threads
             .iter()
             .enumerate()
@@ -209,15 +218,21 @@ impl Scheduler {
                 RunState::Blocked {
                     deadline: Some(d),
                     timeout_result,
-                    ..
-                } if d <= now => Some((i, timeout_result)),
+                    on,
+                } if d <= now => Some((i, timeout_result, on)),
                 _ => None,
             })
             .collect();
-        for &(i, result) in &due {
-            self.wake(i, result);
+        for &(i, result, on) in &due {
+            if let Wait::Select(_) = on {
+                // Its call runs again and answers the timeout itself.
+                self.wake_to_retry(i);
+                self.threads[i].timed_out = true;
+            } else {
+                self.wake(i, result);
+            }
         }
-        due.into_iter().map(|(i, _)| i).collect()
+        due.into_iter().map(|(i, _, _)| i).collect()
     }
 
     /// Whether any blocked thread has a deadline (only then does the
@@ -272,6 +287,7 @@ impl GuestThread {
             context: None,
             resume_result: None,
             retry: false,
+            timed_out: false,
             clear_child_tid: 0,
             signals,
             signal_contexts: Vec::new(),

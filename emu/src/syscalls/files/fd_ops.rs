@@ -1,9 +1,11 @@
-//! Calls on fds themselves: `fcntl`, `dup*`, `ioctl`, pipes, `poll`, `sendfile`.
+//! Calls on fds themselves: `fcntl`, `dup*`, `ioctl`, pipes, `poll`,
+//! `select` (`select.rs`), `epoll` (`epoll.rs`), `sendfile`.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use super::fd_table::{FdEntry, MAX_FDS};
 use super::host;
+use super::select::{self, FdSets};
 use super::{int_arg, Files};
 use crate::syscalls::numbers::*;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
@@ -36,6 +38,16 @@ impl Files {
             SYS_PIPE2 => self.pipe2(mem, a[0], int_arg(a[1])),
             SYS_POLL => self.poll(mem, a[0], a[1], int_arg(a[2])),
             SYS_PPOLL => read_timeout_ms(mem, a[2]).and_then(|ms| self.poll(mem, a[0], a[1], ms)),
+            SYS_SELECT => FdSets::of_call(&a).and_then(|sets| {
+                let ms = select::read_timeval_ms(mem, a[4])?;
+                self.select(mem, sets, ms)
+            }),
+            SYS_PSELECT6 => FdSets::of_call(&a).and_then(|sets| {
+                let ms = read_timeout_ms(mem, a[4])?;
+                self.select(mem, sets, ms)
+            }),
+            SYS_EPOLL_CREATE | SYS_EPOLL_CREATE1 | SYS_EPOLL_CTL | SYS_EPOLL_WAIT
+            | SYS_EPOLL_PWAIT => self.epoll(mem, call.number, a),
             SYS_SENDFILE => self.sendfile(mem, fd, int_arg(a[1]), a[2], a[3]),
             SYS_COPY_FILE_RANGE => self.copy_file_range(mem, a),
             _ => return None,

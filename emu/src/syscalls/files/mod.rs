@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub mod attributes;
 pub mod dirs;
+pub mod epoll;
 pub mod fd_ops;
 pub mod fd_table;
 pub mod guest_io;
@@ -29,6 +30,7 @@ pub mod network;
 pub mod no_follow;
 pub mod path_guard;
 pub mod paths;
+pub mod select;
 pub mod stat;
 pub mod storage;
 
