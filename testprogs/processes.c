@@ -19,6 +19,10 @@
  *           them with select() until both end, after a select() that
  *           times out (its sets come back empty) while the children wait
  * epoll     the same with epoll_wait()
+ * pdeathsig a child forks a grandchild that asks for SIGTERM when its
+ *           parent dies (prctl(PR_SET_PDEATHSIG)) and then blocks; the child
+ *           exits, the grandchild dies of SIGTERM, which the first process
+ *           sees as EOF on a pipe only the grandchild held open
  * leaf      prints one line and exits 5
  *
  * Output never depends on how the processes interleave: a child prints only
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/wait.h>
 #include <sched.h>
@@ -382,6 +387,44 @@ static int epoll_mux(void)
     return mux_finish("epoll", child, bytes, timed_out);
 }
 
+static int pdeathsig(void)
+{
+    int held[2], ready[2], never[2];
+    if (pipe(held) || pipe(ready) || pipe(never))
+        return 1;
+    pid_t child = fork_flushed();
+    if (child == 0) {
+        close(held[0]);
+        if (fork() == 0) {
+            close(ready[0]);
+            close(never[1]);
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            write(ready[1], "r", 1);
+            char c;
+            read(never[0], &c, 1); /* until the signal */
+            _exit(0);
+        }
+        close(held[1]);
+        close(never[0]);
+        close(never[1]);
+        char c;
+        read(ready[0], &c, 1); /* the grandchild asked for the signal */
+        _exit(0);
+    }
+    close(held[1]);
+    close(ready[1]);
+    int status; /* never[1] stays open: only the signal ends the grandchild */
+    waitpid(child, &status, 0);
+    describe("pdeathsig child", status);
+    char c;
+    printf("pdeathsig: the grandchild's pipe reads EOF: %s\n", read(held[0], &c, 1) == 0 ? "yes" : "no");
+    close(held[0]);
+    close(ready[0]);
+    close(never[0]);
+    close(never[1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     self = argv[0];
@@ -408,9 +451,11 @@ int main(int argc, char **argv)
         return select_mux();
     if (!strcmp(mode, "epoll"))
         return epoll_mux();
+    if (!strcmp(mode, "pdeathsig"))
+        return pdeathsig();
     if (!strcmp(mode, "all"))
         return fork_and_wait() || harness(6) || pipeline(256) || spawn() || exec_child() ||
-               killed() || reap() || select_mux() || epoll_mux();
+               killed() || reap() || select_mux() || epoll_mux() || pdeathsig();
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
 }

@@ -165,9 +165,17 @@ fn report_processes_draws_the_process_tree() {
     let out = emuprof(dir.path(), &["report", "p.json", "--processes"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let map = text(&out.stdout);
+    let all = images(run.profile());
+    let mut pids: Vec<u64> = all
+        .iter()
+        .map(|image| image["process"]["pid"].as_u64().expect("a pid"))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let heading = format!("{} processes ({} program images)", pids.len(), all.len());
     assert!(
-        map.starts_with("Process map: ") && map.contains("19 processes (23 program images)"),
-        "{map}"
+        map.starts_with("Process map: ") && map.contains(&heading),
+        "{heading}:\n{map}"
     );
     let row = |pid: &str| {
         map.lines()
@@ -193,7 +201,8 @@ fn report_processes_draws_the_process_tree() {
     );
 
     let json = emuprof_json(run.profile_bytes.as_ref().unwrap(), &["--processes"]);
-    assert_eq!(json["processes"], 19);
+    assert_eq!(json["processes"], pids.len());
+    assert_eq!(json["images"].as_array().map(Vec::len), Some(all.len()));
     let first = &json["images"][0];
     assert_eq!(
         (first["pid"].as_u64(), first["started_by"].as_str()),
@@ -318,4 +327,86 @@ fn check_limits_a_process_named_by_its_program() {
         "{}",
         text(&unknown.stderr)
     );
+}
+
+/// Ctrl-C while two processes stream data through a pipe stops the whole
+/// run (exit 130) and keeps every process's tree so far, each marked
+/// partial.
+#[test]
+fn ctrl_c_keeps_every_process_tree() {
+    use std::time::{Duration, Instant};
+    let program = testprog("processes", Libc::Glibc, "O2").path;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(["--quiet", "-o", "p.json"])
+        .arg(&program)
+        .args(["pipeline", "10000000"])
+        .env_clear()
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start emuprof");
+    // Long enough for the child to be forked and streaming.
+    std::thread::sleep(Duration::from_millis(2500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "emuprof did not stop within 30 s of SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read stderr");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let profile: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("p.json")).expect("a profile"))
+            .expect("JSON");
+    let all = images(&profile);
+    assert_eq!(all.len(), 2, "the parent and its reader");
+    for image in all {
+        assert_eq!(
+            image["partial"], "interrupted by Ctrl-C",
+            "{}",
+            image["process"]
+        );
+        assert!(image["totals"]["instructions"].as_u64() > Some(100_000));
+    }
+    let out = emuprof(dir.path(), &["report", "p.json", "--pid", "4243"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// `prctl(PR_SET_PDEATHSIG)`: the grandchild that asked for SIGTERM when
+/// its parent dies is killed by it when the middle process exits (it
+/// would otherwise wait for ever on a pipe the first process keeps open).
+#[test]
+fn a_parent_death_signal_reaches_the_orphan() {
+    for libc in libcs() {
+        let program = testprog("processes", libc, "O2").path;
+        let run = EmuprofCommand::new(&program).args(&["pdeathsig"]).run();
+        assert_eq!(run.status.code(), Some(0), "{libc}: {}", run.stderr);
+        assert!(
+            run.stdout_text()
+                .contains("the grandchild's pipe reads EOF: yes"),
+            "{libc}: {}",
+            run.stdout_text()
+        );
+        let all = images(run.profile());
+        let grandchild = all
+            .iter()
+            .find(|image| image["process"]["parent"] == 4243)
+            .expect("the grandchild");
+        assert_eq!(grandchild["exit_status"], 128 + 15, "{libc}");
+    }
 }

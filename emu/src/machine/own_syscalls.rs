@@ -32,6 +32,8 @@ pub(super) enum MachineCall {
     Sigreturn,
     /// `kill`, `tkill`, `tgkill`.
     SendSignal,
+    /// `prctl` (the parent-death signal lives in the process table).
+    Prctl,
 }
 
 impl MachineCall {
@@ -42,6 +44,7 @@ impl MachineCall {
             SYS_ARCH_PRCTL => MachineCall::ArchPrctl,
             SYS_RT_SIGRETURN => MachineCall::Sigreturn,
             SYS_KILL | SYS_TGKILL | SYS_TKILL => MachineCall::SendSignal,
+            SYS_PRCTL => MachineCall::Prctl,
             _ => return None,
         })
     }
@@ -96,7 +99,36 @@ pub(super) fn machine_call(
             Answer::Returns(signal_delivery::sigreturn(uc, st, SYSCALL_LENGTH))
         }
         MachineCall::SendSignal => Answer::Returns(send_signal(st, number, args)),
+        MachineCall::Prctl => Answer::Returns(prctl(uc, st, args)),
     })
+}
+
+/// `prctl`: `PR_SET_PDEATHSIG`/`PR_GET_PDEATHSIG` in the process table,
+/// every other option as the process family answers it.
+fn prctl(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) -> SysResult {
+    const PR_SET_PDEATHSIG: u64 = 1;
+    const PR_GET_PDEATHSIG: u64 = 2;
+    let mut view = GuestView {
+        uc,
+        space: &st.space,
+    };
+    match args[0] {
+        PR_SET_PDEATHSIG => {
+            if args[1] > 64 {
+                return Err(Errno::EINVAL);
+            }
+            if let Some(entry) = st.table.borrow_mut().get_mut(st.pid) {
+                entry.death_signal = args[1];
+            }
+            Ok(0)
+        }
+        PR_GET_PDEATHSIG => {
+            let signal = st.table.borrow().get(st.pid).map_or(0, |e| e.death_signal);
+            view.write(args[1], &(signal as u32).to_le_bytes())?;
+            Ok(0)
+        }
+        _ => crate::syscalls::process::prctl(&mut view, args),
+    }
 }
 
 /// Runs a `threads` syscall; `None` for other numbers, a `clone` of a

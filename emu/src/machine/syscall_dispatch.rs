@@ -163,7 +163,12 @@ fn poll_timeout_ns(
 
 /// The timeout of a `select` (a timeval at `at`) or `pselect6` (a
 /// timespec) in nanoseconds; `None` to wait for ever.
-fn select_timeout_ns(uc: &mut Unicorn<'_, ()>, st: &MachineState, number: u64, at: u64) -> Option<u64> {
+fn select_timeout_ns(
+    uc: &mut Unicorn<'_, ()>,
+    st: &MachineState,
+    number: u64,
+    at: u64,
+) -> Option<u64> {
     if at == 0 {
         return None;
     }
@@ -178,7 +183,10 @@ fn select_timeout_ns(uc: &mut Unicorn<'_, ()>, st: &MachineState, number: u64, a
     } else {
         fraction
     };
-    Some(secs.saturating_mul(1_000_000_000).saturating_add(fraction_ns))
+    Some(
+        secs.saturating_mul(1_000_000_000)
+            .saturating_add(fraction_ns),
+    )
 }
 
 /// What a family did with a syscall.

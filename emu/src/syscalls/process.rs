@@ -6,7 +6,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::numbers::*;
-use super::{Errno, SysResult, SyscallCall};
+use super::{Errno, GuestMemory, SysResult, SyscallCall};
 use crate::initial_stack::{GUEST_GID, GUEST_UID};
 
 /// The guest's process id (and its main thread's id; other threads get the
@@ -124,7 +124,6 @@ impl Process {
                     .map_err(Errno::from)
             }
             SYS_SYSINFO => sysinfo(call, a[0]),
-            SYS_PRCTL => prctl(call, a),
             SYS_GETCPU => {
                 if a[0] != 0 {
                     if let Err(e) = call.mem.write(a[0], &0u32.to_le_bytes()) {
@@ -180,9 +179,10 @@ fn sysinfo(call: &mut SyscallCall, addr: u64) -> SysResult {
     Ok(0)
 }
 
-/// `prctl`: names and harmless flags are accepted; the rest is `EINVAL`.
-fn prctl(call: &mut SyscallCall, a: [u64; 6]) -> SysResult {
-    const PR_SET_PDEATHSIG: u64 = 1;
+/// `prctl` but the parent-death signal (which the machine keeps in its
+/// process table): names and harmless flags are accepted; the rest is
+/// `EINVAL`.
+pub(crate) fn prctl(mem: &mut dyn GuestMemory, a: [u64; 6]) -> SysResult {
     const PR_GET_DUMPABLE: u64 = 3;
     const PR_SET_DUMPABLE: u64 = 4;
     const PR_SET_NAME: u64 = 15;
@@ -190,14 +190,12 @@ fn prctl(call: &mut SyscallCall, a: [u64; 6]) -> SysResult {
     const PR_SET_NO_NEW_PRIVS: u64 = 38;
     const PR_SET_VMA: u64 = 0x53564d41;
     match a[0] {
-        PR_SET_PDEATHSIG | PR_SET_DUMPABLE | PR_SET_NAME | PR_SET_NO_NEW_PRIVS | PR_SET_VMA => {
-            Ok(0)
-        }
+        PR_SET_DUMPABLE | PR_SET_NAME | PR_SET_NO_NEW_PRIVS | PR_SET_VMA => Ok(0),
         PR_GET_DUMPABLE => Ok(1),
         PR_GET_NAME => {
             let mut name = [0u8; 16];
             name[..7].copy_from_slice(b"emuprof");
-            call.mem.write(a[1], &name)?;
+            mem.write(a[1], &name)?;
             Ok(0)
         }
         _ => Err(Errno::EINVAL),

@@ -448,9 +448,10 @@ syscall_table! {
     SYS_MODIFY_LDT = 154 => modify_ldt;
     SYS_PIVOT_ROOT = 155 => pivot_root;
     SYS__SYSCTL = 156 => _sysctl;
-    SYS_PRCTL = 157 => prctl: Process, Partial(
-        "PR_SET_NAME (not kept: PR_GET_NAME says emuprof), PR_GET_DUMPABLE, PR_SET_DUMPABLE, \
-         PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS and PR_SET_VMA; other options get EINVAL"
+    SYS_PRCTL = 157 => prctl: Machine, Partial(
+        "PR_SET_PDEATHSIG/PR_GET_PDEATHSIG (sent when the parent process ends), PR_SET_NAME (not \
+         kept: PR_GET_NAME says emuprof), PR_GET_DUMPABLE, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS \
+         and PR_SET_VMA; other options get EINVAL"
     );
     SYS_ARCH_PRCTL = 158 => arch_prctl: Machine, Partial(
         "ARCH_SET_FS, ARCH_GET_FS, ARCH_SET_GS and ARCH_GET_GS; other codes get EINVAL"

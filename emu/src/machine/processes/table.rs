@@ -52,6 +52,9 @@ pub struct ProcessEntry {
     pub sid: u64,
     /// Whether it runs.
     pub life: Life,
+    /// `prctl(PR_SET_PDEATHSIG)`: the signal it gets when its parent ends
+    /// (0: none). Not inherited by a fork child, kept across `execve`.
+    pub death_signal: u64,
 }
 
 /// Every guest process, by pid.
@@ -77,6 +80,7 @@ impl ProcessTable {
                 pgid: pid,
                 sid: pid,
                 life: Life::Running,
+                death_signal: 0,
             },
         );
         ProcessTable {
@@ -108,6 +112,7 @@ impl ProcessTable {
                 pgid,
                 sid,
                 life: Life::Running,
+                death_signal: 0,
             },
         );
     }
@@ -122,13 +127,20 @@ impl ProcessTable {
         self.processes.get_mut(&pid)
     }
 
-    /// Records that `pid` ended; it stays a zombie until waited for.
+    /// Records that `pid` ended; it stays a zombie until waited for. Its
+    /// running children that asked for a parent-death signal get it
+    /// (through [`ProcessTable::outbox`]).
     pub fn ended(&mut self, pid: u64, ending: Ending) {
         self.endings += 1;
         let order = self.endings;
         if let Some(p) = self.processes.get_mut(&pid) {
             p.life = Life::Zombie { ending, order };
         }
+        let orphans = self.processes.iter().filter(|(_, p)| {
+            p.parent == Some(pid) && p.life == Life::Running && p.death_signal != 0
+        });
+        let signals: Vec<(u64, u64)> = orphans.map(|(&child, p)| (child, p.death_signal)).collect();
+        self.outbox.extend(signals);
     }
 
     /// Processes that have not ended, by pid.

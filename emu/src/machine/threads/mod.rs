@@ -17,8 +17,8 @@ use super::state::MachineState;
 use super::stop::{BlockedThread, StopReason};
 use crate::clock::EPOCH_SECONDS;
 use crate::memory::GuestView;
-use crate::syscalls::futex::{FutexOutcome, Timeout, ETIMEDOUT};
 use crate::syscalls::files::select::FdSets;
+use crate::syscalls::futex::{FutexOutcome, Timeout, ETIMEDOUT};
 use crate::syscalls::numbers::SYS_CLONE3;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 pub use scheduler::{Next, RunState, Scheduler, Wait, DEFAULT_QUANTUM};
@@ -267,7 +267,15 @@ pub fn wait_for_select(st: &mut MachineState, sets: FdSets, timeout_ns: Option<u
 /// 0).
 pub fn wait_for_epoll(st: &mut MachineState, epfd: i32, timeout_ns: Option<u64>) {
     let deadline = timeout_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
-    block(st, Wait::Io { fd: epfd, write: false }, deadline, 0);
+    block(
+        st,
+        Wait::Io {
+            fd: epfd,
+            write: false,
+        },
+        deadline,
+        0,
+    );
 }
 
 /// `sched_yield`: another runnable thread (of this process or another)

@@ -30,7 +30,12 @@ const EVENTS_PER_CALL: usize = 1024;
 impl Files {
     /// `epoll_create`, `epoll_create1`, `epoll_ctl`, `epoll_wait` and
     /// `epoll_pwait` (its signal mask ignored).
-    pub(super) fn epoll(&mut self, mem: &mut dyn GuestMemory, number: u64, a: [u64; 6]) -> SysResult {
+    pub(super) fn epoll(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        number: u64,
+        a: [u64; 6],
+    ) -> SysResult {
         match number {
             SYS_EPOLL_CREATE if int_arg(a[0]) <= 0 => Err(Errno::EINVAL),
             SYS_EPOLL_CREATE => self.epoll_create(0),

@@ -17,7 +17,8 @@ use crate::syscalls::{Errno, GuestMemory, SysResult};
 
 /// `POLLIN` and what else makes an fd of a read set ready (Linux's
 /// `POLLIN_SET`).
-const READ_READY: i16 = libc::POLLIN | libc::POLLRDNORM | libc::POLLRDBAND | libc::POLLHUP | libc::POLLERR;
+const READ_READY: i16 =
+    libc::POLLIN | libc::POLLRDNORM | libc::POLLRDBAND | libc::POLLHUP | libc::POLLERR;
 /// What makes an fd of a write set ready (`POLLOUT_SET`).
 const WRITE_READY: i16 = libc::POLLOUT | libc::POLLWRNORM | libc::POLLWRBAND | libc::POLLERR;
 /// What makes an fd of an exception set ready (`POLLEX_SET`).
@@ -178,7 +179,9 @@ pub(super) fn read_timeval_ms(mem: &dyn GuestMemory, addr: u64) -> Result<i32, E
     if secs < 0 || !(0..1_000_000).contains(&micros) {
         return Err(Errno::EINVAL);
     }
-    let ms = secs.saturating_mul(1000).saturating_add((micros + 999) / 1000);
+    let ms = secs
+        .saturating_mul(1000)
+        .saturating_add((micros + 999) / 1000);
     Ok(ms.min(i32::MAX as i64) as i32)
 }
 
