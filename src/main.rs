@@ -16,12 +16,24 @@ fn main() {
     let cli = cli::Cli::parse_from(args);
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
+        // The reader of stdout went away (`emuprof report p.json | head`):
+        // nothing is wrong with the profile, and nobody reads more.
+        Err(err) if is_broken_pipe(&err) => 0,
         Err(err) => {
             eprintln!("emuprof: {}", one_line(&err));
             exit_code::EMUPROF_FAILED
         }
     };
     std::process::exit(code);
+}
+
+/// True when `err` comes from writing to a pipe whose reader has closed it.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// An error and its causes on one line. A cause that spans several lines

@@ -164,3 +164,24 @@ fn check_with_a_program_instead_of_a_profile_hints_at_double_dash() {
         )
     );
 }
+
+/// `emuprof report p.json | head`: when the reader of stdout goes away,
+/// emuprof stops quietly with status 0, as `rg` does — no error line.
+#[test]
+fn a_closed_stdout_ends_a_report_quietly() {
+    let program = common::testprog("fib", common::Libc::Glibc, "O2").path;
+    let run = EmuprofCommand::new(&program).args(&["20"]).run();
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("p.json"), run.profile_bytes.expect("profile")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(["report", "p.json", "--graph"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start emuprof");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}
