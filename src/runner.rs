@@ -69,9 +69,11 @@ impl Run {
 
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
-        let binary = std::sync::Arc::new(emuprof_loader::load_in_root(
+        let root = self.options.files.root.as_deref();
+        let binary = std::sync::Arc::new(emuprof_loader::load_open(
+            emuprof_loader::open_program(&self.program)?,
             &self.program,
-            self.options.files.root.as_deref(),
+            |interpreter| emuprof_emu::open_in_root(root, interpreter),
         )?);
         let outcome =
             emuprof_emu::run(std::sync::Arc::clone(&binary), self.options).map_err(|source| {
