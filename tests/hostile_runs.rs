@@ -63,6 +63,39 @@ int main(void) {
     assert!(dir.path().join("p.json").is_file());
 }
 
+/// Class 1: under a host memory limit (`ulimit -v`) the guest's mappings
+/// fail with ENOMEM, as Linux's would, instead of ending the run (or
+/// aborting emuprof); the guest carries on and the profile is written.
+#[test]
+fn mappings_past_a_host_memory_limit_get_enomem() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(
+        dir.path(),
+        "greedy",
+        r#"#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+int main(void) {
+    int mapped = 0;
+    for (; mapped < 12; mapped++) {
+        char *a = mmap(0, 1UL << 30, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a == MAP_FAILED) break;
+        a[0] = 1;
+    }
+    printf("%s after %d GiB
+", mapped < 12 ? "refused" : "never refused", mapped);
+    return 0;
+}
+"#,
+    );
+    let out = under_ulimit("-v 4000000", dir.path(), "p.json", &program);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("refused after "), "{stdout}");
+    assert!(dir.path().join("p.json").is_file());
+}
+
 /// Class 4: under --read-only the guest cannot truncate the file its stdout
 /// was redirected to.
 #[test]
@@ -165,7 +198,8 @@ fn stop_blocked_run(signal: libc::c_int) -> (std::process::ExitStatus, PathBuf, 
 }
 
 /// Class 6: Ctrl-C ends a run blocked in a host read with exit 130 and the
-/// partial profile; SIGTERM the same, then emuprof dies of SIGTERM.
+/// partial profile; SIGTERM and SIGHUP the same, then emuprof dies of the
+/// signal.
 #[test]
 fn signals_end_a_run_blocked_in_a_host_read() {
     let (status, profile, stderr) = stop_blocked_run(libc::SIGINT);
@@ -173,10 +207,12 @@ fn signals_end_a_run_blocked_in_a_host_read() {
     assert!(profile.is_file(), "no partial profile: {stderr}");
     assert!(stderr.contains("partial profile written"), "{stderr}");
 
-    let (status, profile, stderr) = stop_blocked_run(libc::SIGTERM);
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "{stderr}");
-    assert!(profile.is_file(), "no partial profile: {stderr}");
-    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
+        let (status, profile, stderr) = stop_blocked_run(signal);
+        assert_eq!(status.signal(), Some(signal), "{stderr}");
+        assert!(profile.is_file(), "no partial profile: {stderr}");
+        assert!(stderr.contains(&format!("stopped by {name}")), "{stderr}");
+    }
 }
 
 /// Runs emuprof with `args` and returns its single stderr line, checking it
