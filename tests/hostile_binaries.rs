@@ -25,7 +25,16 @@ const BUDGET: Duration = Duration::from_secs(8);
 const CASES: u64 = 400;
 
 /// Values that break parsers that trust numbers.
-const INTERESTING: [u64; 8] = [0, 1, 0x1000, 0xffff_ffff, 1 << 36, 1 << 63, u64::MAX, 0x40_0000];
+const INTERESTING: [u64; 8] = [
+    0,
+    1,
+    0x1000,
+    0xffff_ffff,
+    1 << 36,
+    1 << 63,
+    u64::MAX,
+    0x40_0000,
+];
 
 /// One mutation of the ELF file `original`: header fields, program header
 /// fields, flipped bytes, truncation.
@@ -74,7 +83,13 @@ fn check_case(dir: &Path, case: u64) -> Option<String> {
     let _ = std::fs::remove_file(&profile);
     let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
     command
-        .args(["-q", "--read-only", "--max-instructions", "2000000", "--root"])
+        .args([
+            "-q",
+            "--read-only",
+            "--max-instructions",
+            "2000000",
+            "--root",
+        ])
         .arg(dir.join("empty-root"))
         .args(["--unsupported-syscalls", "enosys", "-o"])
         .arg(&profile)
@@ -84,7 +99,9 @@ fn check_case(dir: &Path, case: u64) -> Option<String> {
     let out = run_with_timeout(command, &format!("corrupt ELF case {case}"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     if let Some(signal) = out.status.signal() {
-        return Some(format!("case {case}: emuprof died of signal {signal}:\n{stderr}"));
+        return Some(format!(
+            "case {case}: emuprof died of signal {signal}:\n{stderr}"
+        ));
     }
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
         return Some(format!("case {case}: emuprof panicked:\n{stderr}"));

@@ -86,7 +86,10 @@ fn snapshot(top: &Path) -> BTreeMap<PathBuf, String> {
     while let Some(path) = pending.pop() {
         let meta = std::fs::symlink_metadata(&path).expect("lstat");
         let body = if meta.is_symlink() {
-            format!("-> {}", std::fs::read_link(&path).expect("readlink").display())
+            format!(
+                "-> {}",
+                std::fs::read_link(&path).expect("readlink").display()
+            )
         } else if meta.is_file() {
             String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned()
         } else {
@@ -205,15 +208,9 @@ fn dirfd_tricks_stay_in_the_root() {
 fn proc_self_reaches_neither_the_host_nor_emuprof() {
     let (sb, out) = run_attack("proc", &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        !stdout.contains("opened emuprof's own memory"),
-        "{stdout}"
-    );
+    assert!(!stdout.contains("opened emuprof's own memory"), "{stdout}");
     let host_dir = sb.dir.path().display().to_string();
-    assert!(
-        !stdout.contains(&host_dir),
-        "a host path leaked: {stdout}"
-    );
+    assert!(!stdout.contains(&host_dir), "a host path leaked: {stdout}");
 }
 
 /// Under `--read-only` nothing changes: not outside the root, not inside
@@ -266,7 +263,10 @@ fn a_dynamic_linker_outside_the_root_is_never_loaded() {
     std::os::unix::fs::symlink(&evil_ld, sb.root.join("lib/ld.so")).expect("symlink");
     let climbing = format!("{}{}", "/..".repeat(30), evil_ld.display());
     let hello = "#include <stdio.h>\nint main(void){ puts(\"ESCAPED\"); return 0; }\n";
-    for (name, interp) in [("climbing", climbing.as_str()), ("through-link", "/lib/ld.so")] {
+    for (name, interp) in [
+        ("climbing", climbing.as_str()),
+        ("through-link", "/lib/ld.so"),
+    ] {
         let flag = format!("-Wl,--dynamic-linker={interp}");
         let built = compile_c_dynamic(sb.dir.path(), name, hello, &[&flag])
             .expect("gcc builds a dynamic program");

@@ -82,8 +82,7 @@ int main(void) {
         if (a == MAP_FAILED) break;
         a[0] = 1;
     }
-    printf("%s after %d GiB
-", mapped < 12 ? "refused" : "never refused", mapped);
+    printf("%s after %d GiB\n", mapped < 12 ? "refused" : "never refused", mapped);
     return 0;
 }
 "#,

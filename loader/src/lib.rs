@@ -112,8 +112,8 @@ pub fn load_open(
                 _ => error.to_string(),
             })
         })?;
-        let interpreter = load_interpreter(file, Path::new(&guest_path))
-            .map_err(|e| problem(e.to_string()))?;
+        let interpreter =
+            load_interpreter(file, Path::new(&guest_path)).map_err(|e| problem(e.to_string()))?;
         binary.interpreter = Some(Box::new(interpreter));
     }
     Ok(binary)

@@ -139,7 +139,10 @@ fn mmap(
         return Ok(Err(errno));
     }
     while filled > 0 {
-        if space.write_initial(uc, at + done, &chunk[..filled]).is_err() {
+        if space
+            .write_initial(uc, at + done, &chunk[..filled])
+            .is_err()
+        {
             return Ok(Err(Errno::EFAULT));
         }
         done += filled as u64;

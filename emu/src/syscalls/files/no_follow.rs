@@ -119,7 +119,10 @@ mod tests {
         assert_eq!(access(dir.as_fd(), c"exists", libc::F_OK), Ok(0));
         assert_eq!(access(dir.as_fd(), c"missing", libc::F_OK), Ok(0));
         assert_eq!(access(dir.as_fd(), c"plain", libc::R_OK), Ok(0));
-        assert_eq!(access(dir.as_fd(), c"absent", libc::F_OK), Err(Errno::ENOENT));
+        assert_eq!(
+            access(dir.as_fd(), c"absent", libc::F_OK),
+            Err(Errno::ENOENT)
+        );
         assert_eq!(access(dir.as_fd(), c"", libc::F_OK), Ok(0));
     }
 }
