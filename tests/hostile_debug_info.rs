@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::compile::compile_c;
+use common::hostile_names::exponential_mangled_name;
 use common::process::run_with_timeout;
 
 /// Nested `DW_TAG_inlined_subroutine` entries in the hostile DWARF.
@@ -39,29 +40,6 @@ fn deep_dwarf_assembly() -> String {
     }
     writeln!(s, ".fill {},1,0\n.Lend:", NESTING + 2).unwrap();
     s
-}
-
-/// A C++ mangled name whose template arguments each repeat the previous
-/// one twice through substitutions: demangled, it doubles 40 times.
-fn exponential_mangled_name() -> String {
-    let base36 = |mut n: u32| {
-        let digits = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        let mut s = Vec::new();
-        loop {
-            s.insert(0, digits[(n % 36) as usize]);
-            n /= 36;
-            if n == 0 {
-                return String::from_utf8(s).expect("ascii");
-            }
-        }
-    };
-    let mut raw = String::from("_Z1fI1XIiiE");
-    for k in 1..=40 {
-        let s = base36(2 * k - 1);
-        raw.push_str(&format!("1XIS{s}_S{s}_E"));
-    }
-    raw.push_str("Evv");
-    raw
 }
 
 fn emuprof(dir: &Path, args: &[&str]) -> std::process::Output {
