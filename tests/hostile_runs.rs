@@ -162,18 +162,31 @@ fn a_closed_stderr_does_not_panic() {
 /// Starts `emuprof <program>` reading an empty pipe that stays open, sends
 /// `signal` once the guest is blocked, and returns how emuprof ended.
 fn stop_blocked_run(signal: libc::c_int) -> (std::process::ExitStatus, PathBuf, String) {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let program = build(
-        &dir,
+    stop_blocked(
+        signal,
         "blockread",
         "#include <unistd.h>\nint main(void){ char c; return (int)read(0, &c, 1); }\n",
-    );
+    )
+}
+
+/// Starts `emuprof <program built from source>` with stdin an empty pipe
+/// that stays open and stdout a pipe nobody reads, sends `signal` once the
+/// guest is blocked, and returns how emuprof ended.
+fn stop_blocked(
+    signal: libc::c_int,
+    name: &str,
+    source: &str,
+) -> (std::process::ExitStatus, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let program = build(&dir, name, source);
     let profile = dir.join("p.json");
     let mut child = emuprof()
         .args(["-q", "-o"])
         .arg(&profile)
         .arg(&program)
+        .current_dir(&dir)
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -211,6 +224,33 @@ fn signals_end_a_run_blocked_in_a_host_read() {
         assert_eq!(status.signal(), Some(signal), "{stderr}");
         assert!(profile.is_file(), "no partial profile: {stderr}");
         assert!(stderr.contains(&format!("stopped by {name}")), "{stderr}");
+    }
+}
+
+/// Class 6: the other host calls a guest can block emuprof in — `poll` of
+/// an empty stdin, opening a FIFO nobody opens, writing to a full stdout
+/// pipe nobody reads — end with Ctrl-C as well.
+#[test]
+fn ctrl_c_ends_a_run_blocked_in_poll_a_fifo_open_or_a_full_pipe() {
+    for (name, source) in [
+        (
+            "blockpoll",
+            "#include <poll.h>\nint main(void){ struct pollfd p = {0, POLLIN, 0}; return poll(&p, 1, -1); }\n",
+        ),
+        (
+            "blockfifo",
+            "#include <fcntl.h>\n#include <sys/stat.h>\n\
+             int main(void){ mkfifo(\"f\", 0600); return open(\"f\", O_WRONLY); }\n",
+        ),
+        (
+            "blockwrite",
+            "#include <string.h>\n#include <unistd.h>\nstatic char b[1 << 20];\n\
+             int main(void){ memset(b, 'x', sizeof b); for (;;) if (write(1, b, sizeof b) < 0) return 1; }\n",
+        ),
+    ] {
+        let (status, profile, stderr) = stop_blocked(libc::SIGINT, name, source);
+        assert_eq!(status.code(), Some(130), "{name}: {stderr}");
+        assert!(profile.is_file(), "{name}: no partial profile: {stderr}");
     }
 }
 
