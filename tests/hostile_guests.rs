@@ -204,6 +204,42 @@ fn dirfd_tricks_stay_in_the_root() {
     }
 }
 
+/// Without `--root` the guest sees the host's files (there is no sandbox),
+/// but emuprof's own process directory stays off limits: its memory, maps,
+/// fds, environment and working directory; `/proc/self/exe` is the
+/// program's, served by emuprof.
+#[test]
+fn emuprofs_own_proc_entry_is_off_limits_without_a_root_too() {
+    let sb = sandbox();
+    let mut command = emuprof();
+    command
+        .arg("-q")
+        .arg("-o")
+        .arg(sb.dir.path().join("proc.json"))
+        .arg(&sb.attacker)
+        .arg("proc")
+        .arg(&sb.outside)
+        .current_dir(&sb.root);
+    let out = run_with_timeout(command, "proc without --root");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("done proc"), "{stdout}");
+    for line in stdout.lines() {
+        let reached = line
+            .strip_prefix("read ")
+            .or_else(|| line.strip_prefix("readlink "))
+            .is_some_and(|rest| {
+                (rest.starts_with("/proc/self/") || rest.starts_with("/proc/thread-self/"))
+                    && !rest.starts_with("/proc/self/exe")
+            });
+        assert!(
+            !reached,
+            "the guest reached emuprof's own /proc entry: {line}"
+        );
+    }
+    assert!(!stdout.contains("opened emuprof's own memory"), "{stdout}");
+}
+
 #[test]
 fn proc_self_reaches_neither_the_host_nor_emuprof() {
     let (sb, out) = run_attack("proc", &[]);
