@@ -193,9 +193,12 @@ impl<'d> TempFile<'d> {
     fn create(dir: &'d File, what: &str) -> io::Result<TempFile<'d>> {
         let mut last = io::Error::from(io::ErrorKind::AlreadyExists);
         for attempt in 0..100u32 {
+            // Unpredictable, so a guest writing in this directory (under
+            // --root) cannot take every name emuprof would try.
             let name = c_name(OsStr::new(&format!(
-                ".emuprof-{what}-{}-{attempt}.tmp",
-                std::process::id()
+                ".emuprof-{what}-{}-{attempt}-{:016x}.tmp",
+                std::process::id(),
+                random_u64()
             )))?;
             // SAFETY: `name` is a valid C string and `dir` an open directory.
             let fd = unsafe {
@@ -234,6 +237,14 @@ impl<'d> TempFile<'d> {
     fn keep(mut self) {
         self.kept = true;
     }
+}
+
+/// 64 bits from the host's random source (0 if it has none to give).
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: the buffer is valid for its 8 bytes.
+    unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    u64::from_ne_bytes(bytes)
 }
 
 impl Drop for TempFile<'_> {

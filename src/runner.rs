@@ -68,12 +68,20 @@ impl Run {
         &mut self.options
     }
 
+    /// Loads the program as the run will: its dynamic linker, if any, is
+    /// found inside the guest's root (`--root`), like every guest path.
+    pub fn load(&self) -> Result<emuprof_loader::Binary> {
+        let root = self.options.files.root.as_deref();
+        Ok(emuprof_loader::load_open(
+            emuprof_loader::open_program(&self.program)?,
+            &self.program,
+            |interpreter| emuprof_emu::open_in_root(root, interpreter),
+        )?)
+    }
+
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
-        let binary = std::sync::Arc::new(emuprof_loader::load_in_root(
-            &self.program,
-            self.options.files.root.as_deref(),
-        )?);
+        let binary = std::sync::Arc::new(self.load()?);
         let outcome =
             emuprof_emu::run(std::sync::Arc::clone(&binary), self.options).map_err(|source| {
                 Error::Run {

@@ -10,8 +10,9 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::budget::fuzz_on_budget;
 use common::compile::compile_c;
 use common::process::run_with_timeout;
 use common::rng::Rng;
@@ -164,13 +165,7 @@ fn hostile_profiles_never_crash_report_export_or_diff() {
         &["export", "bad.json", "-f", "dot", "-o", "-"],
         &["diff", "good.json", "bad.json"],
     ];
-    let start = Instant::now();
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    for case in 0..CASES {
-        if start.elapsed() > BUDGET {
-            break;
-        }
+    fuzz_on_budget(BUDGET, CASES, |case, failures| {
         let mut rng = Rng::new(case);
         std::fs::write(dir.path().join("bad.json"), mutate(&good, &mut rng)).unwrap();
         let args = commands[case as usize % commands.len()];
@@ -178,12 +173,9 @@ fn hostile_profiles_never_crash_report_export_or_diff() {
             dir.path(),
             args,
             &format!("profile case {case} ({args:?})"),
-            &mut failures,
+            failures,
         );
-        cases += 1;
-    }
-    assert!(cases >= 8, "only {cases} cases ran in the budget");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 #[test]
@@ -192,13 +184,7 @@ fn hostile_limits_files_never_crash_check() {
     let good = "[total]\nmax_instructions = 5_000_000\nmax_growth_percent = 2.0\n\n\
                 [[function]]\nname = \"f\"\nmax_inclusive = 1_000_000\nmax_calls = 10\n\n\
                 [[function]]\nregex = \"^ma\"\nmax_self = 100000\ngrowth_metric = \"self\"\n";
-    let start = Instant::now();
-    let mut failures = Vec::new();
-    let mut cases = 0;
-    for case in 0..CASES {
-        if start.elapsed() > BUDGET {
-            break;
-        }
+    fuzz_on_budget(BUDGET, CASES, |case, failures| {
         let mut rng = Rng::new(case ^ 0x5eed);
         std::fs::write(dir.path().join("bad.toml"), mutate(good, &mut rng)).unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
@@ -214,8 +200,5 @@ fn hostile_limits_files_never_crash_check() {
             Some(125) if stderr.lines().count() == 1 && stderr.starts_with("emuprof: ") => {}
             other => failures.push(format!("limits case {case}: exit {other:?}:\n{stderr}")),
         }
-        cases += 1;
-    }
-    assert!(cases >= 8, "only {cases} cases ran in the budget");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }

@@ -63,6 +63,38 @@ int main(void) {
     assert!(dir.path().join("p.json").is_file());
 }
 
+/// Class 1: under a host memory limit (`ulimit -v`) the guest's mappings
+/// fail with ENOMEM, as Linux's would, instead of ending the run (or
+/// aborting emuprof); the guest carries on and the profile is written.
+#[test]
+fn mappings_past_a_host_memory_limit_get_enomem() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(
+        dir.path(),
+        "greedy",
+        r#"#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+int main(void) {
+    int mapped = 0;
+    for (; mapped < 12; mapped++) {
+        char *a = mmap(0, 1UL << 30, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a == MAP_FAILED) break;
+        a[0] = 1;
+    }
+    printf("%s after %d GiB\n", mapped < 12 ? "refused" : "never refused", mapped);
+    return 0;
+}
+"#,
+    );
+    let out = under_ulimit("-v 4000000", dir.path(), "p.json", &program);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("refused after "), "{stdout}");
+    assert!(dir.path().join("p.json").is_file());
+}
+
 /// Class 4: under --read-only the guest cannot truncate the file its stdout
 /// was redirected to.
 #[test]
@@ -130,18 +162,31 @@ fn a_closed_stderr_does_not_panic() {
 /// Starts `emuprof <program>` reading an empty pipe that stays open, sends
 /// `signal` once the guest is blocked, and returns how emuprof ended.
 fn stop_blocked_run(signal: libc::c_int) -> (std::process::ExitStatus, PathBuf, String) {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let program = build(
-        &dir,
+    stop_blocked(
+        signal,
         "blockread",
         "#include <unistd.h>\nint main(void){ char c; return (int)read(0, &c, 1); }\n",
-    );
+    )
+}
+
+/// Starts `emuprof <program built from source>` with stdin an empty pipe
+/// that stays open and stdout a pipe nobody reads, sends `signal` once the
+/// guest is blocked, and returns how emuprof ended.
+fn stop_blocked(
+    signal: libc::c_int,
+    name: &str,
+    source: &str,
+) -> (std::process::ExitStatus, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let program = build(&dir, name, source);
     let profile = dir.join("p.json");
     let mut child = emuprof()
         .args(["-q", "-o"])
         .arg(&profile)
         .arg(&program)
+        .current_dir(&dir)
         .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -165,7 +210,8 @@ fn stop_blocked_run(signal: libc::c_int) -> (std::process::ExitStatus, PathBuf, 
 }
 
 /// Class 6: Ctrl-C ends a run blocked in a host read with exit 130 and the
-/// partial profile; SIGTERM the same, then emuprof dies of SIGTERM.
+/// partial profile; SIGTERM and SIGHUP the same, then emuprof dies of the
+/// signal.
 #[test]
 fn signals_end_a_run_blocked_in_a_host_read() {
     let (status, profile, stderr) = stop_blocked_run(libc::SIGINT);
@@ -173,10 +219,39 @@ fn signals_end_a_run_blocked_in_a_host_read() {
     assert!(profile.is_file(), "no partial profile: {stderr}");
     assert!(stderr.contains("partial profile written"), "{stderr}");
 
-    let (status, profile, stderr) = stop_blocked_run(libc::SIGTERM);
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "{stderr}");
-    assert!(profile.is_file(), "no partial profile: {stderr}");
-    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
+        let (status, profile, stderr) = stop_blocked_run(signal);
+        assert_eq!(status.signal(), Some(signal), "{stderr}");
+        assert!(profile.is_file(), "no partial profile: {stderr}");
+        assert!(stderr.contains(&format!("stopped by {name}")), "{stderr}");
+    }
+}
+
+/// Class 6: the other host calls a guest can block emuprof in — `poll` of
+/// an empty stdin, opening a FIFO nobody opens, writing to a full stdout
+/// pipe nobody reads — end with Ctrl-C as well.
+#[test]
+fn ctrl_c_ends_a_run_blocked_in_poll_a_fifo_open_or_a_full_pipe() {
+    for (name, source) in [
+        (
+            "blockpoll",
+            "#include <poll.h>\nint main(void){ struct pollfd p = {0, POLLIN, 0}; return poll(&p, 1, -1); }\n",
+        ),
+        (
+            "blockfifo",
+            "#include <fcntl.h>\n#include <sys/stat.h>\n\
+             int main(void){ mkfifo(\"f\", 0600); return open(\"f\", O_WRONLY); }\n",
+        ),
+        (
+            "blockwrite",
+            "#include <string.h>\n#include <unistd.h>\nstatic char b[1 << 20];\n\
+             int main(void){ memset(b, 'x', sizeof b); for (;;) if (write(1, b, sizeof b) < 0) return 1; }\n",
+        ),
+    ] {
+        let (status, profile, stderr) = stop_blocked(libc::SIGINT, name, source);
+        assert_eq!(status.code(), Some(130), "{name}: {stderr}");
+        assert!(profile.is_file(), "{name}: no partial profile: {stderr}");
+    }
 }
 
 /// Runs emuprof with `args` and returns its single stderr line, checking it

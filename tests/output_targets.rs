@@ -173,3 +173,78 @@ fn a_guest_cannot_redirect_the_profile_out_of_its_root() {
     );
     assert!(root.join("moved").join("p.json").is_file());
 }
+
+/// Class 7: a character device is written into and stays a device (as
+/// root, `-o /dev/null` once replaced the device node with a regular
+/// file); `/dev/stdout` is the terminal or pipe emuprof writes to.
+#[test]
+fn a_character_device_output_is_written_into_and_stays_a_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = hello(dir.path());
+    // A null device of our own when we may make one (root, as in CI),
+    // else the system's, which an ordinary user cannot replace anyway.
+    let own = dir.path().join("null");
+    let c_path = std::ffi::CString::new(own.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string path; makedev(1, 3) is the null device.
+    let made = unsafe { libc::mknod(c_path.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+    let device = if made == 0 {
+        own
+    } else {
+        PathBuf::from("/dev/null")
+    };
+    let out = emuprof(
+        &[
+            "-q".as_ref(),
+            "-o".as_ref(),
+            device.as_os_str(),
+            program.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta = std::fs::symlink_metadata(&device).unwrap();
+    assert!(meta.file_type().is_char_device(), "the device was replaced");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("emuprof") || name.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+
+    let out = emuprof(
+        &[
+            "-q".as_ref(),
+            "-o".as_ref(),
+            "/dev/stdout".as_ref(),
+            program.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout.strip_prefix("ran\n").expect("program output first");
+    let _: serde_json::Value = serde_json::from_str(json).expect("profile on /dev/stdout");
+}
+
+/// Class 7: a socket (neither a file nor something to write into) is
+/// refused before the program runs.
+#[test]
+fn a_socket_output_is_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = hello(dir.path());
+    let socket = dir.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let out = emuprof(
+        &["-o".as_ref(), socket.as_os_str(), program.as_os_str()],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(out.stdout.is_empty(), "the program ran: {:?}", out.stdout);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("emuprof: "), "{stderr}");
+}

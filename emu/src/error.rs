@@ -52,4 +52,16 @@ impl EmuError {
     pub fn unicorn(doing: &'static str, error: unicorn_engine::uc_error) -> EmuError {
         EmuError::Unicorn { doing, error }
     }
+
+    /// Whether the host had no memory to give (Unicorn's `NOMEM`, as under
+    /// `ulimit -v`): a guest asking for more memory then gets `ENOMEM`.
+    pub fn is_host_memory_exhausted(&self) -> bool {
+        matches!(
+            self,
+            EmuError::Unicorn {
+                error: unicorn_engine::uc_error::NOMEM,
+                ..
+            }
+        )
+    }
 }

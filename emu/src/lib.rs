@@ -30,5 +30,5 @@ pub use machine::{
     run, BlockedThread, LoadedLibrary, ProcessImage, RunOptions, RunOutcome, StopReason,
     UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
 };
-pub use syscalls::files::{FilesError, FilesOptions};
+pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};

@@ -170,6 +170,9 @@ impl DebugInfo {
             )
         })
         .ok()?;
+        if !nesting_within_limit(&dwarf) {
+            return None;
+        }
         Context::from_dwarf(dwarf).ok()
     }
 
@@ -181,6 +184,43 @@ impl DebugInfo {
                 .ok()?;
         (out.len() == size).then(|| Arc::from(out))
     }
+}
+
+/// Deepest DIE nesting accepted. `addr2line` parses nested inline entries
+/// recursively, so a hostile file with 20,000 of them would overflow the
+/// stack; real programs stay far below this (a C++ program's deepest
+/// inline chains are a few hundred at most).
+const MAX_DIE_DEPTH: isize = 1024;
+
+/// Whether no unit nests its entries deeper than [`MAX_DIE_DEPTH`]; a binary
+/// that does is used without its DWARF (function names from the symbol
+/// table, no source lines), as if it had none. The walk is iterative;
+/// a unit that does not parse is left to `addr2line`, which skips it.
+fn nesting_within_limit(dwarf: &gimli::Dwarf<Reader>) -> bool {
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(abbreviations) = dwarf.abbreviations(&header) else {
+            continue;
+        };
+        let Ok(mut entries) = header.entries_raw(&abbreviations, None) else {
+            continue;
+        };
+        while !entries.is_empty() {
+            if entries.next_depth() > MAX_DIE_DEPTH {
+                return false;
+            }
+            match entries.read_abbreviation() {
+                Ok(Some(abbreviation)) => {
+                    if entries.skip_attributes(abbreviation.attributes()).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    true
 }
 
 /// Where a DWARF section's bytes are.

@@ -74,40 +74,59 @@ pub const INTERPRETER_TOP: u64 = 0x7fff_f7ff_f000;
 /// Reads and validates the x86-64 executable at `path`; a dynamically linked
 /// one comes with its dynamic linker, read from the host's file system.
 pub fn load(path: &Path) -> Result<Binary, LoadError> {
-    load_in_root(path, None)
+    load_open(open_program(path)?, path, |guest_path| {
+        regular_file::open(Path::new(guest_path))
+    })
 }
 
-/// Like [`load`], but the dynamic linker's path (a guest path) is looked up
-/// under `root` when one is given (`--root`).
-pub fn load_in_root(path: &Path, root: Option<&Path>) -> Result<Binary, LoadError> {
-    let bytes = regular_file::read(path)?;
+/// Opens the program file at `path` for [`load_open`], without waiting on
+/// a FIFO.
+pub fn open_program(path: &Path) -> Result<std::fs::File, LoadError> {
+    regular_file::open(path).map_err(|error| regular_file::unreadable(path, error))
+}
+
+/// Loads the executable open as `file` (named `path` in messages). For a
+/// dynamically linked one, `open_interpreter` opens its dynamic linker from
+/// the guest path in `PT_INTERP`: under `--root` the caller resolves that
+/// path inside the root, so neither `..` nor a symlink there can make
+/// emuprof read a host file into the guest.
+pub fn load_open(
+    file: std::fs::File,
+    path: &Path,
+    open_interpreter: impl FnOnce(&str) -> std::io::Result<std::fs::File>,
+) -> Result<Binary, LoadError> {
+    let bytes = regular_file::read_open(file, path)?;
     let mut binary = load_shared(Arc::from(bytes)).map_err(|problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,
     })?;
     if let Some(guest_path) = binary.image.interpreter.clone() {
-        let host_path = match root {
-            Some(root) => root.join(guest_path.trim_start_matches('/')),
-            None => std::path::PathBuf::from(&guest_path),
-        };
-        let interpreter = load_interpreter(&host_path).map_err(|e| LoadError::Interpreter {
+        let problem = |problem: String| LoadError::Interpreter {
             path: path.to_path_buf(),
             interpreter: guest_path.clone(),
-            problem: e.to_string(),
+            problem,
+        };
+        let file = open_interpreter(&guest_path).map_err(|error| {
+            problem(match error.kind() {
+                std::io::ErrorKind::NotFound => "there is no such file".to_string(),
+                _ => error.to_string(),
+            })
         })?;
+        let interpreter =
+            load_interpreter(file, Path::new(&guest_path)).map_err(|e| problem(e.to_string()))?;
         binary.interpreter = Some(Box::new(interpreter));
     }
     Ok(binary)
 }
 
-/// Reads a dynamic linker and places it so that it ends at
-/// [`INTERPRETER_TOP`].
-pub fn load_interpreter(path: &Path) -> Result<Binary, LoadError> {
+/// Reads a dynamic linker open as `file` (named `path` in messages) and
+/// places it so that it ends at [`INTERPRETER_TOP`].
+pub fn load_interpreter(file: std::fs::File, path: &Path) -> Result<Binary, LoadError> {
     let invalid = |problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,
     };
-    let bytes: Arc<[u8]> = Arc::from(regular_file::read(path)?);
+    let bytes: Arc<[u8]> = Arc::from(regular_file::read_open(file, path)?);
     let span = shared_object_span(&bytes).map_err(invalid)?;
     let base = INTERPRETER_TOP.checked_sub(span).ok_or_else(|| {
         invalid(ElfProblem::AbsurdSegment {

@@ -3,7 +3,7 @@
 //! while it is read cannot make emuprof allocate without bound.
 
 use std::fs::{File, FileType};
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
@@ -30,7 +30,23 @@ pub fn file_kind(ty: FileType) -> &'static str {
 
 /// The bytes of the regular file at `path`, at most its size at open time.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
-    let unreadable = |error: std::io::Error| match error.kind() {
+    read_open(open(path).map_err(|error| unreadable(path, error))?, path)
+}
+
+/// Opens `path` for reading without waiting: `O_NONBLOCK`, so a FIFO's
+/// open returns at once (and is then refused by [`read_open`]) instead of
+/// blocking until a writer comes.
+pub(crate) fn open(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// The error for `path` the host answered `error` for.
+pub(crate) fn unreadable(path: &Path, error: std::io::Error) -> LoadError {
+    match error.kind() {
         std::io::ErrorKind::NotFound => LoadError::NotFound {
             path: path.to_path_buf(),
         },
@@ -38,26 +54,24 @@ pub(crate) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
             path: path.to_path_buf(),
             error,
         },
-    };
-    // Check before opening too: opening a FIFO for reading would block.
-    let before = std::fs::metadata(path).map_err(unreadable)?;
-    if !before.file_type().is_file() {
-        return Err(LoadError::NotRegular {
-            path: path.to_path_buf(),
-            kind: file_kind(before.file_type()),
-        });
     }
-    let file = File::open(path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
+}
+
+/// The bytes of the open `file` (named `path` in messages) from its start,
+/// at most its size now; refused unless it is a regular file.
+pub(crate) fn read_open(mut file: File, path: &Path) -> Result<Vec<u8>, LoadError> {
+    let meta = file.metadata().map_err(|e| unreadable(path, e))?;
     if !meta.file_type().is_file() {
         return Err(LoadError::NotRegular {
             path: path.to_path_buf(),
             kind: file_kind(meta.file_type()),
         });
     }
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| unreadable(path, e))?;
     let mut bytes = Vec::new();
     file.take(meta.len())
         .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+        .map_err(|e| unreadable(path, e))?;
     Ok(bytes)
 }

@@ -313,3 +313,17 @@ fn script_is_not_an_executable() {
     );
     assert!(message.contains(" is a script (#!/bin/sh)"), "{message}");
 }
+
+/// A C++ name that demangles to terabytes falls back to the raw name,
+/// quickly; a short name of the same shape still demangles.
+#[test]
+fn exponential_cpp_names_fall_back_to_the_raw_name() {
+    use common::hostile_names::{exponential_mangled_name, mangled_name_of_depth};
+    let raw = exponential_mangled_name();
+    let start = std::time::Instant::now();
+    assert_eq!(emuprof_loader::demangle(&raw), raw);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    let short = mangled_name_of_depth(1);
+    assert_eq!(short, "_Z1fI1XIiiE1XIS1_S1_EEvv");
+    assert!(emuprof_loader::demangle(&short).starts_with("void f<X<int, int>"));
+}

@@ -152,11 +152,6 @@ impl<'p> Prepared<'p> {
         })
     }
 
-    /// The file that runs (the program as found).
-    pub fn file(&self) -> &Path {
-        &self.found.file
-    }
-
     /// Runs with `execute`, with progress in the terminal's title; an error
     /// says where PATH found the program.
     pub fn execute(

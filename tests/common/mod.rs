@@ -17,10 +17,12 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod browser;
+pub mod budget;
 pub mod callgrind;
 pub mod ci;
 pub mod compile;
 pub mod golden;
+pub mod hostile_names;
 pub mod process;
 pub mod rng;
 pub mod testprogs;

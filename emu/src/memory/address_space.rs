@@ -117,8 +117,13 @@ impl AddressSpace {
         len: u64,
         prot: Protection,
     ) -> Result<(), EmuError> {
+        // Host memory for every page (and the page tables, one per 512
+        // pages and a few above them) first, so a host that cannot give it
+        // fails the call before anything changed.
+        let pages = len / PAGE_SIZE;
+        self.phys.reserve(uc, pages + pages / 512 + 8)?;
         let replaced = self.drop_pages(addr, len);
-        let mut entries = Vec::with_capacity((len / PAGE_SIZE) as usize);
+        let mut entries = Vec::with_capacity(pages as usize);
         for page in (addr..addr + len).step_by(PAGE_SIZE as usize) {
             let phys = self.phys.alloc(uc)?;
             self.pages.insert(

@@ -51,6 +51,20 @@ impl PhysicalMemory {
         Ok(page)
     }
 
+    /// Makes sure `pages` more pages can be handed out, mapping arenas as
+    /// needed. Fails (`NOMEM` from Unicorn) when the host cannot reserve
+    /// them, for instance under `ulimit -v`, before anything was handed out.
+    pub fn reserve(&mut self, uc: &mut Unicorn<'_, ()>, pages: u64) -> Result<(), EmuError> {
+        let available =
+            |me: &PhysicalMemory| (me.mapped_end - me.next) / PAGE + me.free.len() as u64;
+        while available(self) < pages {
+            uc.mem_map(self.mapped_end, ARENA_SIZE, Prot::ALL)
+                .map_err(|e| EmuError::unicorn("mapping guest physical memory", e))?;
+            self.mapped_end += ARENA_SIZE;
+        }
+        Ok(())
+    }
+
     /// Maps the same arenas in `child` and copies every page handed out so
     /// far that is not all zeros (a fresh arena reads as zeros).
     pub fn copy_into(

@@ -16,6 +16,7 @@ impl Errno {
     pub const ESRCH: Errno = Errno(3);
     pub const EINTR: Errno = Errno(4);
     pub const EIO: Errno = Errno(5);
+    pub const ENXIO: Errno = Errno(6);
     pub const E2BIG: Errno = Errno(7);
     pub const ENOEXEC: Errno = Errno(8);
     pub const EBADF: Errno = Errno(9);

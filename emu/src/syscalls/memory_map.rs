@@ -63,6 +63,21 @@ pub fn handle(
     })
 }
 
+/// Maps pages the guest asked for; `ENOMEM` for the guest, as Linux gives
+/// it, when the host has no memory for them (nothing was changed then).
+fn map_guest(
+    space: &mut AddressSpace,
+    uc: &mut Unicorn<'_, ()>,
+    at: u64,
+    len: u64,
+    protection: Protection,
+) -> Result<Result<(), Errno>, EmuError> {
+    match space.map(uc, at, len, protection) {
+        Err(e) if e.is_host_memory_exhausted() => Ok(Err(Errno::ENOMEM)),
+        other => other.map(Ok),
+    }
+}
+
 fn mmap(
     space: &mut AddressSpace,
     uc: &mut Unicorn<'_, ()>,
@@ -102,31 +117,43 @@ fn mmap(
     }
     let protection = Protection::from_linux(prot);
     if flags & MAP_ANONYMOUS != 0 {
-        space.map(uc, at, len, protection)?;
+        if let Err(errno) = map_guest(space, uc, at, len, protection)? {
+            return Ok(Err(errno));
+        }
         return Ok(Ok(at));
     }
     // A file mapping: private copy of the file's bytes (MAP_SHARED writes are
     // not written back to the file).
     let _shared = flags & MAP_SHARED != 0;
-    // Read what the file holds, chunk by chunk: a huge mapping of a small
-    // file costs only the file's size here.
-    let mut contents = Vec::new();
+    // Copy what the file holds, chunk by chunk: a huge mapping of a small
+    // file costs only the file's size here, and a large file never sits in
+    // one host buffer. The first read, before anything is mapped, checks
+    // the fd.
     let mut chunk = vec![0u8; FILE_CHUNK.min(len) as usize];
-    while (contents.len() as u64) < len {
-        let want = chunk.len().min((len - contents.len() as u64) as usize);
-        match read_file(
-            fd as i32,
-            offset + contents.len() as u64,
-            &mut chunk[..want],
-        ) {
-            Ok(0) => break,
-            Ok(n) => contents.extend_from_slice(&chunk[..n]),
-            Err(e) => return Ok(Err(e)),
-        }
+    let mut done = 0u64;
+    let mut filled = match read_file(fd as i32, offset, &mut chunk) {
+        Ok(n) => n,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Err(errno) = map_guest(space, uc, at, len, protection)? {
+        return Ok(Err(errno));
     }
-    space.map(uc, at, len, protection)?;
-    if space.write_initial(uc, at, &contents).is_err() {
-        return Ok(Err(Errno::EFAULT));
+    while filled > 0 {
+        if space
+            .write_initial(uc, at + done, &chunk[..filled])
+            .is_err()
+        {
+            return Ok(Err(Errno::EFAULT));
+        }
+        done += filled as u64;
+        let want = chunk.len().min((len - done) as usize);
+        filled = match read_file(fd as i32, offset + done, &mut chunk[..want]) {
+            Ok(n) => n,
+            Err(e) => {
+                space.unmap(uc, at, len)?;
+                return Ok(Err(e));
+            }
+        };
     }
     Ok(Ok(at))
 }
@@ -153,7 +180,9 @@ fn mremap(
         return Ok(Err(Errno::ENOMEM));
     }
     if space.is_free(old + old_len, new_len - old_len) {
-        space.map(uc, old + old_len, new_len - old_len, prot)?;
+        if let Err(errno) = map_guest(space, uc, old + old_len, new_len - old_len, prot)? {
+            return Ok(Err(errno));
+        }
         return Ok(Ok(old));
     }
     if flags & MREMAP_MAYMOVE == 0 {
@@ -162,13 +191,19 @@ fn mremap(
     let Some(at) = space.find_free(new_len) else {
         return Ok(Err(Errno::ENOMEM));
     };
-    let mut contents = vec![0u8; old_len as usize];
-    if space.read_raw(uc, old, &mut contents).is_err() {
-        return Ok(Err(Errno::EFAULT));
+    if let Err(errno) = map_guest(space, uc, at, new_len, prot)? {
+        return Ok(Err(errno));
     }
-    space.map(uc, at, new_len, prot)?;
-    if space.write_initial(uc, at, &contents).is_err() {
-        return Ok(Err(Errno::EFAULT));
+    // Moved a chunk at a time: a mapping of gigabytes never sits in one
+    // host buffer.
+    let mut chunk = vec![0u8; FILE_CHUNK.min(old_len) as usize];
+    for start in (0..old_len).step_by(FILE_CHUNK as usize) {
+        let part = &mut chunk[..(old_len - start).min(FILE_CHUNK) as usize];
+        if space.read_raw(uc, old + start, part).is_err()
+            || space.write_initial(uc, at + start, part).is_err()
+        {
+            return Ok(Err(Errno::EFAULT));
+        }
     }
     space.unmap(uc, old, old_len)?;
     Ok(Ok(at))
@@ -192,7 +227,9 @@ fn madvise(
         let mut page = addr;
         while page < addr + len {
             let prot = space.protection_at(page).unwrap_or(Protection::READ_WRITE);
-            space.map(uc, page, PAGE_SIZE, prot)?;
+            if let Err(errno) = map_guest(space, uc, page, PAGE_SIZE, prot)? {
+                return Ok(Err(errno));
+            }
             page += PAGE_SIZE;
         }
     }

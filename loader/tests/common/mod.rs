@@ -8,6 +8,8 @@
 
 #[path = "../../../tests/common/ci.rs"]
 mod ci;
+#[path = "../../../tests/common/hostile_names.rs"]
+pub mod hostile_names;
 #[path = "../../../tests/common/rng.rs"]
 pub mod rng;
 

@@ -46,7 +46,9 @@ pub(crate) struct Watch {
 impl Watch {
     /// Loads `program`'s symbols and asks `prepared`'s run for snapshots.
     pub(crate) fn attach(prepared: &mut Prepared, program: &Path) -> Result<Watch> {
-        let binary = emuprof_loader::load(prepared.file())
+        let binary = prepared
+            .run
+            .load()
             .with_context(|| format!("cannot load {}", program.display()))?;
         let slot = Arc::new(SnapshotSlot::default());
         let options = prepared.run.options_mut();

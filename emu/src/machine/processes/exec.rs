@@ -196,7 +196,17 @@ fn load(
     if !head.starts_with(b"\x7fELF") {
         return Err(Errno::ENOEXEC);
     }
-    match emuprof_loader::load_in_root(&host_path, st.options.files.root.as_deref()) {
+    // Load from the file just checked, never again by its host path (a
+    // racing guest could swap a directory on that path for a symlink), and
+    // find the dynamic linker as the guest would, inside its root.
+    let files = &st.sys.files;
+    let loaded = emuprof_loader::load_open(file, &host_path, |interpreter| {
+        files
+            .open_program(interpreter.as_bytes())
+            .map(|(file, _)| file)
+            .map_err(|errno| std::io::Error::from_raw_os_error(errno.0))
+    });
+    match loaded {
         Ok(binary) => Ok(Loaded {
             binary: Some(Arc::new(binary)),
             program: shown,

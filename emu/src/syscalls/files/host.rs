@@ -313,19 +313,14 @@ pub fn create_entry_at(
     create: impl FnOnce(u32) -> Result<u64, Errno>,
 ) -> Result<u64, Errno> {
     let done = create(mode & !umask)?;
-    let stat = lstat_at(dir, name)?;
+    // Another guest sharing the root may have put a symlink to a host file
+    // in the new entry's place by now: look at and change one handle on
+    // whatever is there, never following it.
+    let entry = open_path(dir, name)?;
+    let stat = fstat(entry.as_fd())?;
     let want = permissions(mode, umask);
     if stat.mode & 0o777 != want && !stat.is_symlink() {
-        // SAFETY: `name` is a valid C string; the kernel only reads it.
-        let ret = unsafe {
-            libc::fchmodat(
-                dir.as_raw_fd(),
-                name.as_ptr(),
-                (stat.mode & 0o7000) | want,
-                0,
-            )
-        };
-        check(ret as i64)?;
+        super::no_follow::chmod_handle(entry.as_fd(), u64::from((stat.mode & 0o7000) | want))?;
     }
     Ok(done)
 }

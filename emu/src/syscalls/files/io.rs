@@ -209,12 +209,17 @@ impl Files {
         let path = read_path(mem, path_addr)?;
         let loc = self.locate_at(AT_FDCWD as u64, &path, Follow::Yes)?;
         self.refuse_if_read_only()?;
-        let file = host::openat(
+        // O_NONBLOCK: a FIFO there must not block emuprof until a reader
+        // comes (truncate of one is EINVAL anyway).
+        let file = match host::openat(
             loc.dir.as_fd(),
             &loc.name,
-            libc::O_WRONLY | libc::O_NOFOLLOW,
+            libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
             0,
-        )?;
+        ) {
+            Err(Errno::ENXIO) => return Err(Errno::EINVAL),
+            other => other?,
+        };
         use std::os::fd::AsRawFd;
         // SAFETY: integer arguments only.
         unsafe {
@@ -452,6 +457,45 @@ mod tests {
         assert_eq!(h.read_file(&sneaky), Err(Errno::EACCES));
         assert!(
             h.read_file("/proc/1/stat").is_ok() || !std::path::Path::new("/proc/1/stat").exists()
+        );
+    }
+
+    /// A guest that makes a FIFO and truncates or execs it gets its error
+    /// at once; emuprof never waits in the host `open` for a peer that
+    /// may never come (a watchdog opens the other end after a while, so a
+    /// regression fails instead of hanging).
+    #[test]
+    fn truncate_and_exec_of_a_fifo_answer_at_once() {
+        let mut h = Harness::sandboxed(|_, _| {});
+        let fifo = h.host("root/fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
+        // SAFETY: a valid C string path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o755) }, 0);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (watchdog_done, watchdog_path) = (std::sync::Arc::clone(&done), fifo.clone());
+        let watchdog = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            while !watchdog_done.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&watchdog_path);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let start = std::time::Instant::now();
+        let path = h.string("/fifo");
+        assert_eq!(h.call(SYS_TRUNCATE, &[path, 0]), Err(Errno::EINVAL));
+        assert_eq!(
+            h.files.open_program(b"/fifo").map(|_| ()).err(),
+            Some(Errno::EACCES)
+        );
+        let waited = start.elapsed();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        watchdog.join().expect("watchdog");
+        assert!(
+            waited < std::time::Duration::from_secs(4),
+            "emuprof waited for the FIFO's other end"
         );
     }
 }

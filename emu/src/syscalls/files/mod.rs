@@ -185,24 +185,11 @@ impl Files {
     /// bit, else the errno `execve` gives. Returns the open file and its
     /// host path (inside the root).
     pub fn open_program(&self, path: &[u8]) -> Result<(std::fs::File, PathBuf), Errno> {
-        let loc = self.paths.locate(self.paths.cwd(), path, Follow::Yes)?;
-        let fd = host::openat(
-            loc.dir.as_fd(),
-            &loc.name,
-            libc::O_RDONLY | libc::O_CLOEXEC,
-            0,
-        )?;
-        let stat = host::fstat(fd.as_fd())?;
-        if stat.is_dir() {
-            return Err(Errno::EACCES);
-        }
-        if stat.file_type() != libc::S_IFREG || stat.mode & 0o111 == 0 {
-            return Err(Errno::EACCES);
-        }
+        let file = open_executable(&self.paths, self.paths.cwd(), path)?;
         use std::os::fd::AsRawFd;
-        let host_path = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        let host_path = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
             .map_err(|e| Errno::from_io(&e))?;
-        Ok((std::fs::File::from(fd), host_path))
+        Ok((file, host_path))
     }
 
     /// The host path of the guest's working directory.
@@ -326,6 +313,41 @@ impl Files {
     }
 }
 
+/// Opens the executable (a program or a dynamic linker) guest `path`
+/// names, resolved from `start` inside the resolver's root: a regular file
+/// with an execute permission bit, else the errno `execve` gives. The final
+/// name is opened with `O_NOFOLLOW` (a symlink swapped in after the check is
+/// `ELOOP`, never followed on the host) and `O_NONBLOCK` (a FIFO is refused,
+/// not waited on).
+fn open_executable(
+    paths: &PathResolver,
+    start: BorrowedFd<'_>,
+    path: &[u8],
+) -> Result<std::fs::File, Errno> {
+    let loc = paths.locate(start, path, Follow::Yes)?;
+    let fd = host::openat(
+        loc.dir.as_fd(),
+        &loc.name,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+        0,
+    )?;
+    let stat = host::fstat(fd.as_fd())?;
+    if stat.file_type() != libc::S_IFREG || stat.mode & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+/// Opens the dynamic linker a program names (`PT_INTERP`, the guest path
+/// `path`) as the guest would find it: inside `root` when given (`--root`:
+/// `..` and symlinks, absolute or relative, stay inside it, as for every
+/// guest path), else on the host.
+pub fn open_in_root(root: Option<&Path>, path: &str) -> std::io::Result<std::fs::File> {
+    let paths = PathResolver::new(root, PathGuard::new(&[]))?;
+    open_executable(&paths, paths.cwd(), path.as_bytes())
+        .map_err(|errno| std::io::Error::from_raw_os_error(errno.0))
+}
+
 /// Reads a guest path argument (at most `PATH_MAX` bytes with its NUL).
 pub(super) fn read_path(mem: &dyn GuestMemory, addr: u64) -> Result<Vec<u8>, Errno> {
     if addr == 0 {
@@ -342,4 +364,47 @@ pub(super) fn is_self_exe(path: &[u8]) -> bool {
 /// A syscall argument as the `int` the kernel sees.
 pub(super) fn int_arg(value: u64) -> i32 {
     value as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_in_root;
+    use std::io::Read;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    /// A dynamic linker named by `PT_INTERP` is found as the guest would
+    /// find it: `..` stops at the root and a symlink (absolute or relative)
+    /// resolves inside it, so a program in the root cannot make emuprof
+    /// load a host file into the guest.
+    #[test]
+    fn the_dynamic_linker_is_found_inside_the_root() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let outside = tmp.path().join("outside-ld.so");
+        std::fs::write(&outside, b"HOST").expect("write");
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(root.join("lib")).expect("mkdir");
+        let inside = root.join("lib/ld.so");
+        std::fs::write(&inside, b"GUEST").expect("write");
+        std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        symlink(&outside, root.join("lib/abs")).expect("symlink");
+        symlink("../../../../../../../..", root.join("lib/up")).expect("symlink");
+        let read = |path: &str| -> Result<Vec<u8>, std::io::ErrorKind> {
+            let mut bytes = Vec::new();
+            let mut file = open_in_root(Some(&root), path).map_err(|e| e.kind())?;
+            file.read_to_end(&mut bytes).expect("read");
+            Ok(bytes)
+        };
+        assert_eq!(read("/lib/ld.so"), Ok(b"GUEST".to_vec()));
+        let climb = format!("/../../../../..{}", outside.display());
+        assert_eq!(read(&climb), Err(std::io::ErrorKind::NotFound));
+        assert_eq!(read("/lib/abs"), Err(std::io::ErrorKind::NotFound));
+        let through_up = format!("/lib/up{}", outside.display());
+        assert_eq!(read(&through_up), Err(std::io::ErrorKind::NotFound));
+        assert_eq!(read("/lib/up/lib/ld.so"), Ok(b"GUEST".to_vec()));
+        assert_eq!(
+            read(outside.to_str().expect("utf-8")),
+            Err(std::io::ErrorKind::NotFound)
+        );
+    }
 }

@@ -255,10 +255,8 @@ fn access(dir: BorrowedFd<'_>, name: &CStr, mode: i32, flags: i32) -> SysResult 
     ];
     // SAFETY: `name` is a valid C string.
     match unsafe { host::syscall6(libc::SYS_faccessat2, args) } {
-        Err(Errno::ENOSYS) => {
-            // SAFETY: as above; the resolver already refused a final symlink.
-            unsafe { host::syscall6(libc::SYS_faccessat, [args[0], args[1], args[2], 0, 0, 0]) }
-        }
+        // Plain faccessat would follow a symlink swapped in since the check.
+        Err(Errno::ENOSYS) => super::no_follow::access(dir, name, mode),
         other => other,
     }
 }
