@@ -146,6 +146,13 @@ impl GuestProcess {
         sys.files.describe_cpus(cpus);
         sys.files.interrupt_reads_on(Arc::clone(&options.interrupt));
         let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
+        if let Some(slot) = &options.snapshots {
+            slot.process_shown(crate::live::ProcessName {
+                pid: identity.pid,
+                program: identity.program.clone(),
+            });
+            slot.thread_started(0, identity.pid);
+        }
         let (feed, builder) = tree_feed::spawn(BuilderSetup {
             code: Arc::clone(&code),
             function_starts: Arc::clone(&function_starts),

@@ -28,7 +28,9 @@
 //! the spin, never in a loop of yields.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{
+    self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
+};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -48,6 +50,11 @@ const BATCH: usize = 1 << 12;
 
 /// Batches in flight before the emulation thread waits for the builder.
 const BATCHES_IN_FLIGHT: usize = 4;
+
+/// How often a builder with a live view answers its snapshot requests while
+/// it waits for events: its process may wait for another one, or the guest
+/// for the outside world, for a long time.
+const IDLE_ANSWER: Duration = Duration::from_millis(100);
 
 /// How long either thread spins on the channel before it blocks, when the
 /// two threads can run at the same time.
@@ -447,7 +454,12 @@ fn build(
         snapshots,
     } = setup;
     let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
-    while let Some(batch) = recv_spinning(incoming, spin) {
+    let idle = snapshots.is_some().then_some(IDLE_ANSWER);
+    while let Some(batch) = recv_spinning(incoming, spin, idle, || {
+        if let Some(slot) = snapshots.as_deref().filter(|s| s.wanted()) {
+            slot.answer(builder.snapshot());
+        }
+    }) {
         for info in batch.new_blocks {
             builder.define(info);
         }
@@ -489,8 +501,14 @@ fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch, spin: Duration) 
 }
 
 /// `recv`, spinning on an empty channel for up to `spin` before blocking;
-/// `None` once the emulation thread has hung up.
-fn recv_spinning(incoming: &Receiver<Batch>, spin: Duration) -> Option<Batch> {
+/// `None` once the emulation thread has hung up. With `idle`, calls
+/// `while_idle` after each `idle` spent blocked.
+fn recv_spinning(
+    incoming: &Receiver<Batch>,
+    spin: Duration,
+    idle: Option<Duration>,
+    mut while_idle: impl FnMut(),
+) -> Option<Batch> {
     let start = Instant::now();
     loop {
         match incoming.try_recv() {
@@ -499,7 +517,16 @@ fn recv_spinning(incoming: &Receiver<Batch>, spin: Duration) -> Option<Batch> {
             Err(TryRecvError::Empty) => {}
         }
         if !spin_on(start, spin) {
-            return incoming.recv().ok();
+            let Some(idle) = idle else {
+                return incoming.recv().ok();
+            };
+            loop {
+                match incoming.recv_timeout(idle) {
+                    Ok(batch) => return Some(batch),
+                    Err(RecvTimeoutError::Disconnected) => return None,
+                    Err(RecvTimeoutError::Timeout) => while_idle(),
+                }
+            }
         }
     }
 }

@@ -103,7 +103,7 @@ impl<'a> BuilderThread<'a> {
     }
 
     /// The call tree as it is now.
-    pub(super) fn snapshot(&self) -> crate::live::TreeSnapshot {
+    pub(super) fn snapshot(&self) -> crate::live::BuilderSnapshot {
         self.tree.snapshot()
     }
 
