@@ -66,7 +66,7 @@ fn innermost<'a>(snapshot: &'a Value, thread: &Value) -> Option<&'a str> {
 fn snapshots_carry_every_live_threads_stack() {
     let program = testprog("threads", Libc::Glibc, "O2").path;
     let mut seen = None;
-    let (_, served) = watch_run(&program, &["workers", "3", "20000000"], |snapshot| {
+    let (_, served) = watch_run(&program, &["workers", "3", "5000000"], |snapshot| {
         let threads = snapshot["threads"].as_array().expect("threads");
         let working = threads
             .iter()
@@ -116,7 +116,7 @@ fn snapshots_carry_every_live_threads_stack() {
 fn shared_library_functions_are_named_as_in_the_profile() {
     let program = testprog("cpuheavy", Libc::Dyn, "O2").path;
     let mut seen = None;
-    let (_, served) = watch_run(&program, &["20", "sort"], |snapshot| {
+    let (_, served) = watch_run(&program, &["2", "sort"], |snapshot| {
         let running = snapshot["threads"][0].clone();
         if innermost(snapshot, &running) == Some("compare_u32") {
             seen = Some(snapshot.clone());
