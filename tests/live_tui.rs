@@ -181,7 +181,9 @@ fn every_threads_call_stack_shows_while_it_runs() {
     let headers = pane_lines(&screen, "thread ");
     for id in &ids {
         assert!(
-            headers.iter().any(|h| h.starts_with(&format!("thread {id}"))),
+            headers
+                .iter()
+                .any(|h| h.starts_with(&format!("thread {id}"))),
             "thread {id} is not shown:\n{screen}"
         );
     }
@@ -229,7 +231,11 @@ fn shared_library_functions_are_named_as_in_the_profile() {
         .iter()
         .filter(|n| functions[n["function"].as_u64().unwrap() as usize]["name"] == "compare_u32")
         .filter_map(|n| n["parent"].as_u64())
-        .map(|p| profile["call_tree"][p as usize]["function"].as_u64().unwrap())
+        .map(|p| {
+            profile["call_tree"][p as usize]["function"]
+                .as_u64()
+                .unwrap()
+        })
         .filter(|&f| functions[f as usize]["object"] == "libc.so.6")
         .map(|f| functions[f as usize]["name"].as_str().unwrap())
         .collect();

@@ -25,9 +25,10 @@ fn watch_run(
 ) -> (Value, EmuprofRun) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let address = format!("127.0.0.1:{}", free_port());
-    let command = EmuprofCommand::new(program)
-        .args(args)
-        .flags(&["--serve", &address, "--serve-wait"]);
+    let command =
+        EmuprofCommand::new(program)
+            .args(args)
+            .flags(&["--serve", &address, "--serve-wait"]);
     let run = std::thread::spawn(move || command.run());
     let (mut reader, header) = greet(connect(&address, || TcpStream::connect(&address)), None);
     assert_eq!(header["type"], "header", "{header}");
@@ -87,7 +88,10 @@ fn snapshots_carry_every_live_threads_stack() {
         .iter()
         .map(|t| t["id"].as_u64().unwrap())
         .collect();
-    assert_eq!(tids, profile_ids, "the stream's thread ids are the profile's");
+    assert_eq!(
+        tids, profile_ids,
+        "the stream's thread ids are the profile's"
+    );
     // The main thread joins the workers; each worker's stack is its own: it
     // holds `worker`, never `main`.
     let names = |t: &Value| -> Vec<String> {
@@ -107,7 +111,10 @@ fn snapshots_carry_every_live_threads_stack() {
         );
     }
     let process = &snapshot["processes"];
-    assert_eq!(process["shown"]["pid"], tids[0], "the main thread's id is the pid");
+    assert_eq!(
+        process["shown"]["pid"], tids[0],
+        "the main thread's id is the pid"
+    );
     assert_eq!(process["shown"]["program"], program.display().to_string());
     assert_eq!(process["live"], 1);
 }
@@ -162,7 +169,11 @@ fn snapshots_say_which_process_they_show_and_which_runs() {
     let (_, served) = watch_run(&program, &["harness", "30"], |snapshot| {
         let processes = &snapshot["processes"];
         shown.get_or_insert_with(|| processes["shown"].clone());
-        assert_eq!(processes["shown"], shown.clone().unwrap(), "always the first");
+        assert_eq!(
+            processes["shown"],
+            shown.clone().unwrap(),
+            "always the first"
+        );
         processes["live"] == 2 && processes["running"]["pid"] != processes["shown"]["pid"]
     });
     let shown = shown.expect("snapshots");

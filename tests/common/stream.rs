@@ -61,16 +61,25 @@ pub fn assert_consistent(snapshot: &Value) {
         assert!(node[1].as_u64().is_some_and(|f| f < functions), "{node}");
     }
     let threads = snapshot["threads"].as_array().cloned().unwrap_or_default();
-    let stacks = threads.iter().map(|t| &t["stack"]).chain([&snapshot["stack"]]);
+    let stacks = threads
+        .iter()
+        .map(|t| &t["stack"])
+        .chain([&snapshot["stack"]]);
     for stack in stacks {
         for id in stack.as_array().expect("a stack") {
-            assert!(id.as_u64().is_some_and(|i| i < nodes.len() as u64), "{stack}");
+            assert!(
+                id.as_u64().is_some_and(|i| i < nodes.len() as u64),
+                "{stack}"
+            );
         }
     }
     if !threads.is_empty() {
         let running: Vec<&Value> = threads.iter().filter(|t| t["running"] == true).collect();
         assert_eq!(running.len(), 1, "one thread runs: {snapshot}");
-        assert_eq!(running[0]["stack"], snapshot["stack"], "`stack` is the running thread's");
+        assert_eq!(
+            running[0]["stack"], snapshot["stack"],
+            "`stack` is the running thread's"
+        );
     }
 }
 
@@ -88,4 +97,3 @@ pub fn read_to_the_end(reader: &mut impl BufRead) -> Value {
         }
     }
 }
-

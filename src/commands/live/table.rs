@@ -155,9 +155,9 @@ impl LiveTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::live::moment::snapshot_of;
     use emuprof_analysis::raw::RawNode;
     use emuprof_analysis::FunctionInfo;
-    use crate::commands::live::moment::snapshot_of;
 
     fn node(parent: Option<u32>, entry: u64, calls: u64, self_instructions: u64) -> RawNode {
         RawNode {

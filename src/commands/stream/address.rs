@@ -310,7 +310,10 @@ mod tests {
     fn every_interface_is_watched_at_the_host_name() {
         let any = Listener::bind(&Address::parse("0.0.0.0:0").unwrap()).unwrap();
         let port = any.local_address().rsplit_once(':').unwrap().1.to_string();
-        assert_eq!(any.viewer_address(), (format!("{}:{port}", host_name()), true));
+        assert_eq!(
+            any.viewer_address(),
+            (format!("{}:{port}", host_name()), true)
+        );
         let loopback = Listener::bind(&Address::parse("127.0.0.1:0").unwrap()).unwrap();
         assert_eq!(loopback.viewer_address(), (loopback.local_address(), false));
     }

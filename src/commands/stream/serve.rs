@@ -113,7 +113,8 @@ pub fn profile_serving(
     };
     let notes = [
         any_interface.then_some("or another address of this machine"),
-        (needs_token && made.is_none()).then_some("with the token: --token or $EMUPROF_STREAM_TOKEN"),
+        (needs_token && made.is_none())
+            .then_some("with the token: --token or $EMUPROF_STREAM_TOKEN"),
     ];
     let notes: Vec<&str> = notes.into_iter().flatten().collect();
     let notes = if notes.is_empty() {
