@@ -157,20 +157,15 @@ fn live_without_a_terminal_is_refused() {
 /// each worker in `work` — and the process it shows.
 #[test]
 fn every_threads_call_stack_shows_while_it_runs() {
-    if !tmux_available() {
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("temp dir");
     let threads = testprog("threads", Libc::Glibc, "O2").path;
-    let args = live_args(&threads, &["workers", "2", "200000000"]);
-    let tmux = Tmux::start(dir.path(), &args);
-    let screen = tmux.wait_for("both workers in work, each under its thread", |s| {
-        pane_lines(s, "thread ").len() == 3 && pane_lines(s, "  work ").len() == 2
-    });
-    tmux.send("q");
-    assert_eq!(exit_status(dir.path()), 130, "interrupted runs exit 130");
-    let profile = read_profile(dir.path());
+    let Some((screen, profile)) = live_until(
+        &threads,
+        &["workers", "2", "200000000"],
+        "both workers in work, each under its thread",
+        |s| pane_lines(s, "thread ").len() == 3 && pane_lines(s, "  work ").len() == 2,
+    ) else {
+        return;
+    };
     let ids: Vec<u64> = profile["threads"]
         .as_array()
         .expect("threads")
@@ -211,19 +206,15 @@ fn every_threads_call_stack_shows_while_it_runs() {
 /// final profile gives it.
 #[test]
 fn shared_library_functions_are_named_as_in_the_profile() {
-    if !tmux_available() {
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("temp dir");
     let program = testprog("cpuheavy", Libc::Dyn, "O2").path;
-    let tmux = Tmux::start(dir.path(), &live_args(&program, &["1000", "sort"]));
-    let screen = tmux.wait_for("the comparison callback on the stack", |s| {
-        !pane_lines(s, "  compare_u32").is_empty()
-    });
-    tmux.send("q");
-    assert_eq!(exit_status(dir.path()), 130, "interrupted runs exit 130");
-    let profile = read_profile(dir.path());
+    let Some((screen, profile)) = live_until(
+        &program,
+        &["1000", "sort"],
+        "the comparison callback on the stack",
+        |s| !pane_lines(s, "  compare_u32").is_empty(),
+    ) else {
+        return;
+    };
     let functions = profile["functions"].as_array().expect("functions");
     let callers: Vec<&str> = profile["call_tree"]
         .as_array()
@@ -251,19 +242,33 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
-/// `--live -o p.json PROGRAM ARGS…`.
-fn live_args(program: &std::path::Path, args: &[&str]) -> Vec<String> {
-    ["--live", "-o", "p.json"]
+/// Runs `--live -o p.json PROGRAM ARGS…` in tmux until the screen shows
+/// `what` (`shown` holds), then presses `q`; returns that screen and the
+/// partial profile. `None` without tmux (outside CI).
+fn live_until(
+    program: &std::path::Path,
+    args: &[&str],
+    what: &str,
+    shown: impl Fn(&str) -> bool,
+) -> Option<(String, serde_json::Value)> {
+    if !tmux_available() {
+        return None;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let live_args: Vec<String> = ["--live", "-o", "p.json"]
         .iter()
         .map(|s| s.to_string())
         .chain([program.display().to_string()])
         .chain(args.iter().map(|s| s.to_string()))
-        .collect()
-}
-
-fn read_profile(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("p.json")).expect("the profile is written"))
-        .expect("the profile is JSON")
+        .collect();
+    let tmux = Tmux::start(dir.path(), &live_args);
+    let screen = tmux.wait_for(what, shown);
+    tmux.send("q");
+    assert_eq!(exit_status(dir.path()), 130, "interrupted runs exit 130");
+    let profile = std::fs::read(dir.path().join("p.json")).expect("the profile is written");
+    let profile = serde_json::from_slice(&profile).expect("the profile is JSON");
+    Some((screen, profile))
 }
 
 /// The call-stack pane's lines (the right column, from its title to the

@@ -154,19 +154,25 @@ pub(crate) fn snapshot_of(
     }
 }
 
+/// A context entered once, for tests.
+#[cfg(test)]
+pub(crate) fn node(
+    parent: Option<emuprof_analysis::raw::NodeId>,
+    entry: u64,
+    self_instructions: u64,
+) -> RawNode {
+    RawNode {
+        parent,
+        entry,
+        calls: 1,
+        self_instructions,
+        ..RawNode::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn node(parent: Option<u32>, entry: u64, self_instructions: u64) -> RawNode {
-        RawNode {
-            parent,
-            entry,
-            calls: 1,
-            self_instructions,
-            ..RawNode::default()
-        }
-    }
 
     #[test]
     fn running_calls_count_in_inclusive_costs() {

@@ -304,17 +304,8 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::live::moment::node;
     use emuprof_emu::live::TreeSnapshot;
-
-    fn node(parent: Option<NodeId>, entry: u64, self_instructions: u64) -> RawNode {
-        RawNode {
-            parent,
-            entry,
-            calls: 1,
-            self_instructions,
-            ..RawNode::default()
-        }
-    }
 
     /// Two threads: the main one in 0x10 → 0x20, a worker (running) in
     /// 0x30 → 0x20; of process 7, while process 9 runs.
