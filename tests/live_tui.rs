@@ -242,6 +242,29 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
+/// `processes harness 200`: while a test runs in a fork child, the view
+/// says so under the process it shows, with the child's calls.
+#[test]
+fn a_running_fork_child_is_named_with_its_calls() {
+    let program = testprog("processes", Libc::Glibc, "O2").path;
+    let Some((screen, _)) = live_until(&program, &["harness", "200"], "a child in work", |s| {
+        !pane_lines(s, "  now running: process ").is_empty()
+            && !pane_lines(s, "    work").is_empty()
+    }) else {
+        return;
+    };
+    let calls = pane_lines(&screen, "    ");
+    assert!(
+        calls.iter().any(|l| l.trim() == "run_test"),
+        "the child's calls:\n{screen}"
+    );
+    assert_eq!(
+        pane_lines(&screen, "process ").len(),
+        1,
+        "the process shown is named:\n{screen}"
+    );
+}
+
 /// Runs `--live -o p.json PROGRAM ARGS…` in tmux until the screen shows
 /// `what` (`shown` holds), then presses `q`; returns that screen and the
 /// partial profile. `None` without tmux (outside CI).

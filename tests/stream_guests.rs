@@ -159,14 +159,15 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
-/// `processes harness 30`: while a test runs in its own child and the
+/// `processes harness 100`: while a test runs in its own child and the
 /// parent waits for it, the snapshots (of the parent, the first process)
-/// say that the child runs.
+/// say that the child runs, and where: a fork child runs the same code, so
+/// its calls are named.
 #[test]
 fn snapshots_say_which_process_they_show_and_which_runs() {
     let program = testprog("processes", Libc::Glibc, "O2").path;
     let mut shown = None;
-    let (_, served) = watch_run(&program, &["harness", "30"], |snapshot| {
+    let (_, served) = watch_run(&program, &["harness", "100"], |snapshot| {
         let processes = &snapshot["processes"];
         shown.get_or_insert_with(|| processes["shown"].clone());
         assert_eq!(
@@ -174,12 +175,23 @@ fn snapshots_say_which_process_they_show_and_which_runs() {
             shown.clone().unwrap(),
             "always the first"
         );
-        processes["live"] == 2 && processes["running"]["pid"] != processes["shown"]["pid"]
+        let calls: Vec<&str> = processes["running_calls"]
+            .as_array()
+            .map(|c| c.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let child = processes["running"]["pid"] != processes["shown"]["pid"];
+        if !child {
+            assert!(calls.is_empty(), "calls of the shown process: {processes}");
+        }
+        processes["live"] == 2
+            && child
+            && calls.first() == Some(&"work")
+            && calls.contains(&"run_test")
     });
     let shown = shown.expect("snapshots");
     assert_eq!(shown["program"], program.display().to_string());
     assert!(
-        served.stdout_text().contains("harness: 20 of 30 failed"),
+        served.stdout_text().contains(" of 100 failed"),
         "{}",
         served.stdout_text()
     );

@@ -78,6 +78,10 @@ pub struct Processes {
     pub shown: ProcessName,
     /// The process running now (or last), `shown` when it is the same image.
     pub running: ProcessName,
+    /// When `running` is a fork child of the shown program's image (same
+    /// code, so the same names): the entry addresses of its running
+    /// thread's active calls, innermost first. Empty otherwise.
+    pub running_calls: Vec<u64>,
     /// Process images running now (1 while the guest has not forked).
     pub live: usize,
 }
@@ -183,6 +187,7 @@ impl SnapshotSlot {
             guest.processes = Processes {
                 running: shown.clone(),
                 shown,
+                running_calls: Vec::new(),
                 live: 1,
             }
         });
@@ -198,8 +203,25 @@ impl SnapshotSlot {
                     pid,
                     program: program.to_string(),
                 };
+                guest.processes.running_calls.clear();
             }
             guest.processes.live = live;
+        });
+    }
+
+    /// Whether the snapshots are of process `pid`'s tree.
+    pub(crate) fn shows(&self, pid: u64) -> bool {
+        self.with_guest(|guest| guest.processes.shown.pid == pid) == Some(true)
+    }
+
+    /// Process `pid`'s running thread is in the calls `entries` (innermost
+    /// first); kept while it is the running process.
+    pub(crate) fn running_calls(&self, pid: u64, entries: Vec<u64>) {
+        self.with_guest(|guest| {
+            let processes = &mut guest.processes;
+            if processes.running.pid == pid && processes.shown.pid != pid {
+                processes.running_calls = entries;
+            }
         });
     }
 
@@ -232,7 +254,12 @@ mod tests {
             slot.thread_started(index, tid);
         }
         slot.thread_exited(1);
-        slot.process_running(10, "/bin/true", 2);
+        slot.process_running(10, "./prog", 2);
+        assert!(slot.shows(7) && !slot.shows(10));
+        // The fork child's builder says where it is; the shown one's
+        // builder answers with the tree instead.
+        slot.running_calls(10, vec![0x30, 0x20]);
+        slot.running_calls(7, vec![0x99]);
         slot.request();
         assert!(slot.wanted());
         slot.answer(BuilderSnapshot {
@@ -263,10 +290,21 @@ mod tests {
             snapshot.processes,
             Processes {
                 shown: name(7, "./prog"),
-                running: name(10, "/bin/true"),
+                running: name(10, "./prog"),
+                running_calls: vec![0x30, 0x20],
                 live: 2
             }
         );
         assert!(slot.take().is_none(), "taken once");
+        slot.process_running(7, "./prog", 1);
+        slot.request();
+        slot.answer(BuilderSnapshot {
+            nodes: vec![RawNode::default()],
+            stacks: vec![vec![0]],
+            running: 0,
+            instructions: 6,
+        });
+        let back = slot.take().expect("a snapshot").processes;
+        assert!(back.running_calls.is_empty(), "{back:?}");
     }
 }

@@ -52,6 +52,10 @@ pub(super) struct GuestProcess {
     pub function_starts: Arc<emuprof_loader::FunctionStarts>,
     /// Where the guest continues when it runs next.
     pub pc: u64,
+    /// The live view its call tree answers (the first program's image and
+    /// its fork children: they run the same code, so the view names their
+    /// functions).
+    pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
 }
 
 /// What a new program image starts with.
@@ -160,9 +164,11 @@ impl GuestProcess {
             instruction_limit,
             progress: Arc::clone(&options.progress),
             snapshots: options.snapshots.clone(),
+            pid: identity.pid,
         })
         .map_err(EmuError::BuilderStart)?;
         let pid = identity.pid;
+        let snapshots = options.snapshots.clone();
         let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
             blocks: BlockCache::new()?,
@@ -195,6 +201,7 @@ impl GuestProcess {
             code,
             function_starts,
             pc: start,
+            snapshots,
         })
     }
 

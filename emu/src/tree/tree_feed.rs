@@ -191,6 +191,9 @@ pub struct BuilderSetup {
     pub progress: Arc<AtomicU64>,
     /// Where a live view asks for snapshots, answered between batches.
     pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+    /// The process whose events the builder applies (a live view shows one
+    /// process's tree, and only the calls of others).
+    pub pid: u64,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -452,13 +455,12 @@ fn build(
         instruction_limit,
         progress,
         snapshots,
+        pid,
     } = setup;
     let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
     while let Some(batch) = recv_spinning(incoming, spin, idle, || {
-        if let Some(slot) = snapshots.as_deref().filter(|s| s.wanted()) {
-            slot.answer(builder.snapshot());
-        }
+        answer_snapshot(snapshots.as_deref(), pid, &builder);
     }) {
         for info in batch.new_blocks {
             builder.define(info);
@@ -473,9 +475,7 @@ fn build(
             .instructions
             .store(builder.instructions(), Ordering::Release);
         progress.store(builder.instructions(), Ordering::Relaxed);
-        if let Some(slot) = snapshots.as_deref().filter(|s| s.wanted()) {
-            slot.answer(builder.snapshot());
-        }
+        answer_snapshot(snapshots.as_deref(), pid, &builder);
         published.batches_done.fetch_add(1, Ordering::SeqCst);
         published.wake_sync();
         let mut events = batch.events;
@@ -483,6 +483,20 @@ fn build(
         let _ = give_back.send(events);
     }
     builder.finish()
+}
+
+/// Answers a live view's request: with the whole tree when the view shows
+/// process `pid`, else with the running thread's calls (the view shows them
+/// while this process runs).
+fn answer_snapshot(slot: Option<&crate::live::SnapshotSlot>, pid: u64, builder: &BuilderThread) {
+    let Some(slot) = slot.filter(|s| s.wanted()) else {
+        return;
+    };
+    if slot.shows(pid) {
+        slot.answer(builder.snapshot());
+    } else {
+        slot.running_calls(pid, builder.call_stack());
+    }
 }
 
 /// `send`, spinning on a full channel for up to `spin` before blocking.
@@ -564,6 +578,7 @@ mod tests {
             instruction_limit: limit,
             progress: Arc::default(),
             snapshots: None,
+            pid: 1,
         };
         let (mut feed, handle) = spawn(setup).expect("a thread");
         events(&mut feed);

@@ -28,6 +28,9 @@ pub struct Moment {
     /// Which process the profile is of and which one runs; `None` once
     /// finished (or when the stream does not say).
     pub processes: Option<Processes>,
+    /// Function names of the running process's calls, innermost first, when
+    /// it is a fork child of the shown one (its tree is not in `profile`).
+    pub running_process_calls: Vec<String>,
 }
 
 impl Moment {
@@ -47,10 +50,17 @@ impl Moment {
             ..RawProfile::default()
         };
         let profile = Profile::from_raw(&raw, resolver, env!("CARGO_PKG_VERSION"))?;
+        let running_process_calls = snapshot
+            .processes
+            .running_calls
+            .iter()
+            .map(|&entry| resolver.resolve(entry).name)
+            .collect();
         Ok(Moment {
             profile: Arc::new(profile),
             threads: snapshot.threads.clone(),
             processes: Some(snapshot.processes.clone()),
+            running_process_calls,
         })
     }
 
@@ -60,6 +70,7 @@ impl Moment {
             profile: Arc::new(profile),
             threads: Vec::new(),
             processes: None,
+            running_process_calls: Vec::new(),
         }
     }
 

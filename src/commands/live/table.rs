@@ -46,6 +46,9 @@ pub struct LiveTable {
     pub stacks: Vec<ThreadCalls>,
     /// Which process the view shows and which one runs, when known.
     pub processes: Option<Processes>,
+    /// The running process's calls when it is not the one shown, innermost
+    /// first (known for fork children of the shown program only).
+    pub running_process_calls: Vec<String>,
     /// From the root, the costliest child each time: (name, inclusive).
     pub hot_path: Vec<(String, u64)>,
     /// The profile the table was read from.
@@ -110,6 +113,7 @@ impl LiveTable {
             rows,
             stacks,
             processes: moment.processes.clone(),
+            running_process_calls: moment.running_process_calls.clone(),
             hot_path,
             profile: Some(Arc::clone(&moment.profile)),
             tree: OnceCell::new(),
@@ -131,9 +135,11 @@ impl LiveTable {
             lines.push(format!("process {} {}", p.shown.pid, p.shown.program));
             if p.running != p.shown {
                 lines.push(format!(
-                    "  now running: process {} {} (its calls: final profile)",
+                    "  now running: process {} {}",
                     p.running.pid, p.running.program
                 ));
+                let calls = &self.running_process_calls;
+                lines.extend(calls.iter().map(|name| format!("    {name}")));
             }
             if p.live > 1 {
                 lines.push(format!("  {} processes running", p.live));

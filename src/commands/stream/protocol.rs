@@ -115,10 +115,14 @@ pub struct StreamProcesses {
     pub running: StreamProcess,
     /// Process images running now.
     pub live: usize,
+    /// The running process's calls, innermost first, when it is a fork
+    /// child of the shown one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_calls: Vec<String>,
 }
 
 impl StreamProcesses {
-    fn new(p: &Processes) -> StreamProcesses {
+    fn new(p: &Processes, running_calls: &[String]) -> StreamProcesses {
         let process = |n: &ProcessName| StreamProcess {
             pid: n.pid,
             program: n.program.clone(),
@@ -127,6 +131,7 @@ impl StreamProcesses {
             shown: process(&p.shown),
             running: process(&p.running),
             live: p.live,
+            running_calls: running_calls.to_vec(),
         }
     }
 
@@ -138,6 +143,7 @@ impl StreamProcesses {
         Processes {
             shown: name(&self.shown),
             running: name(&self.running),
+            running_calls: Vec::new(),
             live: self.live,
         }
     }
@@ -226,7 +232,10 @@ impl Snapshot {
                     stack: t.stack.clone(),
                 })
                 .collect(),
-            processes: moment.processes.as_ref().map(StreamProcesses::new),
+            processes: moment
+                .processes
+                .as_ref()
+                .map(|p| StreamProcesses::new(p, &moment.running_process_calls)),
             end,
         }
     }
@@ -297,6 +306,10 @@ impl Snapshot {
             profile: std::sync::Arc::new(profile),
             threads,
             processes: self.processes.as_ref().map(StreamProcesses::to_processes),
+            running_process_calls: self
+                .processes
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.running_calls.clone()),
         })
     }
 }
@@ -308,7 +321,8 @@ mod tests {
     use emuprof_emu::live::TreeSnapshot;
 
     /// Two threads: the main one in 0x10 → 0x20, a worker (running) in
-    /// 0x30 → 0x20; of process 7, while process 9 runs.
+    /// 0x30 → 0x20; of process 7, while its fork child 9 runs in 0x20
+    /// called from 0x10.
     #[test]
     fn a_snapshot_survives_the_wire() {
         let name = |pid: u64, program: &str| ProcessName {
@@ -338,7 +352,8 @@ mod tests {
             libraries: Vec::new(),
             processes: Processes {
                 shown: name(7, "./prog"),
-                running: name(9, "/bin/true"),
+                running: name(9, "./prog"),
+                running_calls: vec![0x20, 0x10],
                 live: 2,
             },
         };
@@ -362,7 +377,16 @@ mod tests {
         assert_eq!(again.profile.functions, moment.profile.functions);
         assert_eq!(again.profile.call_tree, moment.profile.call_tree);
         assert_eq!(again.threads, snapshot.threads);
-        assert_eq!(again.processes, Some(snapshot.processes));
+        let processes = again.processes.expect("processes");
+        assert_eq!(
+            (processes.shown, processes.running, processes.live),
+            (
+                snapshot.processes.shown,
+                snapshot.processes.running,
+                snapshot.processes.live
+            )
+        );
+        assert_eq!(again.running_process_calls, ["f20", "f10"]);
     }
 
     /// A line from a server older than `threads` and `processes` (same
