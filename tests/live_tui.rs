@@ -49,7 +49,7 @@ fn stop_with(key: &str) {
     // The counts move while the guest runs.
     let second = tmux.wait_for("a changed screen", |s| s != first && s.contains("running"));
     assert_ne!(first, second);
-    let stack_section = second.lines().filter(|l| l.contains("│fib ")).count();
+    let stack_section = second.lines().filter(|l| l.contains("│  fib ")).count();
     assert!(stack_section > 0, "fib is not on the call stack:\n{second}");
     tmux.send(key);
     assert_eq!(exit_status(dir.path()), 130, "interrupted runs exit 130");
@@ -150,4 +150,171 @@ fn live_without_a_terminal_is_refused() {
         stderr.starts_with("emuprof: --live needs a terminal"),
         "{stderr}"
     );
+}
+
+/// `threads workers 2 N`: while the workers run, the view shows each live
+/// thread by its id, with its own call stack — the main thread joining,
+/// each worker in `work` — and the process it shows.
+#[test]
+fn every_threads_call_stack_shows_while_it_runs() {
+    let threads = testprog("threads", Libc::Glibc, "O2").path;
+    let Some((screen, profile)) = live_until(
+        &threads,
+        &["workers", "2", "200000000"],
+        "both workers in work, each under its thread",
+        |s| pane_lines(s, "thread ").len() == 3 && pane_lines(s, "  work ").len() == 2,
+    ) else {
+        return;
+    };
+    let ids: Vec<u64> = profile["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|t| t["id"].as_u64().expect("a thread id"))
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    let headers = pane_lines(&screen, "thread ");
+    for id in &ids {
+        assert!(
+            headers
+                .iter()
+                .any(|h| h.starts_with(&format!("thread {id}"))),
+            "thread {id} is not shown:\n{screen}"
+        );
+    }
+    assert_eq!(
+        headers.iter().filter(|h| h.ends_with("(running)")).count(),
+        1,
+        "one thread is marked running:\n{screen}"
+    );
+    // The main thread joins the workers, each worker runs its own calls.
+    let calls = pane_lines(&screen, "  ");
+    for function in ["pthread_join", "main", "worker"] {
+        assert!(
+            calls.iter().any(|l| l.trim() == function),
+            "{function} is not on a thread's stack:\n{screen}"
+        );
+    }
+    assert!(
+        pane_lines(&screen, &format!("process {} ", ids[0])).len() == 1,
+        "the process shown is not named:\n{screen}"
+    );
+}
+
+/// A dynamically linked program sorting with libc's qsort: the stack shows
+/// the library function that calls the comparison callback by the name the
+/// final profile gives it.
+#[test]
+fn shared_library_functions_are_named_as_in_the_profile() {
+    let program = testprog("cpuheavy", Libc::Dyn, "O2").path;
+    let Some((screen, profile)) = live_until(
+        &program,
+        &["1000", "sort"],
+        "the comparison callback on the stack",
+        |s| !pane_lines(s, "  compare_u32").is_empty(),
+    ) else {
+        return;
+    };
+    let functions = profile["functions"].as_array().expect("functions");
+    let callers: Vec<&str> = profile["call_tree"]
+        .as_array()
+        .expect("call_tree")
+        .iter()
+        .filter(|n| functions[n["function"].as_u64().unwrap() as usize]["name"] == "compare_u32")
+        .filter_map(|n| n["parent"].as_u64())
+        .map(|p| {
+            profile["call_tree"][p as usize]["function"]
+                .as_u64()
+                .unwrap()
+        })
+        .filter(|&f| functions[f as usize]["object"] == "libc.so.6")
+        .map(|f| functions[f as usize]["name"].as_str().unwrap())
+        .collect();
+    assert!(!callers.is_empty(), "compare_u32 is called from libc.so.6");
+    let stack = pane_lines(&screen, "  ");
+    assert!(
+        callers.iter().any(|c| stack.iter().any(|l| l.trim() == *c)),
+        "none of compare_u32's callers {callers:?} is named on the stack:\n{screen}"
+    );
+    assert!(
+        !stack.iter().any(|l| l.trim().starts_with("0x")),
+        "a function without a name on the stack:\n{screen}"
+    );
+}
+
+/// `processes harness 200`: while a test runs in a fork child, the view
+/// says so under the process it shows, with the child's calls.
+#[test]
+fn a_running_fork_child_is_named_with_its_calls() {
+    let program = testprog("processes", Libc::Glibc, "O2").path;
+    let Some((screen, _)) = live_until(&program, &["harness", "200"], "a child in work", |s| {
+        !pane_lines(s, "  now running: process ").is_empty()
+            && !pane_lines(s, "    work").is_empty()
+    }) else {
+        return;
+    };
+    let calls = pane_lines(&screen, "    ");
+    assert!(
+        calls.iter().any(|l| l.trim() == "run_test"),
+        "the child's calls:\n{screen}"
+    );
+    assert_eq!(
+        pane_lines(&screen, "process ").len(),
+        1,
+        "the process shown is named:\n{screen}"
+    );
+}
+
+/// Runs `--live -o p.json PROGRAM ARGS…` in tmux until the screen shows
+/// `what` (`shown` holds), then presses `q`; returns that screen and the
+/// partial profile. `None` without tmux (outside CI).
+fn live_until(
+    program: &std::path::Path,
+    args: &[&str],
+    what: &str,
+    shown: impl Fn(&str) -> bool,
+) -> Option<(String, serde_json::Value)> {
+    if !tmux_available() {
+        return None;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let live_args: Vec<String> = ["--live", "-o", "p.json"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([program.display().to_string()])
+        .chain(args.iter().map(|s| s.to_string()))
+        .collect();
+    let tmux = Tmux::start(dir.path(), &live_args);
+    let screen = tmux.wait_for(what, shown);
+    tmux.send("q");
+    assert_eq!(exit_status(dir.path()), 130, "interrupted runs exit 130");
+    let profile = std::fs::read(dir.path().join("p.json")).expect("the profile is written");
+    let profile = serde_json::from_slice(&profile).expect("the profile is JSON");
+    Some((screen, profile))
+}
+
+/// The call-stack pane's lines (the right column, from its title to the
+/// hottest path's) that start with `prefix`, without the frame.
+fn pane_lines(screen: &str, prefix: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut found = Vec::new();
+    for line in screen.lines() {
+        if line.contains("Hottest path") {
+            break;
+        }
+        if line.contains("Call stack of each thread") {
+            inside = true;
+            continue;
+        }
+        let cells: Vec<&str> = line.split('│').collect();
+        // `│table│ │pane│`: the pane is the last framed cell.
+        let Some(pane) = cells.len().checked_sub(2).map(|i| cells[i]) else {
+            continue;
+        };
+        if inside && pane.starts_with(prefix) {
+            found.push(pane.trim_end().to_string());
+        }
+    }
+    found
 }

@@ -15,16 +15,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use common::browser::{start_chromium, start_view};
+use common::stream::{assert_consistent, connect, free_port, greet, next_line, read_to_the_end};
 use common::tmux::{exit_status, tmux_available, Tmux};
 use common::tools::require_tool;
 use common::{run_emuprof, testprog, EmuprofCommand, EmuprofRun, Libc};
@@ -41,12 +40,6 @@ fn program() -> PathBuf {
     testprog("cpuheavy", Libc::Glibc, "O2").path
 }
 
-/// A loopback port nobody listens on (the system's choice, released again).
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
-}
-
 /// Starts `emuprof <flags> -o p.json cpuheavy 20 fib` on a thread.
 fn serve(flags: &[&str]) -> JoinHandle<EmuprofRun> {
     serve_with(&ARGS, flags)
@@ -56,72 +49,6 @@ fn serve(flags: &[&str]) -> JoinHandle<EmuprofRun> {
 fn serve_with(args: &[&str], flags: &[&str]) -> JoinHandle<EmuprofRun> {
     let command = EmuprofCommand::new(program()).args(args).flags(flags);
     std::thread::spawn(move || command.run())
-}
-
-/// Retries `connect` for up to 60 s (until the server listens).
-fn connect<S>(what: &str, connect: impl Fn() -> std::io::Result<S>) -> S {
-    let start = Instant::now();
-    loop {
-        match connect() {
-            Ok(stream) => return stream,
-            Err(e) if start.elapsed() > Duration::from_secs(60) => {
-                panic!("cannot connect to {what}: {e}")
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
-        }
-    }
-}
-
-/// Says hello (with `token`) and returns the reader and the server's first line.
-fn greet<S: Read + Write>(mut stream: S, token: Option<&str>) -> (BufReader<S>, Value) {
-    let hello = match token {
-        Some(token) => serde_json::json!({"version": 1, "token": token}),
-        None => serde_json::json!({"version": 1}),
-    };
-    writeln!(stream, "{hello}").expect("send hello");
-    let mut reader = BufReader::new(stream);
-    let first = next_line(&mut reader).expect("the server answers");
-    (reader, first)
-}
-
-fn next_line(reader: &mut impl BufRead) -> Option<Value> {
-    let mut line = String::new();
-    let n = reader.read_line(&mut line).expect("read a line");
-    (n > 0).then(|| serde_json::from_str(&line).expect("each line is JSON"))
-}
-
-/// Checks that `snapshot` is a whole tree: parents before children, every
-/// function index valid, the stack made of nodes.
-fn assert_consistent(snapshot: &Value) {
-    assert_eq!(snapshot["type"], "snapshot", "{snapshot}");
-    let functions = snapshot["functions"].as_array().expect("functions").len() as u64;
-    let nodes = snapshot["nodes"].as_array().expect("nodes");
-    for (id, node) in nodes.iter().enumerate() {
-        let parent = &node[0];
-        assert!(
-            (id == 0 && parent.is_null()) || parent.as_u64().is_some_and(|p| p < id as u64),
-            "node {id} has parent {parent}"
-        );
-        assert!(node[1].as_u64().is_some_and(|f| f < functions), "{node}");
-    }
-    for id in snapshot["stack"].as_array().expect("stack") {
-        assert!(id.as_u64().is_some_and(|i| i < nodes.len() as u64));
-    }
-}
-
-/// Reads snapshots to the last one (with `end`), checking each; returns it.
-fn read_to_the_end(reader: &mut impl BufRead) -> Value {
-    let mut previous = 0;
-    loop {
-        let snapshot = next_line(reader).expect("the stream ends with a last snapshot");
-        assert_consistent(&snapshot);
-        let seq = snapshot["seq"].as_u64().expect("seq");
-        assert!(seq > previous, "snapshots arrive in order");
-        previous = seq;
-        if !snapshot["end"].is_null() {
-            return snapshot;
-        }
-    }
 }
 
 /// The profile's `self_instructions` of `name`, from a snapshot.
@@ -208,7 +135,7 @@ fn view_shows_the_same_totals_as_the_final_profile() {
     drop(connect(&address, || TcpStream::connect(&address)));
     let tmux = Tmux::start(dir.path(), &["view".to_string(), address.clone()]);
     tmux.wait_for("the streamed run, running", |s| {
-        s.contains("running") && s.contains("│fib ")
+        s.contains("running") && s.contains("│  fib ")
     });
     let screen = tmux.wait_for("the streamed run, finished", |s| s.contains("finished"));
     let served = run.join().expect("the serving run");
@@ -295,7 +222,7 @@ fn a_view_whose_run_is_killed_says_so_in_one_line() {
     }));
     let tmux = Tmux::start(dir.path(), &["view".to_string(), address.clone()]);
     tmux.wait_for("the streamed run, running", |s| {
-        s.contains("running") && s.contains("│fib ")
+        s.contains("running") && s.contains("│  fib ")
     });
     serving.0.kill().expect("kill the serving emuprof");
     let screen = tmux.wait_for("the view noticing", |s| s.contains("stopped: "));
@@ -367,6 +294,14 @@ fn an_address_other_machines_reach_needs_serve_public_and_then_a_token() {
         last["instructions"],
         served.profile()["totals"]["instructions"]
     );
+    // Every interface: a viewer is told the host's name, not 0.0.0.0.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("the host name");
+    let told = format!(
+        "emuprof: streaming on 0.0.0.0:{port}; watch with: emuprof view {}:{port} (or another \
+         address of this machine; with the token: --token or $EMUPROF_STREAM_TOKEN)",
+        host.trim()
+    );
+    assert!(served.stderr.contains(&told), "{}", served.stderr);
 }
 
 #[test]

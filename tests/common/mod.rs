@@ -10,6 +10,7 @@
 //!   fresh working directory and a timeout.
 //! - [`browser`]: headless Chromium over DevTools, and `emuprof view` pages.
 //! - [`tmux`]: a command in a terminal of its own, its screen read as text.
+//! - [`stream`]: a viewer of `emuprof run --serve`, reading raw snapshot lines.
 //! - [`callgrind`]: runs `valgrind --tool=callgrind` ([`run_callgrind`]) and parses
 //!   its output file into totals, per-function self `Ir` and call counts.
 //!
@@ -25,6 +26,7 @@ pub mod golden;
 pub mod hostile_names;
 pub mod process;
 pub mod rng;
+pub mod stream;
 pub mod testprogs;
 pub mod tmux;
 pub mod tools;

@@ -52,6 +52,10 @@ pub(super) struct GuestProcess {
     pub function_starts: Arc<emuprof_loader::FunctionStarts>,
     /// Where the guest continues when it runs next.
     pub pc: u64,
+    /// The live view its call tree answers (the first program's image and
+    /// its fork children: they run the same code, so the view names their
+    /// functions).
+    pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
 }
 
 /// What a new program image starts with.
@@ -146,6 +150,13 @@ impl GuestProcess {
         sys.files.describe_cpus(cpus);
         sys.files.interrupt_reads_on(Arc::clone(&options.interrupt));
         let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
+        if let Some(slot) = &options.snapshots {
+            slot.process_shown(crate::live::ProcessName {
+                pid: identity.pid,
+                program: identity.program.clone(),
+            });
+            slot.thread_started(0, identity.pid);
+        }
         let (feed, builder) = tree_feed::spawn(BuilderSetup {
             code: Arc::clone(&code),
             function_starts: Arc::clone(&function_starts),
@@ -153,9 +164,11 @@ impl GuestProcess {
             instruction_limit,
             progress: Arc::clone(&options.progress),
             snapshots: options.snapshots.clone(),
+            pid: identity.pid,
         })
         .map_err(EmuError::BuilderStart)?;
         let pid = identity.pid;
+        let snapshots = options.snapshots.clone();
         let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
             blocks: BlockCache::new()?,
@@ -188,6 +201,7 @@ impl GuestProcess {
             code,
             function_starts,
             pc: start,
+            snapshots,
         })
     }
 

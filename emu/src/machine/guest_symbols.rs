@@ -49,7 +49,10 @@ pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6],
         }
     }
     let path = st.sys.files.host_path(fd).unwrap_or_default();
-    st.symbols.add_library(path, bytes, at);
+    let added = st.symbols.add_library(path, bytes, at);
+    if let (Some(library), Some(slot)) = (added, &st.options.snapshots) {
+        slot.library_mapped(library.clone());
+    }
 }
 
 /// A shared object the guest mapped while it ran.
@@ -81,17 +84,22 @@ impl GuestSymbols {
     }
 
     /// Adds a library mapped at `base` from the file `path` holding `bytes`
-    /// (the caller checks [`GuestSymbols::has_library_at`] first); a file
-    /// that does not parse as a shared object is ignored (the guest may map
-    /// any file).
-    pub fn add_library(&mut self, path: PathBuf, bytes: Vec<u8>, base: u64) {
-        if let Ok(binary) = emuprof_loader::load_shared_object(Arc::from(bytes), base) {
-            self.libraries.push(LoadedLibrary {
-                path,
-                base,
-                binary: Arc::new(binary),
-            });
-        }
+    /// (the caller checks [`GuestSymbols::has_library_at`] first) and
+    /// returns it; a file that does not parse as a shared object is ignored
+    /// (the guest may map any file).
+    pub fn add_library(
+        &mut self,
+        path: PathBuf,
+        bytes: Vec<u8>,
+        base: u64,
+    ) -> Option<&LoadedLibrary> {
+        let binary = emuprof_loader::load_shared_object(Arc::from(bytes), base).ok()?;
+        self.libraries.push(LoadedLibrary {
+            path,
+            base,
+            binary: Arc::new(binary),
+        });
+        self.libraries.last()
     }
 
     /// Whether a library was mapped at `base` already.

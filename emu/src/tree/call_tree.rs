@@ -172,13 +172,22 @@ impl CallTreeBuilder {
     }
 
     /// A copy of the tree so far with self cost up to date (open calls stay
-    /// open), and the active calls.
-    pub fn snapshot(&self) -> crate::live::TreeSnapshot {
+    /// open), and every thread's active calls.
+    pub(crate) fn snapshot(&self) -> crate::live::BuilderSnapshot {
         let mut nodes = self.nodes.clone();
         nodes[self.thread.top().node as usize].self_instructions += self.total - self.self_mark;
-        crate::live::TreeSnapshot {
+        let stacks = self
+            .parked
+            .iter()
+            .map(|parked| {
+                let thread = parked.as_ref().unwrap_or(&self.thread);
+                thread.frames.iter().map(|f| f.node).collect()
+            })
+            .collect();
+        crate::live::BuilderSnapshot {
             nodes,
-            stack: self.thread.frames.iter().map(|f| f.node).collect(),
+            stacks,
+            running: self.running,
             instructions: self.total,
         }
     }

@@ -28,7 +28,9 @@
 //! the spin, never in a loop of yields.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{
+    self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
+};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -48,6 +50,11 @@ const BATCH: usize = 1 << 12;
 
 /// Batches in flight before the emulation thread waits for the builder.
 const BATCHES_IN_FLIGHT: usize = 4;
+
+/// How often a builder with a live view answers its snapshot requests while
+/// it waits for events: its process may wait for another one, or the guest
+/// for the outside world, for a long time.
+const IDLE_ANSWER: Duration = Duration::from_millis(100);
 
 /// How long either thread spins on the channel before it blocks, when the
 /// two threads can run at the same time.
@@ -184,6 +191,9 @@ pub struct BuilderSetup {
     pub progress: Arc<AtomicU64>,
     /// Where a live view asks for snapshots, answered between batches.
     pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+    /// The process whose events the builder applies (a live view shows one
+    /// process's tree, and only the calls of others).
+    pub pid: u64,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -445,9 +455,13 @@ fn build(
         instruction_limit,
         progress,
         snapshots,
+        pid,
     } = setup;
     let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
-    while let Some(batch) = recv_spinning(incoming, spin) {
+    let idle = snapshots.is_some().then_some(IDLE_ANSWER);
+    while let Some(batch) = recv_spinning(incoming, spin, idle, || {
+        answer_snapshot(snapshots.as_deref(), pid, &builder);
+    }) {
         for info in batch.new_blocks {
             builder.define(info);
         }
@@ -461,9 +475,7 @@ fn build(
             .instructions
             .store(builder.instructions(), Ordering::Release);
         progress.store(builder.instructions(), Ordering::Relaxed);
-        if let Some(slot) = snapshots.as_deref().filter(|s| s.wanted()) {
-            slot.answer(builder.snapshot());
-        }
+        answer_snapshot(snapshots.as_deref(), pid, &builder);
         published.batches_done.fetch_add(1, Ordering::SeqCst);
         published.wake_sync();
         let mut events = batch.events;
@@ -471,6 +483,20 @@ fn build(
         let _ = give_back.send(events);
     }
     builder.finish()
+}
+
+/// Answers a live view's request: with the whole tree when the view shows
+/// process `pid`, else with the running thread's calls (the view shows them
+/// while this process runs).
+fn answer_snapshot(slot: Option<&crate::live::SnapshotSlot>, pid: u64, builder: &BuilderThread) {
+    let Some(slot) = slot.filter(|s| s.wanted()) else {
+        return;
+    };
+    if slot.shows(pid) {
+        slot.answer(builder.snapshot());
+    } else {
+        slot.running_calls(pid, builder.call_stack());
+    }
 }
 
 /// `send`, spinning on a full channel for up to `spin` before blocking.
@@ -489,8 +515,14 @@ fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch, spin: Duration) 
 }
 
 /// `recv`, spinning on an empty channel for up to `spin` before blocking;
-/// `None` once the emulation thread has hung up.
-fn recv_spinning(incoming: &Receiver<Batch>, spin: Duration) -> Option<Batch> {
+/// `None` once the emulation thread has hung up. With `idle`, calls
+/// `while_idle` after each `idle` spent blocked.
+fn recv_spinning(
+    incoming: &Receiver<Batch>,
+    spin: Duration,
+    idle: Option<Duration>,
+    mut while_idle: impl FnMut(),
+) -> Option<Batch> {
     let start = Instant::now();
     loop {
         match incoming.try_recv() {
@@ -499,7 +531,16 @@ fn recv_spinning(incoming: &Receiver<Batch>, spin: Duration) -> Option<Batch> {
             Err(TryRecvError::Empty) => {}
         }
         if !spin_on(start, spin) {
-            return incoming.recv().ok();
+            let Some(idle) = idle else {
+                return incoming.recv().ok();
+            };
+            loop {
+                match incoming.recv_timeout(idle) {
+                    Ok(batch) => return Some(batch),
+                    Err(RecvTimeoutError::Disconnected) => return None,
+                    Err(RecvTimeoutError::Timeout) => while_idle(),
+                }
+            }
         }
     }
 }
@@ -537,6 +578,7 @@ mod tests {
             instruction_limit: limit,
             progress: Arc::default(),
             snapshots: None,
+            pid: 1,
         };
         let (mut feed, handle) = spawn(setup).expect("a thread");
         events(&mut feed);

@@ -22,22 +22,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use emuprof::symbols::SymbolResolver;
 use emuprof::CompletedRun;
 use emuprof_emu::live::SnapshotSlot;
 
 use super::run::Prepared;
 use crate::cli::GuestArgs;
-pub(crate) use moment::{CachingResolver, Moment};
+pub(crate) use moment::{LiveResolver, Moment};
 pub(crate) use screen::{Screen, Status};
 use table::LiveTable;
 
-/// What a view of a running guest needs: the program's symbols (with its
-/// dynamic linker's; libraries it maps later are named only in the final
-/// profile), the slot the call-tree thread answers snapshots in, the run's
+/// What a view of a running guest needs: the names of its functions (the
+/// program's, its dynamic linker's and those of the libraries each snapshot
+/// lists), the slot the call-tree thread answers snapshots in, the run's
 /// interrupt flag and its command line.
 pub(crate) struct Watch {
-    pub(crate) binary: emuprof_loader::Binary,
+    pub(crate) resolver: LiveResolver,
     pub(crate) slot: Arc<SnapshotSlot>,
     pub(crate) interrupt: Arc<AtomicBool>,
     pub(crate) command: Vec<String>,
@@ -54,7 +53,7 @@ impl Watch {
         let options = prepared.run.options_mut();
         options.snapshots = Some(Arc::clone(&slot));
         Ok(Watch {
-            binary,
+            resolver: LiveResolver::new(binary),
             slot,
             interrupt: Arc::clone(&options.interrupt),
             command: options.args.clone(),
@@ -80,12 +79,11 @@ pub fn profile_live(
     )?;
     let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
     let Watch {
-        binary,
+        mut resolver,
         slot,
         interrupt,
         command,
     } = Watch::attach(&mut prepared, program)?;
-    let resolver = CachingResolver::new(SymbolResolver::for_run(&binary, &[]));
 
     let redirected = redirect::Redirect::to_file(guest_output)?;
     let mut screen = Screen::open(
@@ -116,9 +114,10 @@ pub fn profile_live(
                     }
                     slot.request();
                     let snapshot = slot.take();
-                    Feed::Running(
-                        snapshot.and_then(|s| Moment::from_snapshot(&s, &command, &resolver).ok()),
-                    )
+                    Feed::Running(snapshot.and_then(|s| {
+                        resolver.learn(&s.libraries);
+                        Moment::from_snapshot(&s, &command, &resolver).ok()
+                    }))
                 },
                 || {
                     interrupt.store(true, Ordering::Relaxed);

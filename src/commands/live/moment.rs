@@ -10,17 +10,27 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use emuprof_analysis::raw::{NodeId, RawNode, RawProfile};
+use emuprof::symbols::SymbolResolver;
+use emuprof_analysis::raw::{RawNode, RawProfile};
 use emuprof_analysis::{FunctionInfo, Profile, Resolve};
-use emuprof_emu::live::TreeSnapshot;
+use emuprof_emu::live::{Processes, ThreadStack, TreeSnapshot};
+use emuprof_emu::LoadedLibrary;
+use emuprof_loader::Binary;
 
 /// A symbolicated profile so far, and where the guest is.
 #[derive(Debug, Clone)]
 pub struct Moment {
     /// The profile so far; on the final moment, the finished profile.
     pub profile: Arc<Profile>,
-    /// Node ids of the active calls, outermost first (empty once finished).
-    pub stack: Vec<NodeId>,
+    /// Every live guest thread's active calls (node ids into
+    /// `profile.call_tree`), the main thread first; empty once finished.
+    pub threads: Vec<ThreadStack>,
+    /// Which process the profile is of and which one runs; `None` once
+    /// finished (or when the stream does not say).
+    pub processes: Option<Processes>,
+    /// Function names of the running process's calls, innermost first, when
+    /// it is a fork child of the shown one (its tree is not in `profile`).
+    pub running_process_calls: Vec<String>,
 }
 
 impl Moment {
@@ -40,9 +50,17 @@ impl Moment {
             ..RawProfile::default()
         };
         let profile = Profile::from_raw(&raw, resolver, env!("CARGO_PKG_VERSION"))?;
+        let running_process_calls = snapshot
+            .processes
+            .running_calls
+            .iter()
+            .map(|&entry| resolver.resolve(entry).name)
+            .collect();
         Ok(Moment {
             profile: Arc::new(profile),
-            stack: snapshot.stack.clone(),
+            threads: snapshot.threads.clone(),
+            processes: Some(snapshot.processes.clone()),
+            running_process_calls,
         })
     }
 
@@ -50,13 +68,23 @@ impl Moment {
     pub fn finished(profile: Profile) -> Moment {
         Moment {
             profile: Arc::new(profile),
-            stack: Vec::new(),
+            threads: Vec::new(),
+            processes: None,
+            running_process_calls: Vec::new(),
         }
     }
 
     /// Instructions executed so far.
     pub fn instructions(&self) -> u64 {
         self.profile.totals.instructions
+    }
+
+    /// The active calls of the thread that ran last (empty when none).
+    pub fn running_stack(&self) -> &[emuprof_analysis::raw::NodeId] {
+        self.threads
+            .iter()
+            .find(|t| t.running)
+            .map_or(&[], |t| t.stack.as_slice())
     }
 }
 
@@ -73,31 +101,83 @@ fn with_subtree_inclusive(nodes: &mut [RawNode]) {
     }
 }
 
-/// A resolver that asks `inner` once per address: a run symbolicates the
-/// same entries in every snapshot.
-pub struct CachingResolver<R> {
-    inner: R,
+/// Names the functions of a run's snapshots as the final profile does
+/// ([`SymbolResolver::for_run`]: the program, its dynamic linker and the
+/// shared objects mapped so far), asking once per address: a run
+/// symbolicates the same entries in every snapshot.
+///
+/// A cached answer stays right when libraries are added: the call tree
+/// reaches an address only after the object holding it was mapped, and the
+/// emulation thread reports a mapping before the call tree gets there.
+pub struct LiveResolver {
+    binary: Binary,
+    libraries: Vec<LoadedLibrary>,
     cache: RefCell<HashMap<u64, FunctionInfo>>,
 }
 
-impl<R: Resolve> CachingResolver<R> {
-    /// Caches the answers of `inner`.
-    pub fn new(inner: R) -> CachingResolver<R> {
-        CachingResolver {
-            inner,
+impl LiveResolver {
+    /// A resolver for the run of `binary` (with its dynamic linker).
+    pub fn new(binary: Binary) -> LiveResolver {
+        LiveResolver {
+            binary,
+            libraries: Vec::new(),
             cache: RefCell::default(),
+        }
+    }
+
+    /// Takes `libraries`, the shared objects a newer snapshot lists (a
+    /// list that only grows).
+    pub fn learn(&mut self, libraries: &[LoadedLibrary]) {
+        if libraries.len() != self.libraries.len() {
+            self.libraries = libraries.to_vec();
         }
     }
 }
 
-impl<R: Resolve> Resolve for CachingResolver<R> {
+impl Resolve for LiveResolver {
     fn resolve(&self, entry: u64) -> FunctionInfo {
         if let Some(info) = self.cache.borrow().get(&entry) {
             return info.clone();
         }
-        let info = self.inner.resolve(entry);
+        let info = SymbolResolver::for_run(&self.binary, &self.libraries).resolve(entry);
         self.cache.borrow_mut().insert(entry, info.clone());
         info
+    }
+}
+
+/// A snapshot of one thread (tid 1) running `stack`, for tests.
+#[cfg(test)]
+pub(crate) fn snapshot_of(
+    nodes: Vec<RawNode>,
+    stack: Vec<emuprof_analysis::raw::NodeId>,
+    instructions: u64,
+) -> TreeSnapshot {
+    TreeSnapshot {
+        nodes,
+        threads: vec![ThreadStack {
+            tid: 1,
+            running: true,
+            stack,
+        }],
+        instructions,
+        libraries: Vec::new(),
+        processes: Processes::default(),
+    }
+}
+
+/// A context entered once, for tests.
+#[cfg(test)]
+pub(crate) fn node(
+    parent: Option<emuprof_analysis::raw::NodeId>,
+    entry: u64,
+    self_instructions: u64,
+) -> RawNode {
+    RawNode {
+        parent,
+        entry,
+        calls: 1,
+        self_instructions,
+        ..RawNode::default()
     }
 }
 
@@ -105,24 +185,14 @@ impl<R: Resolve> Resolve for CachingResolver<R> {
 mod tests {
     use super::*;
 
-    fn node(parent: Option<u32>, entry: u64, self_instructions: u64) -> RawNode {
-        RawNode {
-            parent,
-            entry,
-            calls: 1,
-            self_instructions,
-            ..RawNode::default()
-        }
-    }
-
     #[test]
     fn running_calls_count_in_inclusive_costs() {
         // main -> f -> g, all still running: nothing has returned yet.
-        let snapshot = TreeSnapshot {
-            nodes: vec![node(None, 1, 5), node(Some(0), 2, 10), node(Some(1), 3, 20)],
-            stack: vec![0, 1, 2],
-            instructions: 35,
-        };
+        let snapshot = snapshot_of(
+            vec![node(None, 1, 5), node(Some(0), 2, 10), node(Some(1), 3, 20)],
+            vec![0, 1, 2],
+            35,
+        );
         let names = ["", "main", "f", "g"];
         let resolver = |entry: u64| FunctionInfo {
             address: entry,
@@ -142,6 +212,6 @@ mod tests {
             ("f", 10, 30)
         );
         assert_eq!(moment.instructions(), 35);
-        assert_eq!(moment.stack, [0, 1, 2]);
+        assert_eq!(moment.running_stack(), [0, 1, 2]);
     }
 }

@@ -163,7 +163,7 @@ impl Screen {
                 Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)])
                     .areas(body);
             let [stack_area, hot_area] =
-                Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
+                Layout::vertical([Constraint::Percentage(65), Constraint::Percentage(35)])
                     .areas(right);
             f.render_widget(Paragraph::new(header), top);
             let percent = |n: u64| format!("{:.1}%", 100.0 * n as f64 / total as f64);
@@ -195,10 +195,10 @@ impl Screen {
                 Pane::Functions => f.render_widget(functions, left),
                 Pane::Tree => render_tree(&self.tree, &shown, total, f, left),
             }
-            let stack = List::new(shown.stack.iter().map(|n| Line::from(n.as_str()))).block(
+            let stack = List::new(shown.stack_lines().into_iter().map(Line::from)).block(
                 Block::default()
                     .borders(Borders::ALL)
-                    .title(" Call stack (innermost first) "),
+                    .title(" Call stack of each thread (innermost first) "),
             );
             f.render_widget(stack, stack_area);
             let hot = List::new(shown.hot_path.iter().enumerate().map(|(depth, (n, cost))| {

@@ -6,6 +6,7 @@ use std::cell::OnceCell;
 use std::sync::Arc;
 
 use emuprof_analysis::Profile;
+use emuprof_emu::live::Processes;
 
 use super::moment::Moment;
 use super::tree::{tree_lines, TreeLine};
@@ -23,6 +24,17 @@ pub struct Row {
     pub calls: u64,
 }
 
+/// One guest thread's active calls, named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadCalls {
+    /// Its thread id.
+    pub tid: u64,
+    /// Whether it is the thread that ran last.
+    pub running: bool,
+    /// Function names of its active calls, innermost first.
+    pub names: Vec<String>,
+}
+
 /// The view's data at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct LiveTable {
@@ -30,8 +42,13 @@ pub struct LiveTable {
     pub instructions: u64,
     /// One row per function, unsorted.
     pub rows: Vec<Row>,
-    /// Function names of the active calls, innermost first.
-    pub stack: Vec<String>,
+    /// Each live guest thread's active calls, the main thread first.
+    pub stacks: Vec<ThreadCalls>,
+    /// Which process the view shows and which one runs, when known.
+    pub processes: Option<Processes>,
+    /// The running process's calls when it is not the one shown, innermost
+    /// first (known for fork children of the shown program only).
+    pub running_process_calls: Vec<String>,
     /// From the root, the costliest child each time: (name, inclusive).
     pub hot_path: Vec<(String, u64)>,
     /// The profile the table was read from.
@@ -77,16 +94,26 @@ impl LiveTable {
                 .copied()
                 .max_by_key(|&c| (nodes[c].inclusive_instructions, std::cmp::Reverse(c)));
         }
-        let stack = moment
-            .stack
+        let stacks = moment
+            .threads
             .iter()
-            .rev()
-            .filter_map(|&id| name(id as usize))
+            .map(|thread| ThreadCalls {
+                tid: thread.tid,
+                running: thread.running,
+                names: thread
+                    .stack
+                    .iter()
+                    .rev()
+                    .filter_map(|&id| name(id as usize))
+                    .collect(),
+            })
             .collect();
         LiveTable {
             instructions: moment.instructions(),
             rows,
-            stack,
+            stacks,
+            processes: moment.processes.clone(),
+            running_process_calls: moment.running_process_calls.clone(),
             hot_path,
             profile: Some(Arc::clone(&moment.profile)),
             tree: OnceCell::new(),
@@ -99,14 +126,44 @@ impl LiveTable {
         self.tree
             .get_or_init(|| self.profile.as_deref().map(tree_lines).unwrap_or_default())
     }
+
+    /// The call-stack pane's lines: which process, then each thread's id
+    /// and its calls (innermost first, indented).
+    pub fn stack_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(p) = &self.processes {
+            lines.push(format!("process {} {}", p.shown.pid, p.shown.program));
+            if p.running != p.shown {
+                lines.push(format!(
+                    "  now running: process {} {}",
+                    p.running.pid, p.running.program
+                ));
+                let calls = &self.running_process_calls;
+                lines.extend(calls.iter().map(|name| format!("    {name}")));
+            }
+            if p.live > 1 {
+                lines.push(format!("  {} processes running", p.live));
+            }
+        }
+        for thread in &self.stacks {
+            lines.push(match (thread.tid, thread.running) {
+                // A stream from a server that sends the running stack only.
+                (0, _) => "running thread".to_string(),
+                (tid, true) => format!("thread {tid} (running)"),
+                (tid, false) => format!("thread {tid}"),
+            });
+            lines.extend(thread.names.iter().map(|name| format!("  {name}")));
+        }
+        lines
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::live::moment::snapshot_of;
     use emuprof_analysis::raw::RawNode;
     use emuprof_analysis::FunctionInfo;
-    use emuprof_emu::live::TreeSnapshot;
 
     fn node(parent: Option<u32>, entry: u64, calls: u64, self_instructions: u64) -> RawNode {
         RawNode {
@@ -121,17 +178,17 @@ mod tests {
     #[test]
     fn recursion_is_counted_once_and_the_hot_path_follows_cost() {
         // main -> f -> f -> g, main -> h
-        let snapshot = TreeSnapshot {
-            nodes: vec![
+        let snapshot = snapshot_of(
+            vec![
                 node(None, 1, 1, 5),
                 node(Some(0), 2, 1, 10),
                 node(Some(1), 2, 1, 20),
                 node(Some(2), 3, 2, 40),
                 node(Some(0), 4, 1, 1),
             ],
-            stack: vec![0, 1, 2],
-            instructions: 76,
-        };
+            vec![0, 1, 2],
+            76,
+        );
         let names = ["", "main", "f", "g", "h"];
         let resolver = |entry: u64| FunctionInfo {
             address: entry,
@@ -147,7 +204,7 @@ mod tests {
             (f.self_instructions, f.inclusive_instructions, f.calls),
             (30, 70, 2)
         );
-        assert_eq!(table.stack, vec!["f", "f", "main"]);
+        assert_eq!(table.stacks[0].names, vec!["f", "f", "main"]);
         let path: Vec<&str> = table.hot_path.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(path, vec!["main", "f", "f", "g"]);
     }

@@ -106,6 +106,19 @@ impl Listener {
         }
     }
 
+    /// The address a viewer gives `emuprof view`: the bound one, except that
+    /// a socket bound to every interface (`0.0.0.0`, `[::]`) is named by this
+    /// machine's host name (`true` then: another of its addresses works too).
+    pub fn viewer_address(&self) -> (String, bool) {
+        match self {
+            Listener::Tcp(l) => match l.local_addr() {
+                Ok(a) if a.ip().is_unspecified() => (format!("{}:{}", host_name(), a.port()), true),
+                _ => (self.local_address(), false),
+            },
+            Listener::Unix(..) => (self.local_address(), false),
+        }
+    }
+
     /// A waiting viewer, if one is there.
     pub fn accept(&self) -> io::Result<Option<Connection>> {
         let accepted = match self {
@@ -135,6 +148,15 @@ impl Drop for Listener {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// This machine's host name (`HOST` when the system does not say).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "HOST".to_string())
 }
 
 fn remove_stale_socket(path: &Path) -> Result<()> {
@@ -282,6 +304,18 @@ mod tests {
         assert_eq!(Address::parse("emuprof.json"), None);
         assert_eq!(Address::parse("host:notaport"), None);
         assert_eq!(Address::parse("unix:"), None);
+    }
+
+    #[test]
+    fn every_interface_is_watched_at_the_host_name() {
+        let any = Listener::bind(&Address::parse("0.0.0.0:0").unwrap()).unwrap();
+        let port = any.local_address().rsplit_once(':').unwrap().1.to_string();
+        assert_eq!(
+            any.viewer_address(),
+            (format!("{}:{port}", host_name()), true)
+        );
+        let loopback = Listener::bind(&Address::parse("127.0.0.1:0").unwrap()).unwrap();
+        assert_eq!(loopback.viewer_address(), (loopback.local_address(), false));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use emuprof_analysis::{FunctionInfo, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::live::Moment;
+use emuprof_emu::live::{ProcessName, Processes, ThreadStack};
 
 /// The stream format's name, in the header.
 pub const FORMAT: &str = "emuprof-stream";
@@ -69,11 +70,83 @@ pub struct Snapshot {
     /// self, inclusive]`, `parent` null for the root, `function` an index
     /// into `functions`; inclusive includes calls still running.
     pub nodes: Vec<(Option<NodeId>, u32, u64, u64, u64)>,
-    /// Node ids of the active calls, outermost first.
+    /// Node ids of the running thread's active calls, outermost first.
     pub stack: Vec<NodeId>,
+    /// Every live guest thread's active calls, the main thread first (none
+    /// on the last snapshot, nor from servers older than this field).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<StreamThread>,
+    /// Which process the tree is of and which one runs (none on the last
+    /// snapshot, nor from servers older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<StreamProcesses>,
     /// Set on the last snapshot: how the run ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<End>,
+}
+
+/// One guest thread of a [`Snapshot`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamThread {
+    /// Thread id as the guest sees it.
+    pub tid: u64,
+    /// Whether it is the thread that ran last (its stack is `stack`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
+    /// Node ids of its active calls, outermost first.
+    pub stack: Vec<NodeId>,
+}
+
+/// A guest process of a [`Snapshot`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamProcess {
+    /// Process id.
+    pub pid: u64,
+    /// The program its image runs.
+    pub program: String,
+}
+
+/// The guest processes of a [`Snapshot`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamProcesses {
+    /// The process whose call tree the snapshot is (the first program's).
+    pub shown: StreamProcess,
+    /// The process running now.
+    pub running: StreamProcess,
+    /// Process images running now.
+    pub live: usize,
+    /// The running process's calls, innermost first, when it is a fork
+    /// child of the shown one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running_calls: Vec<String>,
+}
+
+impl StreamProcesses {
+    fn new(p: &Processes, running_calls: &[String]) -> StreamProcesses {
+        let process = |n: &ProcessName| StreamProcess {
+            pid: n.pid,
+            program: n.program.clone(),
+        };
+        StreamProcesses {
+            shown: process(&p.shown),
+            running: process(&p.running),
+            live: p.live,
+            running_calls: running_calls.to_vec(),
+        }
+    }
+
+    fn to_processes(&self) -> Processes {
+        let name = |p: &StreamProcess| ProcessName {
+            pid: p.pid,
+            program: p.program.clone(),
+        };
+        Processes {
+            shown: name(&self.shown),
+            running: name(&self.running),
+            running_calls: Vec::new(),
+            live: self.live,
+        }
+    }
 }
 
 /// A function of a [`Snapshot`].
@@ -149,7 +222,20 @@ impl Snapshot {
                     )
                 })
                 .collect(),
-            stack: moment.stack.clone(),
+            stack: moment.running_stack().to_vec(),
+            threads: moment
+                .threads
+                .iter()
+                .map(|t| StreamThread {
+                    tid: t.tid,
+                    running: t.running,
+                    stack: t.stack.clone(),
+                })
+                .collect(),
+            processes: moment
+                .processes
+                .as_ref()
+                .map(|p| StreamProcesses::new(p, &moment.running_process_calls)),
             end,
         }
     }
@@ -191,16 +277,39 @@ impl Snapshot {
             }
         };
         let profile = Profile::from_raw(&raw, &resolve, env!("CARGO_PKG_VERSION"))?;
-        if self
-            .stack
+        let threads: Vec<ThreadStack> = if self.threads.is_empty() {
+            // A server older than `threads`: the running thread's only.
+            vec![ThreadStack {
+                tid: 0,
+                running: true,
+                stack: self.stack.clone(),
+            }]
+        } else {
+            self.threads
+                .iter()
+                .map(|t| ThreadStack {
+                    tid: t.tid,
+                    running: t.running,
+                    stack: t.stack.clone(),
+                })
+                .collect()
+        };
+        if threads
             .iter()
+            .flat_map(|t| &t.stack)
+            .chain(&self.stack)
             .any(|&id| id as usize >= profile.call_tree.len())
         {
-            bail!("the call stack refers to a node the snapshot does not have");
+            bail!("a call stack refers to a node the snapshot does not have");
         }
         Ok(Moment {
             profile: std::sync::Arc::new(profile),
-            stack: self.stack.clone(),
+            threads,
+            processes: self.processes.as_ref().map(StreamProcesses::to_processes),
+            running_process_calls: self
+                .processes
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.running_calls.clone()),
         })
     }
 }
@@ -208,28 +317,45 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::live::moment::node;
     use emuprof_emu::live::TreeSnapshot;
 
+    /// Two threads: the main one in 0x10 → 0x20, a worker (running) in
+    /// 0x30 → 0x20; of process 7, while its fork child 9 runs in 0x20
+    /// called from 0x10.
     #[test]
     fn a_snapshot_survives_the_wire() {
+        let name = |pid: u64, program: &str| ProcessName {
+            pid,
+            program: program.into(),
+        };
         let snapshot = TreeSnapshot {
             nodes: vec![
-                RawNode {
-                    entry: 0x10,
-                    calls: 1,
-                    self_instructions: 3,
-                    ..RawNode::default()
+                node(None, 0x10, 3),
+                node(Some(0), 0x20, 7),
+                node(Some(1), 0x30, 1),
+                node(Some(2), 0x20, 5),
+            ],
+            threads: vec![
+                ThreadStack {
+                    tid: 7,
+                    running: false,
+                    stack: vec![0, 1],
                 },
-                RawNode {
-                    parent: Some(0),
-                    entry: 0x20,
-                    calls: 2,
-                    self_instructions: 7,
-                    ..RawNode::default()
+                ThreadStack {
+                    tid: 8,
+                    running: true,
+                    stack: vec![2, 3],
                 },
             ],
-            stack: vec![0, 1],
-            instructions: 10,
+            instructions: 16,
+            libraries: Vec::new(),
+            processes: Processes {
+                shown: name(7, "./prog"),
+                running: name(9, "./prog"),
+                running_calls: vec![0x20, 0x10],
+                live: 2,
+            },
         };
         let resolve = |entry: u64| FunctionInfo {
             address: entry,
@@ -246,10 +372,38 @@ mod tests {
         let ServerLine::Snapshot(back) = serde_json::from_slice(&line).unwrap() else {
             panic!("not a snapshot");
         };
+        assert_eq!(back.stack, [2, 3], "`stack` is the running thread's");
         let again = back.to_moment(&command).unwrap();
         assert_eq!(again.profile.functions, moment.profile.functions);
         assert_eq!(again.profile.call_tree, moment.profile.call_tree);
-        assert_eq!(again.stack, [0, 1]);
+        assert_eq!(again.threads, snapshot.threads);
+        let processes = again.processes.expect("processes");
+        assert_eq!(
+            (processes.shown, processes.running, processes.live),
+            (
+                snapshot.processes.shown,
+                snapshot.processes.running,
+                snapshot.processes.live
+            )
+        );
+        assert_eq!(again.running_process_calls, ["f20", "f10"]);
+    }
+
+    /// A line from a server older than `threads` and `processes` (same
+    /// version: they are optional) shows its one stack as the running
+    /// thread's.
+    #[test]
+    fn a_snapshot_without_threads_has_the_running_stack() {
+        let line = r#"{"type":"snapshot","seq":3,"instructions":10,
+            "functions":[{"name":"main","address":16},{"name":"f","address":32}],
+            "nodes":[[null,0,1,3,10],[0,1,2,7,7]],"stack":[0,1]}"#;
+        let ServerLine::Snapshot(old) = serde_json::from_str(line).unwrap() else {
+            panic!("not a snapshot");
+        };
+        let moment = old.to_moment(&[]).unwrap();
+        assert_eq!(moment.running_stack(), [0, 1]);
+        assert_eq!(moment.threads.len(), 1);
+        assert_eq!(moment.processes, None);
     }
 
     #[test]
@@ -260,8 +414,27 @@ mod tests {
             functions: vec![],
             nodes: vec![(None, 3, 1, 1, 1)],
             stack: vec![],
+            threads: vec![],
+            processes: None,
             end: None,
         };
         assert!(bad.to_moment(&[]).is_err());
+        let functions = vec![StreamFunction {
+            name: "main".into(),
+            address: 1,
+            file: None,
+            line: None,
+        }];
+        let stray_thread = Snapshot {
+            functions,
+            nodes: vec![(None, 0, 1, 1, 1)],
+            threads: vec![StreamThread {
+                tid: 2,
+                running: false,
+                stack: vec![0, 5],
+            }],
+            ..bad
+        };
+        assert!(stray_thread.to_moment(&[]).is_err());
     }
 }

@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use emuprof::symbols::SymbolResolver;
 use emuprof::CompletedRun;
-use emuprof_analysis::Resolve;
 use emuprof_emu::live::SnapshotSlot;
 
 use super::address::{Address, Listener};
@@ -27,7 +25,7 @@ use super::protocol::{End, ServerLine, Snapshot};
 use super::server::Publisher;
 use super::TOKEN_VARIABLE;
 use crate::cli::GuestArgs;
-use crate::commands::live::{CachingResolver, Moment, Watch};
+use crate::commands::live::{LiveResolver, Moment, Watch};
 use crate::commands::run::Prepared;
 
 /// How often a snapshot is asked for while viewers are attached.
@@ -98,22 +96,33 @@ pub fn profile_serving(
     let token = given.or_else(|| made.clone());
     let mut prepared = Prepared::new(program, args, guest, protected_paths)?;
     let Watch {
-        binary,
+        resolver,
         slot,
         interrupt,
         command,
     } = Watch::attach(&mut prepared, program)?;
-    let resolver = CachingResolver::new(SymbolResolver::for_run(&binary, &[]));
 
     let listener = Listener::bind(&address)?;
     let serving = listener.local_address();
+    let (viewer, any_interface) = listener.viewer_address();
+    let needs_token = token.is_some();
     let mut publisher = Publisher::new(listener, &ServerLine::header(&command), token);
-    match &made {
-        Some(token) => eprintln!(
-            "emuprof: streaming on {serving}; watch with: {TOKEN_VARIABLE}={token} emuprof view HOST:PORT"
-        ),
-        None => eprintln!("emuprof: streaming on {serving}; watch with: emuprof view {serving}"),
-    }
+    let watch = match &made {
+        Some(token) => format!("{TOKEN_VARIABLE}={token} emuprof view {viewer}"),
+        None => format!("emuprof view {viewer}"),
+    };
+    let notes = [
+        any_interface.then_some("or another address of this machine"),
+        (needs_token && made.is_none())
+            .then_some("with the token: --token or $EMUPROF_STREAM_TOKEN"),
+    ];
+    let notes: Vec<&str> = notes.into_iter().flatten().collect();
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
+    eprintln!("emuprof: streaming on {serving}; watch with: {watch}{notes}");
     // The guest thread drops `finished_writer` when it ends, which wakes the
     // main thread's wait.
     let (finished, finished_writer) = std::io::pipe()?;
@@ -134,7 +143,7 @@ pub fn profile_serving(
     let mut snapshots = Snapshots {
         slot: &slot,
         command: &command,
-        resolver: &resolver,
+        resolver,
         seq: 0,
     };
     let done = prepared.execute(|run| {
@@ -168,7 +177,7 @@ pub fn profile_serving(
 struct Snapshots<'a> {
     slot: &'a SnapshotSlot,
     command: &'a [String],
-    resolver: &'a dyn Resolve,
+    resolver: LiveResolver,
     /// The number of the last line made.
     seq: u64,
 }
@@ -194,7 +203,8 @@ impl Snapshots<'_> {
             if let Some(snapshot) = self.slot.take().filter(|_| asked) {
                 asked = false;
                 let started = Instant::now();
-                if let Ok(moment) = Moment::from_snapshot(&snapshot, self.command, self.resolver) {
+                self.resolver.learn(&snapshot.libraries);
+                if let Ok(moment) = Moment::from_snapshot(&snapshot, self.command, &self.resolver) {
                     self.seq += 1;
                     let line = ServerLine::Snapshot(Snapshot::new(self.seq, &moment, None));
                     publisher.publish(self.seq, line.to_bytes());

@@ -187,7 +187,8 @@ impl GuestProcess {
             tree: CallTreeBuilder::new(pc, sp),
             instruction_limit,
             progress: Arc::new(Default::default()),
-            snapshots: None,
+            snapshots: self.snapshots.clone(),
+            pid,
         })
         .map_err(EmuError::BuilderStart)?;
         let identity = RawProcess {
@@ -231,6 +232,7 @@ impl GuestProcess {
             code: Arc::clone(&self.code),
             function_starts: Arc::clone(&self.function_starts),
             pc,
+            snapshots: self.snapshots.clone(),
         })
     }
 }

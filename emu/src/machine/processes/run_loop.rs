@@ -13,6 +13,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use emuprof_model::{ProcessOrigin, RawProcess};
 
@@ -22,6 +23,7 @@ use super::super::threads::{self, RunState, Wait};
 use super::super::{ProcessImage, RunOutcome};
 use super::table::{Ending, Life, ProcessTable};
 use super::ProcessRequest;
+use crate::live::SnapshotSlot;
 use crate::syscalls::files::select;
 use crate::EmuError;
 
@@ -43,6 +45,8 @@ struct World {
     current: usize,
     /// Why the whole run stopped early, if it did.
     run_stop: Option<StopReason>,
+    /// The live view's slot (of the first image), told which process runs.
+    snapshots: Option<Arc<SnapshotSlot>>,
 }
 
 /// Runs the first program and every process it starts until all have
@@ -52,6 +56,7 @@ pub fn run_all(
     table: Rc<RefCell<ProcessTable>>,
 ) -> Result<RunOutcome, EmuError> {
     let first_pid = first.identity.pid;
+    let snapshots = first.state.borrow().options.snapshots.clone();
     let mut world = World {
         running: vec![Running {
             image: 0,
@@ -61,6 +66,7 @@ pub fn run_all(
         table,
         current: 0,
         run_stop: None,
+        snapshots,
     };
     world.run()?;
     world.outcome(first_pid)
@@ -93,12 +99,21 @@ impl World {
                 continue;
             }
             let others = self.others_runnable(next);
+            self.tell_live_view(next);
             let p = &mut self.running[next].process;
             p.state.borrow_mut().others_runnable = others;
             let result = p.run_slice();
             self.after_slice(next, result)?;
         }
         Ok(())
+    }
+
+    /// Tells a live view that process `index` runs now.
+    fn tell_live_view(&self, index: usize) {
+        if let Some(slot) = &self.snapshots {
+            let identity = &self.running[index].process.identity;
+            slot.process_running(identity.pid, &identity.program, self.running.len());
+        }
     }
 
     /// Gets process `index`'s next thread onto the CPU (after a switch was

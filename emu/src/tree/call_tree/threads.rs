@@ -213,6 +213,35 @@ mod tests {
         }
     }
 
+    /// A snapshot has every thread's active calls by index, the parked
+    /// ones' too, and the running thread's self cost so far.
+    #[test]
+    fn a_snapshot_has_every_threads_stack() {
+        let mut b = CallTreeBuilder::new(0x1000, 0x8000);
+        let call = Terminator::Call { indirect: false };
+        b.on_block(block(0x1000, 2, call), || 0x8000);
+        b.on_block(block(0x2000, 3, Terminator::Syscall), || 0x7ff8);
+        b.spawn_thread(0x5000);
+        b.on_block(block(0x2005, 4, Terminator::Other), || 0x7ff8);
+        b.switch_thread(1);
+        b.on_block(block(0x2005, 1, call), || 0x5000);
+        b.on_block(block(0x3000, 10, Terminator::Other), || 0x4ff8);
+        let snapshot = b.snapshot();
+        let entries = |stack: &[NodeId]| -> Vec<u64> {
+            stack
+                .iter()
+                .map(|&n| snapshot.nodes[n as usize].entry)
+                .collect()
+        };
+        assert_eq!(snapshot.running, 1);
+        assert_eq!(snapshot.stacks.len(), 2);
+        assert_eq!(entries(&snapshot.stacks[0]), [0x1000, 0x2000]);
+        assert_eq!(entries(&snapshot.stacks[1]), [0x2005, 0x3000]);
+        assert_eq!(snapshot.instructions, 20);
+        let worker = *snapshot.stacks[1].last().unwrap() as usize;
+        assert_eq!(snapshot.nodes[worker].self_instructions, 10);
+    }
+
     #[test]
     fn switching_to_an_unknown_thread_changes_nothing() {
         let mut b = CallTreeBuilder::new(0x1000, 0x8000);

@@ -102,8 +102,13 @@ impl<'a> BuilderThread<'a> {
         self.tree.current_node()
     }
 
+    /// Entry addresses of the running thread's active calls, innermost first.
+    pub(super) fn call_stack(&self) -> Vec<u64> {
+        self.tree.call_stack()
+    }
+
     /// The call tree as it is now.
-    pub(super) fn snapshot(&self) -> crate::live::TreeSnapshot {
+    pub(super) fn snapshot(&self) -> crate::live::BuilderSnapshot {
         self.tree.snapshot()
     }
 
