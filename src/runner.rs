@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use emuprof_analysis::{Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
-use emuprof_emu::{RunOptions, RunOutcome, StopReason};
+use emuprof_emu::{RunHandles, RunOptions, RunOutcome, StopReason};
 
 use crate::error::{Error, Result};
 use crate::symbols::SymbolResolver;
@@ -15,6 +15,7 @@ use crate::symbols::SymbolResolver;
 pub struct Run {
     program: PathBuf,
     options: RunOptions,
+    handles: RunHandles,
 }
 
 impl Run {
@@ -27,6 +28,7 @@ impl Run {
         Run {
             program,
             options: RunOptions::new(args, FilesOptions::for_exe(exe)),
+            handles: RunHandles::default(),
         }
     }
 
@@ -67,18 +69,22 @@ impl Run {
         &mut self.options
     }
 
+    /// What the run shares with the caller's other threads while it runs:
+    /// the Ctrl-C flag, the progress counter, a live view's snapshot slot.
+    pub fn handles_mut(&mut self) -> &mut RunHandles {
+        &mut self.handles
+    }
+
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
         let binary = std::sync::Arc::new(emuprof_loader::load_in_root(
             &self.program,
             self.options.files.root.as_deref(),
         )?);
-        let outcome =
-            emuprof_emu::run(std::sync::Arc::clone(&binary), self.options).map_err(|source| {
-                Error::Run {
-                    path: self.program.clone(),
-                    source,
-                }
+        let outcome = emuprof_emu::run(std::sync::Arc::clone(&binary), self.options, self.handles)
+            .map_err(|source| Error::Run {
+                path: self.program.clone(),
+                source,
             })?;
         let profile = symbolicate(&self.program, &binary, &outcome)?;
         Ok(CompletedRun {

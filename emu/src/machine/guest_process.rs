@@ -16,10 +16,10 @@ use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
 use super::processes::ProcessTable;
-use super::stack_pointer::StackPointerReader;
+use super::stack_pointer::StackPointerSource;
 use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
-use super::{block_hook, hooks, threads, RunOptions, STACK_TOP};
+use super::{block_hook, hooks, threads, RunHandles, RunOptions, STACK_TOP};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
@@ -62,6 +62,8 @@ pub(super) struct ImageStart {
     pub identity: RawProcess,
     /// Options; `args` and `env` are the new program's.
     pub options: RunOptions,
+    /// What the run shares with other threads.
+    pub handles: RunHandles,
     /// The run's process table.
     pub table: Rc<RefCell<ProcessTable>>,
     /// The syscall state of the image it replaces (`execve`), or `None` for
@@ -78,6 +80,7 @@ impl GuestProcess {
             binary,
             identity,
             options,
+            handles,
             table,
             inherited,
         } = start;
@@ -144,29 +147,39 @@ impl GuestProcess {
         super::user_mode::enter(&mut uc, &mut space, start, stack.sp)?;
 
         sys.files.describe_cpus(cpus);
-        sys.files.interrupt_reads_on(Arc::clone(&options.interrupt));
+        sys.files.interrupt_reads_on(Arc::clone(&handles.interrupt));
         let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
         let (feed, builder) = tree_feed::spawn(BuilderSetup {
             code: Arc::clone(&code),
             function_starts: Arc::clone(&function_starts),
             tree: CallTreeBuilder::new(start, stack.sp),
             instruction_limit,
-            progress: Arc::clone(&options.progress),
-            snapshots: options.snapshots.clone(),
+            progress: Arc::clone(&handles.progress),
+            snapshots: handles.snapshots.clone(),
         })
         .map_err(EmuError::BuilderStart)?;
+        // Loading changed code nothing has decoded yet.
+        space.take_code_changes();
+        // The guest could rewrite writable text without a system call: such
+        // code is decoded and checked on the emulation thread instead.
+        let main = code.main_range();
+        let text = if space.any_writable(main.start, main.end - main.start) {
+            CodeRange::default()
+        } else {
+            CodeRange::new(main)
+        };
         let pid = identity.pid;
         let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
             blocks: BlockCache::new()?,
-            text: CodeRange::new(code.main_range()),
-            fast_text: CodeRange::default(),
+            text,
+            snapshot_text: text,
             feed,
-            stack_pointer: StackPointerReader::new(),
             space,
             sys,
             threads: threads::Scheduler::new(pid, options.quantum),
             options,
+            handles,
             stop: None,
             notes: Vec::new(),
             instruction_limit,
@@ -418,15 +431,20 @@ pub(super) fn install_hooks(
     // "skip", so these three use the raw API. The state outlives `uc` (it is
     // dropped after `uc`).
     let user_data = Rc::as_ptr(state) as *mut c_void;
+    let block_callback = match StackPointerSource::of_engine(uc.get_handle()) {
+        StackPointerSource::HookArgument => block_hook::on_block as *mut c_void,
+        StackPointerSource::RegisterApi => block_hook::on_block_stock as *mut c_void,
+    };
     let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
-    // SAFETY: a valid engine handle, a callback with the block-hook signature,
+    // SAFETY: a valid engine handle, a callback with the block-hook signature
+    // this Unicorn build calls (five arguments where the engine says so),
     // and user data that outlives the engine. begin > end means "everywhere".
     let rc = unsafe {
         unicorn_engine::uc_hook_add(
             uc.get_handle(),
             &raw mut hook,
             HookType::BLOCK.0 as i32,
-            block_hook::on_block_entry as *mut c_void,
+            block_callback,
             user_data,
             1u64,
             0u64,
@@ -471,6 +489,10 @@ pub(super) fn install_hooks(
     Ok(())
 }
 
+/// The block table: every block that ran. Code that changed while the guest
+/// ran may have several decodes at one address and size: one row per
+/// distinct instruction count (a decode of unchanged code again, after a
+/// re-protection, joins its first row).
 fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
     let mut blocks: Vec<Block> = blocks
         .iter()
@@ -483,6 +505,14 @@ fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
             executions,
         })
         .collect();
-    blocks.sort_by_key(|b| (b.address, b.size));
+    blocks.sort_by_key(|b| (b.address, b.size, b.instructions));
+    blocks.dedup_by(|later, kept| {
+        let same = (later.address, later.size, later.instructions)
+            == (kept.address, kept.size, kept.instructions);
+        if same {
+            kept.executions += later.executions;
+        }
+        same
+    });
     blocks
 }

@@ -124,9 +124,11 @@ pub struct TreeState {
     pub node: emuprof_model::NodeId,
 }
 
-/// Blocks decoded by the emulation thread since the previous batch (those
-/// outside the snapshot), then the events.
+/// Code ranges that changed before this batch (their blocks are decoded
+/// again), blocks decoded by the emulation thread since the previous batch
+/// (those outside the snapshot), then the events.
 struct Batch {
+    changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     events: Vec<TreeEvent>,
 }
@@ -160,6 +162,7 @@ impl Published {
 /// The emulation thread's end: collects events and ships them in batches.
 pub struct TreeFeed {
     events: Vec<TreeEvent>,
+    changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     batches: Option<SyncSender<Batch>>,
     recycled: Receiver<Vec<TreeEvent>>,
@@ -213,6 +216,7 @@ pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, JoinHandle<Built
         })?;
     let feed = TreeFeed {
         events: Vec::with_capacity(BATCH),
+        changed_code: Vec::new(),
         new_blocks: Vec::new(),
         batches: Some(batches),
         recycled,
@@ -253,6 +257,16 @@ impl TreeFeed {
     /// must come before its first run.
     pub fn define(&mut self, block: BlockInfo) {
         self.new_blocks.push(block);
+    }
+
+    /// The code in `[start, start + len)` changed: the builder decodes the
+    /// blocks there again when they next run. Everything fed before is
+    /// applied with the old decodes: the current batch goes first.
+    pub fn code_changed(&mut self, start: u64, len: u64) {
+        if !self.events.is_empty() || !self.new_blocks.is_empty() {
+            self.send();
+        }
+        self.changed_code.push((start, len));
     }
 
     /// A system call from the current context.
@@ -301,7 +315,7 @@ impl TreeFeed {
     /// Sends everything collected so far and waits until the builder has
     /// applied it.
     pub fn sync(&mut self) -> TreeState {
-        if !self.events.is_empty() || !self.new_blocks.is_empty() {
+        if !self.events.is_empty() || !self.new_blocks.is_empty() || !self.changed_code.is_empty() {
             self.send();
         }
         let start = Instant::now();
@@ -361,6 +375,7 @@ impl TreeFeed {
             // The builder is gone; joining it reports why. Keep collecting
             // nothing.
             self.events.clear();
+            self.changed_code.clear();
             self.new_blocks.clear();
             return;
         };
@@ -371,6 +386,7 @@ impl TreeFeed {
             .unwrap_or_else(|_| Vec::with_capacity(BATCH));
         self.events_sent += self.events.len() as u64;
         let batch = Batch {
+            changed_code: std::mem::take(&mut self.changed_code),
             new_blocks: std::mem::take(&mut self.new_blocks),
             events: std::mem::replace(&mut self.events, next),
         };
@@ -448,6 +464,9 @@ fn build(
     } = setup;
     let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
     while let Some(batch) = recv_spinning(incoming, spin) {
+        for (start, len) in batch.changed_code {
+            builder.forget(start, len);
+        }
         for info in batch.new_blocks {
             builder.define(info);
         }

@@ -49,13 +49,14 @@ impl Watch {
         let binary = emuprof_loader::load(prepared.file())
             .with_context(|| format!("cannot load {}", program.display()))?;
         let slot = Arc::new(SnapshotSlot::default());
-        let options = prepared.run.options_mut();
-        options.snapshots = Some(Arc::clone(&slot));
+        let handles = prepared.run.handles_mut();
+        handles.snapshots = Some(Arc::clone(&slot));
+        let interrupt = Arc::clone(&handles.interrupt);
         Ok(Watch {
             binary,
             slot,
-            interrupt: Arc::clone(&options.interrupt),
-            command: options.args.clone(),
+            interrupt,
+            command: prepared.run.options_mut().args.clone(),
         })
     }
 }

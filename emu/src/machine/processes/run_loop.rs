@@ -191,6 +191,7 @@ impl World {
         let Running { image, process } = self.running.remove(index);
         let identity = process.identity.clone();
         let mut options = process.state.borrow().options.clone();
+        let handles = process.state.borrow().handles.for_another_image();
         let table = Rc::clone(&process.state.borrow().table);
         process.state.borrow_mut().stop = Some(StopReason::Replaced {
             program: exec.program.clone(),
@@ -205,7 +206,6 @@ impl World {
         self.finished[image] = Some(finished);
         options.args = exec.args;
         options.env = exec.env;
-        options.snapshots = None;
         let new_image = self.finished.len();
         self.finished.push(None);
         let started = GuestProcess::start(ImageStart {
@@ -217,6 +217,7 @@ impl World {
                 program: exec.program,
             },
             options,
+            handles,
             table,
             inherited: Some(sys),
         })?;

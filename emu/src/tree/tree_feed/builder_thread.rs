@@ -53,6 +53,17 @@ impl<'a> BuilderThread<'a> {
         }
     }
 
+    /// The code in `[start, start + len)` changed: its blocks are decoded
+    /// again (new ids) when they next run, and no prediction leads to an
+    /// old decode.
+    pub(super) fn forget(&mut self, start: u64, len: u64) {
+        if self.blocks.forget(start, len) {
+            for run in &mut self.runs {
+                run.next_key = SPECIAL;
+            }
+        }
+    }
+
     /// A block the emulation thread decoded (one outside the snapshot).
     pub(super) fn define(&mut self, info: BlockInfo) {
         if self.blocks.lookup(info.address, info.size).is_none() {
