@@ -354,7 +354,7 @@ fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &GuestSymb
 
 /// Maps every `PT_LOAD` segment, page by page with the union of the
 /// permissions of the segments that touch it, and copies the file bytes in.
-/// Returns the executable pages as loaded (runs for a [`CodeSnapshot`]).
+/// Returns the executable pages as loaded (spans for a [`CodeSnapshot`]).
 fn load_segments(
     uc: &mut Unicorn<'_, ()>,
     space: &mut AddressSpace,
@@ -372,9 +372,9 @@ fn load_segments(
         }
     }
     // Map writable first so the bytes can be copied, then set the real
-    // permissions in runs of equal protection.
-    let runs = runs_of(&pages);
-    for &(start, len, _) in &runs {
+    // permissions in spans of equal protection.
+    let spans = spans_of(&pages);
+    for &(start, len, _) in &spans {
         space.map(uc, start, len, Protection::READ_WRITE)?;
     }
     for seg in &image.segments {
@@ -383,7 +383,7 @@ fn load_segments(
             .map_err(|f| EmuError::Layout(format!("segment byte at {:#x}", f.address)))?;
     }
     let mut code = Vec::new();
-    for &(start, len, prot) in &runs {
+    for &(start, len, prot) in &spans {
         if prot.exec {
             let mut bytes = vec![0u8; len as usize];
             space
@@ -401,15 +401,15 @@ fn load_segments(
 }
 
 /// Groups consecutive pages with the same protection: `(start, len, prot)`.
-fn runs_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
-    let mut runs: Vec<(u64, u64, Protection)> = Vec::new();
+fn spans_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
+    let mut spans: Vec<(u64, u64, Protection)> = Vec::new();
     for (&page, &prot) in pages {
-        match runs.last_mut() {
+        match spans.last_mut() {
             Some((start, len, p)) if *start + *len == page && *p == prot => *len += PAGE_SIZE,
-            _ => runs.push((page, PAGE_SIZE, prot)),
+            _ => spans.push((page, PAGE_SIZE, prot)),
         }
     }
-    runs
+    spans
 }
 
 /// Installs every hook on `uc`, sharing `state`.
@@ -497,7 +497,7 @@ fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
     let mut blocks: Vec<Block> = blocks
         .iter()
         .zip(executions)
-        .filter(|(_, &runs)| runs > 0)
+        .filter(|(_, &executions)| executions > 0)
         .map(|(b, &executions)| Block {
             address: b.address,
             size: b.size,

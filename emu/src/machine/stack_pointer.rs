@@ -16,6 +16,11 @@ use std::ffi::c_int;
 
 use unicorn_engine::{uc_engine, RegisterX86};
 
+/// When set (to anything) in emuprof's environment, the block hook reads
+/// `rsp` through the register API whatever Unicorn is linked: the stock
+/// path, testable with the patched build (`tests/stock_unicorn_path.rs`).
+const FORCE_REGISTER_API: &str = "EMUPROF_BLOCK_HOOK_REGISTER_API";
+
 /// `UC_QUERY_EMUPROF_BLOCK_HOOK_SP` from the patched `unicorn.h`.
 const QUERY_BLOCK_HOOK_SP: c_int = 0x656d_7001;
 
@@ -38,6 +43,9 @@ pub(crate) enum StackPointerSource {
 impl StackPointerSource {
     /// Asks the linked Unicorn whether its block hooks receive `rsp`.
     pub(crate) fn of_engine(uc: *mut uc_engine) -> StackPointerSource {
+        if std::env::var_os(FORCE_REGISTER_API).is_some() {
+            return StackPointerSource::RegisterApi;
+        }
         let mut answer: usize = 0;
         // SAFETY: `uc` is a live engine handle; `answer` is a writable
         // `size_t`. Stock Unicorn returns an error for the unknown query

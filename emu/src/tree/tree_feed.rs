@@ -660,4 +660,36 @@ mod tests {
         assert_eq!(built.executions, vec![1]);
         assert_eq!(built.tree.finish().total, 2);
     }
+
+    /// A block rewritten at the same address and size: runs fed before the
+    /// change count the old decode, runs after it the new one, also within
+    /// one batch and after a prediction learnt the old block.
+    #[test]
+    fn changed_code_is_counted_as_it_was_when_it_ran() {
+        let version = |instructions| BlockInfo {
+            address: 0x9000,
+            size: 3,
+            instructions,
+            terminator: crate::tree::blocks::Terminator::Other,
+            is_function_start: false,
+        };
+        let (built, _) = run(u64::MAX, |feed| {
+            feed.define(version(2));
+            for _ in 0..3 {
+                feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+                feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+            }
+            feed.code_changed(0x9002, 1);
+            feed.define(version(3));
+            for _ in 0..2 {
+                feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+                feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+            }
+        });
+        // Ids: the first decode, the syscall block, the second decode.
+        assert_eq!(built.executions, vec![3, 5, 2]);
+        assert_eq!(built.blocks[0].instructions, 2);
+        assert_eq!(built.blocks[2].instructions, 3);
+        assert_eq!(built.tree.finish().total, 5 + 3 * 2 + 2 * 3);
+    }
 }
