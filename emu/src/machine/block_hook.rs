@@ -156,15 +156,7 @@ fn decoded_as_it_is(st: &mut MachineState, uc: *mut uc_engine, address: u64, siz
 /// code cannot be read (Unicorn translated it, so it must be mapped).
 fn define_block(st: &mut MachineState, uc: *mut uc_engine, address: u64, size: u32) -> bool {
     let mut code = vec![0u8; size as usize];
-    let read = st.space.read_raw_with(address, &mut code, |phys, buf| {
-        // SAFETY: `uc` is the live engine the hook was called with and `buf`
-        // is a writable buffer of the length passed.
-        unsafe {
-            unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64)
-                == unicorn_engine::uc_error::OK
-        }
-    });
-    if read.is_err() {
+    if !code_changes::read_code(st, uc, address, &mut code) {
         return false;
     }
     let is_start = st.symbols.is_function_start(address);

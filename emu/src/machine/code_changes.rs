@@ -8,9 +8,9 @@
 //! - the guest maps, unmaps or re-protects memory that held code, or emuprof
 //!   writes into it for a system call (`read` into generated code): the
 //!   address space notes the range ([`AddressSpace::take_code_changes`]),
-//!   and after every system call both block caches forget it, the block hook
-//!   stops taking the loaded text from the snapshot when the range overlaps
-//!   it, and Unicorn's translations of it are dropped;
+//!   and after every system call both block caches forget it and the block
+//!   hook stops taking the loaded text from the snapshot when the range
+//!   overlaps it (Unicorn's translations the address space drops itself);
 //! - the guest rewrites code with its own stores, which needs no system call
 //!   when the page is writable and executable: a block decoded from a
 //!   writable page keeps its bytes, and every run of it compares them with
@@ -54,9 +54,19 @@ pub(crate) fn rewritten(st: &MachineState, uc: *mut uc_engine, id: BlockId) -> b
     let Some(decoded) = st.blocks.watched_code(id) else {
         return false;
     };
-    let address = st.blocks.get(id).address;
     let mut now = vec![0u8; decoded.len()];
-    let read = st.space.read_raw_with(address, &mut now, |phys, buf| {
+    !read_code(st, uc, st.blocks.get(id).address, &mut now) || now != decoded
+}
+
+/// Reads the guest's code at `address` into `code` from inside a hook (any
+/// mapped page, whatever its permissions); false when a page is unmapped.
+pub(crate) fn read_code(
+    st: &MachineState,
+    uc: *mut uc_engine,
+    address: u64,
+    code: &mut [u8],
+) -> bool {
+    let read = st.space.read_raw_with(address, code, |phys, buf| {
         // SAFETY: `uc` is the live engine the hook was called with and `buf`
         // is a writable buffer of the length passed.
         unsafe {
@@ -64,5 +74,5 @@ pub(crate) fn rewritten(st: &MachineState, uc: *mut uc_engine, id: BlockId) -> b
                 == unicorn_engine::uc_error::OK
         }
     });
-    read.is_err() || now != decoded
+    read.is_ok()
 }
