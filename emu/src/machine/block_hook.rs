@@ -3,11 +3,12 @@
 //!
 //! The fast path (a block inside the program's loaded text, room in the
 //! current batch) takes the stack pointer Unicorn passed (see
-//! [`super::stack_pointer`]) and appends one event for the call-tree thread, which does all the
-//! counting: a leaf function of fewer than twenty instructions. Everything else
-//! goes to [`on_block_slow`]: blocks outside the text (decoded here, from
-//! guest memory), full batches (where a thread that has used its quantum
-//! gives way).
+//! [`super::stack_pointer`]) and appends one event for the call-tree
+//! thread, which does all the counting: a leaf function of fewer than twenty
+//! instructions. Everything else goes to [`on_block_slow`]: blocks outside
+//! the text (decoded here, from guest memory, and checked again when they
+//! lie on a writable page: [`super::code_changes`]), full batches (where a
+//! thread that has used its quantum gives way).
 
 use std::cell::RefCell;
 use std::ffi::c_void;
