@@ -50,10 +50,17 @@ pub(crate) fn forget(st: &mut MachineState, start: u64, len: u64) {
 
 /// Whether block `id`, decoded from a writable page, no longer has the
 /// bytes it was decoded from (the guest rewrote it in place).
+#[inline]
 pub(crate) fn rewritten(st: &MachineState, uc: *mut uc_engine, id: BlockId) -> bool {
-    let Some(decoded) = st.blocks.watched_code(id) else {
-        return false;
-    };
+    match st.blocks.watched_code(id) {
+        Some(decoded) => differs_from_memory(st, uc, id, decoded),
+        None => false,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn differs_from_memory(st: &MachineState, uc: *mut uc_engine, id: BlockId, decoded: &[u8]) -> bool {
     let mut now = vec![0u8; decoded.len()];
     !read_code(st, uc, st.blocks.get(id).address, &mut now) || now != decoded
 }

@@ -80,8 +80,9 @@ pub struct BlockCache {
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
     fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
-    /// The bytes of blocks decoded from writable pages, by id.
-    watched: FxHashMap<BlockId, Box<[u8]>>,
+    /// The bytes of blocks decoded from writable pages, by id (`None` for
+    /// the others; empty while no block is watched).
+    watched: Vec<Option<Box<[u8]>>>,
 }
 
 impl BlockCache {
@@ -97,7 +98,7 @@ impl BlockCache {
             index: FxHashMap::default(),
             blocks: Vec::new(),
             fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
-            watched: FxHashMap::default(),
+            watched: Vec::new(),
         })
     }
 
@@ -142,17 +143,18 @@ impl BlockCache {
     /// Keeps `code`, the bytes block `id` was decoded from: they lie on a
     /// writable page, where the guest can change them without a system call.
     pub fn watch(&mut self, id: BlockId, code: &[u8]) {
-        self.watched.insert(id, code.into());
+        let index = id as usize;
+        if self.watched.len() <= index {
+            self.watched.resize(index + 1, None);
+        }
+        self.watched[index] = Some(code.into());
     }
 
     /// The bytes block `id` was decoded from, when it was decoded from a
     /// writable page ([`BlockCache::watch`]).
     #[inline]
     pub fn watched_code(&self, id: BlockId) -> Option<&[u8]> {
-        if self.watched.is_empty() {
-            return None;
-        }
-        self.watched.get(&id).map(|code| &code[..])
+        self.watched.get(id as usize)?.as_deref()
     }
 
     /// Drops the decodes of every block with a byte in `[start, start + len)`;
@@ -171,11 +173,11 @@ impl BlockCache {
                 *slot = (u64::MAX, 0, 0);
             }
         }
-        let blocks = &self.blocks;
-        self.watched.retain(|&id, _| {
-            let block = &blocks[id as usize];
-            !overlaps(block.address, block.size)
-        });
+        for (block, code) in self.blocks.iter().zip(self.watched.iter_mut()) {
+            if overlaps(block.address, block.size) {
+                *code = None;
+            }
+        }
         true
     }
 
