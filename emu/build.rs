@@ -1,6 +1,9 @@
 //! Warns when cargo is about to link stock Unicorn instead of emuprof's
 //! patched build (see `scripts/build-unicorn.sh`): profiles are the same,
-//! memory-heavy guest code runs slower.
+//! memory-heavy guest code runs slower. Which build is linked also decides
+//! how the block hook gets the guest stack pointer; that is asked of the
+//! engine at run time (`src/machine/stack_pointer.rs`), so a library swapped
+//! after the build is never misread.
 
 use std::path::Path;
 

@@ -39,6 +39,7 @@
 //! repository for a complete test.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod error;
 pub mod input;
@@ -49,7 +50,9 @@ pub mod symbols;
 pub mod terminal_text;
 
 pub use emuprof_analysis::{AnalysisError, Function, Profile};
-pub use emuprof_emu::{EmuError, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls};
+pub use emuprof_emu::{
+    EmuError, RunHandles, RunOptions, RunOutcome, StopReason, UnsupportedSyscalls,
+};
 pub use emuprof_loader::LoadError;
 pub use error::{Error, Result};
 pub use runner::{CompletedRun, Run};

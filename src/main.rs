@@ -1,5 +1,6 @@
 //! The `emuprof` command.
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 #[macro_use]
 mod stderr;

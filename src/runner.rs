@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
 use emuprof_analysis::{Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
-use emuprof_emu::{LoadedLibrary, RunOptions, RunOutcome, StopReason};
+use emuprof_emu::{LoadedLibrary, RunHandles, RunOptions, RunOutcome, StopReason};
 
 use crate::error::{Error, Result};
 use crate::symbols::SymbolResolver;
@@ -16,6 +16,7 @@ use crate::symbols::SymbolResolver;
 pub struct Run {
     program: PathBuf,
     options: RunOptions,
+    handles: RunHandles,
 }
 
 impl Run {
@@ -28,6 +29,7 @@ impl Run {
         Run {
             program,
             options: RunOptions::new(args, FilesOptions::for_exe(exe)),
+            handles: RunHandles::default(),
         }
     }
 
@@ -79,15 +81,19 @@ impl Run {
         )?)
     }
 
+    /// What the run shares with the caller's other threads while it runs:
+    /// the Ctrl-C flag, the progress counter, a live view's snapshot slot.
+    pub fn handles_mut(&mut self) -> &mut RunHandles {
+        &mut self.handles
+    }
+
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(self) -> Result<CompletedRun> {
         let binary = std::sync::Arc::new(self.load()?);
-        let outcome =
-            emuprof_emu::run(std::sync::Arc::clone(&binary), self.options).map_err(|source| {
-                Error::Run {
-                    path: self.program.clone(),
-                    source,
-                }
+        let outcome = emuprof_emu::run(std::sync::Arc::clone(&binary), self.options, self.handles)
+            .map_err(|source| Error::Run {
+                path: self.program.clone(),
+                source,
             })?;
         let profile = symbolicate(&self.program, &binary, &outcome)?;
         Ok(CompletedRun {

@@ -172,7 +172,11 @@ fn a_closed_stdout_ends_a_report_quietly() {
     let program = common::testprog("fib", common::Libc::Glibc, "O2").path;
     let run = EmuprofCommand::new(&program).args(&["20"]).run();
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("p.json"), run.profile_bytes.expect("profile")).unwrap();
+    std::fs::write(
+        dir.path().join("p.json"),
+        run.profile_bytes.expect("profile"),
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_emuprof"))
         .args(["report", "p.json", "--graph"])
         .current_dir(dir.path())

@@ -140,6 +140,13 @@ fn deep_recursion_reaches_depth_100000() {
 }
 
 #[test]
+fn self_modifying_code_makes_the_documented_number_of_calls() {
+    for opt in ["O0", "O2"] {
+        assert_documented_calls("smc", opt, &[("run_version", 36), ("smc_kernel", 3600)]);
+    }
+}
+
+#[test]
 fn function_pointers_make_the_documented_indirect_calls() {
     for opt in ["O0", "O2"] {
         let expected = [

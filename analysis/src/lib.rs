@@ -51,6 +51,7 @@
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod annotate;
 pub mod callgraph;

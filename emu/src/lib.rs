@@ -2,17 +2,19 @@
 //! Unicorn, emulates its system calls, and records the exact call tree.
 //!
 //! ```no_run
-//! use emuprof_emu::{run, RunOptions};
+//! use emuprof_emu::{run, RunHandles, RunOptions};
 //! use emuprof_emu::FilesOptions;
 //!
 //! let binary = emuprof_loader::load("./prog".as_ref()).expect("loadable");
 //! let args = vec!["./prog".to_string()];
 //! let options = RunOptions::new(args, FilesOptions::for_exe("./prog".into()));
-//! let outcome = run(std::sync::Arc::new(binary), options).expect("machine set up");
+//! let outcome = run(std::sync::Arc::new(binary), options, RunHandles::default())
+//!     .expect("machine set up");
 //! println!("{} instructions", outcome.profile.total_instructions);
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod clock;
 mod cpu;
@@ -27,8 +29,8 @@ mod tree;
 pub use cpu::DEFAULT_CPUS;
 pub use error::EmuError;
 pub use machine::{
-    run, BlockedThread, LoadedLibrary, ProcessImage, RunOptions, RunOutcome, StopReason,
-    UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
+    run, BlockedThread, LoadedLibrary, ProcessImage, RunHandles, RunOptions, RunOutcome,
+    StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
 };
 pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};

@@ -1,6 +1,6 @@
 //! Snapshots of the call tree while it is being built, for live views.
 //!
-//! A viewer holds a [`SnapshotSlot`] (passed in [`crate::RunOptions::snapshots`])
+//! A viewer holds a [`SnapshotSlot`] (passed in [`crate::RunHandles::snapshots`])
 //! and calls [`SnapshotSlot::request`]; the call-tree thread answers between
 //! two batches of events (or, while it waits for events because its process
 //! waits or another process runs, within 100 ms) with a plain-data

@@ -26,6 +26,7 @@
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod demangle;
 mod dwarf;

@@ -16,6 +16,7 @@
 //! spawned.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use serde::{Deserialize, Serialize};
 

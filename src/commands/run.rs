@@ -145,6 +145,7 @@ impl<'p> Prepared<'p> {
             *argv0 = program.to_string_lossy().into_owned();
         }
         configure_run(run.options_mut(), guest, protected_paths)?;
+        run.handles_mut().interrupt = termination::interrupt_flag();
         Ok(Prepared {
             run,
             program,
@@ -158,7 +159,7 @@ impl<'p> Prepared<'p> {
         mut self,
         execute: impl FnOnce(emuprof::Run) -> Result<CompletedRun>,
     ) -> Result<CompletedRun> {
-        let progress = Progress::start(Arc::clone(&self.run.options_mut().progress));
+        let progress = Progress::start(Arc::clone(&self.run.handles_mut().progress));
         let outcome = execute(self.run);
         progress.finish();
         if self.found.from_path {
@@ -210,6 +211,5 @@ pub(super) fn configure_run(
         UnsupportedPolicy::Stop => UnsupportedSyscalls::Stop,
         UnsupportedPolicy::Enosys => UnsupportedSyscalls::Enosys,
     };
-    options.interrupt = termination::interrupt_flag();
     Ok(())
 }

@@ -78,6 +78,9 @@ pub fn run_callgrind<S: AsRef<std::ffi::OsStr>>(
     let mut command = Command::new(valgrind);
     command
         .arg("--tool=callgrind")
+        // Code the program rewrites (testprogs/smc.c) is translated again
+        // wherever it lives, not only on the stack and in anonymous maps.
+        .arg("--smc-check=all")
         .arg(format!("--callgrind-out-file={}", out_file.display()))
         .arg(program)
         .args(args)

@@ -76,6 +76,7 @@ pub const PROGRAMS: &[ProgramSpec] = &[
         callgrind_comparable: false,
         ..spec("processes", 0)
     },
+    spec("smc", 0),
 ];
 
 const fn spec(name: &'static str, exit_status: i32) -> ProgramSpec {

@@ -2,12 +2,13 @@
 //! guest block, so every instruction in it shows up in the run time.
 //!
 //! The fast path (a block inside the program's loaded text, room in the
-//! current batch) reads the stack pointer straight from Unicorn's CPU state
-//! and appends one event for the call-tree thread, which does all the
-//! counting: a leaf function of fewer than twenty instructions. Everything else
-//! goes to [`on_block_slow`]: blocks outside the text (decoded here, from
-//! guest memory), full batches (where a thread that has used its quantum
-//! gives way), the stack-pointer check.
+//! current batch) takes the stack pointer Unicorn passed (see
+//! [`super::stack_pointer`]) and appends one event for the call-tree
+//! thread, which does all the counting: a leaf function of fewer than twenty
+//! instructions. Everything else goes to [`on_block_slow`]: blocks outside
+//! the text (decoded here, from guest memory, and checked again when they
+//! lie on a writable page: [`super::code_changes`]), full batches (where a
+//! thread that has used its quantum gives way).
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -15,60 +16,45 @@ use std::sync::atomic::Ordering;
 
 use unicorn_engine::uc_engine;
 
-use super::stack_pointer;
 use super::state::MachineState;
 use super::stop::StopReason;
+use super::{code_changes, stack_pointer};
 use crate::tree::tree_feed::TreeEvent;
 
-/// The block hook's entry point as Unicorn sees it: passes TCG's CPU-state
-/// register (`rbp`) on to [`on_block`] as a fifth argument (see
-/// [`super::stack_pointer`]).
-///
-/// # Safety
-/// As for [`on_block`]; only Unicorn calls it, as a block hook.
-#[cfg(target_arch = "x86_64")]
-#[unsafe(naked)]
-pub unsafe extern "C" fn on_block_entry(
-    uc: *mut uc_engine,
-    address: u64,
-    size: u32,
-    user_data: *mut c_void,
-) {
-    core::arch::naked_asm!("mov r8, rbp", "jmp {hook}", hook = sym on_block)
-}
-
-/// The block hook's entry point on hosts where TCG's CPU-state register is
-/// not known: the stack pointer comes from the register API.
+/// The block hook as stock Unicorn calls it (four arguments): reads the
+/// stack pointer through the register API and goes on as [`on_block`].
 ///
 /// # Safety
 /// As for [`on_block`].
-#[cfg(not(target_arch = "x86_64"))]
-pub unsafe extern "C" fn on_block_entry(
+pub(crate) unsafe extern "C" fn on_block_stock(
     uc: *mut uc_engine,
     address: u64,
     size: u32,
     user_data: *mut c_void,
 ) {
+    let sp = stack_pointer::read_through_register_api(uc);
     // SAFETY: this function's own contract, passed on unchanged.
-    unsafe { on_block(uc, address, size, user_data, std::ptr::null()) }
+    unsafe { on_block(uc, address, size, user_data, sp) }
 }
 
-/// The block hook: count, hand the block to the call-tree thread, enforce
-/// limits. Installed through the raw C API: the safe binding's per-call
-/// reference counting showed up in profiles.
+/// The block hook as emuprof's Unicorn build calls it, with the guest `rsp`
+/// at the start of the block (see [`super::stack_pointer`]): count, hand
+/// the block to the call-tree thread, enforce limits. Installed through the
+/// raw C API: the safe binding's per-call reference counting showed up in
+/// profiles.
 ///
 /// # Safety
 /// `user_data` must point to the live `RefCell<MachineState>` the machine
-/// registered, and `env` must be what [`on_block_entry`] passed. Unicorn
-/// calls hooks one at a time from inside `emu_start`, and no hook runs guest
-/// code, so no borrow of the state is active while this runs; the fast path
-/// relies on that instead of paying for a `RefCell` borrow on every block.
-unsafe extern "C" fn on_block(
+/// registered. Unicorn calls hooks one at a time from inside `emu_start`,
+/// and no hook runs guest code, so no borrow of the state is active while
+/// this runs; the fast path relies on that instead of paying for a
+/// `RefCell` borrow on every block.
+pub(crate) unsafe extern "C" fn on_block(
     uc: *mut uc_engine,
     address: u64,
     size: u32,
     user_data: *mut c_void,
-    env: *const u64,
+    sp: u64,
 ) {
     // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
     let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
@@ -79,15 +65,12 @@ unsafe extern "C" fn on_block(
     // SAFETY: no other borrow is active (see above); the reference ends
     // before the slow path borrows the cell properly.
     let st = unsafe { &mut *cell.as_ptr() };
-    if st.fast_text.contains(address) && st.feed.has_room() {
-        // SAFETY: `fast_text` is non-empty only once the stack-pointer
-        // reader has checked `env` (see `on_block_slow`).
-        let sp = unsafe { stack_pointer::read_direct(env) };
+    if st.text.contains(address) && st.feed.has_room() {
         st.feed.block(TreeEvent::block(address, size, sp));
         return;
     }
     // SAFETY: this function's own contract, passed on unchanged.
-    unsafe { on_block_slow(uc, address, size, user_data, env) };
+    unsafe { on_block_slow(uc, address, size, user_data, sp) };
 }
 
 /// Everything the fast path leaves out. (Same signature as [`on_block`], so
@@ -102,7 +85,7 @@ unsafe extern "C" fn on_block_slow(
     address: u64,
     size: u32,
     user_data: *mut c_void,
-    env: *const u64,
+    sp: u64,
 ) {
     // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
     let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
@@ -124,16 +107,17 @@ unsafe extern "C" fn on_block_slow(
             return;
         }
     }
-    if !st.text.contains(address) && st.blocks.lookup(address, size).is_none() {
-        define_block(st, uc, address, size);
+    if !st.text.contains(address)
+        && !decoded_as_it_is(st, uc, address, size)
+        && !define_block(st, uc, address, size)
+    {
+        super::stop::fail_from_hook(
+            uc,
+            "the block hook could not read the code of a block that runs",
+        );
+        return;
     }
-    // SAFETY: `uc` is the engine running this hook and `env` what the entry
-    // trampoline passed.
-    let sp = unsafe { st.stack_pointer.read(uc, address, env) };
     st.feed.block(TreeEvent::block(address, size, sp));
-    if st.stack_pointer.is_direct() {
-        st.fast_text = st.text;
-    }
 }
 
 /// After every batch (a few thousand blocks): the instruction limit, as far
@@ -142,7 +126,7 @@ fn check_stop_requests(st: &mut MachineState, uc: *mut uc_engine) {
     let stop = if st.feed.limit_reached() {
         Some(StopReason::InstructionLimit(st.instruction_limit))
     } else {
-        st.options
+        st.handles
             .interrupt
             .load(Ordering::Relaxed)
             .then_some(StopReason::Interrupted)
@@ -154,20 +138,33 @@ fn check_stop_requests(st: &mut MachineState, uc: *mut uc_engine) {
     }
 }
 
-/// A block outside the code snapshot, seen for the first time: decode it
-/// from guest memory and send it to the call-tree thread.
-fn define_block(st: &mut MachineState, uc: *mut uc_engine, address: u64, size: u32) {
-    let mut code = vec![0u8; size as usize];
-    // An unreadable block cannot have run; count what we can.
-    let _ = st.space.read_raw_with(address, &mut code, |phys, buf| {
-        // SAFETY: `uc` is the live engine the hook was called with and `buf`
-        // is a writable buffer of the length passed.
-        unsafe {
-            unicorn_engine::uc_mem_read(uc, phys, buf.as_mut_ptr().cast(), buf.len() as u64)
-                == unicorn_engine::uc_error::OK
+/// Whether the emulation thread's cache holds this block as its code is now;
+/// a block the guest rewrote in place is forgotten (see
+/// [`super::code_changes`]).
+fn decoded_as_it_is(st: &mut MachineState, uc: *mut uc_engine, address: u64, size: u32) -> bool {
+    match st.blocks.lookup(address, size) {
+        None => false,
+        Some(id) if code_changes::rewritten(st, uc, id) => {
+            code_changes::forget(st, address, u64::from(size));
+            false
         }
-    });
+        Some(_) => true,
+    }
+}
+
+/// A block outside the code snapshot, seen for the first time: decode it
+/// from guest memory and send it to the call-tree thread. False when its
+/// code cannot be read (Unicorn translated it, so it must be mapped).
+fn define_block(st: &mut MachineState, uc: *mut uc_engine, address: u64, size: u32) -> bool {
+    let mut code = vec![0u8; size as usize];
+    if !code_changes::read_code(st, uc, address, &mut code) {
+        return false;
+    }
     let is_start = st.symbols.is_function_start(address);
     let id = st.blocks.insert(address, size, &code, is_start);
+    if st.space.any_writable(address, u64::from(size)) {
+        st.blocks.watch(id, &code);
+    }
     st.feed.define(st.blocks.get(id).clone());
+    true
 }

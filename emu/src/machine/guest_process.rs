@@ -16,10 +16,10 @@ use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
 use super::processes::ProcessTable;
-use super::stack_pointer::StackPointerReader;
+use super::stack_pointer::StackPointerSource;
 use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
-use super::{block_hook, hooks, threads, RunOptions, STACK_TOP};
+use super::{block_hook, hooks, threads, RunHandles, RunOptions, STACK_TOP};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
@@ -66,6 +66,8 @@ pub(super) struct ImageStart {
     pub identity: RawProcess,
     /// Options; `args` and `env` are the new program's.
     pub options: RunOptions,
+    /// What the run shares with other threads.
+    pub handles: RunHandles,
     /// The run's process table.
     pub table: Rc<RefCell<ProcessTable>>,
     /// The syscall state of the image it replaces (`execve`), or `None` for
@@ -82,6 +84,7 @@ impl GuestProcess {
             binary,
             identity,
             options,
+            handles,
             table,
             inherited,
         } = start;
@@ -148,9 +151,9 @@ impl GuestProcess {
         super::user_mode::enter(&mut uc, &mut space, start, stack.sp)?;
 
         sys.files.describe_cpus(cpus);
-        sys.files.interrupt_reads_on(Arc::clone(&options.interrupt));
+        sys.files.interrupt_reads_on(Arc::clone(&handles.interrupt));
         let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
-        if let Some(slot) = &options.snapshots {
+        if let Some(slot) = &handles.snapshots {
             slot.process_shown(crate::live::ProcessName {
                 pid: identity.pid,
                 program: identity.program.clone(),
@@ -162,24 +165,34 @@ impl GuestProcess {
             function_starts: Arc::clone(&function_starts),
             tree: CallTreeBuilder::new(start, stack.sp),
             instruction_limit,
-            progress: Arc::clone(&options.progress),
-            snapshots: options.snapshots.clone(),
+            progress: Arc::clone(&handles.progress),
+            snapshots: handles.snapshots.clone(),
             pid: identity.pid,
         })
         .map_err(EmuError::BuilderStart)?;
+        // Loading changed code nothing has decoded yet.
+        space.take_code_changes();
+        // The guest could rewrite writable text without a system call: such
+        // code is decoded and checked on the emulation thread instead.
+        let main = code.main_range();
+        let text = if space.any_writable(main.start, main.end - main.start) {
+            CodeRange::default()
+        } else {
+            CodeRange::new(main)
+        };
         let pid = identity.pid;
-        let snapshots = options.snapshots.clone();
+        let snapshots = handles.snapshots.clone();
         let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
             blocks: BlockCache::new()?,
-            text: CodeRange::new(code.main_range()),
-            fast_text: CodeRange::default(),
+            text,
+            snapshot_text: text,
             feed,
-            stack_pointer: StackPointerReader::new(),
             space,
             sys,
             threads: threads::Scheduler::new(pid, options.quantum),
             options,
+            handles,
             stop: None,
             notes: Vec::new(),
             instruction_limit,
@@ -355,7 +368,7 @@ fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &GuestSymb
 
 /// Maps every `PT_LOAD` segment, page by page with the union of the
 /// permissions of the segments that touch it, and copies the file bytes in.
-/// Returns the executable pages as loaded (runs for a [`CodeSnapshot`]).
+/// Returns the executable pages as loaded (spans for a [`CodeSnapshot`]).
 fn load_segments(
     uc: &mut Unicorn<'_, ()>,
     space: &mut AddressSpace,
@@ -373,9 +386,9 @@ fn load_segments(
         }
     }
     // Map writable first so the bytes can be copied, then set the real
-    // permissions in runs of equal protection.
-    let runs = runs_of(&pages);
-    for &(start, len, _) in &runs {
+    // permissions in spans of equal protection.
+    let spans = spans_of(&pages);
+    for &(start, len, _) in &spans {
         space.map(uc, start, len, Protection::READ_WRITE)?;
     }
     for seg in &image.segments {
@@ -384,7 +397,7 @@ fn load_segments(
             .map_err(|f| EmuError::Layout(format!("segment byte at {:#x}", f.address)))?;
     }
     let mut code = Vec::new();
-    for &(start, len, prot) in &runs {
+    for &(start, len, prot) in &spans {
         if prot.exec {
             let mut bytes = vec![0u8; len as usize];
             space
@@ -402,15 +415,15 @@ fn load_segments(
 }
 
 /// Groups consecutive pages with the same protection: `(start, len, prot)`.
-fn runs_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
-    let mut runs: Vec<(u64, u64, Protection)> = Vec::new();
+fn spans_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
+    let mut spans: Vec<(u64, u64, Protection)> = Vec::new();
     for (&page, &prot) in pages {
-        match runs.last_mut() {
+        match spans.last_mut() {
             Some((start, len, p)) if *start + *len == page && *p == prot => *len += PAGE_SIZE,
-            _ => runs.push((page, PAGE_SIZE, prot)),
+            _ => spans.push((page, PAGE_SIZE, prot)),
         }
     }
-    runs
+    spans
 }
 
 /// Installs every hook on `uc`, sharing `state`.
@@ -432,15 +445,20 @@ pub(super) fn install_hooks(
     // "skip", so these three use the raw API. The state outlives `uc` (it is
     // dropped after `uc`).
     let user_data = Rc::as_ptr(state) as *mut c_void;
+    let block_callback = match StackPointerSource::of_engine(uc.get_handle()) {
+        StackPointerSource::HookArgument => block_hook::on_block as *mut c_void,
+        StackPointerSource::RegisterApi => block_hook::on_block_stock as *mut c_void,
+    };
     let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
-    // SAFETY: a valid engine handle, a callback with the block-hook signature,
+    // SAFETY: a valid engine handle, a callback with the block-hook signature
+    // this Unicorn build calls (five arguments where the engine says so),
     // and user data that outlives the engine. begin > end means "everywhere".
     let rc = unsafe {
         unicorn_engine::uc_hook_add(
             uc.get_handle(),
             &raw mut hook,
             HookType::BLOCK.0 as i32,
-            block_hook::on_block_entry as *mut c_void,
+            block_callback,
             user_data,
             1u64,
             0u64,
@@ -485,11 +503,15 @@ pub(super) fn install_hooks(
     Ok(())
 }
 
+/// The block table: every block that ran. Code that changed while the guest
+/// ran may have several decodes at one address and size: one row per
+/// distinct instruction count (a decode of unchanged code again, after a
+/// re-protection, joins its first row).
 fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
     let mut blocks: Vec<Block> = blocks
         .iter()
         .zip(executions)
-        .filter(|(_, &runs)| runs > 0)
+        .filter(|(_, &executions)| executions > 0)
         .map(|(b, &executions)| Block {
             address: b.address,
             size: b.size,
@@ -497,6 +519,14 @@ fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
             executions,
         })
         .collect();
-    blocks.sort_by_key(|b| (b.address, b.size));
+    blocks.sort_by_key(|b| (b.address, b.size, b.instructions));
+    blocks.dedup_by(|later, kept| {
+        let same = (later.address, later.size, later.instructions)
+            == (kept.address, kept.size, kept.instructions);
+        if same {
+            kept.executions += later.executions;
+        }
+        same
+    });
     blocks
 }

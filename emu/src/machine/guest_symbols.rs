@@ -50,7 +50,7 @@ pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6],
     }
     let path = st.sys.files.host_path(fd).unwrap_or_default();
     let added = st.symbols.add_library(path, bytes, at);
-    if let (Some(library), Some(slot)) = (added, &st.options.snapshots) {
+    if let (Some(library), Some(slot)) = (added, &st.handles.snapshots) {
         slot.library_mapped(library.clone());
     }
 }

@@ -2,6 +2,7 @@
 //! installs the hooks and runs the guest to the end.
 
 mod block_hook;
+mod code_changes;
 mod guest_process;
 mod guest_symbols;
 mod hooks;
@@ -18,7 +19,7 @@ mod threads;
 mod user_mode;
 
 pub use guest_symbols::LoadedLibrary;
-pub use options::{RunOptions, UnsupportedSyscalls};
+pub use options::{RunHandles, RunOptions, UnsupportedSyscalls};
 pub use stop::{BlockedThread, StopReason};
 pub use threads::DEFAULT_QUANTUM;
 
@@ -74,9 +75,15 @@ pub struct ProcessImage {
 /// Runs `binary` to completion under the emulator and returns its profile,
 /// and one profile per further process image when it starts processes.
 ///
-/// Errors are emuprof's own failures to set up the machine; everything the
-/// guest does (including crashing) ends in a [`RunOutcome`].
-pub fn run(binary: Arc<Binary>, options: RunOptions) -> Result<RunOutcome, EmuError> {
+/// `handles` connect the run to the caller's other threads (Ctrl-C,
+/// progress, a live view). Errors are emuprof's own failures to set up the
+/// machine; everything the guest does (including crashing) ends in a
+/// [`RunOutcome`].
+pub fn run(
+    binary: Arc<Binary>,
+    options: RunOptions,
+    handles: RunHandles,
+) -> Result<RunOutcome, EmuError> {
     host_limits::check_address_space_limit()?;
     let table = Rc::new(RefCell::new(processes::ProcessTable::new(GUEST_PID)));
     let program = options.args.first().cloned().unwrap_or_default();
@@ -89,6 +96,7 @@ pub fn run(binary: Arc<Binary>, options: RunOptions) -> Result<RunOutcome, EmuEr
             program,
         },
         options,
+        handles,
         table: Rc::clone(&table),
         inherited: None,
     })?;

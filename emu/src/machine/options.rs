@@ -1,5 +1,6 @@
 //! What a run is given: the guest's command line and environment, and the
-//! knobs that change what happens.
+//! knobs that change what happens ([`RunOptions`], plain data), and what it
+//! shares with other threads while it runs ([`RunHandles`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -19,7 +20,8 @@ pub enum UnsupportedSyscalls {
 /// Default seed for `getrandom` and `AT_RANDOM`.
 pub const DEFAULT_SEED: u64 = 0;
 
-/// Everything that configures one run.
+/// Everything that configures one run: plain data, the same for every
+/// process image of the run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     /// The guest's argv; `args[0]` is the program name it sees.
@@ -35,12 +37,6 @@ pub struct RunOptions {
     pub unsupported_syscalls: UnsupportedSyscalls,
     /// How the guest sees the host's files.
     pub files: FilesOptions,
-    /// Set from another thread (e.g. a Ctrl-C handler) to stop the run.
-    pub interrupt: Arc<AtomicBool>,
-    /// Updated with the instruction count now and then, for progress display.
-    pub progress: Arc<AtomicU64>,
-    /// Where a live view asks for call-tree snapshots (none by default).
-    pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
     /// Guest work (call-tree events, ≈ blocks) a thread runs before another
     /// runnable thread gets its turn; see `machine::threads::scheduler`.
     pub quantum: u64,
@@ -64,12 +60,33 @@ impl RunOptions {
             max_instructions: None,
             unsupported_syscalls: UnsupportedSyscalls::Stop,
             files,
-            interrupt: Arc::new(AtomicBool::new(false)),
-            progress: Arc::new(AtomicU64::new(0)),
-            snapshots: None,
             quantum: super::threads::DEFAULT_QUANTUM,
             cpus: crate::cpu::DEFAULT_CPUS,
             exec_native: false,
+        }
+    }
+}
+
+/// What a run shares with other threads while it runs. The default: nobody
+/// interrupts it, nobody watches.
+#[derive(Debug, Clone, Default)]
+pub struct RunHandles {
+    /// Set from another thread (e.g. a Ctrl-C handler) to stop the run.
+    pub interrupt: Arc<AtomicBool>,
+    /// Updated with the first process's instruction count now and then, for
+    /// progress display.
+    pub progress: Arc<AtomicU64>,
+    /// Where a live view asks for the first process's call-tree snapshots.
+    pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+}
+
+impl RunHandles {
+    /// The handles of another process image of the run: interrupted with
+    /// the run, not watched by the live view (which follows the first).
+    pub(crate) fn for_another_image(&self) -> RunHandles {
+        RunHandles {
+            snapshots: None,
+            ..self.clone()
         }
     }
 }

@@ -1,101 +1,66 @@
-//! Reading the guest stack pointer in the block hook without the register API.
+//! How the block hook learns the guest stack pointer.
 //!
-//! `uc_reg_read` goes through Unicorn's generic register switch on every
-//! call; in the block hook that was a tenth of emuprof's time. Unicorn calls
-//! a lone block hook straight from the translated code, where QEMU's TCG keeps
-//! the CPU state pointer (`env`, a `CPUX86State` whose first fields are the
-//! sixteen general registers and then `rip`) in its reserved host register:
-//! `rbp` on x86-64 hosts. A small entry trampoline passes that register on
-//! as an extra argument.
+//! The call-tree builder needs `rsp` at the start of every block (a frame
+//! remembers it; returns are matched with it). emuprof's Unicorn build
+//! (`emu/unicorn/0005-block-hooks-receive-the-stack-pointer.patch`) passes it
+//! to the block hook as a fifth argument, loaded by the translated code
+//! itself. Stock Unicorn calls block hooks with four arguments; there the
+//! hook asks `uc_reg_read`, which goes through Unicorn's generic register
+//! switch on every block (about a tenth slower).
 //!
-//! That is an implementation detail of the Unicorn build, so it is checked
-//! before it is trusted: for the first blocks of a run every direct read is
-//! compared with `uc_reg_read` (and `rip` with the block address, which
-//! Unicorn stores just before calling the hook). One mismatch and the reader
-//! uses the register API for the rest of the run.
+//! Which of the two is linked is a fact of the library loaded at run time,
+//! so the engine is asked (`uc_query` with the patch's query number, which
+//! stock Unicorn rejects) rather than the build guessed.
+
+use std::ffi::c_int;
 
 use unicorn_engine::{uc_engine, RegisterX86};
 
-/// Index of `rsp` in `CPUX86State::regs`.
-const RSP_INDEX: usize = 4;
-/// Index of `eip` (right after the sixteen general registers).
-const RIP_INDEX: usize = 16;
-/// Blocks checked against the register API before direct reads are trusted.
-const BLOCKS_TO_CHECK: u32 = 256;
+/// When set (to anything) in emuprof's environment, the block hook reads
+/// `rsp` through the register API whatever Unicorn is linked: the stock
+/// path, testable with the patched build (`tests/stock_unicorn_path.rs`).
+const FORCE_REGISTER_API: &str = "EMUPROF_BLOCK_HOOK_REGISTER_API";
 
-/// Reads `rsp` at the start of a block.
+/// `UC_QUERY_EMUPROF_BLOCK_HOOK_SP` from the patched `unicorn.h`.
+const QUERY_BLOCK_HOOK_SP: c_int = 0x656d_7001;
+
+unsafe extern "C" {
+    /// `uc_query` with the query type as a plain integer: the binding's
+    /// `Query` enum has no variant for the patch's query.
+    #[link_name = "uc_query"]
+    fn uc_query_raw(uc: *mut uc_engine, query_type: c_int, result: *mut usize) -> c_int;
+}
+
+/// Where the block hook gets the guest stack pointer from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StackPointerReader {
-    /// Still comparing direct reads with the register API; the number of
-    /// blocks left to check.
-    Checking(u32),
-    /// Direct reads agreed: read `env` memory.
-    Direct,
-    /// Direct reads are not available: use `uc_reg_read`.
+pub(crate) enum StackPointerSource {
+    /// emuprof's Unicorn build: the hook's fifth argument.
+    HookArgument,
+    /// Stock Unicorn: `uc_reg_read` in the hook.
     RegisterApi,
 }
 
-impl StackPointerReader {
-    /// A reader that checks the direct path first.
-    pub fn new() -> StackPointerReader {
-        if cfg!(target_arch = "x86_64") {
-            StackPointerReader::Checking(BLOCKS_TO_CHECK)
+impl StackPointerSource {
+    /// Asks the linked Unicorn whether its block hooks receive `rsp`.
+    pub(crate) fn of_engine(uc: *mut uc_engine) -> StackPointerSource {
+        if std::env::var_os(FORCE_REGISTER_API).is_some() {
+            return StackPointerSource::RegisterApi;
+        }
+        let mut answer: usize = 0;
+        // SAFETY: `uc` is a live engine handle; `answer` is a writable
+        // `size_t`. Stock Unicorn returns an error for the unknown query
+        // type without writing `answer`.
+        let rc = unsafe { uc_query_raw(uc, QUERY_BLOCK_HOOK_SP, &raw mut answer) };
+        if rc == 0 && answer == 1 {
+            StackPointerSource::HookArgument
         } else {
-            StackPointerReader::RegisterApi
-        }
-    }
-
-    /// Whether direct reads ([`read_direct`]) have been checked and agreed.
-    #[inline]
-    pub fn is_direct(&self) -> bool {
-        *self == StackPointerReader::Direct
-    }
-
-    /// The guest `rsp` at the start of the block at `address`.
-    ///
-    /// # Safety
-    /// `uc` must be the engine running the hook, and `env` the value the
-    /// entry trampoline passed (it is only dereferenced once it has been
-    /// checked to behave as Unicorn's CPU state).
-    #[inline]
-    pub unsafe fn read(&mut self, uc: *mut uc_engine, address: u64, env: *const u64) -> u64 {
-        match *self {
-            // SAFETY: the reader reached `Direct` only after `env` behaved as
-            // Unicorn's CPU state for `BLOCKS_TO_CHECK` blocks.
-            StackPointerReader::Direct => unsafe { read_direct(env) },
-            StackPointerReader::RegisterApi => register_api(uc),
-            StackPointerReader::Checking(left) => {
-                let sp = register_api(uc);
-                // SAFETY: NOT established — this is the guess issue 13
-                // asks to replace (a Unicorn patch passing the CPU state to
-                // the hook): a non-null, aligned `rbp` is assumed to point at
-                // TCG's `CPUX86State`, which holds for the pinned, patched
-                // Unicorn build that calls lone block hooks from translated code.
-                let agrees = !env.is_null()
-                    && env.is_aligned()
-                    && unsafe { *env.add(RIP_INDEX) == address && *env.add(RSP_INDEX) == sp };
-                *self = match (agrees, left) {
-                    (false, _) => StackPointerReader::RegisterApi,
-                    (true, 1) => StackPointerReader::Direct,
-                    (true, _) => StackPointerReader::Checking(left - 1),
-                };
-                sp
-            }
+            StackPointerSource::RegisterApi
         }
     }
 }
 
-/// The guest `rsp` from Unicorn's CPU state.
-///
-/// # Safety
-/// Only once a [`StackPointerReader`] has checked `env` ([`StackPointerReader::is_direct`]).
-#[inline]
-pub unsafe fn read_direct(env: *const u64) -> u64 {
-    // SAFETY: the caller's contract: `env` is Unicorn's CPU state.
-    unsafe { *env.add(RSP_INDEX) }
-}
-
-fn register_api(uc: *mut uc_engine) -> u64 {
+/// The guest `rsp` through the register API (stock Unicorn's block hook).
+pub(crate) fn read_through_register_api(uc: *mut uc_engine) -> u64 {
     let mut sp: u64 = 0;
     // SAFETY: `uc` is the live engine the hook was called with; `sp` is a
     // valid 8-byte destination for a 64-bit register.

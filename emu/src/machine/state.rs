@@ -6,9 +6,8 @@ use std::rc::Rc;
 
 use super::guest_symbols::GuestSymbols;
 
-use super::options::RunOptions;
+use super::options::{RunHandles, RunOptions};
 use super::processes::{ProcessRequest, ProcessTable};
-use super::stack_pointer::StackPointerReader;
 use super::stop::StopReason;
 use super::threads::Scheduler;
 use crate::memory::AddressSpace;
@@ -56,21 +55,22 @@ pub struct MachineState {
     pub symbols: GuestSymbols,
     /// Blocks outside the code snapshot, decoded here.
     pub blocks: BlockCache,
-    /// The code the call-tree thread decodes by itself.
+    /// The code the call-tree thread decodes by itself: the block hook's
+    /// fast path takes exactly the blocks in this range.
     pub text: CodeRange,
-    /// `text` once direct stack-pointer reads are trusted, else empty: the
-    /// block hook's fast path takes exactly the blocks in this range.
-    pub fast_text: CodeRange,
+    /// What `text` was when the call-tree thread started: where it may hold
+    /// blocks it decoded from its snapshot.
+    pub snapshot_text: CodeRange,
     /// Events for the call-tree thread.
     pub feed: TreeFeed,
-    /// Reads the guest stack pointer in the block hook.
-    pub stack_pointer: StackPointerReader,
     /// Guest memory.
     pub space: AddressSpace,
     /// Syscall emulation.
     pub sys: SyscallState,
     /// Run configuration.
     pub options: RunOptions,
+    /// What the run shares with other threads (Ctrl-C, progress, live view).
+    pub handles: RunHandles,
     /// Set by a hook when the run must end.
     pub stop: Option<StopReason>,
     /// Messages for the user (printed once, prefixed `emuprof:`).

@@ -17,7 +17,6 @@ use crate::syscalls::signals::Disposition;
 use crate::syscalls::table::{family_of, syscall_name, Family};
 use crate::syscalls::GuestMemory;
 use crate::syscalls::{credentials, memory_map, Errno, SysResult, SyscallCall};
-use crate::tree::code_snapshot::CodeRange;
 
 const ARG_REGISTERS: [RegisterX86; 6] = [
     RegisterX86::RDI,
@@ -50,7 +49,6 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
     for (a, r) in args.iter_mut().zip(ARG_REGISTERS) {
         *a = uc.reg_read(r).unwrap_or(0);
     }
-    watch_code_mappings(st, number, args);
     // A `select` that runs again because its deadline passed.
     let timed_out = std::mem::take(&mut st.threads.current().timed_out);
     let answer = family_of(number).and_then(|family| run_family(uc, st, family, number, args));
@@ -68,7 +66,7 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
     // Ctrl-C/SIGTERM during the call (a blocking read ends with EINTR then):
     // stop here, before the guest sees the interrupted result.
     if st
-        .options
+        .handles
         .interrupt
         .load(std::sync::atomic::Ordering::Relaxed)
     {
@@ -362,23 +360,6 @@ pub(super) fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, p
                 return;
             }
         }
-    }
-}
-
-/// The block hook leaves decoding of the loaded text to the call-tree thread,
-/// which reads it from a snapshot. Once the guest changes a mapping over that
-/// text (conservatively: asks to), the hook decodes every block itself again.
-fn watch_code_mappings(st: &mut MachineState, number: u64, args: [u64; 6]) {
-    let touched = match number {
-        SYS_MMAP | SYS_MPROTECT | SYS_PKEY_MPROTECT | SYS_MUNMAP => {
-            st.text.overlaps(args[0], args[1])
-        }
-        SYS_MREMAP => st.text.overlaps(args[0], args[1]) || st.text.overlaps(args[4], args[2]),
-        _ => false,
-    };
-    if touched {
-        st.text = CodeRange::default();
-        st.fast_text = CodeRange::default();
     }
 }
 

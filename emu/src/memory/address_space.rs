@@ -1,6 +1,16 @@
 //! The guest's virtual address space: which virtual page is backed by which
 //! physical page, with what permissions, plus `brk` and `mmap` placement.
+//!
+//! It also notes where code may have changed: every map, unmap, protection
+//! change or emuprof write over a page that ever held code is recorded
+//! ([`AddressSpace::take_code_changes`]) so the block caches decode it again.
+//! Unicorn's own translations are looked after here: a physical page that
+//! held code is never reused for another mapping, and after emuprof writes
+//! into executable memory (a `read` into generated code) or a page becomes
+//! executable again, its translations are dropped (Unicorn invalidates them
+//! only for the guest's own stores).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use unicorn_engine::Unicorn;
@@ -74,6 +84,9 @@ pub struct AddressSpace {
     mmap_next: u64,
     brk_start: u64,
     brk: u64,
+    /// Ranges over pages that held code, changed since the last
+    /// [`AddressSpace::take_code_changes`].
+    code_changes: RefCell<Vec<(u64, u64)>>,
 }
 
 impl AddressSpace {
@@ -88,6 +101,7 @@ impl AddressSpace {
             mmap_next: MMAP_TOP,
             brk_start: 0,
             brk: 0,
+            code_changes: RefCell::new(Vec::new()),
         })
     }
 
@@ -122,6 +136,7 @@ impl AddressSpace {
         // fails the call before anything changed.
         let pages = len / PAGE_SIZE;
         self.phys.reserve(uc, pages + pages / 512 + 8)?;
+        self.note_if_code(addr, len);
         let replaced = self.drop_pages(addr, len);
         let mut entries = Vec::with_capacity(pages as usize);
         for page in (addr..addr + len).step_by(PAGE_SIZE as usize) {
@@ -180,6 +195,7 @@ impl AddressSpace {
         if pages.is_empty() {
             return Ok(());
         }
+        self.note_if_code(addr, len);
         let entries: Vec<_> = pages
             .iter()
             .map(|&v| {
@@ -209,10 +225,15 @@ impl AddressSpace {
         len: u64,
         prot: Protection,
     ) -> Result<Result<(), u64>, EmuError> {
+        self.note_if_code(addr, len);
         let mut entries = Vec::new();
+        let mut executable_again = Vec::new();
         for page in (addr..addr.saturating_add(len)).step_by(PAGE_SIZE as usize) {
             match self.pages.get_mut(&page) {
                 Some(p) => {
+                    if p.held_code && prot.exec && !p.prot.exec {
+                        executable_again.push(page);
+                    }
                     p.prot = prot;
                     p.held_code |= prot.exec;
                     entries.push((page, p.phys, prot.leaf()));
@@ -222,6 +243,11 @@ impl AddressSpace {
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
         flush_tlb(uc)?;
+        // emuprof may have written into these pages while they were not
+        // executable, where Unicorn kept their old translations.
+        for page in executable_again {
+            drop_translations(uc, page, PAGE_SIZE);
+        }
         Ok(Ok(()))
     }
 
@@ -308,18 +334,58 @@ impl AddressSpace {
     }
 
     /// Writes guest memory as the guest would (needs write permission).
+    /// Writes into code are noted, and Unicorn's translations of executable
+    /// pages written dropped (see the module documentation).
     pub fn write(
         &self,
         uc: &mut Unicorn<'_, ()>,
         addr: u64,
         data: &[u8],
     ) -> Result<(), MemoryFault> {
-        self.chunks(
+        let written = self.chunks(
             addr,
             data.len(),
             |p| p.prot.write,
             |phys, range| uc.mem_write(phys, &data[range]).is_ok(),
-        )
+        );
+        let len = data.len() as u64;
+        let end = addr.saturating_add(len);
+        let first_page = addr & !(PAGE_SIZE - 1);
+        for (&page, p) in self.pages.range(first_page..end) {
+            if p.prot.exec {
+                let start = page.max(addr);
+                drop_translations(uc, start, (page + PAGE_SIZE).min(end) - start);
+            }
+        }
+        self.note_if_code(addr, len);
+        written
+    }
+
+    /// The ranges over pages that held code that were mapped, unmapped,
+    /// re-protected or written by emuprof since the last call, oldest first.
+    pub fn take_code_changes(&self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut *self.code_changes.borrow_mut())
+    }
+
+    /// Whether a page of `[addr, addr + len)` is writable.
+    pub fn any_writable(&self, addr: u64, len: u64) -> bool {
+        let first_page = addr & !(PAGE_SIZE - 1);
+        self.pages
+            .range(first_page..addr.saturating_add(len))
+            .any(|(_, p)| p.prot.write)
+    }
+
+    /// Notes `[addr, addr + len)` as changed code when a page of it ever
+    /// held code.
+    fn note_if_code(&self, addr: u64, len: u64) {
+        let first_page = addr & !(PAGE_SIZE - 1);
+        if self
+            .pages
+            .range(first_page..addr.saturating_add(len))
+            .any(|(_, p)| p.held_code)
+        {
+            self.code_changes.borrow_mut().push((addr, len));
+        }
     }
 
     /// Writes guest memory ignoring permissions (loading the image, building
@@ -416,6 +482,14 @@ impl AddressSpace {
         }
         !doomed.is_empty()
     }
+}
+
+/// Drops Unicorn's translations of `[addr, addr + len)` (within one page,
+/// which must be executable: Unicorn finds the physical page through the
+/// guest's page tables as an instruction fetch would).
+fn drop_translations(uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) {
+    // Fails only for an empty range, which no caller passes.
+    let _ = uc.ctl_remove_cache(addr, addr + len);
 }
 
 fn flush_tlb(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {

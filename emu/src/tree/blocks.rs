@@ -3,6 +3,13 @@
 //! Unicorn reports every executed block as `(address, size)`. The first time a
 //! block is seen it is decoded with capstone; afterwards finding it again is
 //! one array access in the common case.
+//!
+//! Code can change under a cached decode: the guest rewrites it in place, or
+//! maps something else at its address. [`BlockCache::forget`] drops the
+//! decodes of a range (the next run of such a block is decoded again, under a
+//! new id; the old id keeps the runs counted with the old code), and a block
+//! decoded from a writable page keeps its bytes, so the emulation thread can
+//! see that it changed ([`BlockCache::watched_code`]).
 
 use capstone::arch::x86::{ArchMode, X86OperandType};
 use capstone::arch::{ArchOperand, BuildsCapstone};
@@ -73,6 +80,9 @@ pub struct BlockCache {
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
     fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
+    /// The bytes of blocks decoded from writable pages, by id (`None` for
+    /// the others; empty while no block is watched).
+    watched: Vec<Option<Box<[u8]>>>,
 }
 
 impl BlockCache {
@@ -88,6 +98,7 @@ impl BlockCache {
             index: FxHashMap::default(),
             blocks: Vec::new(),
             fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
+            watched: Vec::new(),
         })
     }
 
@@ -127,6 +138,47 @@ impl BlockCache {
         self.index.insert((info.address, info.size), id);
         self.blocks.push(info);
         id
+    }
+
+    /// Keeps `code`, the bytes block `id` was decoded from: they lie on a
+    /// writable page, where the guest can change them without a system call.
+    pub fn watch(&mut self, id: BlockId, code: &[u8]) {
+        let index = id as usize;
+        if self.watched.len() <= index {
+            self.watched.resize(index + 1, None);
+        }
+        self.watched[index] = Some(code.into());
+    }
+
+    /// The bytes block `id` was decoded from, when it was decoded from a
+    /// writable page ([`BlockCache::watch`]).
+    #[inline]
+    pub fn watched_code(&self, id: BlockId) -> Option<&[u8]> {
+        self.watched.get(id as usize)?.as_deref()
+    }
+
+    /// Drops the decodes of every block with a byte in `[start, start + len)`;
+    /// true when there was one. Their ids stay valid ([`BlockCache::get`]).
+    pub fn forget(&mut self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        let overlaps = |address: u64, size: u32| address < end && start < address + u64::from(size);
+        let before = self.index.len();
+        self.index
+            .retain(|&(address, size), _| !overlaps(address, size));
+        if self.index.len() == before {
+            return false;
+        }
+        for slot in self.fast.iter_mut() {
+            if slot.0 != u64::MAX && overlaps(slot.0, slot.1) {
+                *slot = (u64::MAX, 0, 0);
+            }
+        }
+        for (block, code) in self.blocks.iter().zip(self.watched.iter_mut()) {
+            if overlaps(block.address, block.size) {
+                *code = None;
+            }
+        }
+        true
     }
 
     /// The block with this id.
@@ -233,5 +285,32 @@ mod tests {
         assert_eq!(decode(&[0x75, 0x00]), (1, Terminator::Other));
         // rep movsb counts once
         assert_eq!(decode(&[0xf3, 0xa4]), (1, Terminator::Other));
+    }
+
+    #[test]
+    fn forgotten_blocks_are_decoded_again_under_a_new_id() {
+        let mut cache = BlockCache::new().unwrap();
+        // nop; nop; ret  then  lea eax, [rdi+1]; ret (same address, same size)
+        let old = cache.insert(0x1000, 3, &[0x90, 0x90, 0xc3], false);
+        cache.watch(old, &[0x90, 0x90, 0xc3]);
+        let neighbour = cache.insert(0x1003, 1, &[0xc3], false);
+        assert!(!cache.forget(0x2000, 0x1000), "nothing cached there");
+        assert!(cache.forget(0x1002, 1));
+        assert_eq!(cache.lookup(0x1000, 3), None);
+        assert_eq!(cache.watched_code(old), None);
+        assert_eq!(
+            cache.lookup(0x1003, 1),
+            Some(neighbour),
+            "outside the range"
+        );
+        let new = cache.insert(0x1000, 3, &[0x8d, 0x47, 0x01], false);
+        assert_ne!(new, old);
+        assert_eq!(cache.lookup(0x1000, 3), Some(new));
+        assert_eq!(
+            cache.get(old).instructions,
+            3,
+            "the old decode stays readable"
+        );
+        assert_eq!(cache.get(new).instructions, 1);
     }
 }

@@ -8,38 +8,38 @@
 
 use std::ops::Range;
 
-/// Runs of executable pages with the bytes the guest saw at its first
+/// Spans of executable pages with the bytes the guest saw at its first
 /// instruction.
 #[derive(Debug, Clone, Default)]
 pub struct CodeSnapshot {
     /// `(start address, bytes)`, sorted by address, not overlapping.
-    runs: Vec<(u64, Vec<u8>)>,
+    spans: Vec<(u64, Vec<u8>)>,
 }
 
 impl CodeSnapshot {
-    /// A snapshot of these runs of executable memory.
-    pub fn new(mut runs: Vec<(u64, Vec<u8>)>) -> CodeSnapshot {
-        runs.sort_by_key(|(start, _)| *start);
-        CodeSnapshot { runs }
+    /// A snapshot of these spans of executable memory.
+    pub fn new(mut spans: Vec<(u64, Vec<u8>)>) -> CodeSnapshot {
+        spans.sort_by_key(|(start, _)| *start);
+        CodeSnapshot { spans }
     }
 
     /// The bytes at `[address, address + len)`, cut short at the end of the
-    /// run that holds `address`; `None` when no run holds it.
+    /// span that holds `address`; `None` when no span holds it.
     pub fn read(&self, address: u64, len: usize) -> Option<&[u8]> {
         let i = self
-            .runs
+            .spans
             .partition_point(|(start, _)| *start <= address)
             .checked_sub(1)?;
-        let (start, bytes) = &self.runs[i];
+        let (start, bytes) = &self.spans[i];
         let offset = usize::try_from(address - start).ok()?;
         let end = offset.saturating_add(len).min(bytes.len());
         (offset < bytes.len()).then(|| &bytes[offset..end])
     }
 
-    /// The largest run (the program's text, normally): the addresses the
+    /// The largest span (the program's text, normally): the addresses the
     /// block hook may hand on without looking at them.
     pub fn main_range(&self) -> Range<u64> {
-        self.runs
+        self.spans
             .iter()
             .max_by_key(|(_, bytes)| bytes.len())
             .map_or(0..0, |(start, bytes)| *start..start + bytes.len() as u64)
@@ -82,14 +82,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_within_one_run() {
+    fn reads_within_one_span() {
         let snapshot =
             CodeSnapshot::new(vec![(0x3000, vec![3; 0x1000]), (0x1000, vec![1; 0x2000])]);
         assert_eq!(snapshot.read(0x1000, 4), Some(&[1u8; 4][..]));
         assert_eq!(
             snapshot.read(0x2ffe, 4),
             Some(&[1u8; 2][..]),
-            "cut at the end of the run"
+            "cut at the end of the span"
         );
         assert_eq!(snapshot.read(0x3ffc, 2), Some(&[3u8; 2][..]));
         assert_eq!(snapshot.read(0xfff, 1), None);

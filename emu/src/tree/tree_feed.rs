@@ -131,9 +131,11 @@ pub struct TreeState {
     pub node: emuprof_model::NodeId,
 }
 
-/// Blocks decoded by the emulation thread since the previous batch (those
-/// outside the snapshot), then the events.
+/// Code ranges that changed before this batch (their blocks are decoded
+/// again), blocks decoded by the emulation thread since the previous batch
+/// (those outside the snapshot), then the events.
 struct Batch {
+    changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     events: Vec<TreeEvent>,
 }
@@ -167,6 +169,7 @@ impl Published {
 /// The emulation thread's end: collects events and ships them in batches.
 pub struct TreeFeed {
     events: Vec<TreeEvent>,
+    changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     batches: Option<SyncSender<Batch>>,
     recycled: Receiver<Vec<TreeEvent>>,
@@ -223,6 +226,7 @@ pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, JoinHandle<Built
         })?;
     let feed = TreeFeed {
         events: Vec::with_capacity(BATCH),
+        changed_code: Vec::new(),
         new_blocks: Vec::new(),
         batches: Some(batches),
         recycled,
@@ -263,6 +267,16 @@ impl TreeFeed {
     /// must come before its first run.
     pub fn define(&mut self, block: BlockInfo) {
         self.new_blocks.push(block);
+    }
+
+    /// The code in `[start, start + len)` changed: the builder decodes the
+    /// blocks there again when they next run. Everything fed before is
+    /// applied with the old decodes: the current batch goes first.
+    pub fn code_changed(&mut self, start: u64, len: u64) {
+        if !self.events.is_empty() || !self.new_blocks.is_empty() {
+            self.send();
+        }
+        self.changed_code.push((start, len));
     }
 
     /// A system call from the current context.
@@ -311,7 +325,7 @@ impl TreeFeed {
     /// Sends everything collected so far and waits until the builder has
     /// applied it.
     pub fn sync(&mut self) -> TreeState {
-        if !self.events.is_empty() || !self.new_blocks.is_empty() {
+        if !self.events.is_empty() || !self.new_blocks.is_empty() || !self.changed_code.is_empty() {
             self.send();
         }
         let start = Instant::now();
@@ -371,6 +385,7 @@ impl TreeFeed {
             // The builder is gone; joining it reports why. Keep collecting
             // nothing.
             self.events.clear();
+            self.changed_code.clear();
             self.new_blocks.clear();
             return;
         };
@@ -381,6 +396,7 @@ impl TreeFeed {
             .unwrap_or_else(|_| Vec::with_capacity(BATCH));
         self.events_sent += self.events.len() as u64;
         let batch = Batch {
+            changed_code: std::mem::take(&mut self.changed_code),
             new_blocks: std::mem::take(&mut self.new_blocks),
             events: std::mem::replace(&mut self.events, next),
         };
@@ -462,6 +478,9 @@ fn build(
     while let Some(batch) = recv_spinning(incoming, spin, idle, || {
         answer_snapshot(snapshots.as_deref(), pid, &builder);
     }) {
+        for (start, len) in batch.changed_code {
+            builder.forget(start, len);
+        }
         for info in batch.new_blocks {
             builder.define(info);
         }
@@ -682,5 +701,37 @@ mod tests {
         });
         assert_eq!(built.executions, vec![1]);
         assert_eq!(built.tree.finish().total, 2);
+    }
+
+    /// A block rewritten at the same address and size: runs fed before the
+    /// change count the old decode, runs after it the new one, also within
+    /// one batch and after a prediction learnt the old block.
+    #[test]
+    fn changed_code_is_counted_as_it_was_when_it_ran() {
+        let version = |instructions| BlockInfo {
+            address: 0x9000,
+            size: 3,
+            instructions,
+            terminator: crate::tree::blocks::Terminator::Other,
+            is_function_start: false,
+        };
+        let (built, _) = run(u64::MAX, |feed| {
+            feed.define(version(2));
+            for _ in 0..3 {
+                feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+                feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+            }
+            feed.code_changed(0x9002, 1);
+            feed.define(version(3));
+            for _ in 0..2 {
+                feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+                feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+            }
+        });
+        // Ids: the first decode, the syscall block, the second decode.
+        assert_eq!(built.executions, vec![3, 5, 2]);
+        assert_eq!(built.blocks[0].instructions, 2);
+        assert_eq!(built.blocks[2].instructions, 3);
+        assert_eq!(built.tree.finish().total, 5 + 3 * 2 + 2 * 3);
     }
 }

@@ -50,13 +50,14 @@ impl Watch {
             .load()
             .with_context(|| format!("cannot load {}", program.display()))?;
         let slot = Arc::new(SnapshotSlot::default());
-        let options = prepared.run.options_mut();
-        options.snapshots = Some(Arc::clone(&slot));
+        let handles = prepared.run.handles_mut();
+        handles.snapshots = Some(Arc::clone(&slot));
+        let interrupt = Arc::clone(&handles.interrupt);
         Ok(Watch {
             resolver: LiveResolver::new(binary),
             slot,
-            interrupt: Arc::clone(&options.interrupt),
-            command: options.args.clone(),
+            interrupt,
+            command: prepared.run.options_mut().args.clone(),
         })
     }
 }

@@ -178,8 +178,7 @@ impl GuestProcess {
             futexes: Default::default(),
             enosys_noted: BTreeSet::new(),
         };
-        let mut options = parent.options.clone();
-        options.snapshots = None;
+        let options = parent.options.clone();
         let instruction_limit = parent.instruction_limit;
         let (feed, builder) = tree_feed::spawn(BuilderSetup {
             code: Arc::clone(&self.code),
@@ -201,15 +200,13 @@ impl GuestProcess {
             symbols: parent.symbols.clone(),
             blocks: BlockCache::new()?,
             text: parent.text,
-            // The fast path's range and the reader that trusts it go
-            // together: the child inherits both.
-            fast_text: parent.fast_text,
+            snapshot_text: parent.text,
             feed,
-            stack_pointer: parent.stack_pointer,
             space,
             sys,
             threads: threads::Scheduler::new(pid, options.quantum),
             options,
+            handles: parent.handles.for_another_image(),
             stop: None,
             notes: Vec::new(),
             instruction_limit,

@@ -56,7 +56,7 @@ pub fn run_all(
     table: Rc<RefCell<ProcessTable>>,
 ) -> Result<RunOutcome, EmuError> {
     let first_pid = first.identity.pid;
-    let snapshots = first.state.borrow().options.snapshots.clone();
+    let snapshots = first.state.borrow().handles.snapshots.clone();
     let mut world = World {
         running: vec![Running {
             image: 0,
@@ -207,6 +207,7 @@ impl World {
         let Running { image, process } = self.running.remove(index);
         let identity = process.identity.clone();
         let mut options = process.state.borrow().options.clone();
+        let handles = process.state.borrow().handles.for_another_image();
         let table = Rc::clone(&process.state.borrow().table);
         process.state.borrow_mut().stop = Some(StopReason::Replaced {
             program: exec.program.clone(),
@@ -221,7 +222,6 @@ impl World {
         self.finished[image] = Some(finished);
         options.args = exec.args;
         options.env = exec.env;
-        options.snapshots = None;
         let new_image = self.finished.len();
         self.finished.push(None);
         let started = GuestProcess::start(ImageStart {
@@ -233,6 +233,7 @@ impl World {
                 program: exec.program,
             },
             options,
+            handles,
             table,
             inherited: Some(sys),
         })?;

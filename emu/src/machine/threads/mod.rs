@@ -163,7 +163,7 @@ fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, request: CloneRequest)
         }
     }
     st.feed.spawn_thread(sp);
-    if let Some(slot) = &st.options.snapshots {
+    if let Some(slot) = &st.handles.snapshots {
         slot.thread_started(index, tid);
     }
     Ok(tid)
@@ -192,7 +192,7 @@ pub fn exit_thread(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, status: u64)
         }
     }
     st.sys.futexes.cancel(running);
-    if let Some(slot) = &st.options.snapshots {
+    if let Some(slot) = &st.handles.snapshots {
         slot.thread_exited(running);
     }
     wake_futex_waiters(st);

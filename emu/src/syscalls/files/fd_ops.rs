@@ -223,9 +223,8 @@ impl Files {
             timeout_ms
         };
         // SAFETY: `host_fds` holds `count` initialised pollfd entries.
-        host::check(
-            unsafe { libc::poll(host_fds.as_mut_ptr(), host_fds.len() as u64, timeout) } as i64,
-        )?;
+        let polled = unsafe { libc::poll(host_fds.as_mut_ptr(), host_fds.len() as u64, timeout) };
+        host::check(polled as i64)?;
         let mut ready = 0;
         for (i, pfd) in host_fds.iter().enumerate() {
             let revents = if invalid[i] {

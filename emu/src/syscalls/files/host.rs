@@ -95,9 +95,8 @@ impl<'a> NonBlocking<'a> {
         // SAFETY: fcntl on a borrowed, open fd with integer arguments.
         let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) } as i64)? as i32;
         // SAFETY: as above.
-        check(
-            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } as i64,
-        )?;
+        let set = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) };
+        check(set as i64)?;
         Ok(NonBlocking { fd, flags })
     }
 }

@@ -8,11 +8,11 @@ use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
 
-/// No previous block (a run index that never exists).
+/// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
 
 /// What the builder thread tracks per block, by block id.
-struct RunState {
+struct TrackedBlock {
     event: BlockEvent,
     executions: u64,
     /// The block that followed this one last time (`TreeEvent` key) and its
@@ -25,7 +25,7 @@ struct RunState {
 /// Applies events to the call tree, in order, until the instruction limit.
 pub(super) struct BuilderThread<'a> {
     blocks: BlockCache,
-    runs: Vec<RunState>,
+    tracked: Vec<TrackedBlock>,
     tree: CallTreeBuilder,
     code: &'a CodeSnapshot,
     function_starts: &'a FunctionStarts,
@@ -43,7 +43,7 @@ impl<'a> BuilderThread<'a> {
     ) -> Self {
         BuilderThread {
             blocks: BlockCache::new().expect("capstone handles x86-64"),
-            runs: Vec::new(),
+            tracked: Vec::new(),
             tree,
             code,
             function_starts,
@@ -53,10 +53,21 @@ impl<'a> BuilderThread<'a> {
         }
     }
 
+    /// The code in `[start, start + len)` changed: its blocks are decoded
+    /// again (new ids) when they next run, and no prediction leads to an
+    /// old decode.
+    pub(super) fn forget(&mut self, start: u64, len: u64) {
+        if self.blocks.forget(start, len) {
+            for block in &mut self.tracked {
+                block.next_key = SPECIAL;
+            }
+        }
+    }
+
     /// A block the emulation thread decoded (one outside the snapshot).
     pub(super) fn define(&mut self, info: BlockInfo) {
         if self.blocks.lookup(info.address, info.size).is_none() {
-            self.runs.push(RunState::new(&info));
+            self.tracked.push(TrackedBlock::new(&info));
             self.blocks.insert_decoded(info);
         }
     }
@@ -80,10 +91,10 @@ impl<'a> BuilderThread<'a> {
             }
             let id = self.block_id(event.key);
             self.previous = id;
-            let run = &mut self.runs[id];
-            run.executions += 1;
-            if self.tree.on_block(run.event, || event.sp) {
-                run.event.is_function_start = true;
+            let block = &mut self.tracked[id];
+            block.executions += 1;
+            if self.tree.on_block(block.event, || event.sp) {
+                block.event.is_function_start = true;
             }
             if self.tree.total_instructions() >= self.instruction_limit {
                 self.applying = false;
@@ -113,7 +124,7 @@ impl<'a> BuilderThread<'a> {
     }
 
     pub(super) fn finish(self) -> BuiltTree {
-        let executions = self.runs.iter().map(|r| r.executions).collect();
+        let executions = self.tracked.iter().map(|r| r.executions).collect();
         BuiltTree {
             tree: self.tree,
             blocks: self.blocks.into_blocks(),
@@ -121,11 +132,11 @@ impl<'a> BuilderThread<'a> {
         }
     }
 
-    /// The run index of the block with this event key, decoding it from the
+    /// The index of the block with this event key, decoding it from the
     /// snapshot the first time.
     #[inline]
     fn block_id(&mut self, key: u64) -> usize {
-        if let Some(previous) = self.runs.get(self.previous) {
+        if let Some(previous) = self.tracked.get(self.previous) {
             if previous.next_key == key {
                 return previous.next_id as usize;
             }
@@ -135,7 +146,7 @@ impl<'a> BuilderThread<'a> {
             Some(id) => id as usize,
             None => self.decode(address, size),
         };
-        if let Some(previous) = self.runs.get_mut(self.previous) {
+        if let Some(previous) = self.tracked.get_mut(self.previous) {
             previous.next_key = key;
             previous.next_id = id as u32;
         }
@@ -157,13 +168,13 @@ impl<'a> BuilderThread<'a> {
             &bytes,
             self.function_starts.contains(address),
         );
-        self.runs.push(RunState::new(self.blocks.get(id)));
+        self.tracked.push(TrackedBlock::new(self.blocks.get(id)));
         id as usize
     }
 }
 
-impl RunState {
-    fn new(info: &BlockInfo) -> RunState {
+impl TrackedBlock {
+    fn new(info: &BlockInfo) -> TrackedBlock {
         let event = BlockEvent {
             address: info.address,
             instructions: info.instructions,
@@ -171,7 +182,7 @@ impl RunState {
             is_function_start: info.is_function_start,
             end: info.address + u64::from(info.size),
         };
-        RunState {
+        TrackedBlock {
             event,
             executions: 0,
             next_key: SPECIAL,
