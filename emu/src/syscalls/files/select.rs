@@ -142,9 +142,8 @@ impl Files {
         }
         let timeout = if guest_pipes { 0 } else { timeout_ms };
         // SAFETY: `host_fds` holds `host_fds.len()` initialised pollfd entries.
-        host::check(
-            unsafe { libc::poll(host_fds.as_mut_ptr(), host_fds.len() as u64, timeout) } as i64,
-        )?;
+        let polled = unsafe { libc::poll(host_fds.as_mut_ptr(), host_fds.len() as u64, timeout) };
+        host::check(polled as i64)?;
         let mut answer: [Vec<u8>; 3] = std::array::from_fn(|_| vec![0u8; sets.bytes()]);
         let mut ready = 0u64;
         for (&(fd, _), pfd) in wanted.iter().zip(&host_fds) {
