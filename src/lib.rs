@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod binary_identity;
 mod error;
 pub mod input;
 pub mod output;

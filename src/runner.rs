@@ -98,7 +98,11 @@ pub fn symbolicate(
 ) -> Result<Profile> {
     let resolver = SymbolResolver::for_run(binary, &outcome.libraries);
     let mut profile = Profile::from_raw(&outcome.profile, &resolver, env!("CARGO_PKG_VERSION"))?;
-    let program = std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf());
+    // Absolute and without `.` components (`dir/./bin/prog` is `dir/bin/prog`).
+    let program: std::path::PathBuf = std::path::absolute(program)
+        .unwrap_or_else(|_| program.to_path_buf())
+        .components()
+        .collect();
     profile.objects = std::iter::once((program.as_path(), binary))
         .chain(binary.interpreter.as_deref().map(|i| {
             (
@@ -114,6 +118,14 @@ pub fn symbolicate(
         )
         .map(|(path, b)| loaded_object(path, b))
         .collect();
+    if let Some(first) = profile.objects.first_mut() {
+        crate::binary_identity::record(first, &program);
+    }
+    profile.code = Some(crate::source_map::record_code(
+        &profile,
+        binary,
+        &outcome.libraries,
+    )?);
     Ok(profile)
 }
 
@@ -125,6 +137,8 @@ fn loaded_object(path: &Path, binary: &emuprof_loader::Binary) -> LoadedObject {
         build_id: binary.build_id.clone(),
         start: segments.iter().map(|s| s.address).min().unwrap_or(0),
         end: segments.iter().map(|s| s.end()).max().unwrap_or(0),
+        size: None,
+        sha256: None,
     }
 }
 

@@ -11,6 +11,7 @@
 //! |---|---|
 //! | raw input model (crate `emuprof-model`) | [`raw`] |
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
+//! | the executed code recorded in the profile (no binary needed) | [`code_table`] |
 //! | guest threads: thread table rules, concurrency, spawn edges | [`threads`] |
 //! | one thread's own profile (`--thread`) | [`thread_view`] |
 //! | Kaes call graph: `c_i`, `c_t`, edges, back edges, cycles | [`callgraph`] |
@@ -53,6 +54,7 @@
 
 pub mod annotate;
 pub mod callgraph;
+pub mod code_table;
 pub mod diff;
 pub mod display_tree;
 pub mod error;

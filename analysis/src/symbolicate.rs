@@ -96,6 +96,7 @@ impl Profile {
                 syscalls: node.syscalls,
                 indirect_calls: node.indirect_calls,
                 max_stack_bytes: node.max_stack_bytes,
+                return_address: (node.return_address != 0).then_some(node.return_address),
             });
         }
 
@@ -141,6 +142,7 @@ impl Profile {
             functions,
             call_tree,
             blocks: raw.blocks.clone(),
+            code: None,
         };
         if profile.threads.is_empty() {
             profile.threads = crate::threads::single_main_thread(&profile);

@@ -27,7 +27,7 @@ pub enum ExportFormat {
     Dot,
     /// The DOT call graph rendered to SVG by Graphviz `dot`.
     Svg,
-    /// Callgrind format for callgrind_annotate and KCachegrind (needs the binary).
+    /// Callgrind format for callgrind_annotate and KCachegrind.
     Callgrind,
     /// Folded stacks, `main;foo;bar 1234`, for any flame graph tool.
     Folded,
@@ -133,12 +133,10 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     match args.format {
         ExportFormat::Callgrind => {
-            let (binary, costs) = args.code.costs(profile)?;
+            let costs = args.code.costs(profile)?;
             let mut options = CallgrindOptions::default();
             options.inline = args.code.inline();
-            // Absolute and without `.` components, as Callgrind writes `ob=`.
-            let object = std::path::absolute(&binary).unwrap_or(binary);
-            options.object = Some(object.display().to_string());
+            options.object = Some(program_object(profile, &args.code));
             options.thread = args.thread.thread;
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
@@ -157,6 +155,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             let base = profile_file::read_thread(base_path, &args.thread)?;
             let base_code = CodeArgs {
                 binary: None,
+                force: args.code.force,
                 inline: args.code.inline,
                 no_inline: args.code.no_inline,
             };
@@ -184,6 +183,18 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
         ExportFormat::Dot | ExportFormat::Svg => bytes = dot_bytes(profile, args)?,
     }
     Ok(bytes)
+}
+
+/// The program's path for Callgrind's `ob=`: absolute and without `.`
+/// components, as Callgrind writes it — the `--binary` given, else the path
+/// the profile records, else its argv[0].
+fn program_object(profile: &Profile, code: &CodeArgs) -> String {
+    let path = match (&code.binary, profile.objects.first()) {
+        (Some(binary), _) => binary.clone(),
+        (None, Some(program)) => PathBuf::from(&program.path),
+        (None, None) => PathBuf::from(profile.command.first().map_or("", String::as_str)),
+    };
+    std::path::absolute(&path).unwrap_or(path).display().to_string()
 }
 
 fn flame_options(profile: &Profile) -> FlameGraphOptions {
