@@ -132,6 +132,52 @@ fn dash_writes_the_profile_and_exports_to_stdout() {
     );
 }
 
+#[test]
+fn export_without_output_writes_the_formats_default_file_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = hello(dir.path());
+    let out = emuprof(
+        &[
+            "-q".as_ref(),
+            "-o".as_ref(),
+            "p.json".as_ref(),
+            program.as_os_str(),
+        ],
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (format, file) in [
+        ("callgrind", "callgrind.out.emuprof"),
+        ("folded", "emuprof.folded"),
+        ("pprof", "emuprof.pb.gz"),
+    ] {
+        let out = emuprof(
+            &[
+                "export".as_ref(),
+                "p.json".as_ref(),
+                "-f".as_ref(),
+                format.as_ref(),
+            ],
+            dir.path(),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(out.stdout.is_empty(), "{format}: nothing on stdout");
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "emuprof: wrote {file} (choose another file with -o, or -o - for standard output)"
+            )
+        );
+        let written = std::fs::metadata(dir.path().join(file)).expect("default file written");
+        assert!(written.len() > 0, "{file} is empty");
+    }
+}
+
 /// The guest renames the directory holding the `-o` file and puts a symlink
 /// to a host directory in its place; the profile must not land there.
 #[test]

@@ -32,7 +32,10 @@ fn count(text: &str) -> f64 {
     if number == "." {
         return 0.0;
     }
-    number.parse::<f64>().unwrap_or_else(|_| panic!("count {text:?}")) * scale
+    number
+        .parse::<f64>()
+        .unwrap_or_else(|_| panic!("count {text:?}"))
+        * scale
 }
 
 /// Cumulative cost per source line of `-list`'s output for one routine.
@@ -136,7 +139,11 @@ fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
                     == return_address
             })
             .expect("the call instruction is recorded");
-        assert_eq!(call["text"].as_str().map(|t| t.starts_with("call")), Some(true), "{call}");
+        assert_eq!(
+            call["text"].as_str().map(|t| t.starts_with("call")),
+            Some(true),
+            "{call}"
+        );
         sites.insert(format!("{:#x}", call["address"].as_u64().expect("address")));
     }
     assert!(!sites.is_empty(), "no context of compare_ints");
@@ -144,7 +151,10 @@ fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
     // `<address> <line> <inclusive>` of the call.
     let id = text
         .lines()
-        .find_map(|l| l.strip_suffix(" compare_ints").and_then(|l| l.split_once('=')))
+        .find_map(|l| {
+            l.strip_suffix(" compare_ints")
+                .and_then(|l| l.split_once('='))
+        })
         .map(|(_, id)| id.to_string())
         .expect("compare_ints is named");
     let lines: Vec<&str> = text.lines().collect();

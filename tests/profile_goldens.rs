@@ -233,14 +233,7 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
     }
     let pprof = scratch.join("export.pb.gz");
     let pprof_arg = pprof.to_str().expect("utf-8 path");
-    emuprof(&[
-        "export",
-        profile_arg,
-        "--format",
-        "pprof",
-        "-o",
-        pprof_arg,
-    ]);
+    emuprof(&["export", profile_arg, "--format", "pprof", "-o", pprof_arg]);
     let mut decoded = Vec::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&pprof).expect("pprof written"))
         .read_to_end(&mut decoded)

@@ -10,7 +10,13 @@ mod common;
 #[test]
 fn every_crate_has_publish_metadata_and_versioned_path_dependencies() {
     let output = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(common::repo_root())
         .output()
         .expect("run cargo metadata");
@@ -21,10 +27,7 @@ fn every_crate_has_publish_metadata_and_versioned_path_dependencies() {
     );
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     let packages = metadata["packages"].as_array().expect("packages");
-    let names: Vec<&str> = packages
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let names: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     for expected in [
         "emuprof",
         "emuprof-loader",

@@ -156,7 +156,10 @@ fn a_copied_profile_gives_the_same_output_without_its_binary() {
     std::fs::remove_file(&recorded.binary).expect("delete the binary");
     for (n, command) in commands().iter().enumerate() {
         let (alone, stderr) = run_in(elsewhere.path(), command, &copy, &[]);
-        assert!(stderr.is_empty(), "{command:?} without the binary: {stderr}");
+        assert!(
+            stderr.is_empty(),
+            "{command:?} without the binary: {stderr}"
+        );
         assert!(!alone.is_empty(), "{command:?} printed nothing");
         assert!(
             alone == near[n],
@@ -202,7 +205,10 @@ fn a_binary_that_is_not_the_profiled_one_is_refused_or_forced() {
             continue; // no code needed, no binary read
         }
         // The replaced file named with --binary, or read for an old profile.
-        for (profile, extra) in [(&recorded.profile, vec!["--binary", binary]), (&old, vec![])] {
+        for (profile, extra) in [
+            (&recorded.profile, vec!["--binary", binary]),
+            (&old, vec![]),
+        ] {
             let args: Vec<String> = command
                 .iter()
                 .map(|a| match *a {
@@ -217,7 +223,10 @@ fn a_binary_that_is_not_the_profiled_one_is_refused_or_forced() {
                 .output()
                 .expect("run emuprof");
             let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(!output.status.success(), "{args:?} accepted another program");
+            assert!(
+                !output.status.success(),
+                "{args:?} accepted another program"
+            );
             let lines: Vec<&str> = stderr.lines().collect();
             assert_eq!(lines.len(), 1, "{args:?}: one line\n{stderr}");
             assert!(

@@ -63,7 +63,10 @@ impl CodeTable {
             let mut next = instructions.iter().skip(1).map(|i| i.address);
             let end = block.address.saturating_add(u64::from(block.size));
             for instruction in instructions.iter().take(block.instructions as usize) {
-                let size = next.next().unwrap_or(end).saturating_sub(instruction.address);
+                let size = next
+                    .next()
+                    .unwrap_or(end)
+                    .saturating_sub(instruction.address);
                 decoded
                     .entry(instruction.address)
                     .or_insert_with(|| (size as u32, instruction.text.clone()));
@@ -129,7 +132,10 @@ impl CodeTable {
     /// Checks that every index points into its table.
     pub(crate) fn validate(&self) -> Result<(), String> {
         for (n, instruction) in self.instructions.iter().enumerate() {
-            if instruction.symbol.is_some_and(|s| s as usize >= self.symbols.len()) {
+            if instruction
+                .symbol
+                .is_some_and(|s| s as usize >= self.symbols.len())
+            {
                 return Err(format!("code.instructions[{n}] refers to a missing symbol"));
             }
             if instruction

@@ -60,9 +60,7 @@ impl CodeArgs {
                         Some(emuprof::Error::Binary(_) | emuprof::Error::ProfiledBinary { .. })
                     ) =>
             {
-                eprintln!(
-                    "emuprof: note: {err:#}; going on without source lines or inline frames"
-                );
+                eprintln!("emuprof: note: {err:#}; going on without source lines or inline frames");
                 Ok(None)
             }
             Err(err) => Err(err),

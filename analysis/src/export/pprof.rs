@@ -175,7 +175,7 @@ fn add_samples(
             .map(|&f| ids[f as usize])
             .collect();
         path.reverse(); // leaf first
-        // Each caller is located at the call it made to the frame above it.
+                        // Each caller is located at the call it made to the frame above it.
         let sites = stacks.call_sites_leaf_first(id as u32);
         let callers: Vec<u64> = path[1..]
             .iter()

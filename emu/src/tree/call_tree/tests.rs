@@ -74,9 +74,17 @@ fn a_context_records_the_return_address_of_its_first_call() {
     b.on_block(block(0x10a, 2, Terminator::Jump), || SP0); // tail call of g
     b.on_block(entry(0x300, 1, RET), || SP0);
     let FinishedTree { nodes, .. } = b.finish();
-    assert_eq!(node(&nodes, &[0x100]).return_address, 0, "the root has none");
+    assert_eq!(
+        node(&nodes, &[0x100]).return_address,
+        0,
+        "the root has none"
+    );
     assert_eq!(node(&nodes, &[0x100, 0x200]).return_address, 0x105);
-    assert_eq!(node(&nodes, &[0x100, 0x300]).return_address, 0x10f, "past the jump");
+    assert_eq!(
+        node(&nodes, &[0x100, 0x300]).return_address,
+        0x10f,
+        "past the jump"
+    );
 }
 
 #[test]
