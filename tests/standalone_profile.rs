@@ -44,9 +44,14 @@ fn commands() -> Vec<Vec<&'static str>> {
     commands
 }
 
-/// Runs `command` with `profile` for `{}` in `cwd`; returns stdout, and
-/// stderr (which must be empty unless `allow_stderr`).
-fn run_in(cwd: &Path, command: &[&str], profile: &Path, extra: &[&str]) -> (Vec<u8>, String) {
+/// Runs `emuprof COMMAND EXTRA...` in `cwd`, `{}` in COMMAND standing for
+/// `profile`; returns the arguments given and the output.
+fn emuprof_in(
+    cwd: &Path,
+    command: &[&str],
+    profile: &Path,
+    extra: &[&str],
+) -> (Vec<String>, std::process::Output) {
     let args: Vec<String> = command
         .iter()
         .map(|a| match *a {
@@ -60,6 +65,12 @@ fn run_in(cwd: &Path, command: &[&str], profile: &Path, extra: &[&str]) -> (Vec<
         .current_dir(cwd)
         .output()
         .expect("run emuprof");
+    (args, output)
+}
+
+/// Like [`emuprof_in`], which must succeed; returns stdout and stderr.
+fn run_in(cwd: &Path, command: &[&str], profile: &Path, extra: &[&str]) -> (Vec<u8>, String) {
+    let (args, output) = emuprof_in(cwd, command, profile, extra);
     assert!(
         output.status.success(),
         "emuprof {args:?} failed in {}:\n{}",
@@ -209,19 +220,7 @@ fn a_binary_that_is_not_the_profiled_one_is_refused_or_forced() {
             (&recorded.profile, vec!["--binary", binary]),
             (&old, vec![]),
         ] {
-            let args: Vec<String> = command
-                .iter()
-                .map(|a| match *a {
-                    "{}" => profile.display().to_string(),
-                    other => other.to_string(),
-                })
-                .chain(extra.iter().map(|s| s.to_string()))
-                .collect();
-            let output = std::process::Command::new(env!("CARGO_BIN_EXE_emuprof"))
-                .args(&args)
-                .current_dir(cwd)
-                .output()
-                .expect("run emuprof");
+            let (args, output) = emuprof_in(cwd, command, profile, &extra);
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert!(
                 !output.status.success(),
@@ -235,13 +234,8 @@ fn a_binary_that_is_not_the_profiled_one_is_refused_or_forced() {
                     && lines[0].contains("--force"),
                 "{args:?}: {stderr}"
             );
-            let mut forced = args.clone();
-            forced.push("--force".into());
-            let output = std::process::Command::new(env!("CARGO_BIN_EXE_emuprof"))
-                .args(&forced)
-                .current_dir(cwd)
-                .output()
-                .expect("run emuprof");
+            let forced: Vec<&str> = extra.iter().copied().chain(["--force"]).collect();
+            let (forced, output) = emuprof_in(cwd, command, profile, &forced);
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert!(output.status.success(), "{forced:?}: {stderr}");
             assert!(
