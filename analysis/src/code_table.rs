@@ -38,8 +38,11 @@ pub struct CodeTable {
     pub instructions: Vec<CodeInstruction>,
 }
 
-/// One instruction that ran.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One instruction that ran. In JSON it is one string (one line of the
+/// pretty-printed profile, where an object would take seven):
+/// `"<address hex> <size> <symbol or -> <source or -> <text>"`, e.g.
+/// `"401136 3 4 17 imul eax, eax"`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CodeInstruction {
     /// Its address.
     pub address: u64,
@@ -51,6 +54,48 @@ pub struct CodeInstruction {
     pub symbol: Option<u32>,
     /// Index into [`CodeTable::sources`]; `None` without debug info.
     pub source: Option<u32>,
+}
+
+impl Serialize for CodeInstruction {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let index = |i: Option<u32>| i.map_or_else(|| "-".to_string(), |i| i.to_string());
+        serializer.serialize_str(&format!(
+            "{:x} {} {} {} {}",
+            self.address,
+            self.size,
+            index(self.symbol),
+            index(self.source),
+            self.text
+        ))
+    }
+}
+
+impl<'de> Deserialize<'de> for CodeInstruction {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let row = String::deserialize(deserializer)?;
+        let bad = || {
+            D::Error::custom(format!("code instruction {row:?} is not \"<address hex> <size> <symbol|-> <source|-> <text>\""))
+        };
+        let mut fields = row.splitn(5, ' ');
+        let mut next = || fields.next().ok_or_else(bad);
+        let address = u64::from_str_radix(next()?, 16).map_err(|_| bad())?;
+        let size = next()?.parse().map_err(|_| bad())?;
+        let index = |field: &str| match field {
+            "-" => Ok(None),
+            n => n.parse().map(Some).map_err(|_| bad()),
+        };
+        let symbol = index(next()?)?;
+        let source = index(next()?)?;
+        let text = next()?.to_string();
+        Ok(CodeInstruction {
+            address,
+            size,
+            text,
+            symbol,
+            source,
+        })
+    }
 }
 
 impl CodeTable {
@@ -219,6 +264,19 @@ mod tests {
         assert_eq!(table.instructions.len(), 7);
         profile.code = Some(table);
         assert_eq!(InstructionCosts::from_profile(&profile), Some(from_code));
+    }
+
+    #[test]
+    fn an_instruction_is_one_string_that_reads_back() {
+        let profile = profile_with_blocks(&[(0x1010, 4, 2, 1), (0x40_1010, 2, 1, 1)]);
+        let table = CodeTable::record(&profile, &FakeCode);
+        let json = serde_json::to_string(&table).expect("serializes");
+        assert!(json.contains(r#""1010 2 0 0 op0""#), "{json}");
+        assert!(json.contains(r#""401010 2 - 1 op0""#), "{json}");
+        let back: CodeTable = serde_json::from_str(&json).expect("reads back");
+        assert_eq!(back, table);
+        let bad = json.replace("1010 2 0 0", "1010 two 0 0");
+        assert!(serde_json::from_str::<CodeTable>(&bad).is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use emuprof::source_map::profile_costs;
+use emuprof_analysis::annotate::calls::LineCalls;
 use emuprof_analysis::annotate::{self, asm, source, AnnotateOptions, Selection};
 use emuprof_analysis::instructions::InstructionCosts;
 use emuprof_analysis::Profile;
@@ -123,7 +124,8 @@ pub fn run(args: AnnotateArgs) -> Result<i32> {
         asm::write_asm(&costs, function, &options, &mut out)
     } else {
         let read = |path: &str| emuprof::input::read_to_string(Path::new(path)).ok();
-        source::write_source(&costs, &selection, &options, &read, &mut out)
+        let calls = LineCalls::new(&profile, &costs, options.inline);
+        source::write_source(&costs, &calls, &selection, &options, &read, &mut out)
     };
     match written.and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),

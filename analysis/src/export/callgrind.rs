@@ -238,7 +238,7 @@ fn add_calls(
 
 /// Per node: true when no ancestor runs the same function. The inclusive costs
 /// of these nodes add up to Kaes's `c_t(f)` for each function `f`.
-fn outermost_calls(profile: &Profile) -> Vec<bool> {
+pub(crate) fn outermost_calls(profile: &Profile) -> Vec<bool> {
     let nodes = &profile.call_tree;
     let mut outermost = vec![false; nodes.len()];
     let mut active = vec![0u32; profile.functions.len()];

@@ -1,8 +1,9 @@
 //! Calls are located where they were made: `go tool pprof -list main` of
 //! the pprof export puts `qsort`'s cost on the line of the `qsort(` call in
-//! testprogs/qsortcb.c, not on `main`'s opening brace, and the Callgrind
-//! export's `calls=` line for qsort's indirect calls of its comparison
-//! callback is at the recorded `call` instruction inside qsort.
+//! testprogs/qsortcb.c, not on `main`'s opening brace; `annotate` lists the
+//! call under that line; and the Callgrind export's `calls=` line for
+//! qsort's indirect calls of its comparison callback is at the recorded
+//! `call` instruction inside qsort.
 
 mod common;
 mod exports_support;
@@ -111,6 +112,37 @@ fn pprof_list_puts_the_callee_cost_on_the_line_of_the_call() {
 }
 
 #[test]
+fn annotate_lists_the_callee_under_the_line_of_its_call() {
+    let profile = qsortcb();
+    let output = exports_support::emuprof_ok(&["annotate", profile.path_str(), "main"]);
+    let qsort_line = line_of("qsort(values");
+    let lines: Vec<&str> = output.lines().collect();
+    let file = lines
+        .iter()
+        .position(|l| l.starts_with("-- File: ") && l.contains("qsortcb.c"))
+        .unwrap_or_else(|| panic!("qsortcb.c is not shown:\n{output}"));
+    let at = file
+        + lines[file..]
+            .iter()
+            .position(|l| {
+                l.split_whitespace()
+                    .nth(2)
+                    .is_some_and(|n| n == qsort_line.to_string())
+            })
+            .unwrap_or_else(|| panic!("line {qsort_line} is not shown:\n{output}"));
+    let qsort = inclusive_of(&profile, "qsort") as u64;
+    let expected = format!(
+        "=> qsort: 1 call, {} instructions inclusive",
+        emuprof_analysis::report::format::grouped(qsort)
+    );
+    assert_eq!(
+        lines.get(at + 1).map(|l| l.trim_start_matches([' ', '.'])),
+        Some(expected.as_str()),
+        "{output}"
+    );
+}
+
+#[test]
 fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
     // glibc's qsort calls the comparison through `call rax` in its merge
     // sort: no direct call names compare_ints, so only the recorded call
@@ -119,7 +151,21 @@ fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
     let file = profile.export("callgrind", &[]);
     let text = std::fs::read_to_string(&file).expect("read the callgrind export");
     let json = &profile.json;
-    let code = json["code"]["instructions"].as_array().expect("code");
+    // "<address hex> <size> <symbol> <source> <text>" per instruction.
+    let code: Vec<(u64, u64, String)> = json["code"]["instructions"]
+        .as_array()
+        .expect("code")
+        .iter()
+        .map(|row| {
+            let fields: Vec<&str> = row.as_str().expect("a row").splitn(5, ' ').collect();
+            let address = u64::from_str_radix(fields[0], 16).expect("address");
+            (
+                address,
+                fields[1].parse().expect("size"),
+                fields[4].to_string(),
+            )
+        })
+        .collect();
     let functions = json["functions"].as_array().expect("functions");
     let compare = functions
         .iter()
@@ -132,19 +178,12 @@ fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
             continue;
         }
         let return_address = node["return_address"].as_u64().expect("return address");
-        let call = code
+        let (address, _, text) = code
             .iter()
-            .find(|i| {
-                i["address"].as_u64().unwrap_or(0) + i["size"].as_u64().unwrap_or(0)
-                    == return_address
-            })
+            .find(|(address, size, _)| address + size == return_address)
             .expect("the call instruction is recorded");
-        assert_eq!(
-            call["text"].as_str().map(|t| t.starts_with("call")),
-            Some(true),
-            "{call}"
-        );
-        sites.insert(format!("{:#x}", call["address"].as_u64().expect("address")));
+        assert!(text.starts_with("call"), "{text}");
+        sites.insert(format!("{address:#x}"));
     }
     assert!(!sites.is_empty(), "no context of compare_ints");
     // `cfn=(N) compare_ints` (or `cfn=(N)` once named), `calls=…`, then
