@@ -191,13 +191,19 @@ fn write_file<W: Write>(
         }
         for (callee, (count, inclusive)) in calls.at(file, n).into_iter().flatten() {
             let plural = if *count == 1 { "" } else { "s" };
+            // Recursion counts once: calls inside an outer call of the same
+            // function add nothing, their cost is in that outer call.
+            let cost = if *inclusive == 0 {
+                "recursive (their cost is in the outermost call)".to_string()
+            } else {
+                format!("{} instructions inclusive", grouped(*inclusive))
+            };
             writeln!(
                 out,
-                "{:>14} {:>7}         => {callee}: {} call{plural}, {} instructions inclusive",
+                "{:>14} {:>7}         => {callee}: {} call{plural}, {cost}",
                 ".",
                 "",
                 grouped(*count),
-                grouped(*inclusive)
             )?;
         }
     }
