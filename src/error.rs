@@ -45,9 +45,13 @@ pub enum Error {
         /// Similar names, or why the function may be missing.
         hint: String,
     },
-    /// The profiled binary cannot be found or does not fit the profile.
+    /// The profiled binary cannot be found.
     #[error("{0}")]
     Binary(String),
+    /// A binary was found, but it is not the one the profile was recorded
+    /// from (another build id or other bytes).
+    #[error("{0}")]
+    WrongBinary(String),
     /// The capstone disassembler could not start.
     #[error("cannot start the capstone disassembler: {0}")]
     Disassembler(String),

@@ -41,6 +41,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod binary_identity;
 mod error;
 pub mod input;
 pub mod output;

@@ -114,33 +114,47 @@ pub fn symbolicate(
     binary: &emuprof_loader::Binary,
     outcome: &RunOutcome,
 ) -> Result<Profile> {
-    let program = std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf());
-    let mut first = symbolicate_image(&program, binary, &outcome.profile, &outcome.libraries)?;
-    // The program file of each image: a forked image runs its forker's, an
-    // exec'd one the program the guest named.
-    let mut programs = vec![program];
+    // Absolute and without `.` components (`dir/./bin/prog` is `dir/bin/prog`).
+    let program: PathBuf = std::path::absolute(program)
+        .unwrap_or_else(|_| program.to_path_buf())
+        .components()
+        .collect();
+    let mut first = symbolicate_image(
+        &program,
+        Some(&program),
+        binary,
+        &outcome.profile,
+        &outcome.libraries,
+    )?;
+    // The program file of each image: a forked image runs its forker's
+    // (a host file emuprof knows), an exec'd one the program the guest named
+    // (a guest path, whose file is not read again here).
+    let mut programs: Vec<(PathBuf, bool)> = vec![(program, true)];
     for image in &outcome.more_processes {
-        let path = match image.profile.process.origin {
+        let (path, on_host) = match image.profile.process.origin {
             ProcessOrigin::Forked { image: from, .. } => programs.get(from).cloned(),
             ProcessOrigin::First | ProcessOrigin::Execed { .. } => None,
         }
-        .unwrap_or_else(|| PathBuf::from(&image.profile.process.program));
+        .unwrap_or_else(|| (PathBuf::from(&image.profile.process.program), false));
         first.processes.push(symbolicate_image(
             &path,
+            on_host.then_some(path.as_path()),
             &image.binary,
             &image.profile,
             &image.libraries,
         )?);
-        programs.push(path);
+        programs.push((path, on_host));
     }
     first.validate()?;
     Ok(first)
 }
 
 /// Symbolicates one process image: its raw profile through its program and
-/// libraries, with the objects that ran.
+/// libraries, with the objects that ran and the code that ran. `host_file`
+/// is the program's file on the host, when known, for its size and hash.
 fn symbolicate_image(
     program: &Path,
+    host_file: Option<&Path>,
     binary: &emuprof_loader::Binary,
     raw: &RawProfile,
     libraries: &[LoadedLibrary],
@@ -161,6 +175,12 @@ fn symbolicate_image(
         )
         .map(|(path, b)| loaded_object(path, b))
         .collect();
+    if let (Some(first), Some(file)) = (profile.objects.first_mut(), host_file) {
+        crate::binary_identity::record(first, file);
+    }
+    profile.code = Some(crate::source_map::record_code(
+        &profile, binary, libraries,
+    )?);
     Ok(profile)
 }
 
@@ -172,6 +192,8 @@ fn loaded_object(path: &Path, binary: &emuprof_loader::Binary) -> LoadedObject {
         build_id: binary.build_id.clone(),
         start: segments.iter().map(|s| s.address).min().unwrap_or(0),
         end: segments.iter().map(|s| s.end()).max().unwrap_or(0),
+        size: None,
+        sha256: None,
     }
 }
 

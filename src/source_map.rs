@@ -1,5 +1,11 @@
 //! Connects the loader (symbols, DWARF, code bytes) and capstone to the analysis
 //! layer's [`CodeMap`], for per-instruction costs, source lines and inline frames.
+//!
+//! A run records what the analysis needs from the code in the profile
+//! ([`CodeTable`], schema version 3), so reading a profile needs no binary:
+//! [`profile_costs`] takes the costs from the profile, and reads a binary
+//! only for an older profile or when `--binary` names one — and then refuses
+//! a binary that is not the one that ran, unless forced.
 
 use std::path::{Path, PathBuf};
 
@@ -7,35 +13,53 @@ use crate::error::{Error, Result};
 use capstone::arch::x86::ArchMode;
 use capstone::arch::BuildsCapstone;
 use capstone::Capstone;
+use emuprof_analysis::code_table::CodeTable;
 use emuprof_analysis::instructions::{
     CodeFunction, CodeMap, DecodedInstruction, InstructionCosts, SourceFrame,
 };
 use emuprof_analysis::Profile;
+use emuprof_emu::LoadedLibrary;
 use emuprof_loader::Binary;
 
-/// The profiled binary's code, symbols and DWARF, seen through [`CodeMap`].
+/// The code, symbols and DWARF of the objects a run loaded, seen through
+/// [`CodeMap`].
 pub struct BinaryCodeMap<'a> {
-    binary: &'a Binary,
+    /// The program, its dynamic linker and the shared libraries.
+    objects: Vec<&'a Binary>,
     capstone: Capstone,
 }
 
 impl<'a> BinaryCodeMap<'a> {
-    /// A code map over a loaded binary (x86-64, Intel syntax).
+    /// A code map over a loaded binary and its dynamic linker (x86-64,
+    /// Intel syntax).
     pub fn new(binary: &'a Binary) -> Result<BinaryCodeMap<'a>> {
+        BinaryCodeMap::for_run(binary, &[])
+    }
+
+    /// A code map over a run's program, its dynamic linker and `libraries`.
+    pub fn for_run(
+        binary: &'a Binary,
+        libraries: &'a [LoadedLibrary],
+    ) -> Result<BinaryCodeMap<'a>> {
         let capstone = Capstone::new()
             .x86()
             .mode(ArchMode::Mode64)
             .build()
             .map_err(|e| Error::Disassembler(e.to_string()))?;
-        Ok(BinaryCodeMap { binary, capstone })
+        let objects = std::iter::once(binary)
+            .chain(binary.interpreter.as_deref())
+            .chain(libraries.iter().map(|l| l.binary.as_ref()))
+            .collect();
+        Ok(BinaryCodeMap { objects, capstone })
     }
 
-    /// The loaded object (the program or its dynamic linker) whose segments
-    /// hold `address`; `None` for code elsewhere (a shared library's), which
-    /// the profile's own functions then name.
+    /// The loaded object whose segments hold `address`; `None` for code
+    /// elsewhere (generated at run time), which the profile's own functions
+    /// then name.
     fn object_at(&self, address: u64) -> Option<&'a Binary> {
-        std::iter::once(self.binary)
-            .chain(self.binary.interpreter.as_deref())
+        self.objects
+            .iter()
+            .copied()
             .find(|b| b.image.segment_at(address).is_some())
     }
 
@@ -101,19 +125,54 @@ impl CodeMap for BinaryCodeMap<'_> {
     }
 }
 
-/// Loads `binary` and expands the profile's blocks into per-instruction costs.
-pub fn instruction_costs(profile: &Profile, binary: &Path) -> Result<InstructionCosts> {
-    let binary = emuprof_loader::load(binary).map_err(|source| Error::ProfiledBinary {
-        path: binary.to_path_buf(),
+/// The code table a run's profile records: what `binary` (with its
+/// dynamic linker) and `libraries` say about every executed instruction.
+pub fn record_code(
+    profile: &Profile,
+    binary: &Binary,
+    libraries: &[LoadedLibrary],
+) -> Result<CodeTable> {
+    let code = BinaryCodeMap::for_run(binary, libraries)?;
+    Ok(CodeTable::record(profile, &code))
+}
+
+/// Per-instruction costs of `profile`: from the code the profile records,
+/// or — for a profile older than that, or with `explicit` (`--binary`) —
+/// from the profiled binary, which must be the one that ran (its build id
+/// and content as `objects[0]` records them) unless `force`, which turns
+/// the refusal into a warning.
+pub fn profile_costs(
+    profile: &Profile,
+    explicit: Option<&Path>,
+    force: bool,
+) -> Result<InstructionCosts> {
+    if explicit.is_none() {
+        if let Some(costs) = InstructionCosts::from_profile(profile) {
+            return Ok(costs);
+        }
+    }
+    let path = profiled_binary(profile, explicit)?;
+    let binary = emuprof_loader::load(&path).map_err(|source| Error::ProfiledBinary {
+        path: path.clone(),
         source,
     })?;
+    if let Err(mismatch) = crate::binary_identity::check(profile, &path, &binary) {
+        if !force {
+            return Err(Error::WrongBinary(format!(
+                "{mismatch}; rebuild or restore the profiled binary, or pass --force to use \
+                 this one anyway (its symbols, lines and instructions may not fit the counts)"
+            )));
+        }
+        eprintln!("emuprof: warning: {mismatch}; using it anyway (--force)");
+    }
     let code = BinaryCodeMap::new(&binary)?;
     Ok(InstructionCosts::build(profile, &code))
 }
 
-/// The profiled binary: `explicit` when given, else the profile's `argv[0]`
-/// resolved against the current directory. Fails, saying what to pass, when the
-/// file does not exist.
+/// The profiled binary: `explicit` when given, else the program's path the
+/// profile records (`objects[0]`), else its `argv[0]` resolved against the
+/// current directory. Fails, saying what to pass, when the file does not
+/// exist.
 pub fn profiled_binary(profile: &Profile, explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(path) = explicit {
         if let Err(e) = crate::input::open_regular(path) {
@@ -123,6 +182,12 @@ pub fn profiled_binary(profile: &Profile, explicit: Option<&Path>) -> Result<Pat
             )));
         }
         return Ok(path.to_path_buf());
+    }
+    if let Some(recorded) = profile.objects.first() {
+        let path = PathBuf::from(&recorded.path);
+        if path.is_file() {
+            return Ok(path);
+        }
     }
     let Some(argv0) = profile.command.first() else {
         return Err(Error::Binary(

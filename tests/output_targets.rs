@@ -84,24 +84,30 @@ fn a_directory_output_is_refused_before_the_program_runs() {
     );
 }
 
-#[test]
-fn dash_writes_the_profile_and_exports_to_stdout() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = hello(dir.path());
+/// `emuprof -q -o OUTPUT hello` in `dir`, which must succeed.
+fn profile_hello(dir: &Path, output: &str) -> std::process::Output {
+    let program = hello(dir);
     let out = emuprof(
         &[
             "-q".as_ref(),
             "-o".as_ref(),
-            "-".as_ref(),
+            output.as_ref(),
             program.as_os_str(),
         ],
-        dir.path(),
+        dir,
     );
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[test]
+fn dash_writes_the_profile_and_exports_to_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = profile_hello(dir.path(), "-");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json = stdout.strip_prefix("ran\n").expect("program output first");
     let _: serde_json::Value = serde_json::from_str(json).expect("profile on stdout");
@@ -130,6 +136,38 @@ fn dash_writes_the_profile_and_exports_to_stdout() {
         !dir.path().join("-").exists(),
         "export created a file named -"
     );
+}
+
+#[test]
+fn export_without_output_writes_the_formats_default_file_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    profile_hello(dir.path(), "p.json");
+    for (format, file) in [
+        ("callgrind", "callgrind.out.emuprof"),
+        ("folded", "emuprof.folded"),
+        ("pprof", "emuprof.pb.gz"),
+    ] {
+        let out = emuprof(
+            &[
+                "export".as_ref(),
+                "p.json".as_ref(),
+                "-f".as_ref(),
+                format.as_ref(),
+            ],
+            dir.path(),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(out.stdout.is_empty(), "{format}: nothing on stdout");
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "emuprof: wrote {file} (choose another file with -o, or -o - for standard output)"
+            )
+        );
+        let written = std::fs::metadata(dir.path().join(file)).expect("default file written");
+        assert!(written.len() > 0, "{file} is empty");
+    }
 }
 
 /// The guest renames the directory holding the `-o` file and puts a symlink

@@ -7,7 +7,9 @@
 //!
 //! The profile JSON and the pprof export are pinned by length and hash (with
 //! the profile's first lines as text), so a difference there shows only that
-//! the bytes changed; the reports of the same variant show where.
+//! the bytes changed; the reports of the same variant show where. Reports,
+//! annotate and exports read the profile alone (its recorded code, no
+//! `--binary`), as a user reading a copied profile would.
 //!
 //! Only the musl builds are pinned: they run on emuprof's fixed CPU and their C
 //! library is compiled into the test program by `musl-gcc`, so their counts do
@@ -64,17 +66,30 @@ fn normalize(text: &str, program: &Path, scratch: &Path) -> String {
     without_build_ids(&text)
 }
 
-/// `"build_id": "<hex>"` with the hex digits replaced by `<build-id>`.
+/// `"build_id": "<hex>"` and `"sha256": "<hex>"` with the hex digits
+/// replaced, and the program's `"size"` (its DWARF names the directory it
+/// was built in, so its bytes and length depend on the checkout).
 fn without_build_ids(text: &str) -> String {
-    const KEY: &str = "\"build_id\": \"";
+    let text = replace_value(text, "\"build_id\": \"", "\"", "<build-id>");
+    let text = replace_value(&text, "\"sha256\": \"", "\"", "<sha256>");
+    replace_value(&text, "\"size\": ", ",\n      \"sha256\"", "<size>")
+}
+
+/// Every value between `key` and the next `end` replaced by `with`.
+fn replace_value(text: &str, key: &str, end: &str, with: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find(KEY) {
-        let (head, tail) = rest.split_at(at + KEY.len());
+    while let Some(at) = rest.find(key) {
+        let (head, tail) = rest.split_at(at + key.len());
         out.push_str(head);
-        let hex = tail.find('"').unwrap_or(tail.len());
-        out.push_str("<build-id>");
-        rest = &tail[hex..];
+        match tail.find(end) {
+            // Only a value on the same line (instruction sizes have no `end`).
+            Some(value) if !tail[..value].contains('\n') => {
+                out.push_str(with);
+                rest = &tail[value..];
+            }
+            _ => rest = tail,
+        }
     }
     out.push_str(rest);
     out
@@ -161,7 +176,6 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
     let profile_bytes = run.profile_bytes.as_deref().expect("profile written");
     std::fs::write(&profile, profile_bytes).expect("save profile");
     let profile_arg = profile.to_str().expect("utf-8 path");
-    let binary = variant.path.to_str().expect("utf-8 path");
 
     let mut text = String::new();
     let mut section = |title: String, body: &str| {
@@ -186,7 +200,7 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
         ),
     );
     for flags in REPORTS {
-        let mut args = vec!["report", profile_arg, "--binary", binary];
+        let mut args = vec!["report", profile_arg];
         args.extend_from_slice(flags);
         let out = emuprof(&args);
         section(
@@ -194,7 +208,7 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
             &String::from_utf8(out).expect("utf-8 report"),
         );
     }
-    let annotate = emuprof(&["annotate", profile_arg, "--binary", binary]);
+    let annotate = emuprof(&["annotate", profile_arg]);
     section(
         "annotate".into(),
         &String::from_utf8(annotate).expect("utf-8 annotate"),
@@ -209,8 +223,6 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
             format,
             "--threshold",
             "0",
-            "--binary",
-            binary,
             "-o",
             out_arg,
         ]);
@@ -221,16 +233,7 @@ fn outputs(variant: &Variant, scratch: &Path) -> String {
     }
     let pprof = scratch.join("export.pb.gz");
     let pprof_arg = pprof.to_str().expect("utf-8 path");
-    emuprof(&[
-        "export",
-        profile_arg,
-        "--format",
-        "pprof",
-        "--binary",
-        binary,
-        "-o",
-        pprof_arg,
-    ]);
+    emuprof(&["export", profile_arg, "--format", "pprof", "-o", pprof_arg]);
     let mut decoded = Vec::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&pprof).expect("pprof written"))
         .read_to_end(&mut decoded)

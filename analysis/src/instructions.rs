@@ -15,10 +15,12 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::profile::Profile;
 
 /// One frame of the inline chain at an address.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SourceFrame {
     /// Name of the (possibly inlined) function, when DWARF records it.
     pub function: Option<String>,
@@ -39,7 +41,7 @@ pub struct DecodedInstruction {
 }
 
 /// A function symbol: start address and name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CodeFunction {
     /// Start address of the symbol.
     pub address: u64,

@@ -11,6 +11,7 @@
 //! |---|---|
 //! | raw input model (crate `emuprof-model`) | [`raw`] |
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
+//! | the executed code recorded in the profile (no binary needed) | [`code_table`] |
 //! | guest threads: thread table rules, concurrency, spawn edges | [`threads`] |
 //! | one thread's own profile (`--thread`) | [`thread_view`] |
 //! | guest processes: the process table, one process's profile (`--pid`) | [`processes`] |
@@ -55,6 +56,7 @@
 
 pub mod annotate;
 pub mod callgraph;
+pub mod code_table;
 pub mod diff;
 pub mod display_tree;
 pub mod error;

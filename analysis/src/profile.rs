@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::code_table::CodeTable;
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
 pub use emuprof_model::ProcessOrigin;
@@ -19,7 +20,8 @@ pub use emuprof_model::RawProcess as Process;
 
 /// The schema version this crate writes. [`Profile::read_json`] also reads
 /// version 1 (before threads), as one main thread, and version 2 (before
-/// processes), as the run's only process.
+/// processes and the recorded code), as the run's only process, whose
+/// code needs its binary.
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest schema version [`Profile::read_json`] still reads.
@@ -59,6 +61,11 @@ pub struct Profile {
     pub call_tree: Vec<CallNode>,
     /// Every distinct basic block executed, sorted by address.
     pub blocks: Vec<Block>,
+    /// The executed instructions' text, symbols and source positions, so
+    /// that annotate and the exports need no binary (schema version 3);
+    /// `None` in older profiles and in profiles made without binaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeTable>,
     /// Which process image this profile records. Profiles older than
     /// version 3 read as the first program (pid 4242).
     #[serde(default)]
@@ -82,6 +89,13 @@ pub struct LoadedObject {
     pub start: u64,
     /// The first guest address past it.
     pub end: u64,
+    /// Its size in bytes (recorded for the program, the first object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The SHA-256 of its bytes in hex (recorded for the program): a binary
+    /// read later for this profile must have these bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// Whole-run totals.
@@ -175,6 +189,12 @@ pub struct CallNode {
     /// Deepest guest stack on entry to this context, in bytes below the initial
     /// stack pointer.
     pub max_stack_bytes: u64,
+    /// Where the first call into this context left its caller: the return
+    /// address of the `call` (past the jump of a tail call). The instruction
+    /// before it is the call site ([`Profile::call_site`]). Absent for roots
+    /// and in profiles from before schema version 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_address: Option<u64>,
 }
 
 /// Writes `value` as pretty JSON followed by a newline: the one JSON writer of
@@ -263,12 +283,22 @@ impl Profile {
                 ));
             }
         }
+        if let Some(code) = &self.code {
+            code.validate().map_err(AnalysisError::Inconsistent)?;
+        }
         crate::threads::validate(self)
     }
 
     /// The function of a calling context.
     pub fn function_of(&self, node: &CallNode) -> &Function {
         &self.functions[node.function as usize]
+    }
+
+    /// The address of the instruction that made the first call into `node`
+    /// (its `call`, or the jump of a tail call), when the profile records
+    /// its code.
+    pub fn call_site(&self, node: &CallNode) -> Option<u64> {
+        self.code.as_ref()?.instruction_before(node.return_address?)
     }
 
     /// `part` as a percentage of all instructions (0 when the total is 0).

@@ -96,6 +96,7 @@ impl Profile {
                 syscalls: node.syscalls,
                 indirect_calls: node.indirect_calls,
                 max_stack_bytes: node.max_stack_bytes,
+                return_address: (node.return_address != 0).then_some(node.return_address),
             });
         }
 
@@ -143,6 +144,7 @@ impl Profile {
             blocks: raw.blocks.clone(),
             process: raw.process.clone(),
             processes: Vec::new(),
+            code: None,
         };
         if profile.threads.is_empty() {
             profile.threads = crate::threads::single_main_thread(&profile);

@@ -144,6 +144,7 @@ impl Profile {
                 .collect(),
             call_tree,
             blocks: blocks.of_thread(index),
+            code: self.code.clone(),
             process: self.process.clone(),
             processes: Vec::new(),
         };

@@ -52,6 +52,10 @@ pub struct RawNode {
     /// Deepest guest stack seen on entry to this context, in bytes below the
     /// initial stack pointer.
     pub max_stack_bytes: u64,
+    /// Where the first call into this context left its caller: the address
+    /// just past the `call` (its return address), or past the jump of a tail
+    /// call. The instruction before it is the call site. 0 for roots.
+    pub return_address: u64,
 }
 
 /// One distinct basic block that executed, for per-instruction costs: every

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use emuprof::source_map::{instruction_costs, profiled_binary};
+use emuprof::source_map::profile_costs;
+use emuprof_analysis::annotate::calls::LineCalls;
 use emuprof_analysis::annotate::{self, asm, source, AnnotateOptions, Selection};
 use emuprof_analysis::instructions::InstructionCosts;
 use emuprof_analysis::Profile;
@@ -13,13 +14,18 @@ use emuprof_analysis::Profile;
 use super::profile_file;
 
 /// Where the profiled binary is and whether to show inlined functions; shared by
-/// `annotate` and `export`.
+/// `annotate`, `export`, `report` and `view`.
 #[derive(Debug, Args)]
 pub struct CodeArgs {
     /// The profiled binary, for source lines, inline frames and disassembly
-    /// [default: the profile's argv[0], relative to the current directory].
+    /// [default: the code recorded in the profile; a profile from before
+    /// emuprof recorded it reads the program's recorded path, then argv[0]].
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
+    /// Use the binary even when it is not the one the profile was recorded
+    /// from (another build id or other bytes): a warning instead of a refusal.
+    #[arg(long)]
+    pub force: bool,
     /// Show inlined functions (from DWARF) as their own frames [default].
     #[arg(long, overrides_with = "no_inline")]
     pub inline: bool,
@@ -34,23 +40,28 @@ impl CodeArgs {
         !self.no_inline
     }
 
-    /// Per-instruction costs from the profiled binary; fails when it cannot be found.
-    pub fn costs(&self, profile: &Profile) -> Result<(PathBuf, InstructionCosts)> {
-        let binary = profiled_binary(profile, self.binary.as_deref())?;
-        let costs = instruction_costs(profile, &binary)?;
-        Ok((binary, costs))
+    /// Per-instruction costs, from the profile or the profiled binary; fails
+    /// when neither has them, or the binary is not the profiled one.
+    pub fn costs(&self, profile: &Profile) -> Result<InstructionCosts> {
+        Ok(profile_costs(profile, self.binary.as_deref(), self.force)?)
     }
 
-    /// Per-instruction costs when the binary is found. Without `--binary`, a
-    /// missing binary is a note on stderr, not an error: the export then has no
-    /// inline frames or lines.
+    /// Per-instruction costs when the profile or the binary has them.
+    /// Without `--binary`, a binary that cannot be found (for a profile
+    /// that does not record its code) is a note on stderr, not an error: the
+    /// output then has no inline frames or lines. A binary that is not the
+    /// profiled one is always refused (unless `--force`).
     pub fn optional_costs(&self, profile: &Profile) -> Result<Option<InstructionCosts>> {
         match self.costs(profile) {
-            Ok((_, costs)) => Ok(Some(costs)),
-            Err(err) if self.binary.is_none() => {
-                eprintln!(
-                    "emuprof: note: {err:#}; exporting without source lines or inline frames"
-                );
+            Ok(costs) => Ok(Some(costs)),
+            Err(err)
+                if self.binary.is_none()
+                    && matches!(
+                        err.downcast_ref::<emuprof::Error>(),
+                        Some(emuprof::Error::Binary(_) | emuprof::Error::ProfiledBinary { .. })
+                    ) =>
+            {
+                eprintln!("emuprof: note: {err:#}; going on without source lines or inline frames");
                 Ok(None)
             }
             Err(err) => Err(err),
@@ -97,7 +108,7 @@ pub struct AnnotateArgs {
 /// Prints the annotation to stdout.
 pub fn run(args: AnnotateArgs) -> Result<i32> {
     let profile = profile_file::read_selected(&args.profile, &args.part)?;
-    let (_, costs) = args.code.costs(&profile)?;
+    let costs = args.code.costs(&profile)?;
     let mut options = AnnotateOptions::default();
     options.inline = args.code.inline();
     options.threshold_percent = args.threshold;
@@ -113,7 +124,8 @@ pub fn run(args: AnnotateArgs) -> Result<i32> {
         asm::write_asm(&costs, function, &options, &mut out)
     } else {
         let read = |path: &str| emuprof::input::read_to_string(Path::new(path)).ok();
-        source::write_source(&costs, &selection, &options, &read, &mut out)
+        let calls = LineCalls::new(&profile, &costs, options.inline);
+        source::write_source(&costs, &calls, &selection, &options, &read, &mut out)
     };
     match written.and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),

@@ -27,7 +27,7 @@ pub enum ExportFormat {
     Dot,
     /// The DOT call graph rendered to SVG by Graphviz `dot`.
     Svg,
-    /// Callgrind format for callgrind_annotate and KCachegrind (needs the binary).
+    /// Callgrind format for callgrind_annotate and KCachegrind.
     Callgrind,
     /// Folded stacks, `main;foo;bar 1234`, for any flame graph tool.
     Folded,
@@ -49,9 +49,11 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, short, value_enum)]
     pub format: ExportFormat,
-    /// Output file (`-` for standard output).
+    /// Output file (`-` for standard output) [default: a name after the
+    /// format in the current directory, e.g. `callgrind.out.emuprof`, said on
+    /// stderr].
     #[arg(long, short)]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
     /// Drop functions below this percentage of the total (dot/svg); kept
     /// functions stay connected through dfa edges labelled with the levels they skip.
     #[arg(long, value_name = "PCT", default_value_t = 0.5)]
@@ -88,15 +90,42 @@ pub struct ExportArgs {
     pub part: profile_file::ProfilePart,
 }
 
-/// Writes the export atomically.
+impl ExportFormat {
+    /// The file `export` writes without `-o`: Callgrind's own naming for
+    /// its format (so `callgrind_annotate` finds it), `emuprof.<ext>` else.
+    pub fn default_file(self) -> &'static str {
+        match self {
+            ExportFormat::Dot => "emuprof.dot",
+            ExportFormat::Svg => "emuprof.svg",
+            ExportFormat::Callgrind => "callgrind.out.emuprof",
+            ExportFormat::Folded => "emuprof.folded",
+            ExportFormat::Flamegraph => "emuprof-flamegraph.svg",
+            ExportFormat::DiffFlamegraph => "emuprof-diff-flamegraph.svg",
+            ExportFormat::Pprof => "emuprof.pb.gz",
+            ExportFormat::Speedscope => "emuprof.speedscope.json",
+        }
+    }
+}
+
+/// Writes the export atomically (to the format's default file without `-o`).
 pub fn run(args: ExportArgs) -> Result<i32> {
-    let target = OutputTarget::open(&args.output)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(args.format.default_file()));
+    let target = OutputTarget::open(&output)
+        .with_context(|| format!("cannot write {}", output.display()))?;
     let profile = profile_file::read_selected(&args.profile, &args.part)?;
     let bytes = export_bytes(&profile, &args)?;
     target
         .write(|w| w.write_all(&bytes))
         .with_context(|| format!("cannot write {}", target.describe()))?;
+    if args.output.is_none() {
+        eprintln!(
+            "emuprof: wrote {} (choose another file with -o, or -o - for standard output)",
+            output.display()
+        );
+    }
     Ok(0)
 }
 
@@ -133,12 +162,10 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     match args.format {
         ExportFormat::Callgrind => {
-            let (binary, costs) = args.code.costs(profile)?;
+            let costs = args.code.costs(profile)?;
             let mut options = CallgrindOptions::default();
             options.inline = args.code.inline();
-            // Absolute and without `.` components, as Callgrind writes `ob=`.
-            let object = std::path::absolute(&binary).unwrap_or(binary);
-            options.object = Some(object.display().to_string());
+            options.object = Some(program_object(profile, &args.code));
             options.thread = args.part.thread;
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
@@ -157,6 +184,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             let base = profile_file::read_selected(base_path, &args.part)?;
             let base_code = CodeArgs {
                 binary: None,
+                force: args.code.force,
                 inline: args.code.inline,
                 no_inline: args.code.no_inline,
             };
@@ -184,6 +212,21 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
         ExportFormat::Dot | ExportFormat::Svg => bytes = dot_bytes(profile, args)?,
     }
     Ok(bytes)
+}
+
+/// The program's path for Callgrind's `ob=`: absolute and without `.`
+/// components, as Callgrind writes it — the `--binary` given, else the path
+/// the profile records, else its argv[0].
+fn program_object(profile: &Profile, code: &CodeArgs) -> String {
+    let path = match (&code.binary, profile.objects.first()) {
+        (Some(binary), _) => binary.clone(),
+        (None, Some(program)) => PathBuf::from(&program.path),
+        (None, None) => PathBuf::from(profile.command.first().map_or("", String::as_str)),
+    };
+    std::path::absolute(&path)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 fn flame_options(profile: &Profile) -> FlameGraphOptions {

@@ -9,6 +9,7 @@ use clap::Args;
 use emuprof_analysis::report::{flat, graph, processes, summary, threads, tree};
 use emuprof_analysis::CallGraph;
 
+use super::annotate::CodeArgs;
 use super::profile_file;
 
 /// Print a report of a profile.
@@ -24,7 +25,7 @@ use super::profile_file;
 /// --tree prints Kaes's display tree: every function once, as a master node
 /// under its most expensive caller; other call sites link to it. Functions gcc
 /// inlined (from DWARF) are listed under the function they were inlined into
-/// (needs the binary: --binary, or argv[0] from the profile).
+/// (from the code the profile records; an older profile needs its binary).
 ///
 /// --summary gives the run at a glance: functions, edges, back edges, cycles,
 /// deepest recursion, maximum call and stack depth, direct and indirect calls,
@@ -77,28 +78,22 @@ pub struct ReportArgs {
     /// How many hottest functions the summary lists.
     #[arg(long, default_value_t = 5)]
     pub top: usize,
-    /// The profiled binary, for inlined functions in --tree (default: the
-    /// profile's argv[0], relative to the current directory, when it exists).
-    #[arg(long, value_name = "PATH")]
-    pub binary: Option<PathBuf>,
-    /// In --tree, do not list the functions gcc inlined into each function.
-    #[arg(long)]
-    pub no_inline: bool,
+    /// Where --tree finds the functions gcc inlined into each function
+    /// (--no-inline: do not list them).
+    #[command(flatten)]
+    pub code: CodeArgs,
 }
 
-/// Functions inlined into each function, from the binary's DWARF. Without an
-/// explicit `--binary`, a binary that cannot be found just means no inline
-/// rows.
+/// Functions inlined into each function, from the code the profile records
+/// (or the binary's DWARF); none when neither has them.
 fn inlined_functions(
     profile: &emuprof_analysis::Profile,
-    explicit: Option<&std::path::Path>,
+    code: &CodeArgs,
 ) -> Result<std::collections::BTreeMap<String, Vec<(String, u64)>>> {
-    let binary = match emuprof::source_map::profiled_binary(profile, explicit) {
-        Ok(path) => path,
-        Err(e) if explicit.is_some() => return Err(e.into()),
-        Err(_) => return Ok(Default::default()),
-    };
-    Ok(emuprof::source_map::instruction_costs(profile, &binary)?.inlined_by_function())
+    Ok(code
+        .optional_costs(profile)?
+        .map(|costs| costs.inlined_by_function())
+        .unwrap_or_default())
 }
 
 /// Prints the process map of the whole run to stdout.
@@ -151,8 +146,8 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         if let Some(t) = args.threshold {
             o.threshold_percent = t;
         }
-        if !args.no_inline {
-            o.inlined = inlined_functions(&profile, args.binary.as_deref())?;
+        if args.code.inline() {
+            o.inlined = inlined_functions(&profile, &args.code)?;
         }
         if args.json {
             tree::write_json(&graph, &o, &mut out)?

@@ -5,9 +5,11 @@
 //! [`asm::write_asm`] prints a function's disassembly with per-instruction
 //! counts and the hottest instructions marked. Both read an
 //! [`InstructionCosts`] table, so their counts are exact and add up to the
-//! self cost of what is shown.
+//! self cost of what is shown. Under a line that made calls, `=>` lines name
+//! each callee with its calls and inclusive cost ([`calls::LineCalls`]).
 
 pub mod asm;
+pub mod calls;
 pub mod source;
 
 use crate::instructions::InstructionCosts;

@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use crate::instructions::{InstructionCost, InstructionCosts};
 use crate::report::format::{grouped, percent, ratio};
 
+use super::calls::LineCalls;
 use super::{path_ends_with, AnnotateOptions, Selection};
 
 /// Instruction counts per line of one file.
@@ -25,6 +26,7 @@ type LineCounts = BTreeMap<u32, u64>;
 /// lines with costs are listed, without their text.
 pub fn write_source<W: Write>(
     costs: &InstructionCosts,
+    calls: &LineCalls,
     selection: &Selection,
     options: &AnnotateOptions,
     read_source: &dyn Fn(&str) -> Option<String>,
@@ -96,7 +98,15 @@ pub fn write_source<W: Write>(
         if text.is_none() {
             writeln!(out, "-- (source not readable here; lines with costs only)")?;
         }
-        write_file(text.as_deref(), lines, shown, options, &mut out)?;
+        write_file(
+            file,
+            text.as_deref(),
+            lines,
+            calls,
+            shown,
+            options,
+            &mut out,
+        )?;
     }
     if hidden_files > 0 {
         writeln!(
@@ -122,8 +132,10 @@ fn is_hot(cost: u64, shown: u64, options: &AnnotateOptions) -> bool {
 
 /// Writes the hot regions of one file.
 fn write_file<W: Write>(
+    file: &str,
     text: Option<&str>,
     lines: &LineCounts,
+    calls: &LineCalls,
     shown: u64,
     options: &AnnotateOptions,
     out: &mut W,
@@ -177,6 +189,23 @@ fn write_file<W: Write>(
             }
             None => writeln!(out, "{:>14} {:>7}  {n:>5}  {code}", ".", "")?,
         }
+        for (callee, (count, inclusive)) in calls.at(file, n).into_iter().flatten() {
+            let plural = if *count == 1 { "" } else { "s" };
+            // Recursion counts once: calls inside an outer call of the same
+            // function add nothing, their cost is in that outer call.
+            let cost = if *inclusive == 0 {
+                "recursive (their cost is in the outermost call)".to_string()
+            } else {
+                format!("{} instructions inclusive", grouped(*inclusive))
+            };
+            writeln!(
+                out,
+                "{:>14} {:>7}         => {callee}: {} call{plural}, {cost}",
+                ".",
+                "",
+                grouped(*count),
+            )?;
+        }
     }
     let file_cost: u64 = lines.values().sum();
     if file_cost > printed {
@@ -204,7 +233,15 @@ mod tests {
         let costs = InstructionCosts::build(&profile, &FakeCode);
         let text = source.map(str::to_string);
         let mut out = Vec::new();
-        write_source(&costs, selection, options, &|_| text.clone(), &mut out).expect("writes");
+        write_source(
+            &costs,
+            &LineCalls::default(),
+            selection,
+            options,
+            &|_| text.clone(),
+            &mut out,
+        )
+        .expect("writes");
         String::from_utf8(out).expect("UTF-8")
     }
 

@@ -18,8 +18,10 @@
 //!   --inclusive=yes` shows (never more than 100 %). The costs of the calls
 //!   *from* a function in a cycle `f → g → f` include the inner `f` (as in
 //!   Callgrind's own files), so they can add up to more than `c_t(f)`.
-//! - The line of a call is the line of the `call` instruction that targets the
-//!   callee, when one is found; otherwise the caller's first line.
+//! - The position of a call is the `call` instruction the profile records
+//!   for the calling context (its first call's; indirect calls too). For a
+//!   profile without recorded call sites, the lowest direct `call` to the
+//!   callee found in the disassembly, else the caller's first line.
 //! - Inline frames (`inline`): code that DWARF attributes to an inlined function
 //!   is that function's own self cost, and the function it was inlined into calls
 //!   it at the inline site. The call count of an inline site is the execution
@@ -211,9 +213,15 @@ fn add_calls(
         } else {
             0
         };
-        let position = sites
-            .get(&(caller.address, callee.address))
-            .cloned()
+        let recorded = profile.call_site(node).and_then(|address| {
+            let index = costs
+                .instructions
+                .binary_search_by_key(&address, |i| i.address)
+                .ok()?;
+            Some(at(position_of(&costs.instructions[index], false), address))
+        });
+        let position = recorded
+            .or_else(|| sites.get(&(caller.address, callee.address)).cloned())
             .or_else(|| Some(at((caller.file.clone()?, caller.line?), caller.address)))
             .unwrap_or_else(|| (UNKNOWN_FILE.into(), caller.address, 0));
         let call = functions
@@ -230,7 +238,7 @@ fn add_calls(
 
 /// Per node: true when no ancestor runs the same function. The inclusive costs
 /// of these nodes add up to Kaes's `c_t(f)` for each function `f`.
-fn outermost_calls(profile: &Profile) -> Vec<bool> {
+pub(crate) fn outermost_calls(profile: &Profile) -> Vec<bool> {
     let nodes = &profile.call_tree;
     let mut outermost = vec![false; nodes.len()];
     let mut active = vec![0u32; profile.functions.len()];

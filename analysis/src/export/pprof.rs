@@ -9,9 +9,12 @@
 //! The stack's self cost is divided among its function's addresses in the
 //! proportions measured over all the function's contexts (exact when the function
 //! has one context; see [`super::stacks::SelfCostSplit`]). Caller frames are
-//! located at their function's start address, because the profile records which
-//! function called, not from which instruction. Without instruction costs (no
-//! binary), every frame is located at its function's start.
+//! located at the call instruction that made the call (the profile records
+//! each context's call site), with that instruction's inline chain and line,
+//! so `pprof -list` shows a callee's cost on the line of its call. Without
+//! recorded call sites (profiles before schema version 3) a caller frame is
+//! at its function's start address, and without instruction costs every
+//! frame is.
 //!
 //! A profile with more than one thread gives each thread's own stacks
 //! ([`Profile::thread_views`]) with a numeric `thread` label holding the guest
@@ -172,9 +175,15 @@ fn add_samples(
             .map(|&f| ids[f as usize])
             .collect();
         path.reverse(); // leaf first
+                        // Each caller is located at the call it made to the frame above it.
+        let sites = stacks.call_sites_leaf_first(id as u32);
         let callers: Vec<u64> = path[1..]
             .iter()
-            .map(|&f| builder.function_location(f))
+            .zip(&sites)
+            .map(|(&f, site)| match site {
+                Some(address) => builder.address_location(*address, f),
+                None => builder.function_location(f),
+            })
             .collect();
         let top = path[0];
         let parts = split

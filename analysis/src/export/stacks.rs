@@ -62,6 +62,10 @@ pub struct Stacks {
     pub frames: Vec<StackFrame>,
     /// Self instructions charged to each stack.
     pub self_instructions: Vec<u64>,
+    /// For each stack, the instruction of the caller (the stack below) that
+    /// called its top function — of the first calling context that made the
+    /// stack — when the profile records it ([`Profile::call_site`]).
+    pub call_sites: Vec<Option<u64>>,
 }
 
 impl Stacks {
@@ -70,6 +74,7 @@ impl Stacks {
         let mut stacks = Stacks {
             frames: Vec::new(),
             self_instructions: Vec::new(),
+            call_sites: Vec::new(),
         };
         let mut interned: FxHashMap<(Option<StackId>, FunctionId), StackId> = FxHashMap::default();
         let mut stack_of: Vec<StackId> = Vec::with_capacity(profile.call_tree.len());
@@ -86,6 +91,7 @@ impl Stacks {
                         function: node.function,
                     });
                     stacks.self_instructions.push(0);
+                    stacks.call_sites.push(profile.call_site(node));
                     (stacks.frames.len() - 1) as StackId
                 })
             });
@@ -106,6 +112,18 @@ impl Stacks {
             current = frame.parent;
         }
         None
+    }
+
+    /// For stack `id` and each stack below it, leaf first, the call site
+    /// from which its top function was called (the root's is last, `None`).
+    pub fn call_sites_leaf_first(&self, id: StackId) -> Vec<Option<u64>> {
+        let mut sites = Vec::new();
+        let mut current = Some(id);
+        while let Some(stack) = current {
+            sites.push(self.call_sites[stack as usize]);
+            current = self.frames[stack as usize].parent;
+        }
+        sites
     }
 
     /// The functions of stack `id`, root first.

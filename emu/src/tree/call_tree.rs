@@ -292,6 +292,9 @@ impl CallTreeBuilder {
         let parent = self.thread.top().node;
         let node = self.child(parent, entry);
         let n = &mut self.nodes[node as usize];
+        if n.calls == 0 {
+            n.return_address = self.thread.pending_return;
+        }
         n.calls += 1;
         if indirect {
             n.indirect_calls += 1;

@@ -65,6 +65,29 @@ fn call_and_return_build_contexts_with_inclusive_costs() {
 }
 
 #[test]
+fn a_context_records_the_return_address_of_its_first_call() {
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.on_block(entry(0x100, 3, CALL), || SP0); // calls f, returns to 0x105
+    b.on_block(entry(0x200, 5, RET), || SP0 - 8);
+    b.on_block(block(0x105, 1, CALL), || SP0); // calls f again, returns to 0x10a
+    b.on_block(entry(0x200, 5, RET), || SP0 - 8);
+    b.on_block(block(0x10a, 2, Terminator::Jump), || SP0); // tail call of g
+    b.on_block(entry(0x300, 1, RET), || SP0);
+    let FinishedTree { nodes, .. } = b.finish();
+    assert_eq!(
+        node(&nodes, &[0x100]).return_address,
+        0,
+        "the root has none"
+    );
+    assert_eq!(node(&nodes, &[0x100, 0x200]).return_address, 0x105);
+    assert_eq!(
+        node(&nodes, &[0x100, 0x300]).return_address,
+        0x10f,
+        "past the jump"
+    );
+}
+
+#[test]
 fn recursion_gets_one_context_per_depth() {
     let mut b = CallTreeBuilder::new(0x100, SP0);
     b.on_block(entry(0x100, 1, CALL), || SP0);
