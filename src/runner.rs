@@ -178,9 +178,7 @@ fn symbolicate_image(
     if let (Some(first), Some(file)) = (profile.objects.first_mut(), host_file) {
         crate::binary_identity::record(first, file);
     }
-    profile.code = Some(crate::source_map::record_code(
-        &profile, binary, libraries,
-    )?);
+    profile.code = Some(crate::source_map::record_code(&profile, binary, libraries)?);
     Ok(profile)
 }
 
