@@ -5,7 +5,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use super::fd_table::{FdEntry, MAX_FDS};
 use super::host;
-use super::select::{self, FdSets};
+use super::select::FdSets;
 use super::{int_arg, Files};
 use crate::syscalls::numbers::*;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
@@ -20,6 +20,9 @@ const FIOCLEX: u64 = 0x5451;
 const TERMIOS_SIZE: usize = 36;
 /// Size of `struct flock` on x86-64.
 const FLOCK_SIZE: usize = 32;
+/// Fractions of a second in a `struct timespec` and a `struct timeval`.
+const NANOS: i64 = 1_000_000_000;
+const MICROS: i64 = 1_000_000;
 /// Most bytes one `sendfile`/`copy_file_range` moves, as in Linux.
 const MAX_RW_COUNT: u64 = 0x7fff_f000;
 
@@ -37,13 +40,15 @@ impl Files {
             SYS_PIPE => self.pipe2(mem, a[0], 0),
             SYS_PIPE2 => self.pipe2(mem, a[0], int_arg(a[1])),
             SYS_POLL => self.poll(mem, a[0], a[1], int_arg(a[2])),
-            SYS_PPOLL => read_timeout_ms(mem, a[2]).and_then(|ms| self.poll(mem, a[0], a[1], ms)),
+            SYS_PPOLL => {
+                read_timeout_ms(mem, a[2], NANOS).and_then(|ms| self.poll(mem, a[0], a[1], ms))
+            }
             SYS_SELECT => FdSets::of_call(&a).and_then(|sets| {
-                let ms = select::read_timeval_ms(mem, a[4])?;
+                let ms = read_timeout_ms(mem, a[4], MICROS)?;
                 self.select(mem, sets, ms)
             }),
             SYS_PSELECT6 => FdSets::of_call(&a).and_then(|sets| {
-                let ms = read_timeout_ms(mem, a[4])?;
+                let ms = read_timeout_ms(mem, a[4], NANOS)?;
                 self.select(mem, sets, ms)
             }),
             SYS_EPOLL_CREATE | SYS_EPOLL_CREATE1 | SYS_EPOLL_CTL | SYS_EPOLL_WAIT
@@ -320,19 +325,26 @@ fn raw(fd: BorrowedFd<'_>) -> i64 {
     fd.as_fd().as_raw_fd() as i64
 }
 
-/// A `ppoll` timeout (`struct timespec *`, NULL = forever) in milliseconds, rounded up.
-fn read_timeout_ms(mem: &dyn GuestMemory, addr: u64) -> Result<i32, Errno> {
+/// A `ppoll`/`pselect6` timeout (`struct timespec *`) or, with
+/// `per_second` 1 000 000, a `select` one (`struct timeval *`), in
+/// milliseconds, rounded up; -1 for NULL (wait for ever).
+pub(super) fn read_timeout_ms(
+    mem: &dyn GuestMemory,
+    addr: u64,
+    per_second: i64,
+) -> Result<i32, Errno> {
     if addr == 0 {
         return Ok(-1);
     }
     let secs = mem.read_u64(addr)? as i64;
-    let nanos = mem.read_u64(addr + 8)? as i64;
-    if secs < 0 || !(0..1_000_000_000).contains(&nanos) {
+    let fraction = mem.read_u64(addr + 8)? as i64;
+    if secs < 0 || !(0..per_second).contains(&fraction) {
         return Err(Errno::EINVAL);
     }
+    let per_ms = per_second / 1000;
     let ms = secs
         .saturating_mul(1000)
-        .saturating_add((nanos + 999_999) / 1_000_000);
+        .saturating_add((fraction + per_ms - 1) / per_ms);
     Ok(ms.min(i32::MAX as i64) as i32)
 }
 

@@ -167,23 +167,6 @@ impl Files {
     }
 }
 
-/// A `select` timeout (`struct timeval`) in milliseconds, rounded up; -1
-/// for a null pointer (wait for ever).
-pub(super) fn read_timeval_ms(mem: &dyn GuestMemory, addr: u64) -> Result<i32, Errno> {
-    if addr == 0 {
-        return Ok(-1);
-    }
-    let secs = mem.read_u64(addr)? as i64;
-    let micros = mem.read_u64(addr + 8)? as i64;
-    if secs < 0 || !(0..1_000_000).contains(&micros) {
-        return Err(Errno::EINVAL);
-    }
-    let ms = secs
-        .saturating_mul(1000)
-        .saturating_add((micros + 999) / 1000);
-    Ok(ms.min(i32::MAX as i64) as i32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
