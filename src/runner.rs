@@ -145,7 +145,7 @@ pub fn symbolicate(
         )?);
         programs.push((path, on_host));
     }
-    first.validate()?;
+    first.validate_process_table()?;
     Ok(first)
 }
 

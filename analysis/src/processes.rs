@@ -28,14 +28,13 @@ impl Profile {
         std::iter::once(self).chain(&self.processes)
     }
 
-    /// The profile of process `pid` alone, without further images. A pid
-    /// that ran several programs (`execve`) has one image per program; this
-    /// is the last of them, the program the process ended in. Fails with
-    /// [`AnalysisError::UnknownProcess`] (listing the pids there are) when
-    /// the run had no such process.
-    pub fn process_view(&self, pid: u64) -> Result<Profile> {
-        let image = self
-            .images()
+    /// The index of process `pid`'s image (for [`Profile::into_image`]). A
+    /// pid that ran several programs (`execve`) has one image per program;
+    /// this is the last of them, the program the process ended in. Fails
+    /// with [`AnalysisError::UnknownProcess`] (listing the pids there are)
+    /// when the run had no such process.
+    pub fn image_of_pid(&self, pid: u64) -> Result<usize> {
+        self.images()
             .enumerate()
             .filter(|(_, image)| image.process.pid == pid)
             .map(|(index, _)| index)
@@ -43,33 +42,32 @@ impl Profile {
             .ok_or_else(|| AnalysisError::UnknownProcess {
                 pid,
                 known: self.pids(),
-            })?;
-        Ok(self.image_view(image).expect("the index was found"))
+            })
     }
 
-    /// Image `index` of the run (0 is this profile) without further images;
-    /// `None` when there is no such image.
-    pub fn image_view(&self, index: usize) -> Option<Profile> {
-        let image = self.images().nth(index)?;
-        Some(Profile {
-            processes: Vec::new(),
-            ..image.clone()
-        })
+    /// Image `index` of the run (0 is this profile) alone, without further
+    /// images; `None` when there is no such image.
+    pub fn into_image(mut self, index: usize) -> Option<Profile> {
+        if index == 0 {
+            self.processes = Vec::new();
+            return Some(self);
+        }
+        self.processes.into_iter().nth(index - 1)
     }
 
-    /// The first image of the run that started program `name` (the first
-    /// program, or one an `execve` started; a forked image goes on running
-    /// its forker's program and is not a start), without further images.
-    /// `name` is the program's path as the guest named it or its file name.
-    /// Fails with [`AnalysisError::UnknownProgram`] (listing the programs
-    /// started) when no image started it.
-    pub fn program_view(&self, name: &str) -> Result<Profile> {
+    /// The index of the first image of the run that started program `name`
+    /// (the first program, or one an `execve` started; a forked image goes
+    /// on running its forker's program and is not a start). `name` is the
+    /// program's path as the guest named it or its file name. Fails with
+    /// [`AnalysisError::UnknownProgram`] (listing the programs started) when
+    /// no image started it.
+    pub fn image_of_program(&self, name: &str) -> Result<usize> {
         let started = || {
             self.images()
                 .enumerate()
                 .filter(|(_, image)| !matches!(image.process.origin, ProcessOrigin::Forked { .. }))
         };
-        let index = started()
+        started()
             .find(|(_, image)| {
                 let program = image.process.program.as_str();
                 program == name || std::path::Path::new(program).file_name() == Some(name.as_ref())
@@ -86,8 +84,7 @@ impl Profile {
                     name: name.to_string(),
                     known,
                 }
-            })?;
-        Ok(self.image_view(index).expect("the index was found"))
+            })
     }
 
     /// The distinct pids of the run, in the order their first image started.
@@ -126,9 +123,10 @@ pub(crate) fn upgrade_version_2(profile: &mut Profile) -> Result<()> {
     Ok(())
 }
 
-/// Checks the process table against the rules in the module documentation.
-/// Every image's own call tree and thread table are checked too.
-pub(crate) fn validate(profile: &Profile) -> Result<()> {
+/// Checks the process table against the rules in the module documentation
+/// (each image's own tables are [`Profile::validate`]'s: the emulator's
+/// images were checked one by one as they were symbolicated).
+pub(crate) fn validate_table(profile: &Profile) -> Result<()> {
     let bad = |msg: String| Err(AnalysisError::Inconsistent(msg));
     if profile.process.origin != ProcessOrigin::First {
         return bad("the first process image must be the first program".into());
@@ -140,7 +138,6 @@ pub(crate) fn validate(profile: &Profile) -> Result<()> {
                 "process image {index} has process images of its own"
             ));
         }
-        image.validate_image()?;
         let (from, expected_parent) = match image.process.origin {
             ProcessOrigin::First => {
                 return bad(format!(
@@ -239,23 +236,24 @@ mod tests {
     #[test]
     fn a_pid_selects_the_program_it_ended_in() {
         let run = run_of_three();
-        let child = run.process_view(4243).expect("4243 ran");
+        let image = |index: usize| run.clone().into_image(index).expect("an image");
+        let child = image(run.image_of_pid(4243).expect("4243 ran"));
         assert_eq!(child.process.program, "./child");
         assert!(child.processes.is_empty());
         assert_eq!(child.totals.instructions, 17);
-        let first = run.process_view(4242).expect("4242 ran");
+        let first = image(run.image_of_pid(4242).expect("4242 ran"));
         assert!(first.processes.is_empty());
         assert_eq!(first.totals.instructions, 110);
-        let child = run.program_view("child").expect("./child was exec'd");
+        let child = image(run.image_of_program("child").expect("./child was exec'd"));
         assert_eq!((child.process.pid, child.totals.instructions), (4243, 17));
-        let first = run.program_view("./parent").expect("the first program");
+        let first = image(run.image_of_program("./parent").expect("the first program"));
         assert_eq!(first.process.origin, ProcessOrigin::First);
-        let err = run.program_view("other").expect_err("never started");
+        let err = run.image_of_program("other").expect_err("never started");
         assert_eq!(
             err.to_string(),
             "no process of the run started the program other; the programs started are ./parent, ./child"
         );
-        let err = run.process_view(99).expect_err("no pid 99");
+        let err = run.image_of_pid(99).expect_err("no pid 99");
         assert_eq!(
             err.to_string(),
             "the run has no process 99; its processes are 4242, 4243"

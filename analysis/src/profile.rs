@@ -251,8 +251,16 @@ impl Profile {
     /// ([`crate::threads`] lists its rules), and so is every further process
     /// image with the process table ([`crate::processes`]).
     pub fn validate(&self) -> Result<()> {
-        self.validate_image()?;
-        crate::processes::validate(self)
+        for image in self.images() {
+            image.validate_image()?;
+        }
+        crate::processes::validate_table(self)
+    }
+
+    /// Checks the process table only (see [`crate::processes`]), for a run
+    /// whose images were each checked as they were built.
+    pub fn validate_process_table(&self) -> Result<()> {
+        crate::processes::validate_table(self)
     }
 
     /// [`Profile::validate`] of this image alone, without its further images.

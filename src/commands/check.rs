@@ -243,20 +243,31 @@ fn obtain_profile<'t>(
 /// more). It must have run to its end: a partial profile's costs are
 /// incomplete.
 fn checked_process(run: &Profile, args: &CheckArgs, limits: &Limits) -> Result<Profile> {
-    let profile = match (args.pid, &limits.process) {
+    let chosen = match (args.pid, &limits.process) {
         (Some(_), Some(name)) => {
             bail!("--pid and the limits file's process = {name:?} both choose a process; drop one")
         }
-        (Some(pid), None) => run.process_view(pid)?,
-        (None, Some(name)) => run.program_view(name)?,
-        (None, None) => profile_file::ProfilePart::default().select(run.clone())?,
+        (Some(pid), None) => Some(run.image_of_pid(pid)?),
+        (None, Some(name)) => Some(run.image_of_program(name)?),
+        (None, None) => None,
     };
-    if !run.processes.is_empty() && (args.pid.is_some() || limits.process.is_some()) {
-        eprintln!(
-            "emuprof: checking process {} ({})",
-            profile.process.pid, profile.process.program
-        );
-    }
+    let profile = match chosen {
+        Some(index) => {
+            let profile = run
+                .clone()
+                .into_image(index)
+                .expect("the index is the run's");
+            if !run.processes.is_empty() {
+                eprintln!(
+                    "emuprof: checking process {} ({})",
+                    profile.process.pid, profile.process.program
+                );
+            }
+            profile
+        }
+        // The first program, saying so when the run had more.
+        None => profile_file::ProfilePart::default().select(run.clone())?,
+    };
     if let Some(reason) = &profile.partial {
         bail!("the profile is partial ({reason}); its costs are incomplete, so no limit can be checked");
     }

@@ -32,15 +32,16 @@ impl ProfilePart {
     /// chosen thread; an unknown pid or thread id is an error listing the
     /// ones there are.
     pub fn select(&self, profile: Profile) -> Result<Profile> {
-        let image = match self.pid {
-            Some(pid) => profile.process_view(pid)?,
+        let index = match self.pid {
+            Some(pid) => profile.image_of_pid(pid)?,
             None => {
                 if let Some(line) = other_processes_note(&profile) {
                     eprintln!("emuprof: {line}");
                 }
-                profile.image_view(0).expect("a run has a first image")
+                0
             }
         };
+        let image = profile.into_image(index).expect("the index is the run's");
         match self.thread {
             None => Ok(image),
             Some(id) => Ok(image.thread_view(id)?),

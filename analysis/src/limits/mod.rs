@@ -107,7 +107,7 @@ pub struct Limits {
     /// The process whose costs are limited, by its program (top-level
     /// `process = "NAME"`: the first process image that started a program
     /// of that path or file name, see
-    /// [`Profile::program_view`](crate::Profile::program_view)); `None`:
+    /// [`Profile::image_of_program`](crate::Profile::image_of_program)); `None`:
     /// the first program.
     pub process: Option<String>,
     /// Whole-run limits (`[total]`), if any.

@@ -35,9 +35,10 @@ pub struct FdEntry {
     pub cloexec: bool,
     /// What kind of file it is.
     pub kind: FileKind,
-    /// A pipe the guest made (`pipe`/`pipe2`): both ends belong to guest
-    /// processes, so a read or write that has to wait lets the other
-    /// processes run instead of blocking emuprof.
+    /// A pipe the guest made (`pipe`/`pipe2`), or an epoll instance that
+    /// watches one: the other ends belong to guest processes, so a call
+    /// that has to wait on it lets the other processes run instead of
+    /// blocking emuprof.
     pub guest_pipe: bool,
 }
 
