@@ -1,12 +1,14 @@
 /* Processes with known structure, for emuprof's process tests.
  *
- *   processes [fork | harness [N] | pipeline [KIB] | spawn | exec | killed | reap | all | leaf]
+ *   processes [fork | harness [N [SCALE]] | pipeline [KIB] | spawn | exec | killed | reap | all | leaf]
  *
  * fork      the parent runs work(PARENT_WORK), its child work(CHILD_WORK),
  *           exits 3; the parent waits and prints both results
  * harness   a fork-per-test runner: N tests (default 6), each in its own
- *           child; test i runs work(i * 10000) and exits i % 3, the last one
- *           dies by SIGABRT; the parent reports each status
+ *           child; test i runs work(i * SCALE) (default 10000) and exits
+ *           i % 3, the last one dies by SIGABRT; the parent reports each
+ *           status (a large SCALE keeps a child busy for seconds, for the
+ *           live view's tests)
  * pipeline  the parent writes KIB kibibytes (default 1024) into a pipe, a
  *           child checksums them and sends the sum back through a second
  *           pipe
@@ -93,9 +95,9 @@ static int fork_and_wait(void)
     return 0;
 }
 
-KEEP static int run_test(int i, int count)
+KEEP static int run_test(int i, int count, unsigned long scale)
 {
-    unsigned long result = work((unsigned long)i * 10000);
+    unsigned long result = work((unsigned long)i * scale);
     printf("test %d: work %lu\n", i, result);
     fflush(stdout);
     if (i == count - 1)
@@ -103,7 +105,7 @@ KEEP static int run_test(int i, int count)
     return i % 3;
 }
 
-static int harness(int count)
+static int harness(int count, unsigned long scale)
 {
     int failed = 0;
     for (int i = 0; i < count; i++) {
@@ -111,7 +113,7 @@ static int harness(int count)
         if (child < 0)
             return 1;
         if (child == 0)
-            exit(run_test(i, count));
+            exit(run_test(i, count, scale));
         int status;
         waitpid(child, &status, 0);
         char name[32];
@@ -436,7 +438,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "fork"))
         return fork_and_wait();
     if (!strcmp(mode, "harness"))
-        return harness(argc > 2 ? atoi(argv[2]) : 6);
+        return harness(argc > 2 ? atoi(argv[2]) : 6, argc > 3 ? strtoul(argv[3], NULL, 10) : 10000);
     if (!strcmp(mode, "pipeline"))
         return pipeline(argc > 2 ? atol(argv[2]) : 1024);
     if (!strcmp(mode, "spawn"))
@@ -454,7 +456,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "pdeathsig"))
         return pdeathsig();
     if (!strcmp(mode, "all"))
-        return fork_and_wait() || harness(6) || pipeline(256) || spawn() || exec_child() ||
+        return fork_and_wait() || harness(6, 10000) || pipeline(256) || spawn() || exec_child() ||
                killed() || reap() || select_mux() || epoll_mux() || pdeathsig();
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

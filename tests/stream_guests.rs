@@ -159,7 +159,8 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
-/// `processes harness 100`: while a test runs in its own child and the
+/// `processes harness 3 30000000`: while a test runs in its own child (the
+/// last one is busy for seconds, so snapshots catch it on any host) and the
 /// parent waits for it, the snapshots (of the parent, the first process)
 /// say that the child runs, and where: a fork child runs the same code, so
 /// its calls are named.
@@ -167,7 +168,7 @@ fn shared_library_functions_are_named_as_in_the_profile() {
 fn snapshots_say_which_process_they_show_and_which_runs() {
     let program = testprog("processes", Libc::Glibc, "O2").path;
     let mut shown = None;
-    let (_, served) = watch_run(&program, &["harness", "100"], |snapshot| {
+    let (_, served) = watch_run(&program, &["harness", "3", "30000000"], |snapshot| {
         let processes = &snapshot["processes"];
         shown.get_or_insert_with(|| processes["shown"].clone());
         assert_eq!(
@@ -191,7 +192,7 @@ fn snapshots_say_which_process_they_show_and_which_runs() {
     let shown = shown.expect("snapshots");
     assert_eq!(shown["program"], program.display().to_string());
     assert!(
-        served.stdout_text().contains(" of 100 failed"),
+        served.stdout_text().contains(" of 3 failed"),
         "{}",
         served.stdout_text()
     );
