@@ -242,8 +242,8 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
-/// `processes harness 3 30000000`: while a test runs in a fork child (the
-/// last one, 60 million iterations of `work`, busy for seconds on any
+/// `processes harness 3 300000000`: while a test runs in a fork child (the
+/// last one, 600 million iterations of `work`, busy for seconds on any
 /// machine, so a screen catches it however slow the host), the view says so
 /// under the process it shows, with the child's calls.
 #[test]
@@ -251,7 +251,7 @@ fn a_running_fork_child_is_named_with_its_calls() {
     let program = testprog("processes", Libc::Glibc, "O2").path;
     let Some((screen, _)) = live_until(
         &program,
-        &["harness", "3", "30000000"],
+        &["harness", "3", "300000000"],
         "a child in work",
         |s| {
             !pane_lines(s, "  now running: process ").is_empty()

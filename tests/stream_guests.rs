@@ -67,7 +67,7 @@ fn innermost<'a>(snapshot: &'a Value, thread: &Value) -> Option<&'a str> {
 fn snapshots_carry_every_live_threads_stack() {
     let program = testprog("threads", Libc::Glibc, "O2").path;
     let mut seen = None;
-    let (_, served) = watch_run(&program, &["workers", "3", "5000000"], |snapshot| {
+    let (_, served) = watch_run(&program, &["workers", "3", "50000000"], |snapshot| {
         let threads = snapshot["threads"].as_array().expect("threads");
         let working = threads
             .iter()
@@ -123,7 +123,7 @@ fn snapshots_carry_every_live_threads_stack() {
 fn shared_library_functions_are_named_as_in_the_profile() {
     let program = testprog("cpuheavy", Libc::Dyn, "O2").path;
     let mut seen = None;
-    let (_, served) = watch_run(&program, &["2", "sort"], |snapshot| {
+    let (_, served) = watch_run(&program, &["12", "sort"], |snapshot| {
         let running = snapshot["threads"][0].clone();
         if innermost(snapshot, &running) == Some("compare_u32") {
             seen = Some(snapshot.clone());
@@ -159,7 +159,7 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
-/// `processes harness 3 30000000`: while a test runs in its own child (the
+/// `processes harness 3 100000000`: while a test runs in its own child (the
 /// last one is busy for seconds, so snapshots catch it on any host) and the
 /// parent waits for it, the snapshots (of the parent, the first process)
 /// say that the child runs, and where: a fork child runs the same code, so
@@ -168,7 +168,7 @@ fn shared_library_functions_are_named_as_in_the_profile() {
 fn snapshots_say_which_process_they_show_and_which_runs() {
     let program = testprog("processes", Libc::Glibc, "O2").path;
     let mut shown = None;
-    let (_, served) = watch_run(&program, &["harness", "3", "30000000"], |snapshot| {
+    let (_, served) = watch_run(&program, &["harness", "3", "100000000"], |snapshot| {
         let processes = &snapshot["processes"];
         shown.get_or_insert_with(|| processes["shown"].clone());
         assert_eq!(
