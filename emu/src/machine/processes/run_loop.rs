@@ -27,6 +27,8 @@ use crate::live::SnapshotSlot;
 use crate::syscalls::files::select;
 use crate::EmuError;
 
+mod outside_peers;
+
 /// `SIGCHLD`.
 const SIGCHLD: u64 = 17;
 
@@ -81,6 +83,9 @@ impl World {
             self.deliver_signals();
             self.wake_waiters();
             let Some(next) = self.choose() else {
+                if self.wait_for_outside_peers() {
+                    continue;
+                }
                 // Nothing can run and nothing will time out: let the current
                 // process's scheduler describe the deadlock.
                 let index = self.current.min(self.running.len() - 1);
