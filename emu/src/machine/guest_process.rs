@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use emuprof_loader::{Binary, Image};
 use emuprof_model::{Block, RawProcess, RawProfile, RawThread};
@@ -28,7 +27,7 @@ use crate::syscalls::time::Time;
 use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
-use crate::tree::tree_feed::{self, BuilderSetup, BuiltTree};
+use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup};
 use crate::{cpu, initial_stack, EmuError};
 
 /// A guest process image that has started and not yet been finished.
@@ -41,7 +40,7 @@ pub(super) struct GuestProcess {
     /// What its hooks share.
     pub state: hooks::Shared,
     /// Its call-tree thread.
-    pub builder: JoinHandle<BuiltTree>,
+    pub builder: BuilderHandle,
     /// The program it runs.
     pub binary: Arc<Binary>,
     /// Which process it is and where it came from.

@@ -17,32 +17,34 @@
 //! sync, before the guest can make another system call. The profile and the
 //! program's visible behaviour are therefore the same on every run.
 //!
-//! When the process may run on more than one CPU, both ends spin for a
-//! while before they block: waking a sleeping thread costs a system call
-//! and, on a virtual machine, an inter-processor interrupt, and doing that
-//! for every batch cost more than a tenth of the run time. With a single CPU
-//! (an affinity mask of one CPU, as `taskset -c 0` sets, or a cgroup quota of
-//! one CPU) spinning only burns the time slice the other thread needs to make
-//! progress (a run took 29 s instead of 1 s), so both ends block at once.
-//! Waiting for a [sync](TreeFeed::sync) blocks on a condition variable after
-//! the spin, never in a loop of yields.
+//! When the process may run on more than one CPU, both ends spin briefly
+//! before they block, with a budget that shrinks to nothing while spins do
+//! not pay (see [`waiting`]). Waiting for a [sync](TreeFeed::sync) blocks on
+//! a condition variable after the spin, never in a loop of yields.
+//!
+//! With a single CPU the two threads could only take turns, so the feed
+//! does not start a thread at all: the emulation thread applies each batch
+//! itself when it is full ([`Placement::Inline`]). The events, their order
+//! and the builder are the same, so the profile is the same bytes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{
-    self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
-};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use emuprof_loader::FunctionStarts;
 
 mod builder_thread;
+mod placement;
+mod waiting;
 
 use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
 use builder_thread::BuilderThread;
+pub use placement::Placement;
+use waiting::{recv_spinning, send_spinning, Spin};
 
 /// Events per batch: large enough that the channel costs nothing per block,
 /// small enough that a batch stays in the CPU caches.
@@ -55,20 +57,6 @@ const BATCHES_IN_FLIGHT: usize = 4;
 /// it waits for events: its process may wait for another one, or the guest
 /// for the outside world, for a long time.
 const IDLE_ANSWER: Duration = Duration::from_millis(100);
-
-/// How long either thread spins on the channel before it blocks, when the
-/// two threads can run at the same time.
-const SPIN: Duration = Duration::from_millis(2);
-
-/// How long to spin before blocking: [`SPIN`] when the process may use more
-/// than one CPU (`available_parallelism` reads the affinity mask and the
-/// cgroup CPU quota), nothing otherwise.
-fn spin_budget() -> Duration {
-    match std::thread::available_parallelism() {
-        Ok(cpus) if cpus.get() > 1 => SPIN,
-        _ => Duration::ZERO,
-    }
-}
 
 /// Marks the events that are not blocks (no block is 2^15 bytes long).
 const SPECIAL: u64 = 1 << 63;
@@ -172,12 +160,47 @@ pub struct TreeFeed {
     changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     batches: Option<SyncSender<Batch>>,
+    /// The builder itself, when it runs on this thread.
+    inline: Option<Box<InlineBuilder>>,
     recycled: Receiver<Vec<TreeEvent>>,
     batches_sent: u64,
     /// Events in the batches sent so far.
     events_sent: u64,
     published: Arc<Published>,
-    spin: Duration,
+    spin: Spin,
+}
+
+/// The builder when it runs on the emulation thread, and where it leaves
+/// its tree when the feed is dropped.
+struct InlineBuilder {
+    builder: BuilderThread,
+    progress: Arc<AtomicU64>,
+    built: Arc<Mutex<Option<BuiltTree>>>,
+}
+
+/// Where the finished tree comes from: the builder thread, or the feed
+/// that ran the builder itself.
+pub enum BuilderHandle {
+    /// A builder thread (`emuprof-tree`).
+    Thread(JoinHandle<BuiltTree>),
+    /// The builder ran on the emulation thread; the tree is here once the
+    /// feed is dropped.
+    Inline(Arc<Mutex<Option<BuiltTree>>>),
+}
+
+impl BuilderHandle {
+    /// The finished tree, once the feed is dropped (waits for a builder
+    /// thread). Fails when the builder panicked.
+    pub fn join(self) -> Result<BuiltTree, ()> {
+        match self {
+            BuilderHandle::Thread(handle) => handle.join().map_err(|_| ()),
+            BuilderHandle::Inline(built) => built
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .ok_or(()),
+        }
+    }
 }
 
 /// What the builder thread needs to know about the program.
@@ -209,33 +232,57 @@ pub struct BuiltTree {
     pub executions: Vec<u64>,
 }
 
-/// Starts a builder thread (`emuprof-tree`, one per guest process image);
-/// the returned feed sends it events. Fails only when the system cannot
-/// start a thread.
-pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, JoinHandle<BuiltTree>)> {
+/// Starts the call-tree builder of one guest process image where
+/// [`Placement::choose`] says: on a builder thread (`emuprof-tree`) that the
+/// returned feed sends events to, or inside the feed. Fails only when the
+/// system cannot start a thread.
+pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, BuilderHandle)> {
+    let placement = Placement::choose(setup.snapshots.is_some());
+    spawn_placed(setup, placement)
+}
+
+/// [`spawn`] with the builder where `placement` says.
+fn spawn_placed(
+    setup: BuilderSetup,
+    placement: Placement,
+) -> std::io::Result<(TreeFeed, BuilderHandle)> {
     let (batches, incoming) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
-    let theirs = Arc::clone(&published);
-    let spin = spin_budget();
-    let handle = std::thread::Builder::new()
-        .name("emuprof-tree".into())
-        .spawn(move || {
-            let _finished = FinishedOnDrop(&theirs);
-            build(setup, &incoming, &give_back, &theirs, spin)
-        })?;
-    let feed = TreeFeed {
+    let mut feed = TreeFeed {
         events: Vec::with_capacity(BATCH),
         changed_code: Vec::new(),
         new_blocks: Vec::new(),
-        batches: Some(batches),
+        batches: None,
+        inline: None,
         recycled,
         batches_sent: 0,
         events_sent: 0,
-        published,
-        spin,
+        published: Arc::clone(&published),
+        spin: Spin::new(),
     };
-    Ok((feed, handle))
+    if placement == Placement::Inline {
+        let built = Arc::new(Mutex::new(None));
+        feed.inline = Some(Box::new(InlineBuilder {
+            builder: BuilderThread::new(
+                setup.tree,
+                setup.code,
+                setup.function_starts,
+                setup.instruction_limit,
+            ),
+            progress: setup.progress,
+            built: Arc::clone(&built),
+        }));
+        return Ok((feed, BuilderHandle::Inline(built)));
+    }
+    let handle = std::thread::Builder::new()
+        .name("emuprof-tree".into())
+        .spawn(move || {
+            let _finished = FinishedOnDrop(&published);
+            build(setup, &incoming, &give_back, &published)
+        })?;
+    feed.batches = Some(batches);
+    Ok((feed, BuilderHandle::Thread(handle)))
 }
 
 impl TreeFeed {
@@ -328,13 +375,13 @@ impl TreeFeed {
         if !self.events.is_empty() || !self.new_blocks.is_empty() || !self.changed_code.is_empty() {
             self.send();
         }
-        let start = Instant::now();
-        while !self.applied_everything() {
-            if !spin_on(start, self.spin) {
-                self.block_until_applied();
-                break;
-            }
-        }
+        let mut spin = self.spin.clone();
+        spin.wait(
+            &*self,
+            |feed| feed.applied_everything().then_some(()),
+            |feed| feed.block_until_applied(),
+        );
+        self.spin = spin;
         TreeState {
             instructions: self.published.instructions.load(Ordering::Acquire),
             limit_reached: self.published.limit_reached.load(Ordering::Acquire),
@@ -381,6 +428,21 @@ impl TreeFeed {
     #[cold]
     #[inline(never)]
     fn send(&mut self) {
+        if let Some(inline) = &mut self.inline {
+            let batch = Batch {
+                changed_code: std::mem::take(&mut self.changed_code),
+                new_blocks: std::mem::take(&mut self.new_blocks),
+                events: std::mem::take(&mut self.events),
+            };
+            self.events_sent += batch.events.len() as u64;
+            self.events = apply_batch(
+                &mut inline.builder,
+                batch,
+                &self.published,
+                &inline.progress,
+            );
+            return;
+        }
         let Some(batches) = &self.batches else {
             // The builder is gone; joining it reports why. Keep collecting
             // nothing.
@@ -400,12 +462,52 @@ impl TreeFeed {
             new_blocks: std::mem::take(&mut self.new_blocks),
             events: std::mem::replace(&mut self.events, next),
         };
-        if send_spinning(batches, batch, self.spin).is_ok() {
+        if send_spinning(batches, batch, &mut self.spin).is_ok() {
             self.batches_sent += 1;
         } else {
             self.batches = None;
         }
     }
+}
+
+impl Drop for TreeFeed {
+    /// Leaves an inline builder's tree for [`BuilderHandle::join`]. Events
+    /// not yet sent are dropped, as a builder thread never sees them.
+    fn drop(&mut self) {
+        if let Some(inline) = self.inline.take() {
+            let mut built = inline.built.lock().unwrap_or_else(|e| e.into_inner());
+            *built = Some(inline.builder.finish());
+        }
+    }
+}
+
+/// Applies one batch and publishes the builder's state; hands back the
+/// batch's event buffer, emptied, for reuse.
+fn apply_batch(
+    builder: &mut BuilderThread,
+    batch: Batch,
+    published: &Published,
+    progress: &AtomicU64,
+) -> Vec<TreeEvent> {
+    for (start, len) in batch.changed_code {
+        builder.forget(start, len);
+    }
+    for info in batch.new_blocks {
+        builder.define(info);
+    }
+    if builder.apply(&batch.events) {
+        published.limit_reached.store(true, Ordering::Release);
+    }
+    published
+        .current_node
+        .store(builder.current_node(), Ordering::Release);
+    published
+        .instructions
+        .store(builder.instructions(), Ordering::Release);
+    progress.store(builder.instructions(), Ordering::Relaxed);
+    let mut events = batch.events;
+    events.clear();
+    events
 }
 
 /// Writes an event without pulling its cache line into this core's cache
@@ -462,7 +564,6 @@ fn build(
     incoming: &Receiver<Batch>,
     give_back: &Sender<Vec<TreeEvent>>,
     published: &Published,
-    spin: Duration,
 ) -> BuiltTree {
     let BuilderSetup {
         code,
@@ -473,32 +574,16 @@ fn build(
         snapshots,
         pid,
     } = setup;
-    let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
+    let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
-    while let Some(batch) = recv_spinning(incoming, spin, idle, || {
+    let mut spin = Spin::new();
+    while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
         answer_snapshot(snapshots.as_deref(), pid, &builder);
     }) {
-        for (start, len) in batch.changed_code {
-            builder.forget(start, len);
-        }
-        for info in batch.new_blocks {
-            builder.define(info);
-        }
-        if builder.apply(&batch.events) {
-            published.limit_reached.store(true, Ordering::Release);
-        }
-        published
-            .current_node
-            .store(builder.current_node(), Ordering::Release);
-        published
-            .instructions
-            .store(builder.instructions(), Ordering::Release);
-        progress.store(builder.instructions(), Ordering::Relaxed);
+        let events = apply_batch(&mut builder, batch, published, &progress);
         answer_snapshot(snapshots.as_deref(), pid, &builder);
         published.batches_done.fetch_add(1, Ordering::SeqCst);
         published.wake_sync();
-        let mut events = batch.events;
-        events.clear();
         let _ = give_back.send(events);
     }
     builder.finish()
@@ -518,64 +603,6 @@ fn answer_snapshot(slot: Option<&crate::live::SnapshotSlot>, pid: u64, builder: 
     }
 }
 
-/// `send`, spinning on a full channel for up to `spin` before blocking.
-fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch, spin: Duration) -> Result<(), ()> {
-    let start = Instant::now();
-    loop {
-        match batches.try_send(batch) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Disconnected(_)) => return Err(()),
-            Err(TrySendError::Full(back)) => batch = back,
-        }
-        if !spin_on(start, spin) {
-            return batches.send(batch).map_err(|_| ());
-        }
-    }
-}
-
-/// `recv`, spinning on an empty channel for up to `spin` before blocking;
-/// `None` once the emulation thread has hung up. With `idle`, calls
-/// `while_idle` after each `idle` spent blocked.
-fn recv_spinning(
-    incoming: &Receiver<Batch>,
-    spin: Duration,
-    idle: Option<Duration>,
-    mut while_idle: impl FnMut(),
-) -> Option<Batch> {
-    let start = Instant::now();
-    loop {
-        match incoming.try_recv() {
-            Ok(batch) => return Some(batch),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => {}
-        }
-        if !spin_on(start, spin) {
-            let Some(idle) = idle else {
-                return incoming.recv().ok();
-            };
-            loop {
-                match incoming.recv_timeout(idle) {
-                    Ok(batch) => return Some(batch),
-                    Err(RecvTimeoutError::Disconnected) => return None,
-                    Err(RecvTimeoutError::Timeout) => while_idle(),
-                }
-            }
-        }
-    }
-}
-
-/// One spin-wait step; false once `spin` has passed since `start` (at
-/// once for a zero budget).
-fn spin_on(start: Instant, spin: Duration) -> bool {
-    if spin.is_zero() {
-        return false;
-    }
-    for _ in 0..16 {
-        std::hint::spin_loop();
-    }
-    start.elapsed() < spin
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -589,7 +616,30 @@ mod tests {
         CodeSnapshot::new(vec![(0x1000, code)])
     }
 
-    fn run(limit: u64, events: impl FnOnce(&mut TreeFeed)) -> (BuiltTree, TreeState) {
+    /// Feeds `events` to a builder in each placement; checks that both
+    /// give the same tree, and returns the threaded one's.
+    fn run(limit: u64, events: impl Fn(&mut TreeFeed)) -> (BuiltTree, TreeState) {
+        let (inline, inline_state) = run_placed(limit, &events, Placement::Inline);
+        let (compared, _) = run_placed(limit, &events, Placement::Thread);
+        let (threaded, state) = run_placed(limit, &events, Placement::Thread);
+        assert_eq!(inline_state, state);
+        assert_eq!(inline.executions, threaded.executions);
+        assert_eq!(
+            format!("{:?}", inline.blocks),
+            format!("{:?}", threaded.blocks)
+        );
+        assert_eq!(
+            format!("{:?}", inline.tree.finish()),
+            format!("{:?}", compared.tree.finish())
+        );
+        (threaded, state)
+    }
+
+    fn run_placed(
+        limit: u64,
+        events: impl FnOnce(&mut TreeFeed),
+        placement: Placement,
+    ) -> (BuiltTree, TreeState) {
         let setup = BuilderSetup {
             code: Arc::new(snapshot()),
             function_starts: Arc::new(FunctionStarts::default()),
@@ -599,9 +649,10 @@ mod tests {
             snapshots: None,
             pid: 1,
         };
-        let (mut feed, handle) = spawn(setup).expect("a thread");
+        let (mut feed, handle) = spawn_placed(setup, placement).expect("a thread");
         events(&mut feed);
         let state = feed.close();
+        drop(feed);
         (handle.join().expect("builder thread"), state)
     }
 
@@ -615,11 +666,11 @@ mod tests {
         }
     }
 
-    /// Pinned to one CPU (as `taskset -c 0` does), neither thread spins: the
-    /// other thread could not run while it did.
+    /// Pinned to one CPU (as `taskset -c 0` does), the process counts as
+    /// having one: nothing spins and the builder runs inline.
     #[test]
-    fn one_cpu_means_no_spinning() {
-        let budget = std::thread::spawn(|| {
+    fn affinity_of_one_cpu_is_seen() {
+        let several = std::thread::spawn(|| {
             // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
             // sched_setaffinity only read and write that local set.
             let pinned = unsafe {
@@ -628,11 +679,11 @@ mod tests {
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
             };
             assert_eq!(pinned, 0, "pinning the test thread to CPU 0");
-            spin_budget()
+            waiting::several_cpus()
         })
         .join()
         .expect("test thread");
-        assert_eq!(budget, Duration::ZERO);
+        assert!(!several);
     }
 
     /// The same events give the same tree whether they cross the thread in

@@ -1,6 +1,8 @@
 //! The call-tree thread's side of the feed: finds each block (predicting it
 //! from the block before), counts it and hands it to the builder.
 
+use std::sync::Arc;
+
 use emuprof_loader::FunctionStarts;
 
 use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD, SYSCALL};
@@ -23,22 +25,22 @@ struct TrackedBlock {
 }
 
 /// Applies events to the call tree, in order, until the instruction limit.
-pub(super) struct BuilderThread<'a> {
+pub(super) struct BuilderThread {
     blocks: BlockCache,
     tracked: Vec<TrackedBlock>,
     tree: CallTreeBuilder,
-    code: &'a CodeSnapshot,
-    function_starts: &'a FunctionStarts,
+    code: Arc<CodeSnapshot>,
+    function_starts: Arc<FunctionStarts>,
     instruction_limit: u64,
     previous: usize,
     applying: bool,
 }
 
-impl<'a> BuilderThread<'a> {
+impl BuilderThread {
     pub(super) fn new(
         tree: CallTreeBuilder,
-        code: &'a CodeSnapshot,
-        function_starts: &'a FunctionStarts,
+        code: Arc<CodeSnapshot>,
+        function_starts: Arc<FunctionStarts>,
         instruction_limit: u64,
     ) -> Self {
         BuilderThread {
