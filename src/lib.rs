@@ -42,6 +42,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod binary_identity;
+mod collection;
 mod error;
 pub mod input;
 pub mod output;
