@@ -118,7 +118,14 @@ fn excluding_the_setup_leaves_out_its_subtree_only() {
     };
     let full = run_emuprof(&binary, &["15"], &["--quiet"]);
     let full = full.profile();
-    let part = run_emuprof(&binary, &["15"], &["--quiet", "--exclude", "build_table"]);
+    let part = run_emuprof(&binary, &["15"], &["--exclude", "build_table"]);
+    assert!(
+        part.stderr.contains(
+            "emuprof: counted with --exclude build_table; the rest of the run is left out"
+        ),
+        "the summary says what was counted: {}",
+        part.stderr
+    );
     assert_eq!(
         total(part.profile()),
         total(full) - inclusive(full, "build_table")
@@ -210,4 +217,36 @@ fn a_limits_file_can_measure_one_function_of_a_larger_program() {
         "{}",
         String::from_utf8_lossy(&under.stderr)
     );
+}
+
+#[test]
+fn a_forked_child_starts_on_its_parents_call_stack() {
+    let variant = common::testprog("processes", common::Libc::Glibc, "O2");
+    let full = run_emuprof(&variant.path, &variant.args, &["--quiet"]);
+    let part = run_emuprof(
+        &variant.path,
+        &variant.args,
+        &["--quiet", "--collect", "main"],
+    );
+    let images = |profile: &Value| -> Vec<Value> {
+        std::iter::once(profile.clone())
+            .chain(profile["processes"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    let (full, part) = (images(full.profile()), images(part.profile()));
+    assert_eq!(full.len(), part.len(), "every process image stays");
+    let forked_children = part
+        .iter()
+        .filter(|image| image["process"]["origin"]["image"] == 0)
+        .count();
+    assert!(forked_children > 0);
+    for (whole, collected) in full.iter().zip(&part) {
+        let origin = &collected["process"]["origin"];
+        if origin["kind"] == "forked" && origin["image"] == 0 && total(whole) > 0 {
+            // Forked by the program inside main: main is on the child's
+            // stack from its first instruction until it leaves main.
+            assert!(total(collected) > 0, "{}", collected["process"]);
+        }
+        assert!(total(collected) <= total(whole));
+    }
 }

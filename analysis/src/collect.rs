@@ -12,7 +12,9 @@
 //! * A context is **excluded** when its function matches an `exclude`
 //!   pattern, or its parent context is excluded.
 //! * A spawned thread's root starts afresh: its spawning context lies on
-//!   another thread's stack, not on the new thread's.
+//!   another thread's stack, not on the new thread's. A forked process
+//!   starts on its parent's stack: its root is collected (excluded) when
+//!   the context that forked it was; an exec'd program starts afresh.
 //! * A context **counts** when it is collected and not excluded. Its self
 //!   instructions and system calls are kept; every other context's are 0.
 //! * A context whose whole subtree counts keeps every number it had
@@ -42,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{AnalysisError, Result};
 use crate::instructions::apportion;
-use crate::profile::{CallNode, Profile, COLLECTION_SCHEMA_VERSION};
+use crate::profile::{CallNode, ProcessOrigin, Profile, COLLECTION_SCHEMA_VERSION};
 use crate::symbolicate::derive_totals;
 use crate::threads::{spawned_roots, thread_of_contexts};
 
@@ -115,8 +117,24 @@ impl Profile {
         let mut matched = vec![false; collect.len() + exclude.len()];
         let mut images = std::mem::take(&mut self.processes);
         let mut keep = Vec::with_capacity(images.len() + 1);
+        let mut stacks: Vec<OnStack> = Vec::with_capacity(images.len() + 1);
         for image in std::iter::once(&mut *self).chain(images.iter_mut()) {
-            keep.push(restrict_image(image, &collect, &exclude, &mut matched)?);
+            // A forked process starts on its parent's call stack; an exec'd
+            // program (and the first) on an empty one.
+            let inherited = match image.process.origin {
+                ProcessOrigin::Forked { image: from, at } => stacks
+                    .get(from)
+                    .map_or(OnStack::NOTHING, |s| s.at(at as usize)),
+                _ => OnStack::NOTHING,
+            };
+            let patterns = Patterns {
+                collect: &collect,
+                exclude: &exclude,
+                inherited,
+            };
+            let (kept, on_stack) = restrict_image(image, &patterns, &mut matched)?;
+            keep.push(kept);
+            stacks.push(on_stack);
             image.collection.push(collection.clone());
             image.schema_version = COLLECTION_SCHEMA_VERSION;
         }
@@ -171,10 +189,10 @@ impl Profile {
 /// matched a function that ran.
 fn restrict_image(
     profile: &mut Profile,
-    collect: &[NamePattern],
-    exclude: &[NamePattern],
+    patterns: &Patterns<'_>,
     matched: &mut [bool],
-) -> Result<Vec<bool>> {
+) -> Result<(Vec<bool>, OnStack)> {
+    let (collect, exclude) = (patterns.collect, patterns.exclude);
     let matching = |patterns: &[NamePattern], offset: usize, matched: &mut [bool]| -> Vec<bool> {
         profile
             .functions
@@ -195,7 +213,16 @@ fn restrict_image(
     };
     let collects = matching(collect, 0, matched);
     let excludes = matching(exclude, collect.len(), matched);
-    let counts = counting_contexts(profile, collect.is_empty(), &collects, &excludes);
+    let on_stack = on_stack(
+        profile,
+        collect.is_empty(),
+        &collects,
+        &excludes,
+        &patterns.inherited,
+    );
+    let counts: Vec<bool> = (0..profile.call_tree.len())
+        .map(|node| on_stack.at(node).counts())
+        .collect();
     let full_self: Vec<u64> = self_per_function(profile);
 
     let nodes = &mut profile.call_tree;
@@ -240,34 +267,77 @@ fn restrict_image(
     }
     let kept_self = self_per_function(profile);
     restrict_blocks(profile, &full_self, &kept_self);
-    Ok(counted_below)
+    Ok((counted_below, on_stack))
 }
 
-/// Per context: whether it counts (collected and not excluded).
-fn counting_contexts(
+/// The patterns of a restriction, and what the image's root inherits.
+struct Patterns<'p> {
+    collect: &'p [NamePattern],
+    exclude: &'p [NamePattern],
+    inherited: OnStack,
+}
+
+/// Per context (or for one): whether a collected / an excluded function is
+/// on the call stack there.
+#[derive(Debug, Clone, Default)]
+struct OnStack {
+    collected: Vec<bool>,
+    excluded: Vec<bool>,
+}
+
+impl OnStack {
+    /// Neither a collected nor an excluded function on the stack.
+    const NOTHING: OnStack = OnStack {
+        collected: Vec::new(),
+        excluded: Vec::new(),
+    };
+
+    /// The flags of context `node` alone.
+    fn at(&self, node: usize) -> OnStack {
+        let flag = |flags: &[bool]| flags.get(node).copied().into_iter().collect();
+        OnStack {
+            collected: flag(&self.collected),
+            excluded: flag(&self.excluded),
+        }
+    }
+
+    /// For a single context: whether it counts (collected, not excluded).
+    fn counts(&self) -> bool {
+        self.collected.first() == Some(&true) && self.excluded.first() != Some(&true)
+    }
+}
+
+/// Per context: whether a collected and an excluded function is on its
+/// call stack; the root starts with `inherited` (a forked image's fork
+/// point), a spawned thread's root with nothing.
+fn on_stack(
     profile: &Profile,
     collect_all: bool,
     collects: &[bool],
     excludes: &[bool],
-) -> Vec<bool> {
+    inherited: &OnStack,
+) -> OnStack {
     let spawned = spawned_roots(profile);
     let nodes = &profile.call_tree;
     let mut collected = vec![false; nodes.len()];
     let mut excluded = vec![false; nodes.len()];
     for (index, node) in nodes.iter().enumerate() {
         let function = node.function as usize;
-        let inherit = |flags: &[bool]| match node.parent {
+        let inherit = |flags: &[bool], root: bool| match node.parent {
             Some(parent) if !spawned[index] => flags.get(parent as usize).copied().unwrap_or(false),
-            _ => false,
+            Some(_) => false,
+            None => root,
         };
-        collected[index] = collect_all || collects[function] || inherit(&collected);
-        excluded[index] = excludes[function] || inherit(&excluded);
+        collected[index] = collect_all
+            || collects[function]
+            || inherit(&collected, inherited.collected.first() == Some(&true));
+        excluded[index] =
+            excludes[function] || inherit(&excluded, inherited.excluded.first() == Some(&true));
     }
-    collected
-        .into_iter()
-        .zip(excluded)
-        .map(|(c, e)| c && !e)
-        .collect()
+    OnStack {
+        collected,
+        excluded,
+    }
 }
 
 /// A context whose subtree only partly counts: its new inclusive cost, its
