@@ -110,6 +110,23 @@ pub struct GuestArgs {
     /// input like any argument: its length can change counts.
     #[arg(long, value_name = "NAME")]
     pub argv0: Option<String>,
+    /// What the profile counts (--collect, --exclude).
+    #[command(flatten)]
+    pub collection: CollectArgs,
+}
+
+/// What a run counts: by default every instruction.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CollectArgs {
+    /// Count only the instructions executed while a function matching FUNC
+    /// (its name, or a regex matching whole names) is on the call stack:
+    /// its whole subtree, recursion once. Repeatable.
+    #[arg(long, value_name = "FUNC|REGEX")]
+    pub collect: Vec<String>,
+    /// Leave out the instructions executed while a function matching FUNC is
+    /// on the call stack. Repeatable; combines with --collect.
+    #[arg(long, value_name = "FUNC|REGEX")]
+    pub exclude: Vec<String>,
 }
 
 /// Options of `emuprof run`.

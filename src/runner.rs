@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
-use emuprof_analysis::{Function, LoadedObject, Profile};
+use emuprof_analysis::{Collection, Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
 use emuprof_emu::{LoadedLibrary, RunHandles, RunOptions, RunOutcome, StopReason};
 
@@ -17,6 +17,7 @@ pub struct Run {
     program: PathBuf,
     options: RunOptions,
     handles: RunHandles,
+    collection: Collection,
 }
 
 impl Run {
@@ -30,6 +31,7 @@ impl Run {
             program,
             options: RunOptions::new(args, FilesOptions::for_exe(exe)),
             handles: RunHandles::default(),
+            collection: Collection::default(),
         }
     }
 
@@ -65,6 +67,25 @@ impl Run {
         self
     }
 
+    /// Counts only the instructions executed while a function matching
+    /// `pattern` (its name, or a regular expression matching a whole name)
+    /// is on the call stack; repeatable (see `emuprof_analysis::collect`).
+    /// A pattern that matches no function that ran adds a note saying why
+    /// ([`CompletedRun::notes`]): no such function, inlined away, or never
+    /// called.
+    pub fn collect(mut self, pattern: impl Into<String>) -> Run {
+        self.collection.collect.push(pattern.into());
+        self
+    }
+
+    /// Leaves out the instructions executed while a function matching
+    /// `pattern` is on the call stack; repeatable, combines with
+    /// [`Run::collect`].
+    pub fn exclude(mut self, pattern: impl Into<String>) -> Run {
+        self.collection.exclude.push(pattern.into());
+        self
+    }
+
     /// Changes every other setting (seed, limits, sandbox…).
     pub fn options_mut(&mut self) -> &mut RunOptions {
         &mut self.options
@@ -95,11 +116,17 @@ impl Run {
                 path: self.program.clone(),
                 source,
             })?;
-        let profile = symbolicate(&self.program, &binary, &outcome)?;
+        let mut profile = symbolicate(&self.program, &binary, &outcome)?;
+        let mut notes = outcome.notes;
+        notes.extend(crate::collection::restrict(
+            &mut profile,
+            &self.collection,
+            &binary,
+        )?);
         Ok(CompletedRun {
             profile,
             stop: outcome.stop,
-            notes: outcome.notes,
+            notes,
         })
     }
 }

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::code_table::CodeTable;
+pub use crate::collect::Collection;
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
 pub use emuprof_model::ProcessOrigin;
@@ -18,11 +19,19 @@ pub use emuprof_model::ProcessOrigin;
 /// `execve` replacing another image) and the program it runs.
 pub use emuprof_model::RawProcess as Process;
 
-/// The schema version this crate writes. [`Profile::read_json`] also reads
-/// version 1 (before threads), as one main thread, and version 2 (before
-/// processes and the recorded code), as the run's only process, whose
-/// code needs its binary.
+/// The schema version this crate writes for a profile of the whole run.
+/// [`Profile::read_json`] also reads version 1 (before threads), as one
+/// main thread, and version 2 (before processes and the recorded code), as
+/// the run's only process, whose code needs its binary.
 pub const SCHEMA_VERSION: u32 = 3;
+
+/// The schema version of a profile whose costs cover only what
+/// [`Profile::collection`] collected: a reader that does not know the field
+/// must not take its totals for the whole run's.
+pub const COLLECTION_SCHEMA_VERSION: u32 = 4;
+
+/// The newest schema version [`Profile::read_json`] reads.
+pub const NEWEST_READABLE_SCHEMA_VERSION: u32 = COLLECTION_SCHEMA_VERSION;
 
 /// The oldest schema version [`Profile::read_json`] still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
@@ -33,7 +42,8 @@ pub type FunctionId = u32;
 /// One profiled run, symbolicated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
-    /// Always [`SCHEMA_VERSION`] for profiles this crate writes.
+    /// [`SCHEMA_VERSION`] for profiles of the whole run this crate writes,
+    /// [`COLLECTION_SCHEMA_VERSION`] when `collection` restricts the costs.
     pub schema_version: u32,
     /// Version of emuprof that recorded the profile.
     pub emuprof_version: String,
@@ -48,8 +58,13 @@ pub struct Profile {
     pub exit_status: Option<i32>,
     /// `None` for a complete run; otherwise why the run stopped early.
     pub partial: Option<String>,
-    /// Whole-run totals.
+    /// Whole-run totals (of what was collected, see `collection`).
     pub totals: Totals,
+    /// What the costs cover, when not the whole run: each restriction
+    /// applied (`--collect`, `--exclude`), in order (schema version 4);
+    /// empty for the whole run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collection: Vec<Collection>,
     /// The guest's threads: the main thread first (root `call_tree[0]`), the
     /// others in creation order. Version-1 profiles read as one main thread.
     #[serde(default)]
@@ -222,13 +237,23 @@ impl Profile {
             .schema_version
             .and_then(|v| u32::try_from(v).ok())
             .unwrap_or(0);
-        if !(OLDEST_READABLE_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&found) {
+        if !(OLDEST_READABLE_SCHEMA_VERSION..=NEWEST_READABLE_SCHEMA_VERSION).contains(&found) {
             return Err(AnalysisError::SchemaVersion {
                 found,
-                expected: SCHEMA_VERSION,
+                expected: NEWEST_READABLE_SCHEMA_VERSION,
             });
         }
         let mut profile: Profile = serde_json::from_slice(&bytes)?;
+        if (found == COLLECTION_SCHEMA_VERSION) == profile.collection.is_empty() {
+            return Err(AnalysisError::Inconsistent(format!(
+                "schema_version {found} {} a `collection` field",
+                if found == COLLECTION_SCHEMA_VERSION {
+                    "requires"
+                } else {
+                    "cannot have"
+                }
+            )));
+        }
         if found == 1 {
             crate::threads::upgrade_version_1(&mut profile)?;
         }
@@ -340,7 +365,7 @@ mod tests {
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
         assert!(
-            message.contains("schema_version 7") && message.contains("versions 1 to 3"),
+            message.contains("schema_version 7") && message.contains("versions 1 to 4"),
             "{message}"
         );
     }

@@ -144,6 +144,7 @@ impl Profile {
             blocks: raw.blocks.clone(),
             process: raw.process.clone(),
             processes: Vec::new(),
+            collection: Vec::new(),
             code: None,
         };
         if profile.threads.is_empty() {

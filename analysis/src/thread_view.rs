@@ -147,6 +147,7 @@ impl Profile {
             code: self.code.clone(),
             process: self.process.clone(),
             processes: Vec::new(),
+            collection: self.collection.clone(),
         };
         derive_totals(&mut profile);
         profile

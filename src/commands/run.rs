@@ -140,6 +140,12 @@ impl<'p> Prepared<'p> {
     ) -> Result<Prepared<'p>> {
         let found = program_path::resolve(program)?;
         let mut run = emuprof::Run::new(&found.file).args(args.iter().cloned());
+        for pattern in &guest.collection.collect {
+            run = run.collect(pattern);
+        }
+        for pattern in &guest.collection.exclude {
+            run = run.exclude(pattern);
+        }
         if let Some(argv0) = run.options_mut().args.first_mut() {
             // As a shell does: argv[0] is the name as typed, also when found on PATH.
             *argv0 = program.to_string_lossy().into_owned();
