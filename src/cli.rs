@@ -145,6 +145,9 @@ pub struct RunArgs {
     /// Streaming the growing profile to viewers (--serve).
     #[command(flatten)]
     pub serve: crate::commands::stream::ServeArgs,
+    /// Dumps while running (--dump-every, --dump-at).
+    #[command(flatten)]
+    pub dumps: crate::commands::dumps::DumpArgs,
     /// The static binary to run (looked up on PATH when it has no `/`), then
     /// its arguments: everything after PROGRAM is passed on, options included.
     #[arg(

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::code_table::CodeTable;
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
+pub use emuprof_model::Part;
 pub use emuprof_model::ProcessOrigin;
 /// Which guest process a profile records: pid, parent pid, how it started
 /// (the first program, a fork from a calling context of another image, an
@@ -48,7 +49,11 @@ pub struct Profile {
     pub exit_status: Option<i32>,
     /// `None` for a complete run; otherwise why the run stopped early.
     pub partial: Option<String>,
-    /// Whole-run totals.
+    /// When dumps cut the run into parts, which part this profile is (its
+    /// costs are those of that stretch of the run); absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+    /// Whole-run totals (the part's, for a part).
     pub totals: Totals,
     /// The guest's threads: the main thread first (root `call_tree[0]`), the
     /// others in creation order. Version-1 profiles read as one main thread.

@@ -3,6 +3,7 @@
 pub mod annotate;
 pub mod check;
 pub mod diff;
+pub mod dumps;
 pub mod export;
 mod graphviz;
 mod live;

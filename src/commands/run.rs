@@ -9,6 +9,7 @@ use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
+use super::dumps::RunDumps;
 use super::progress::Progress;
 use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
@@ -46,12 +47,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             address,
         )?
     } else {
-        profile_program(
-            Path::new(args.program()),
-            args.args(),
-            &args.guest,
-            protected,
-        )?
+        profile_with_dumps(&args, protected)?
     };
     let profile = &outcome.profile;
     let written_to = target.describe();
@@ -118,6 +114,38 @@ pub fn profile_program(
 ) -> Result<CompletedRun> {
     let prepared = Prepared::new(program, args, guest, protected_paths)?;
     prepared.execute(|run| Ok(run.execute()?))
+}
+
+/// [`profile_program`] with dumps while running: the parts arrive while
+/// the program runs and are written next to `args.output`; says where they
+/// went.
+fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
+    let mut prepared = Prepared::new(
+        Path::new(args.program()),
+        args.args(),
+        &args.guest,
+        protected_paths,
+    )?;
+    let dumps = RunDumps::start(
+        &args.dumps,
+        Path::new(args.program()),
+        prepared.run.load()?,
+        &args.output,
+    )?;
+    prepared.run.handles_mut().dumps = Some(std::sync::Arc::clone(&dumps.dumps));
+    let outcome = prepared.execute(|run| Ok(run.execute()?));
+    let parts = dumps.writer.finish();
+    match parts.as_slice() {
+        [] => {}
+        [only] => eprintln!("emuprof: part 1 written to {}", only.display()),
+        [first, .., last] => eprintln!(
+            "emuprof: parts 1 to {} written to {} … {}",
+            parts.len(),
+            first.display(),
+            last.display()
+        ),
+    }
+    outcome
 }
 
 /// A run set up from the command line, not started yet.

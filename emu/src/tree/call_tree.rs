@@ -58,6 +58,14 @@ pub struct CallTreeBuilder {
     /// then are self cost of the innermost context, credited when it changes
     /// (not on every block).
     self_mark: u64,
+    /// `total` where the current part began (0 until the first dump).
+    part_start: u64,
+    /// The builder thread looks at the tree once `total` reaches this (the
+    /// instruction limit, the next `--dump-every` cut, or 0 after a return
+    /// of the `--dump-at` function); see [`parts`].
+    attention_at: u64,
+    /// Entry of the `--dump-at` function (`u64::MAX`: none).
+    watched_entry: u64,
 }
 
 /// What the block hook tells the builder about one executed block.
@@ -104,6 +112,9 @@ impl CallTreeBuilder {
             running_since: 0,
             total: 0,
             self_mark: 0,
+            part_start: 0,
+            attention_at: u64::MAX,
+            watched_entry: u64::MAX,
         }
     }
 
@@ -206,7 +217,7 @@ impl CallTreeBuilder {
         FinishedTree {
             nodes: self.nodes,
             threads: self.threads,
-            total: self.total,
+            total: self.total - self.part_start,
         }
     }
 
@@ -329,6 +340,9 @@ impl CallTreeBuilder {
         n.inclusive_instructions += cost;
         n.min_instructions = n.min_instructions.min(cost);
         n.max_instructions = n.max_instructions.max(cost);
+        if n.entry == self.watched_entry {
+            self.attention_at = 0;
+        }
     }
 
     #[inline]
@@ -366,6 +380,7 @@ impl CallTreeBuilder {
     }
 }
 
+mod parts;
 mod threads;
 
 #[cfg(test)]

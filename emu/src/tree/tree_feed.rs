@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use emuprof_loader::FunctionStarts;
 
 mod builder_thread;
+mod cutting;
 
 use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::CallTreeBuilder;
@@ -197,6 +198,19 @@ pub struct BuilderSetup {
     /// The process whose events the builder applies (a live view shows one
     /// process's tree, and only the calls of others).
     pub pid: u64,
+    /// When to cut parts of the run (the first program's image only).
+    pub dumps: Option<PartSetup>,
+}
+
+/// What the builder needs to cut parts: the handle, and what each part
+/// records about the run.
+pub struct PartSetup {
+    /// When to cut, and where the parts go.
+    pub dumps: Arc<crate::dumps::Dumps>,
+    /// The guest's argv.
+    pub command: Vec<String>,
+    /// The process image the parts are of.
+    pub process: emuprof_model::RawProcess,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -205,8 +219,10 @@ pub struct BuiltTree {
     pub tree: CallTreeBuilder,
     /// Every block that ran, by block id.
     pub blocks: Vec<BlockInfo>,
-    /// How many times each block ran, by block id.
+    /// How many times each block ran, by block id (in the last part).
     pub executions: Vec<u64>,
+    /// Which part the tree is, when dumps cut the run.
+    pub last_part: Option<emuprof_model::Part>,
 }
 
 /// Starts a builder thread (`emuprof-tree`, one per guest process image);
@@ -472,10 +488,15 @@ fn build(
         progress,
         snapshots,
         pid,
+        dumps,
     } = setup;
     let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
+    if let Some(dumps) = dumps {
+        builder.cut_parts(dumps, snapshots.clone());
+    }
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
     while let Some(batch) = recv_spinning(incoming, spin, idle, || {
+        builder.between_batches();
         answer_snapshot(snapshots.as_deref(), pid, &builder);
     }) {
         for (start, len) in batch.changed_code {
@@ -487,6 +508,7 @@ fn build(
         if builder.apply(&batch.events) {
             published.limit_reached.store(true, Ordering::Release);
         }
+        builder.between_batches();
         published
             .current_node
             .store(builder.current_node(), Ordering::Release);
@@ -598,6 +620,7 @@ mod tests {
             progress: Arc::default(),
             snapshots: None,
             pid: 1,
+            dumps: None,
         };
         let (mut feed, handle) = spawn(setup).expect("a thread");
         events(&mut feed);

@@ -109,7 +109,7 @@ impl CallTreeBuilder {
 
     /// Credits the running thread with what it ran since it was resumed and
     /// settles its self cost.
-    fn park_running(&mut self) {
+    pub(super) fn park_running(&mut self) {
         self.settle_self_cost();
         self.threads[self.running].instructions += self.total - self.running_since;
         self.running_since = self.total;
