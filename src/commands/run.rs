@@ -9,7 +9,9 @@ use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
+use super::control::server::{ControlServer, Controlled};
 use super::dumps::RunDumps;
+use super::live::LiveResolver;
 use super::progress::Progress;
 use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
@@ -82,6 +84,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 Some(signal) => eprintln!(
                     "emuprof: stopped by {signal}; partial profile written to {written_to}"
                 ),
+                None if super::control::server::stopped_by_control() => eprintln!(
+                    "emuprof: stopped by `emuprof control stop`; partial profile written to \
+                     {written_to}"
+                ),
                 None => eprintln!(
                     "emuprof: {}; partial profile written to {written_to}",
                     outcome.stop
@@ -132,8 +138,29 @@ fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<C
         prepared.run.load()?,
         &args.output,
     )?;
-    prepared.run.handles_mut().dumps = Some(std::sync::Arc::clone(&dumps.dumps));
+    let snapshots = std::sync::Arc::new(emuprof_emu::live::SnapshotSlot::default());
+    let handles = prepared.run.handles_mut();
+    handles.dumps = Some(std::sync::Arc::clone(&dumps.dumps));
+    handles.snapshots = Some(std::sync::Arc::clone(&snapshots));
+    let control = ControlServer::start(Controlled {
+        dumps: std::sync::Arc::clone(&dumps.dumps),
+        written: std::sync::Arc::clone(&dumps.writer.written),
+        snapshots,
+        resolver: LiveResolver::new(prepared.run.load()?),
+        interrupt: std::sync::Arc::clone(&prepared.run.handles_mut().interrupt),
+        command: prepared.run.options_mut().args.clone(),
+    });
+    let control = match control {
+        Ok(server) => Some(server),
+        Err(err) => {
+            eprintln!("emuprof: {err:#}; `emuprof control` cannot reach this run");
+            None
+        }
+    };
     let outcome = prepared.execute(|run| Ok(run.execute()?));
+    if let Some(control) = control {
+        control.finish();
+    }
     let parts = dumps.writer.finish();
     match parts.as_slice() {
         [] => {}

@@ -19,7 +19,7 @@ use clap::Args;
 use emuprof_emu::dumps::Dumps;
 
 pub use naming::part_path;
-pub use writer::PartWriter;
+pub use writer::{PartWriter, Written};
 
 /// Options of `emuprof run` for dumps while running.
 #[derive(Debug, Clone, Args)]

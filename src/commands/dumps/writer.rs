@@ -19,7 +19,26 @@ use super::part_path;
 #[derive(Debug, Default)]
 pub struct Written {
     /// Paths of the parts written, in order.
-    pub paths: Mutex<Vec<PathBuf>>,
+    paths: Mutex<Vec<PathBuf>>,
+}
+
+impl Written {
+    /// How many parts have been written.
+    pub fn count(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The newest part's path, when more than `count` have been written.
+    pub fn newest_after(&self, count: usize) -> Option<PathBuf> {
+        let paths = self.lock();
+        (paths.len() > count)
+            .then(|| paths.last().cloned())
+            .flatten()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.paths.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Writes the parts of one run.
@@ -56,11 +75,7 @@ impl PartWriter {
                 };
                 let path = part_path(&output, part.part.index);
                 match write_part(&program, &binary, &part, &path) {
-                    Ok(()) => their_written
-                        .paths
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(path),
+                    Ok(()) => their_written.lock().push(path),
                     Err(err) => eprintln!("emuprof: {err:#}"),
                 }
             })
@@ -77,7 +92,7 @@ impl PartWriter {
     pub fn finish(self) -> Vec<PathBuf> {
         self.done.store(true, Ordering::Release);
         let _ = self.thread.join();
-        std::mem::take(&mut *self.written.paths.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.written.lock())
     }
 }
 
