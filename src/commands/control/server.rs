@@ -100,6 +100,10 @@ fn answer(stream: UnixStream, controlled: &mut Controlled) -> std::io::Result<()
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut writer = stream.try_clone()?;
     let uid = super::peer::uid_of(&stream)?;
+    // The request is read first even when it is refused: closing a socket
+    // with unread data resets it, and the refusal would be lost.
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line)?;
     if uid != socket_dir::euid() {
         return writeln!(
             writer,
@@ -107,8 +111,6 @@ fn answer(stream: UnixStream, controlled: &mut Controlled) -> std::io::Result<()
             socket_dir::euid()
         );
     }
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line)?;
     let reply = match line.trim() {
         "info" => Ok(format!(
             "pid {}\ncommand {}\nparts {}\n",
