@@ -51,6 +51,9 @@ pub struct CallTreeBuilder {
     threads: Vec<ThreadRecord>,
     /// Index of the running thread.
     running: usize,
+    /// By thread index, whether the thread has exited (its frames are no
+    /// calls any more; only cuts need to know).
+    exited: Vec<bool>,
     /// `total` when the running thread last started running.
     running_since: u64,
     total: u64,
@@ -109,6 +112,7 @@ impl CallTreeBuilder {
                 instructions: 0,
             }],
             running: 0,
+            exited: vec![false],
             running_since: 0,
             total: 0,
             self_mark: 0,

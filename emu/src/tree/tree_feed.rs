@@ -80,6 +80,8 @@ const SIGNAL_HANDLER: u64 = SPECIAL | 2;
 const SPAWN_THREAD: u64 = SPECIAL | 3;
 /// Another guest thread runs from the next event on; `sp` holds its index.
 const SWITCH_THREAD: u64 = SPECIAL | 4;
+/// As [`SWITCH_THREAD`], away from a thread that has exited.
+const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -311,9 +313,16 @@ impl TreeFeed {
         self.block(TreeEvent::special_with(SPAWN_THREAD, sp));
     }
 
-    /// Guest thread `index` runs from the next block on.
-    pub fn switch_thread(&mut self, index: usize) {
-        self.block(TreeEvent::special_with(SWITCH_THREAD, index as u64));
+    /// Guest thread `index` runs from the next block on; the thread that
+    /// ran before it has exited when `previous_exited` (one event either
+    /// way, so the scheduler's count of events is the same).
+    pub fn switch_thread(&mut self, index: usize, previous_exited: bool) {
+        let key = if previous_exited {
+            SWITCH_AFTER_EXIT
+        } else {
+            SWITCH_THREAD
+        };
+        self.block(TreeEvent::special_with(key, index as u64));
     }
 
     /// How many events have been fed so far: a measure of guest work that

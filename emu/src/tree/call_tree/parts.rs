@@ -61,9 +61,8 @@ impl CallTreeBuilder {
         self.part_start
     }
 
-    /// Cuts a part here (see the module doc); `exited(index)` says which
-    /// threads have ended (their frames are no calls any more).
-    pub fn cut(&mut self, exited: impl Fn(usize) -> bool) -> PartTree {
+    /// Cuts a part here (see the module doc).
+    pub fn cut(&mut self) -> PartTree {
         self.park_running();
         let part = CallTreeBuilder {
             nodes: self.nodes.clone(),
@@ -74,6 +73,7 @@ impl CallTreeBuilder {
             parked: self.parked.clone(),
             threads: self.threads.clone(),
             running: self.running,
+            exited: self.exited.clone(),
             running_since: self.running_since,
             total: self.total,
             self_mark: self.self_mark,
@@ -81,19 +81,18 @@ impl CallTreeBuilder {
             attention_at: u64::MAX,
             watched_entry: u64::MAX,
         };
-        let open_calls = self.active_calls(&exited);
+        let open_calls = self.active_calls();
         // The copy closes every frame, an ended thread's too (its calls
         // ended with it; their costs belong to this part).
         let tree = part.finish();
-        self.start_next_part(&exited);
+        self.start_next_part();
         PartTree { tree, open_calls }
     }
 
-    /// Every live thread's active calls, thread by thread, outermost first;
-    /// `exited(index)` says which threads have ended.
-    pub fn active_calls(&self, exited: impl Fn(usize) -> bool) -> Vec<NodeId> {
+    /// Every live thread's active calls, thread by thread, outermost first.
+    pub fn active_calls(&self) -> Vec<NodeId> {
         (0..self.parked.len())
-            .filter(|&index| !exited(index))
+            .filter(|&index| !self.exited[index])
             .flat_map(|index| {
                 let thread = self.parked[index].as_ref().unwrap_or(&self.thread);
                 thread.frames.iter().map(|f| f.node)
@@ -102,7 +101,7 @@ impl CallTreeBuilder {
     }
 
     /// Zeroes every cost and starts the open calls again at the cut.
-    fn start_next_part(&mut self, exited: &impl Fn(usize) -> bool) {
+    fn start_next_part(&mut self) {
         for node in &mut self.nodes {
             let (parent, entry, return_address) = (node.parent, node.entry, node.return_address);
             *node = emuprof_model::RawNode {
@@ -119,7 +118,7 @@ impl CallTreeBuilder {
         let total = self.total;
         for index in 0..self.parked.len() {
             let thread = self.parked[index].as_mut().unwrap_or(&mut self.thread);
-            if exited(index) {
+            if self.exited[index] {
                 // Its calls ended with it (the running thread keeps its
                 // root frame, which the builder never pops).
                 thread.frames.truncate(usize::from(index == self.running));
@@ -174,7 +173,7 @@ mod tests {
 
         let mut cut = CallTreeBuilder::new(0x1000, 0x8000);
         feed(&mut cut, false);
-        let first = cut.cut(|_| false);
+        let first = cut.cut();
         feed(&mut cut, true);
         let second = cut.finish();
         assert_eq!(first.open_calls, [0, 1]);

@@ -3,7 +3,10 @@
 
 use emuprof_loader::FunctionStarts;
 
-use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD, SYSCALL};
+use super::{
+    BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT, SWITCH_THREAD,
+    SYSCALL,
+};
 use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -90,6 +93,10 @@ impl<'a> BuilderThread<'a> {
                     SIGNAL_HANDLER => self.tree.enter_signal_handler(),
                     SPAWN_THREAD => self.tree.spawn_thread(event.sp),
                     SWITCH_THREAD => self.tree.switch_thread(event.sp as usize),
+                    SWITCH_AFTER_EXIT => {
+                        self.tree.running_thread_exited();
+                        self.tree.switch_thread(event.sp as usize);
+                    }
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
                 continue;

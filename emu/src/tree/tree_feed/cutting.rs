@@ -60,11 +60,12 @@ impl Cutter {
         }
     }
 
-    /// Threads by index: their ids and whether they have exited.
-    fn threads(&self) -> Vec<(u64, bool)> {
+    /// The guest's id of each thread, by index (the emulation thread tells
+    /// the slot before the tree reaches the thread).
+    fn thread_ids(&self) -> Vec<u64> {
         self.slot
             .as_ref()
-            .map(|slot| slot.thread_ids())
+            .map(|slot| slot.thread_ids().into_iter().map(|t| t.0).collect())
             .unwrap_or_default()
     }
 
@@ -78,15 +79,14 @@ impl Cutter {
         cut_by: &str,
         keep: bool,
     ) {
-        let threads = self.threads();
         let first_instruction = tree.part_start();
-        let cut = tree.cut(|index| threads.get(index).is_some_and(|t| t.1));
+        let cut = tree.cut();
         let continued = std::mem::replace(&mut self.continued, cut.open_calls.clone());
         if !keep {
             return;
         }
         self.delivered += 1;
-        let tids: Vec<u64> = threads.iter().map(|t| t.0).collect();
+        let tids = self.thread_ids();
         let mut profile = RawProfile {
             command: self.command.clone(),
             exit_status: None,
@@ -123,13 +123,12 @@ impl Cutter {
         if tree.part_start() == 0 && self.delivered == 0 {
             return None;
         }
-        let threads = self.threads();
         Some(Part {
             index: self.delivered + 1,
             first_instruction: tree.part_start(),
             last_instruction: tree.total_instructions(),
             cut_by: "end".to_string(),
-            open_calls: tree.active_calls(|index| threads.get(index).is_some_and(|t| t.1)),
+            open_calls: tree.active_calls(),
             continued_calls: self.continued.clone(),
         })
     }
