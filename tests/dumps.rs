@@ -274,3 +274,48 @@ fn sigusr2_writes_a_part_report_reads_while_the_run_goes_on_and_sigusr1_zeroes()
         last["part"]["last_instruction"].as_u64().unwrap() - zeroed_at
     );
 }
+
+/// With guest threads, every function's self cost still adds up over the
+/// parts, and the parts repeat: a thread's exit reaches the call tree in
+/// order, never early from the emulation thread running ahead.
+#[test]
+fn parts_of_a_threaded_run_add_up_per_function_and_thread() {
+    let threads = testprog("threads", Libc::Glibc, "O2");
+    let whole_dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<&str> = threads.args.iter().map(String::as_str).collect();
+    let whole = read(&run(whole_dir.path(), &[], &threads.path, &args));
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(
+        dir.path(),
+        &["--dump-every", "200000"],
+        &threads.path,
+        &args,
+    );
+    let profiles: Vec<Value> = parts(dir.path()).iter().map(|p| read(p)).collect();
+    assert!(profiles.len() > 10, "{} parts", profiles.len());
+    assert_contiguous(&profiles);
+    assert_eq!(
+        self_costs(profiles.iter()),
+        self_costs(std::iter::once(&whole))
+    );
+    let mut per_thread: BTreeMap<u64, u64> = BTreeMap::new();
+    for profile in &profiles {
+        for thread in profile["threads"].as_array().unwrap() {
+            *per_thread
+                .entry(thread["id"].as_u64().unwrap())
+                .or_default() += thread["instructions"].as_u64().unwrap();
+        }
+    }
+    let whole_threads: BTreeMap<u64, u64> = whole["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_u64().unwrap(),
+                t["instructions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(per_thread, whole_threads);
+}
