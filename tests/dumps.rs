@@ -154,6 +154,33 @@ fn dump_every_gives_parts_that_add_up_to_the_run_and_repeat_byte_for_byte() {
         .output()
         .unwrap();
     assert!(diff.status.success(), "{diff:?}");
+    let limits = runs[0].path().join("limits.toml");
+    std::fs::write(&limits, "[total]\nmax_instructions = 1000000000\n").unwrap();
+    let export_to = runs[0].path().join("part.callgrind");
+    for command in [
+        vec![
+            PathBuf::from("annotate"),
+            paths[1].clone(),
+            PathBuf::from("fib"),
+        ],
+        vec![
+            PathBuf::from("export"),
+            paths[1].clone(),
+            PathBuf::from("-f"),
+            PathBuf::from("callgrind"),
+            PathBuf::from("-o"),
+            export_to,
+        ],
+        vec![
+            PathBuf::from("check"),
+            PathBuf::from("--limits"),
+            limits,
+            paths[1].clone(),
+        ],
+    ] {
+        let output = emuprof().args(&command).output().unwrap();
+        assert!(output.status.success(), "{command:?}: {output:?}");
+    }
 }
 
 #[test]
