@@ -49,11 +49,13 @@ pub enum Command {
     View(crate::commands::view::ViewArgs),
     /// List the system calls the guest can make and how far each is emulated.
     Syscalls(crate::commands::syscalls::SyscallsArgs),
+    /// Talk to a running emuprof: dump a part, zero, print the guest's call stacks, stop.
+    Control(crate::commands::control::ControlArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
 pub const SUBCOMMANDS: &[&str] = &[
-    "run", "report", "export", "check", "diff", "annotate", "view", "syscalls", "help",
+    "run", "report", "export", "check", "diff", "annotate", "view", "syscalls", "control", "help",
 ];
 
 /// What to do when the guest makes a syscall emuprof does not emulate.
@@ -162,6 +164,9 @@ pub struct RunArgs {
     /// Streaming the growing profile to viewers (--serve).
     #[command(flatten)]
     pub serve: crate::commands::stream::ServeArgs,
+    /// Dumps while running (--dump-every, --dump-at).
+    #[command(flatten)]
+    pub dumps: crate::commands::dumps::DumpArgs,
     /// The static binary to run (looked up on PATH when it has no `/`), then
     /// its arguments: everything after PROGRAM is passed on, options included.
     #[arg(

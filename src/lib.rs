@@ -60,7 +60,7 @@ pub use emuprof_emu::{
 };
 pub use emuprof_loader::LoadError;
 pub use error::{Error, Result};
-pub use runner::{CompletedRun, Run};
+pub use runner::{symbolicate_part, CompletedRun, Run};
 
 /// The README's library example (section "From Rust tests"), compiled by
 /// `cargo test --doc`; `tests/readme_example.rs` checks that the two are equal.

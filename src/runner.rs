@@ -141,11 +141,7 @@ pub fn symbolicate(
     binary: &emuprof_loader::Binary,
     outcome: &RunOutcome,
 ) -> Result<Profile> {
-    // Absolute and without `.` components (`dir/./bin/prog` is `dir/bin/prog`).
-    let program: PathBuf = std::path::absolute(program)
-        .unwrap_or_else(|_| program.to_path_buf())
-        .components()
-        .collect();
+    let program = absolute_program(program);
     let mut first = symbolicate_image(
         &program,
         Some(&program),
@@ -173,7 +169,37 @@ pub fn symbolicate(
         programs.push((path, on_host));
     }
     first.validate_process_table()?;
+    first.part = outcome.part.clone();
     Ok(first)
+}
+
+/// Symbolicates one part of a run cut by dumps (see
+/// [`emuprof_emu::dumps`]): a profile of the first program's image over
+/// that stretch of the run.
+pub fn symbolicate_part(
+    program: &Path,
+    binary: &emuprof_loader::Binary,
+    part: &emuprof_emu::dumps::RawPart,
+) -> Result<Profile> {
+    let program = absolute_program(program);
+    let mut profile = symbolicate_image(
+        &program,
+        Some(&program),
+        binary,
+        &part.profile,
+        &part.libraries,
+    )?;
+    profile.part = Some(part.part.clone());
+    Ok(profile)
+}
+
+/// `program` absolute and without `.` components (`dir/./bin/prog` is
+/// `dir/bin/prog`), as profiles name it.
+fn absolute_program(program: &Path) -> PathBuf {
+    std::path::absolute(program)
+        .unwrap_or_else(|_| program.to_path_buf())
+        .components()
+        .collect()
 }
 
 /// Symbolicates one process image: its raw profile through its program and

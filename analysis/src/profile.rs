@@ -13,6 +13,7 @@ use crate::code_table::CodeTable;
 pub use crate::collect::Collection;
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
+pub use emuprof_model::Part;
 pub use emuprof_model::ProcessOrigin;
 /// Which guest process a profile records: pid, parent pid, how it started
 /// (the first program, a fork from a calling context of another image, an
@@ -58,7 +59,12 @@ pub struct Profile {
     pub exit_status: Option<i32>,
     /// `None` for a complete run; otherwise why the run stopped early.
     pub partial: Option<String>,
-    /// Whole-run totals (of what was collected, see `collection`).
+    /// When dumps cut the run into parts, which part this profile is (its
+    /// costs are those of that stretch of the run); absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+    /// Whole-run totals (the part's, for a part; of what was collected,
+    /// see `collection`).
     pub totals: Totals,
     /// What the costs cover, when not the whole run: each restriction
     /// applied (`--collect`, `--exclude`), in order (schema version 4);

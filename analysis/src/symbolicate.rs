@@ -134,6 +134,7 @@ impl Profile {
             objects: Vec::new(),
             exit_status: raw.exit_status,
             partial: raw.partial.clone(),
+            part: None,
             totals: Totals {
                 instructions: raw.total_instructions,
                 ..Totals::default()

@@ -126,6 +126,7 @@ impl Profile {
             objects: self.objects.clone(),
             exit_status: self.exit_status,
             partial: self.partial.clone(),
+            part: self.part.clone(),
             totals: crate::profile::Totals {
                 instructions,
                 ..Default::default()

@@ -9,6 +9,9 @@ use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
+use super::control::server::{ControlServer, Controlled};
+use super::dumps::RunDumps;
+use super::live::LiveResolver;
 use super::progress::Progress;
 use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
@@ -46,12 +49,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             address,
         )?
     } else {
-        profile_program(
-            Path::new(args.program()),
-            args.args(),
-            &args.guest,
-            protected,
-        )?
+        profile_with_dumps(&args, protected)?
     };
     let profile = &outcome.profile;
     let written_to = target.describe();
@@ -86,6 +84,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 Some(signal) => eprintln!(
                     "emuprof: stopped by {signal}; partial profile written to {written_to}"
                 ),
+                None if super::control::server::stopped_by_control() => eprintln!(
+                    "emuprof: stopped by `emuprof control stop`; partial profile written to \
+                     {written_to}"
+                ),
                 None => eprintln!(
                     "emuprof: {}; partial profile written to {written_to}",
                     outcome.stop
@@ -118,6 +120,59 @@ pub fn profile_program(
 ) -> Result<CompletedRun> {
     let prepared = Prepared::new(program, args, guest, protected_paths)?;
     prepared.execute(|run| Ok(run.execute()?))
+}
+
+/// [`profile_program`] with dumps while running: the parts arrive while
+/// the program runs and are written next to `args.output`; says where they
+/// went.
+fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
+    let mut prepared = Prepared::new(
+        Path::new(args.program()),
+        args.args(),
+        &args.guest,
+        protected_paths,
+    )?;
+    let dumps = RunDumps::start(
+        &args.dumps,
+        Path::new(args.program()),
+        prepared.run.load()?,
+        &args.output,
+    )?;
+    let snapshots = std::sync::Arc::new(emuprof_emu::live::SnapshotSlot::default());
+    let handles = prepared.run.handles_mut();
+    handles.dumps = Some(std::sync::Arc::clone(&dumps.dumps));
+    handles.snapshots = Some(std::sync::Arc::clone(&snapshots));
+    let control = ControlServer::start(Controlled {
+        dumps: std::sync::Arc::clone(&dumps.dumps),
+        written: std::sync::Arc::clone(&dumps.writer.written),
+        snapshots,
+        resolver: LiveResolver::new(prepared.run.load()?),
+        interrupt: std::sync::Arc::clone(&prepared.run.handles_mut().interrupt),
+        command: prepared.run.options_mut().args.clone(),
+    });
+    let control = match control {
+        Ok(server) => Some(server),
+        Err(err) => {
+            eprintln!("emuprof: {err:#}; `emuprof control` cannot reach this run");
+            None
+        }
+    };
+    let outcome = prepared.execute(|run| Ok(run.execute()?));
+    if let Some(control) = control {
+        control.finish();
+    }
+    let parts = dumps.writer.finish();
+    match parts.as_slice() {
+        [] => {}
+        [only] => eprintln!("emuprof: part 1 written to {}", only.display()),
+        [first, .., last] => eprintln!(
+            "emuprof: parts 1 to {} written to {} … {}",
+            parts.len(),
+            first.display(),
+            last.display()
+        ),
+    }
+    outcome
 }
 
 /// A run set up from the command line, not started yet.

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use emuprof_loader::{Binary, Image};
-use emuprof_model::{Block, RawProcess, RawProfile, RawThread};
+use emuprof_model::{RawProcess, RawProfile};
 use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
@@ -24,10 +24,11 @@ use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
-use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
-use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup};
+use crate::tree::recorded;
+use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup, BuiltTree};
 use crate::{cpu, initial_stack, EmuError};
 
 /// A guest process image that has started and not yet been finished.
@@ -167,6 +168,11 @@ impl GuestProcess {
             progress: Arc::clone(&handles.progress),
             snapshots: handles.snapshots.clone(),
             pid: identity.pid,
+            dumps: handles.dumps.clone().map(|dumps| tree_feed::PartSetup {
+                dumps,
+                command: options.args.clone(),
+                process: identity.clone(),
+            }),
         })
         .map_err(EmuError::BuilderStart)?;
         // Loading changed code nothing has decoded yet.
@@ -270,20 +276,9 @@ impl GuestProcess {
         let sys = state.into_inner().sys;
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &symbols);
-        let blocks = collect_blocks(&built.blocks, &built.executions);
+        let blocks = recorded::block_table(&built.blocks, &built.executions);
         let finished = built.tree.finish();
-        let threads = finished
-            .threads
-            .iter()
-            .enumerate()
-            .map(|(index, t)| RawThread {
-                id: tids.get(index).copied().unwrap_or_default(),
-                parent: t.parent.and_then(|p| tids.get(p).copied()),
-                spawned_at: t.spawned_at,
-                root: t.root,
-                instructions: t.instructions,
-            })
-            .collect();
+        let threads = recorded::thread_table(&finished.threads, &tids);
         let profile = RawProfile {
             command,
             exit_status: stop.exit_status(),
@@ -296,6 +291,8 @@ impl GuestProcess {
         };
         Ok(FinishedImage {
             profile,
+            part: built.last_part,
+            instructions_run: tree_state.instructions,
             stop,
             notes,
             binary,
@@ -309,6 +306,10 @@ impl GuestProcess {
 pub(super) struct FinishedImage {
     /// Its profile.
     pub profile: RawProfile,
+    /// Which part of the run `profile` is, when dumps cut it.
+    pub part: Option<emuprof_model::Part>,
+    /// Every instruction it ran (`profile` has those of its last part).
+    pub instructions_run: u64,
     /// Why it ended.
     pub stop: StopReason,
     /// Notes for the user.
@@ -500,32 +501,4 @@ pub(super) fn install_hooks(
         }
     }
     Ok(())
-}
-
-/// The block table: every block that ran. Code that changed while the guest
-/// ran may have several decodes at one address and size: one row per
-/// distinct instruction count (a decode of unchanged code again, after a
-/// re-protection, joins its first row).
-fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
-    let mut blocks: Vec<Block> = blocks
-        .iter()
-        .zip(executions)
-        .filter(|(_, &executions)| executions > 0)
-        .map(|(b, &executions)| Block {
-            address: b.address,
-            size: b.size,
-            instructions: b.instructions,
-            executions,
-        })
-        .collect();
-    blocks.sort_by_key(|b| (b.address, b.size, b.instructions));
-    blocks.dedup_by(|later, kept| {
-        let same = (later.address, later.size, later.instructions)
-            == (kept.address, kept.size, kept.instructions);
-        if same {
-            kept.executions += later.executions;
-        }
-        same
-    });
-    blocks
 }

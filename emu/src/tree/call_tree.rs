@@ -51,6 +51,9 @@ pub struct CallTreeBuilder {
     threads: Vec<ThreadRecord>,
     /// Index of the running thread.
     running: usize,
+    /// By thread index, whether the thread has exited (its frames are no
+    /// calls any more; only cuts need to know).
+    exited: Vec<bool>,
     /// `total` when the running thread last started running.
     running_since: u64,
     total: u64,
@@ -58,6 +61,14 @@ pub struct CallTreeBuilder {
     /// then are self cost of the innermost context, credited when it changes
     /// (not on every block).
     self_mark: u64,
+    /// `total` where the current part began (0 until the first dump).
+    part_start: u64,
+    /// The builder thread looks at the tree once `total` reaches this (the
+    /// instruction limit, the next `--dump-every` cut, or 0 after a return
+    /// of the `--dump-at` function); see [`parts`].
+    attention_at: u64,
+    /// Entry of the `--dump-at` function (`u64::MAX`: none).
+    watched_entry: u64,
 }
 
 /// What the block hook tells the builder about one executed block.
@@ -101,9 +112,13 @@ impl CallTreeBuilder {
                 instructions: 0,
             }],
             running: 0,
+            exited: vec![false],
             running_since: 0,
             total: 0,
             self_mark: 0,
+            part_start: 0,
+            attention_at: u64::MAX,
+            watched_entry: u64::MAX,
         }
     }
 
@@ -206,7 +221,7 @@ impl CallTreeBuilder {
         FinishedTree {
             nodes: self.nodes,
             threads: self.threads,
-            total: self.total,
+            total: self.total - self.part_start,
         }
     }
 
@@ -329,6 +344,9 @@ impl CallTreeBuilder {
         n.inclusive_instructions += cost;
         n.min_instructions = n.min_instructions.min(cost);
         n.max_instructions = n.max_instructions.max(cost);
+        if n.entry == self.watched_entry {
+            self.attention_at = 0;
+        }
     }
 
     #[inline]
@@ -366,6 +384,7 @@ impl CallTreeBuilder {
     }
 }
 
+mod parts;
 mod threads;
 
 #[cfg(test)]

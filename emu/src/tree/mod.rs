@@ -10,5 +10,6 @@
 pub mod blocks;
 pub mod call_tree;
 pub mod code_snapshot;
+pub mod recorded;
 pub mod shadow_stack;
 pub mod tree_feed;

@@ -36,6 +36,7 @@ use std::time::Duration;
 use emuprof_loader::FunctionStarts;
 
 mod builder_thread;
+mod cutting;
 mod placement;
 mod waiting;
 
@@ -67,6 +68,8 @@ const SIGNAL_HANDLER: u64 = SPECIAL | 2;
 const SPAWN_THREAD: u64 = SPECIAL | 3;
 /// Another guest thread runs from the next event on; `sp` holds its index.
 const SWITCH_THREAD: u64 = SPECIAL | 4;
+/// As [`SWITCH_THREAD`], away from a thread that has exited.
+const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -175,6 +178,10 @@ pub struct TreeFeed {
 struct InlineBuilder {
     builder: BuilderThread,
     progress: Arc<AtomicU64>,
+    /// Where `emuprof control` asks for the call stacks (answered after
+    /// each batch: the emulation thread has no idle moments to answer in).
+    snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+    pid: u64,
     built: Arc<Mutex<Option<BuiltTree>>>,
 }
 
@@ -220,6 +227,19 @@ pub struct BuilderSetup {
     /// The process whose events the builder applies (a live view shows one
     /// process's tree, and only the calls of others).
     pub pid: u64,
+    /// When to cut parts of the run (the first program's image only).
+    pub dumps: Option<PartSetup>,
+}
+
+/// What the builder needs to cut parts: the handle, and what each part
+/// records about the run.
+pub struct PartSetup {
+    /// When to cut, and where the parts go.
+    pub dumps: Arc<crate::dumps::Dumps>,
+    /// The guest's argv.
+    pub command: Vec<String>,
+    /// The process image the parts are of.
+    pub process: emuprof_model::RawProcess,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -228,8 +248,10 @@ pub struct BuiltTree {
     pub tree: CallTreeBuilder,
     /// Every block that ran, by block id.
     pub blocks: Vec<BlockInfo>,
-    /// How many times each block ran, by block id.
+    /// How many times each block ran, by block id (in the last part).
     pub executions: Vec<u64>,
+    /// Which part the tree is, when dumps cut the run.
+    pub last_part: Option<emuprof_model::Part>,
 }
 
 /// Starts the call-tree builder of one guest process image where
@@ -237,7 +259,10 @@ pub struct BuiltTree {
 /// returned feed sends events to, or inside the feed. Fails only when the
 /// system cannot start a thread.
 pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, BuilderHandle)> {
-    let placement = Placement::choose(setup.snapshots.is_some());
+    // A live view or stream (never with dumps) wants its snapshots while
+    // the guest waits too, which only a thread can give; a plain run's
+    // `emuprof control` (with dumps) is answered after each batch.
+    let placement = Placement::choose(setup.snapshots.is_some() && setup.dumps.is_none());
     spawn_placed(setup, placement)
 }
 
@@ -263,14 +288,20 @@ fn spawn_placed(
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
+        let mut builder = BuilderThread::new(
+            setup.tree,
+            setup.code,
+            setup.function_starts,
+            setup.instruction_limit,
+        );
+        if let Some(dumps) = setup.dumps {
+            builder.cut_parts(dumps, setup.snapshots.clone());
+        }
         feed.inline = Some(Box::new(InlineBuilder {
-            builder: BuilderThread::new(
-                setup.tree,
-                setup.code,
-                setup.function_starts,
-                setup.instruction_limit,
-            ),
+            builder,
             progress: setup.progress,
+            snapshots: setup.snapshots,
+            pid: setup.pid,
             built: Arc::clone(&built),
         }));
         return Ok((feed, BuilderHandle::Inline(built)));
@@ -342,9 +373,16 @@ impl TreeFeed {
         self.block(TreeEvent::special_with(SPAWN_THREAD, sp));
     }
 
-    /// Guest thread `index` runs from the next block on.
-    pub fn switch_thread(&mut self, index: usize) {
-        self.block(TreeEvent::special_with(SWITCH_THREAD, index as u64));
+    /// Guest thread `index` runs from the next block on; the thread that
+    /// ran before it has exited when `previous_exited` (one event either
+    /// way, so the scheduler's count of events is the same).
+    pub fn switch_thread(&mut self, index: usize, previous_exited: bool) {
+        let key = if previous_exited {
+            SWITCH_AFTER_EXIT
+        } else {
+            SWITCH_THREAD
+        };
+        self.block(TreeEvent::special_with(key, index as u64));
     }
 
     /// How many events have been fed so far: a measure of guest work that
@@ -441,6 +479,7 @@ impl TreeFeed {
                 &self.published,
                 &inline.progress,
             );
+            answer_snapshot(inline.snapshots.as_deref(), inline.pid, &inline.builder);
             return;
         }
         let Some(batches) = &self.batches else {
@@ -498,6 +537,7 @@ fn apply_batch(
     if builder.apply(&batch.events) {
         published.limit_reached.store(true, Ordering::Release);
     }
+    builder.between_batches();
     published
         .current_node
         .store(builder.current_node(), Ordering::Release);
@@ -573,11 +613,16 @@ fn build(
         progress,
         snapshots,
         pid,
+        dumps,
     } = setup;
     let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
+    if let Some(dumps) = dumps {
+        builder.cut_parts(dumps, snapshots.clone());
+    }
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
     let mut spin = Spin::new();
     while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
+        builder.between_batches();
         answer_snapshot(snapshots.as_deref(), pid, &builder);
     }) {
         let events = apply_batch(&mut builder, batch, published, &progress);
@@ -648,6 +693,7 @@ mod tests {
             progress: Arc::default(),
             snapshots: None,
             pid: 1,
+            dumps: None,
         };
         let (mut feed, handle) = spawn_placed(setup, placement).expect("a thread");
         events(&mut feed);

@@ -402,7 +402,8 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
             std::mem::swap(&mut st.signal_contexts, &mut thread.signal_contexts);
         }
         st.threads.running = next;
-        st.feed.switch_thread(next);
+        let previous_exited = st.threads.threads[previous].state == RunState::Exited;
+        st.feed.switch_thread(next, previous_exited);
     }
     if let Some(result) = st.threads.current().resume_result.take() {
         uc.reg_write(RegisterX86::RAX, result)

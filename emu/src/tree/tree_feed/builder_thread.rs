@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use emuprof_loader::FunctionStarts;
 
-use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD, SYSCALL};
+use super::{
+    BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT, SWITCH_THREAD,
+    SYSCALL,
+};
 use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -34,6 +37,8 @@ pub(super) struct BuilderThread {
     instruction_limit: u64,
     previous: usize,
     applying: bool,
+    /// Cuts parts of the run, when dumps are asked for.
+    cutter: Option<super::cutting::Cutter>,
 }
 
 impl BuilderThread {
@@ -43,6 +48,8 @@ impl BuilderThread {
         function_starts: Arc<FunctionStarts>,
         instruction_limit: u64,
     ) -> Self {
+        let mut tree = tree;
+        tree.attend_at(instruction_limit);
         BuilderThread {
             blocks: BlockCache::new().expect("capstone handles x86-64"),
             tracked: Vec::new(),
@@ -52,6 +59,7 @@ impl BuilderThread {
             instruction_limit,
             previous: NO_BLOCK,
             applying: true,
+            cutter: None,
         }
     }
 
@@ -87,6 +95,10 @@ impl BuilderThread {
                     SIGNAL_HANDLER => self.tree.enter_signal_handler(),
                     SPAWN_THREAD => self.tree.spawn_thread(event.sp),
                     SWITCH_THREAD => self.tree.switch_thread(event.sp as usize),
+                    SWITCH_AFTER_EXIT => {
+                        self.tree.running_thread_exited();
+                        self.tree.switch_thread(event.sp as usize);
+                    }
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
                 continue;
@@ -98,7 +110,7 @@ impl BuilderThread {
             if self.tree.on_block(block.event, || event.sp) {
                 block.event.is_function_start = true;
             }
-            if self.tree.total_instructions() >= self.instruction_limit {
+            if self.tree.needs_attention() && self.attend() {
                 self.applying = false;
             }
         }
@@ -127,10 +139,87 @@ impl BuilderThread {
 
     pub(super) fn finish(self) -> BuiltTree {
         let executions = self.tracked.iter().map(|r| r.executions).collect();
+        let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
             tree: self.tree,
             blocks: self.blocks.into_blocks(),
             executions,
+            last_part,
+        }
+    }
+
+    /// The total reached the tree's attention mark: true when the
+    /// instruction limit is reached (the builder stops applying events);
+    /// otherwise cuts a part when one is due, and sets the next mark.
+    #[cold]
+    fn attend(&mut self) -> bool {
+        let total = self.tree.total_instructions();
+        if total >= self.instruction_limit {
+            return true;
+        }
+        let next = match self.cutter.as_mut() {
+            Some(cutter) => match cutter.due(&self.tree) {
+                Some(cut_by) => {
+                    self.cut(cut_by, true);
+                    self.cutter
+                        .as_ref()
+                        .map_or(u64::MAX, |c| c.next_mark(total))
+                }
+                None => cutter.next_mark(total),
+            },
+            None => u64::MAX,
+        };
+        self.tree.attend_at(next.min(self.instruction_limit));
+        false
+    }
+
+    /// Between two batches (or while waiting for one): cuts or zeroes a
+    /// part when asked to.
+    pub(super) fn between_batches(&mut self) {
+        let Some(cutter) = &self.cutter else {
+            return;
+        };
+        if cutter.dumps.take_zero_request() {
+            self.cut("zero", false);
+        }
+        if let Some(cutter) = &self.cutter {
+            if cutter.dumps.take_dump_request() {
+                self.cut("request", true);
+            }
+        }
+    }
+
+    /// Starts cutting parts as `setup` says; `slot` knows the threads' ids
+    /// and the libraries.
+    pub(super) fn cut_parts(
+        &mut self,
+        setup: super::PartSetup,
+        slot: Option<std::sync::Arc<crate::live::SnapshotSlot>>,
+    ) {
+        let cutter = super::cutting::Cutter::new(setup, slot);
+        if let Some(at) = cutter.dumps.at {
+            self.tree.watch_returns_of(at);
+        }
+        self.tree
+            .attend_at(cutter.next_mark(0).min(self.instruction_limit));
+        self.cutter = Some(cutter);
+    }
+
+    /// Cuts a part here and delivers it (`keep`) or discards it (a zero).
+    fn cut(&mut self, cut_by: &str, keep: bool) {
+        let Some(cutter) = self.cutter.as_mut() else {
+            return;
+        };
+        let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
+        cutter.cut(
+            &mut self.tree,
+            self.blocks.blocks(),
+            &executions,
+            cut_by,
+            keep,
+        );
+        for block in &mut self.tracked {
+            block.executions = 0;
         }
     }
 

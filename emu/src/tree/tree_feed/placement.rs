@@ -21,8 +21,8 @@ pub enum Placement {
 impl Placement {
     /// [`PLACEMENT_VARIABLE`] if set, else inline when the process may use
     /// only one CPU (affinity mask or cgroup quota) and no live view asks
-    /// the builder for snapshots (a builder thread answers those while the
-    /// guest waits), else a thread.
+    /// the builder for snapshots while the guest waits (only a builder
+    /// thread can answer then), else a thread.
     pub fn choose(live_view: bool) -> Placement {
         match std::env::var(PLACEMENT_VARIABLE).as_deref() {
             Ok("thread") => return Placement::Thread,

@@ -1,0 +1,100 @@
+//! The tables a profile (or a part of one) records about blocks and threads,
+//! made from what the call-tree thread tracked.
+
+use emuprof_model::{Block, RawThread};
+
+use crate::tree::blocks::BlockInfo;
+use crate::tree::call_tree::ThreadRecord;
+
+/// The thread table: each thread by index, with the guest's ids (`tids`, by
+/// index) for it and its parent.
+pub(crate) fn thread_table(records: &[ThreadRecord], tids: &[u64]) -> Vec<RawThread> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(index, t)| RawThread {
+            id: tids.get(index).copied().unwrap_or_default(),
+            parent: t.parent.and_then(|p| tids.get(p).copied()),
+            spawned_at: t.spawned_at,
+            root: t.root,
+            instructions: t.instructions,
+        })
+        .collect()
+}
+
+/// The block table: every block that ran. Code that changed while the guest
+/// ran may have several decodes at one address and size: one row per
+/// distinct instruction count (a decode of unchanged code again, after a
+/// re-protection, joins its first row).
+pub(crate) fn block_table(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
+    let mut blocks: Vec<Block> = blocks
+        .iter()
+        .zip(executions)
+        .filter(|(_, &executions)| executions > 0)
+        .map(|(b, &executions)| Block {
+            address: b.address,
+            size: b.size,
+            instructions: b.instructions,
+            executions,
+        })
+        .collect();
+    blocks.sort_by_key(|b| (b.address, b.size, b.instructions));
+    blocks.dedup_by(|later, kept| {
+        let same = (later.address, later.size, later.instructions)
+            == (kept.address, kept.size, kept.instructions);
+        if same {
+            kept.executions += later.executions;
+        }
+        same
+    });
+    blocks
+}
+
+/// Leaves out of a part the calling contexts that did not run in it (no
+/// call, no cost) and are no ancestor of one that did; renumbers the rest
+/// (parents still before children) and the ids that point at them (threads,
+/// `part`'s calls). Returns the new id of each old node, `None` for those
+/// left out. Threads whose root was left out (they ended before the part)
+/// are left out too.
+pub(crate) fn prune_unrun(
+    profile: &mut emuprof_model::RawProfile,
+    part: &mut emuprof_model::Part,
+) -> Vec<Option<emuprof_model::NodeId>> {
+    let nodes = std::mem::take(&mut profile.nodes);
+    let mut keep: Vec<bool> = nodes
+        .iter()
+        .map(|n| n.calls > 0 || n.inclusive_instructions > 0 || n.syscalls > 0)
+        .collect();
+    keep[0] = true;
+    for id in (1..nodes.len()).rev() {
+        if let (true, Some(parent)) = (keep[id], nodes[id].parent) {
+            keep[parent as usize] = true;
+        }
+    }
+    let mut map = vec![None; nodes.len()];
+    let mut next = 0;
+    for (id, node) in nodes.into_iter().enumerate() {
+        if !keep[id] {
+            continue;
+        }
+        map[id] = Some(next);
+        next += 1;
+        let parent = node.parent.and_then(|p| map[p as usize]);
+        profile
+            .nodes
+            .push(emuprof_model::RawNode { parent, ..node });
+    }
+    let renumber = |id: emuprof_model::NodeId| map.get(id as usize).copied().flatten();
+    profile.threads.retain_mut(|thread| {
+        let Some(root) = renumber(thread.root) else {
+            return false;
+        };
+        thread.root = root;
+        thread.spawned_at = thread.spawned_at.and_then(renumber);
+        true
+    });
+    for calls in [&mut part.open_calls, &mut part.continued_calls] {
+        *calls = calls.iter().filter_map(|&id| renumber(id)).collect();
+    }
+    map
+}
