@@ -28,7 +28,7 @@ use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
 use crate::tree::recorded;
-use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup, BuiltTree};
+use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup};
 use crate::{cpu, initial_stack, EmuError};
 
 /// A guest process image that has started and not yet been finished.
