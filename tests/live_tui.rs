@@ -325,3 +325,44 @@ fn pane_lines(screen: &str, prefix: &str) -> Vec<String> {
     }
     found
 }
+
+/// Closing the terminal (here `tmux kill-server`; a closed window or a
+/// dropped SSH link alike) while the guest runs ends the run with its
+/// profile written, marked partial, and emuprof gone — it once read the
+/// dead terminal in a loop for ever.
+#[test]
+fn a_closed_terminal_stops_the_run_and_keeps_the_profile() {
+    if !tmux_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args: Vec<String> = ["--live", "-o", "p.json"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            program().display().to_string(),
+            "100000".into(),
+            "fib".into(),
+        ])
+        .collect();
+    let tmux = Tmux::start(dir.path(), &args);
+    tmux.wait_for("the running view", |s| {
+        s.contains("running") && s.contains("fib")
+    });
+    drop(tmux);
+    let written = dir.path().join("p.json");
+    let start = std::time::Instant::now();
+    while !written.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no profile 60 s after the terminal closed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&written).expect("the profile"))
+            .expect("the profile is JSON");
+    assert!(profile["partial"].is_string(), "{}", profile["partial"]);
+    assert!(profile["totals"]["instructions"].as_u64() > Some(1_000_000));
+}
