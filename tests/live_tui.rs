@@ -23,14 +23,9 @@ fn program() -> PathBuf {
     testprog("cpuheavy", Libc::Glibc, "O2").path
 }
 
-/// Runs a long fib workload, checks the view updates, then presses `key`.
-fn stop_with(key: &str) {
-    if !tmux_available() {
-        return;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--live", "-o", "p.json"]
+/// `--live -o p.json cpuheavy 100000 fib`: a run that lasts until stopped.
+fn live_fib_args() -> Vec<String> {
+    ["--live", "-o", "p.json"]
         .iter()
         .map(|s| s.to_string())
         .chain([
@@ -38,7 +33,17 @@ fn stop_with(key: &str) {
             "100000".into(),
             "fib".into(),
         ])
-        .collect();
+        .collect()
+}
+
+/// Runs a long fib workload, checks the view updates, then presses `key`.
+fn stop_with(key: &str) {
+    if !tmux_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = live_fib_args();
     let tmux = Tmux::start(dir.path(), &args);
     let first = tmux.wait_for("the live view with fib on the stack", |s| {
         s.contains("running")
@@ -337,15 +342,7 @@ fn a_closed_terminal_stops_the_run_and_keeps_the_profile() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--live", "-o", "p.json"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([
-            program().display().to_string(),
-            "100000".into(),
-            "fib".into(),
-        ])
-        .collect();
+    let args = live_fib_args();
     let tmux = Tmux::start(dir.path(), &args);
     tmux.wait_for("the running view", |s| {
         s.contains("running") && s.contains("fib")
