@@ -102,6 +102,12 @@ impl Run {
         )?)
     }
 
+    /// What `--collect`/`--exclude` ([`Run::collect`], [`Run::exclude`])
+    /// restrict the profile to.
+    pub fn collection(&self) -> &Collection {
+        &self.collection
+    }
+
     /// What the run shares with the caller's other threads while it runs:
     /// the Ctrl-C flag, the progress counter, a live view's snapshot slot.
     pub fn handles_mut(&mut self) -> &mut RunHandles {
@@ -180,6 +186,7 @@ pub fn symbolicate_part(
     program: &Path,
     binary: &emuprof_loader::Binary,
     part: &emuprof_emu::dumps::RawPart,
+    collection: &Collection,
 ) -> Result<Profile> {
     let program = absolute_program(program);
     let mut profile = symbolicate_image(
@@ -190,6 +197,8 @@ pub fn symbolicate_part(
         &part.libraries,
     )?;
     profile.part = Some(part.part.clone());
+    // The final profile says which patterns matched nothing.
+    profile.restrict(collection)?;
     Ok(profile)
 }
 

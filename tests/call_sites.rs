@@ -220,12 +220,7 @@ fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
 fn the_view_lists_each_call_under_its_line() {
     let profile = qsortcb();
     let (_view, url) = common::browser::start_view(&[&profile.path]);
-    let port: u16 = url
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port in URL");
+    let port = common::browser::port_of(&url);
     let main = profile.json["functions"]
         .as_array()
         .expect("functions")

@@ -346,3 +346,42 @@ fn parts_of_a_threaded_run_add_up_per_function_and_thread() {
         .collect();
     assert_eq!(per_thread, whole_threads);
 }
+
+/// `--collect fib` with `--dump-every`: every part is restricted as the
+/// final profile is (it records the collection), its open and continued
+/// calls still name contexts it holds, and the parts' totals add up to
+/// fib's inclusive cost in the whole run.
+#[test]
+fn parts_of_a_collected_run_are_collected_too() {
+    let fib = testprog("fib", Libc::Glibc, "O2");
+    let whole_dir = tempfile::tempdir().expect("temp dir");
+    let whole = read(&run(whole_dir.path(), &[], &fib.path, &[]));
+    let fib_inclusive = whole["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .find(|f| f["name"] == "fib")
+        .and_then(|f| f["inclusive_instructions"].as_u64())
+        .expect("fib");
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(
+        dir.path(),
+        &["--collect", "fib", "--dump-every", "50000"],
+        &fib.path,
+        &[],
+    );
+    let profiles: Vec<Value> = parts(dir.path()).iter().map(|p| read(p)).collect();
+    assert!(profiles.len() > 2, "{} parts", profiles.len());
+    for profile in &profiles {
+        assert_eq!(profile["collection"][0]["collect"][0], "fib");
+        let contexts = profile["call_tree"].as_array().expect("call tree").len() as u64;
+        let part = &profile["part"];
+        for call in ["open_calls", "continued_calls"]
+            .iter()
+            .flat_map(|key| part[key].as_array().expect("calls"))
+        {
+            assert!(call.as_u64().expect("a context") < contexts, "{part}");
+        }
+    }
+    assert_eq!(profiles.iter().map(total).sum::<u64>(), fib_inclusive);
+}

@@ -23,14 +23,15 @@ fn program() -> PathBuf {
     testprog("cpuheavy", Libc::Glibc, "O2").path
 }
 
-/// `--live -o p.json cpuheavy 100000 fib`: a run that lasts until stopped.
-fn live_fib_args() -> Vec<String> {
+/// `--live -o p.json cpuheavy ROUNDS fib` (100000 rounds last until
+/// stopped).
+fn live_fib_args(rounds: u32) -> Vec<String> {
     ["--live", "-o", "p.json"]
         .iter()
         .map(|s| s.to_string())
         .chain([
             program().display().to_string(),
-            "100000".into(),
+            rounds.to_string(),
             "fib".into(),
         ])
         .collect()
@@ -43,7 +44,7 @@ fn stop_with(key: &str) {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let args = live_fib_args();
+    let args = live_fib_args(100000);
     let tmux = Tmux::start(dir.path(), &args);
     let first = tmux.wait_for("the live view with fib on the stack", |s| {
         s.contains("running")
@@ -93,11 +94,7 @@ fn a_finished_run_waits_for_a_key_and_writes_the_same_profile() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--live", "-o", "p.json"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([program().display().to_string(), "1".into(), "fib".into()])
-        .collect();
+    let args = live_fib_args(1);
     let tmux = Tmux::start(dir.path(), &args);
     let screen = tmux.wait_for("the finished view", |s| {
         s.contains("finished") && s.contains("fib")
@@ -342,7 +339,7 @@ fn a_closed_terminal_stops_the_run_and_keeps_the_profile() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let args = live_fib_args();
+    let args = live_fib_args(100000);
     let tmux = Tmux::start(dir.path(), &args);
     tmux.wait_for("the running view", |s| {
         s.contains("running") && s.contains("fib")

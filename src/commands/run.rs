@@ -136,6 +136,7 @@ fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<C
         &args.dumps,
         Path::new(args.program()),
         prepared.run.load()?,
+        prepared.run.collection().clone(),
         &args.output,
     )?;
     let snapshots = std::sync::Arc::new(emuprof_emu::live::SnapshotSlot::default());

@@ -3,10 +3,11 @@
 //! list what was collected and not every function of the run at 0.
 //!
 //! A context is kept when something in its subtree counts, when it is the
-//! root, a thread's root or the context another process image was forked
-//! from (the tables refer to those), or when it is an ancestor of a kept
-//! one. Ids are renumbered in their old order (parents stay before
-//! children); the thread table and the forked images' origins follow.
+//! root, a thread's root, the context another process image was forked
+//! from or a call a part closes or continues (the tables refer to those),
+//! or when it is an ancestor of a kept one. Ids are renumbered in their old
+//! order (parents stay before children); the thread table, the forked
+//! images' origins and a part's calls follow.
 
 use rustc_hash::FxHashMap;
 
@@ -26,6 +27,11 @@ pub(super) fn drop_uncounted(profile: &mut Profile, mut keep: Vec<Vec<bool>>) {
             }
             for thread in &image.threads {
                 mark(kept, thread.root);
+            }
+            if let Some(part) = &image.part {
+                for &call in part.open_calls.iter().chain(&part.continued_calls) {
+                    mark(kept, call);
+                }
             }
             for other in &all {
                 if let ProcessOrigin::Forked { image: from, at } = other.process.origin {
@@ -111,6 +117,11 @@ fn renumber(image: &mut Profile, kept: &[bool]) -> Vec<u32> {
     for thread in &mut image.threads {
         thread.root = new_id[thread.root as usize];
         thread.spawned_at = thread.spawned_at.map(|at| new_id[at as usize]);
+    }
+    if let Some(part) = &mut image.part {
+        for call in part.open_calls.iter_mut().chain(&mut part.continued_calls) {
+            *call = new_id[*call as usize];
+        }
     }
     new_id
 }

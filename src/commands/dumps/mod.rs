@@ -46,13 +46,14 @@ pub struct RunDumps {
 }
 
 impl RunDumps {
-    /// Sets up dumps for a run of `binary` (loaded from `program`) writing
-    /// its final profile to `output`: `SIGUSR2` then asks for a part and
+    /// Sets up dumps for a run of `binary` (loaded from `program`),
+    /// restricted to `collection`, writing its final profile to `output`: `SIGUSR2` then asks for a part and
     /// `SIGUSR1` zeroes the counters.
     pub fn start(
         args: &DumpArgs,
         program: &Path,
         binary: emuprof_loader::Binary,
+        collection: emuprof_analysis::Collection,
         output: &Path,
     ) -> Result<RunDumps> {
         let at = match &args.dump_at {
@@ -61,7 +62,7 @@ impl RunDumps {
         };
         let (dumps, parts) = Dumps::new(args.dump_every, at);
         signals::install(Arc::clone(&dumps));
-        let writer = PartWriter::start(parts, program, binary, output)?;
+        let writer = PartWriter::start(parts, program, binary, collection, output)?;
         Ok(RunDumps { dumps, writer })
     }
 }

@@ -51,11 +51,13 @@ pub struct PartWriter {
 
 impl PartWriter {
     /// Starts writing the parts arriving on `parts` of the run of `binary`
-    /// (loaded from `program`) next to `output`.
+    /// (loaded from `program`), restricted to `collection` as the final
+    /// profile is, next to `output`.
     pub fn start(
         parts: Receiver<RawPart>,
         program: &Path,
         binary: emuprof_loader::Binary,
+        collection: emuprof_analysis::Collection,
         output: &Path,
     ) -> Result<PartWriter> {
         let done = Arc::new(AtomicBool::new(false));
@@ -74,7 +76,7 @@ impl PartWriter {
                     },
                 };
                 let path = part_path(&output, part.part.index);
-                match write_part(&program, &binary, &part, &path) {
+                match write_part(&program, &binary, &collection, &part, &path) {
                     Ok(()) => their_written.lock().push(path),
                     Err(err) => eprintln!("emuprof: {err:#}"),
                 }
@@ -100,11 +102,12 @@ impl PartWriter {
 fn write_part(
     program: &Path,
     binary: &emuprof_loader::Binary,
+    collection: &emuprof_analysis::Collection,
     part: &RawPart,
     path: &Path,
 ) -> Result<()> {
     let index = part.part.index;
-    let profile = emuprof::symbolicate_part(program, binary, part)
+    let profile = emuprof::symbolicate_part(program, binary, part, collection)
         .with_context(|| format!("cannot symbolicate part {index}"))?;
     let target = OutputTarget::open(path)
         .with_context(|| format!("cannot write part {index} to {}", path.display()))?;
