@@ -67,6 +67,9 @@ pub struct InstructionCost {
     pub address: u64,
     /// How many times it ran (Callgrind's `Ir` of this instruction).
     pub executions: u64,
+    /// Its cycles by the cost model, over all its runs (0 in profiles
+    /// before cycles).
+    pub cycles: u64,
     /// Index into [`InstructionCosts::functions`].
     pub function: u32,
     /// Assembly text; `(undecodable)` when the bytes could not be decoded.
@@ -119,9 +122,10 @@ impl InstructionCosts {
     /// Expands the profile's blocks into instructions. The sum of all
     /// `executions` equals the sum over blocks of `instructions × executions`
     /// (a block whose bytes decode into fewer instructions than recorded charges
-    /// the rest to its first instruction), so totals stay exact.
+    /// the rest to its first instruction), so totals stay exact; the same
+    /// holds for cycles.
     pub fn build(profile: &Profile, code: &dyn CodeMap) -> InstructionCosts {
-        let mut counts: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        let mut counts: BTreeMap<u64, (u64, u64, String)> = BTreeMap::new();
         for block in &profile.blocks {
             let mut decoded = code.decode(block.address, block.size);
             decoded.truncate(block.instructions as usize);
@@ -135,12 +139,21 @@ impl InstructionCosts {
                 });
                 missing -= 1;
             }
+            let decoded_count = decoded.len();
+            let cycles_of = |range: std::ops::Range<usize>| -> u64 {
+                let cycles = block.cycles.get(range).unwrap_or(&[]);
+                cycles.iter().map(|&c| u64::from(c)).sum()
+            };
+            // The first instruction also carries the undecoded ones' cycles.
+            let missing_cycles = cycles_of(decoded_count..block.cycles.len());
             for (index, instruction) in decoded.into_iter().enumerate() {
                 let extra = if index == 0 { missing } else { 0 };
+                let extra_cycles = if index == 0 { missing_cycles } else { 0 };
                 let entry = counts
                     .entry(instruction.address)
-                    .or_insert_with(|| (0, instruction.text));
+                    .or_insert_with(|| (0, 0, instruction.text));
                 entry.0 += block.executions * (1 + extra);
+                entry.1 += block.executions * (cycles_of(index..index + 1) + extra_cycles);
             }
         }
 
@@ -164,9 +177,10 @@ impl InstructionCosts {
         let instructions = counts
             .into_iter()
             .zip(owner)
-            .map(|((address, (executions, text)), start)| InstructionCost {
+            .map(|((address, (executions, cycles, text)), start)| InstructionCost {
                 address,
                 executions,
+                cycles,
                 function: functions.partition_point(|f| f.address < start) as u32,
                 text,
                 frames: code.frames(address),

@@ -21,8 +21,9 @@ pub use emuprof_model::RawProcess as Process;
 /// The schema version this crate writes. [`Profile::read_json`] also reads
 /// version 1 (before threads), as one main thread, and version 2 (before
 /// processes and the recorded code), as the run's only process, whose
-/// code needs its binary.
-pub const SCHEMA_VERSION: u32 = 3;
+/// code needs its binary, and version 3 (before cycles), with every cycle
+/// count 0.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The oldest schema version [`Profile::read_json`] still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
@@ -103,6 +104,10 @@ pub struct LoadedObject {
 pub struct Totals {
     /// All instructions executed.
     pub instructions: u64,
+    /// All cycles, by the instruction cost model (0 in profiles before
+    /// schema version 4).
+    #[serde(default)]
+    pub cycles: u64,
     /// Function calls executed (sum of `calls` over all contexts but the root).
     pub calls: u64,
     /// System calls executed.
@@ -131,6 +136,13 @@ pub struct Function {
     /// Kaes's `c_t`: inclusive instructions, recursion counted once (sum over the
     /// contexts that have no ancestor context of the same function).
     pub inclusive_instructions: u64,
+    /// Cycles, by the cost model, spent in the function itself.
+    #[serde(default)]
+    pub self_cycles: u64,
+    /// Inclusive cycles, recursion counted once (like
+    /// `inclusive_instructions`).
+    #[serde(default)]
+    pub inclusive_cycles: u64,
     /// Times the function was called, recursive calls included.
     pub calls: u64,
     /// Concurrency (Trin-Trin): how many distinct threads ran the function,
@@ -155,6 +167,9 @@ pub struct Thread {
     pub root: u32,
     /// Instructions this thread executed (its own contexts' self costs).
     pub instructions: u64,
+    /// Cycles this thread executed (its own contexts' self cycles).
+    #[serde(default)]
+    pub cycles: u64,
     /// The function the thread started in: for the main thread the root's
     /// function (the entry point); for a spawned thread the function of the
     /// root's first own callee (glibc's and musl's `clone` start the child
@@ -182,6 +197,12 @@ pub struct CallNode {
     pub min_instructions: u64,
     /// Most inclusive instructions of one call.
     pub max_instructions: u64,
+    /// Cycles, by the cost model, spent in this context itself.
+    #[serde(default)]
+    pub self_cycles: u64,
+    /// Cycles spent in this context and everything it called.
+    #[serde(default)]
+    pub inclusive_cycles: u64,
     /// System calls made directly from this context.
     pub syscalls: u64,
     /// Of `calls`, how many came through an indirect `call`.
@@ -336,11 +357,11 @@ mod tests {
 
     #[test]
     fn other_schema_versions_are_refused_with_both_versions_named() {
-        let json = sample_json().replace("\"schema_version\": 3", "\"schema_version\": 7");
+        let json = sample_json().replace("\"schema_version\": 4", "\"schema_version\": 7");
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
         assert!(
-            message.contains("schema_version 7") && message.contains("versions 1 to 3"),
+            message.contains("schema_version 7") && message.contains("versions 1 to 4"),
             "{message}"
         );
     }

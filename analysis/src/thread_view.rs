@@ -107,17 +107,24 @@ impl Profile {
                     },
                     function: new_function(node.function),
                     inclusive_instructions: node.self_instructions,
+                    inclusive_cycles: node.self_cycles,
                     ..node.clone()
                 }
             })
             .collect();
         for index in (0..call_tree.len()).rev() {
             if let Some(parent) = call_tree[index].parent {
-                let inclusive = call_tree[index].inclusive_instructions;
-                call_tree[parent as usize].inclusive_instructions += inclusive;
+                let (instructions, cycles) = (
+                    call_tree[index].inclusive_instructions,
+                    call_tree[index].inclusive_cycles,
+                );
+                let parent = &mut call_tree[parent as usize];
+                parent.inclusive_instructions += instructions;
+                parent.inclusive_cycles += cycles;
             }
         }
         let instructions: u64 = call_tree.iter().map(|n| n.self_instructions).sum();
+        let cycles: u64 = call_tree.iter().map(|n| n.self_cycles).sum();
 
         let mut profile = Profile {
             schema_version: self.schema_version,
@@ -128,6 +135,7 @@ impl Profile {
             partial: self.partial.clone(),
             totals: crate::profile::Totals {
                 instructions,
+                cycles,
                 ..Default::default()
             },
             threads: vec![Thread {
@@ -136,6 +144,7 @@ impl Profile {
                 spawned_at: None,
                 root: 0,
                 instructions,
+                cycles,
                 start_function: 0,
             }],
             functions: used
@@ -213,9 +222,9 @@ impl BlockSplit {
                     .iter()
                     .find(|&&(thread, _)| thread as usize == index)
                     .map_or(0, |&(_, part)| part);
-                (executions > 0).then_some(Block {
+                (executions > 0).then(|| Block {
                     executions,
-                    ..*block
+                    ..block.clone()
                 })
             })
             .collect()

@@ -283,6 +283,7 @@ impl GuestProcess {
                 spawned_at: t.spawned_at,
                 root: t.root,
                 instructions: t.instructions,
+                cycles: t.cycles,
             })
             .collect();
         let profile = RawProfile {
@@ -290,6 +291,7 @@ impl GuestProcess {
             exit_status: stop.exit_status(),
             partial: stop.partial_reason(),
             total_instructions: finished.total,
+            total_cycles: finished.total_cycles,
             nodes: finished.nodes,
             threads,
             blocks,
@@ -505,8 +507,8 @@ pub(super) fn install_hooks(
 
 /// The block table: every block that ran. Code that changed while the guest
 /// ran may have several decodes at one address and size: one row per
-/// distinct instruction count (a decode of unchanged code again, after a
-/// re-protection, joins its first row).
+/// distinct instruction count and cycles (a decode of unchanged code again,
+/// after a re-protection, joins its first row).
 fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
     let mut blocks: Vec<Block> = blocks
         .iter()
@@ -517,12 +519,13 @@ fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
             size: b.size,
             instructions: b.instructions,
             executions,
+            cycles: b.instruction_cycles.clone(),
         })
         .collect();
-    blocks.sort_by_key(|b| (b.address, b.size, b.instructions));
+    let key = |b: &Block| (b.address, b.size, b.instructions);
+    blocks.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.cycles.cmp(&b.cycles)));
     blocks.dedup_by(|later, kept| {
-        let same = (later.address, later.size, later.instructions)
-            == (kept.address, kept.size, kept.instructions);
+        let same = key(later) == key(kept) && later.cycles == kept.cycles;
         if same {
             kept.executions += later.executions;
         }

@@ -694,6 +694,8 @@ mod tests {
                 address: 0x9000,
                 size: 3,
                 instructions: 2,
+                cycles: 2,
+                instruction_cycles: vec![1, 1],
                 terminator: crate::tree::blocks::Terminator::Other,
                 is_function_start: false,
             });
@@ -712,6 +714,8 @@ mod tests {
             address: 0x9000,
             size: 3,
             instructions,
+            cycles: instructions,
+            instruction_cycles: vec![1; instructions as usize],
             terminator: crate::tree::blocks::Terminator::Other,
             is_function_start: false,
         };
