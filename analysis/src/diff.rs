@@ -49,6 +49,10 @@ pub struct FunctionCosts {
     pub inclusive_instructions: u64,
     /// Calls, summed over the functions of this name.
     pub calls: u64,
+    /// Self cycles, summed over the functions of this name.
+    pub self_cycles: u64,
+    /// Inclusive cycles, summed over the functions of this name.
+    pub inclusive_cycles: u64,
 }
 
 /// Costs of every function of `profile` by name (functions sharing a name are
@@ -60,6 +64,8 @@ pub fn costs_by_name(profile: &Profile) -> BTreeMap<&str, FunctionCosts> {
         costs.self_instructions += f.self_instructions;
         costs.inclusive_instructions += f.inclusive_instructions;
         costs.calls += f.calls;
+        costs.self_cycles += f.self_cycles;
+        costs.inclusive_cycles += f.inclusive_cycles;
     }
     by_name
 }

@@ -65,10 +65,13 @@ pub trait CodeMap {
 pub struct InstructionCost {
     /// Its address.
     pub address: u64,
-    /// How many times it ran (Callgrind's `Ir` of this instruction).
+    /// How many times it ran (Callgrind's `Ir` of this instruction); its
+    /// cycles instead in a profile measured in cycles
+    /// ([`Profile::measured_in`]), so every per-instruction report and
+    /// export shows the chosen metric.
     pub executions: u64,
     /// Its cycles by the cost model, over all its runs (0 in profiles
-    /// before cycles).
+    /// before cycles); its executions in a profile measured in cycles.
     pub cycles: u64,
     /// Index into [`InstructionCosts::functions`].
     pub function: u32,
@@ -174,13 +177,15 @@ impl InstructionCosts {
             .into_iter()
             .map(|(address, name)| CodeFunction { address, name })
             .collect();
+        let in_cycles = profile.metric == crate::metric::Metric::Cycles;
         let instructions = counts
             .into_iter()
             .zip(owner)
             .map(|((address, (executions, cycles, text)), start)| InstructionCost {
                 address,
-                executions,
-                cycles,
+                // In a profile measured in cycles every cost is cycles.
+                executions: if in_cycles { cycles } else { executions },
+                cycles: if in_cycles { executions } else { cycles },
                 function: functions.partition_point(|f| f.address < start) as u32,
                 text,
                 frames: code.frames(address),
@@ -336,6 +341,8 @@ pub(crate) mod tests {
         }
     }
 
+    /// Blocks `(address, size, instructions, executions)`, the `i`-th
+    /// instruction of a block costing `i + 1` cycles.
     pub(crate) fn profile_with_blocks(blocks: &[(u64, u32, u32, u64)]) -> Profile {
         let (raw, resolver) = RawTreeBuilder::new("main", 1).finish();
         let mut profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
@@ -346,6 +353,7 @@ pub(crate) mod tests {
                 size,
                 instructions,
                 executions,
+                cycles: (1..=instructions).collect(),
             })
             .collect();
         profile
@@ -364,6 +372,15 @@ pub(crate) mod tests {
         assert_eq!(counts, [(0x1000, 3), (0x1002, 3), (0x1004, 8), (0x1006, 8)]);
         assert_eq!(costs.total(), 4 * 3 + 2 * 5);
         assert_eq!(costs.self_by_function(), [costs.total()]);
+        let cycles: Vec<u64> = costs.instructions.iter().map(|i| i.cycles).collect();
+        assert_eq!(cycles, [3, 2 * 3, 3 * 3 + 5, 4 * 3 + 2 * 5]);
+        // Measured in cycles, the per-instruction costs are the cycles.
+        let in_cycles = Profile {
+            metric: crate::metric::Metric::Cycles,
+            ..profile
+        };
+        let costs = InstructionCosts::build(&in_cycles, &FakeCode);
+        assert_eq!(costs.instructions[3].executions, 4 * 3 + 2 * 5);
     }
 
     #[test]
@@ -373,6 +390,10 @@ pub(crate) mod tests {
         let costs = InstructionCosts::build(&profile, &FakeCode);
         assert_eq!(costs.total(), 10);
         assert_eq!(costs.instructions[0].executions, 8);
+        // The first instruction carries the undecoded ones' cycles too.
+        let cycles: u64 = costs.instructions.iter().map(|i| i.cycles).sum();
+        assert_eq!(cycles, 2 * (1 + 2 + 3 + 4 + 5));
+        assert_eq!(costs.instructions[0].cycles, 2 * (1 + 3 + 4 + 5));
     }
 
     #[test]

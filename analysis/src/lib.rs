@@ -63,6 +63,7 @@ pub mod error;
 pub mod export;
 pub mod instructions;
 pub mod limits;
+pub mod metric;
 pub mod processes;
 pub mod profile;
 /// The recorded-profile tables (`emuprof-model`), re-exported: what the
@@ -79,6 +80,7 @@ mod tree;
 pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
+pub use metric::Metric;
 pub use profile::{
     Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Thread,
     Totals, SCHEMA_VERSION,

@@ -77,6 +77,10 @@ pub struct Profile {
     /// file's top level) has them; empty for a run of one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<Profile>,
+    /// What the cost fields count: instructions as recorded, or cycles in
+    /// a profile [`Profile::measured_in`] made. Never written.
+    #[serde(skip)]
+    pub metric: crate::metric::Metric,
 }
 
 /// One file whose code the guest ran.
@@ -256,6 +260,11 @@ impl Profile {
         if found < 3 {
             crate::processes::upgrade_version_2(&mut profile)?;
         }
+        // Before version 4 there were no cycles: they read as 0.
+        profile.schema_version = SCHEMA_VERSION;
+        for image in &mut profile.processes {
+            image.schema_version = SCHEMA_VERSION;
+        }
         profile.validate()?;
         Ok(profile)
     }
@@ -330,7 +339,7 @@ impl Profile {
         self.code.as_ref()?.instruction_before(node.return_address?)
     }
 
-    /// `part` as a percentage of all instructions (0 when the total is 0).
+    /// `part` as a percentage of the total cost (0 when the total is 0).
     pub fn percent(&self, part: u64) -> f64 {
         if self.totals.instructions == 0 {
             0.0
@@ -395,6 +404,32 @@ mod tests {
         assert_eq!(profile.threads[0].id, 4242);
         assert_eq!(profile.threads[0].instructions, profile.totals.instructions);
         assert!(profile.functions.iter().all(|f| f.concurrency == 1));
+    }
+
+    #[test]
+    fn a_version_3_profile_reads_with_zero_cycles() {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&sample_json()).expect("valid JSON");
+        value["schema_version"] = 3.into();
+        // Drop every cycles field, as version 3 wrote no such thing.
+        fn drop_cycles(value: &mut serde_json::Value) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    map.retain(|key, _| !key.contains("cycles"));
+                    map.values_mut().for_each(drop_cycles);
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(drop_cycles),
+                _ => {}
+            }
+        }
+        drop_cycles(&mut value);
+        let version_3 = serde_json::to_string_pretty(&value).expect("serializes");
+        assert!(!version_3.contains("cycles"), "{version_3}");
+        let profile = Profile::read_json(version_3.as_bytes()).expect("version 3 still reads");
+        assert_eq!(profile.schema_version, SCHEMA_VERSION);
+        assert_eq!(profile.totals.cycles, 0);
+        assert!(profile.call_tree.iter().all(|n| n.inclusive_cycles == 0));
+        assert_eq!(profile.totals.instructions, 3);
     }
 
     #[test]

@@ -151,6 +151,7 @@ impl Profile {
             process: raw.process.clone(),
             processes: Vec::new(),
             code: None,
+            metric: crate::metric::Metric::Instructions,
         };
         if profile.threads.is_empty() {
             profile.threads = crate::threads::single_main_thread(&profile);

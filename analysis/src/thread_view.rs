@@ -156,6 +156,7 @@ impl Profile {
             code: self.code.clone(),
             process: self.process.clone(),
             processes: Vec::new(),
+            metric: self.metric,
         };
         derive_totals(&mut profile);
         profile
@@ -389,6 +390,7 @@ mod tests {
             size: 4,
             instructions: 2,
             executions: 50,
+            cycles: Vec::new(),
         }];
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
         assert_eq!(profile.thread_view(4242).expect("main thread"), profile);
@@ -409,12 +411,14 @@ mod tests {
                 size: 8,
                 instructions: 4,
                 executions: 150,
+                cycles: Vec::new(),
             },
             Block {
                 address: helper + 8,
                 size: 4,
                 instructions: 2,
                 executions: 30,
+                cycles: Vec::new(),
             },
         ];
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");

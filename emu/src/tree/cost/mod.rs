@@ -20,9 +20,11 @@
 //!   code before it. So a loop body costs the larger of its throughput bound
 //!   and its loop-carried dependency chain, not its full latency.
 //! * After instruction `i` of the last copy the block has cost
-//!   `max(issue budget used, latest result ready)` so far; the instruction
-//!   is charged the growth of that figure, rounded up to whole cycles, so a
-//!   block's instructions sum exactly to its cycles.
+//!   `max(issue budget used, latest result ready)` so far, counted from
+//!   where the copy started and rounded up to whole cycles; the instruction
+//!   is charged the growth of that figure, so a block's instructions sum
+//!   exactly to its cycles, and a block costs at least one cycle (about
+//!   what a taken branch between blocks costs a real front end).
 //! * A block ending in `jmp`, `call` or `ret` adds `@taken_branch` to its
 //!   last instruction, one ending in `syscall` adds `@syscall`. Conditional
 //!   branches cost their row only (the model has no branch predictor), and
@@ -119,16 +121,17 @@ impl CostModel {
             }
             ends
         };
-        let mut before = 0;
+        let mut start = 0;
         for _ in 1..COPIES {
-            before = run(&mut ready).last().copied().unwrap_or(0);
+            start = run(&mut ready).last().copied().unwrap_or(0);
         }
-        let last = run(&mut ready);
-        let mut before = before.div_ceil(QUARTERS_PER_CYCLE);
-        let mut charges: Vec<u32> = last
+        // Each instruction's charge: the growth of the last copy's cost so
+        // far, in whole cycles counted from where the copy started.
+        let mut before = 0;
+        let mut charges: Vec<u32> = run(&mut ready)
             .iter()
             .map(|&end| {
-                let now = end.div_ceil(QUARTERS_PER_CYCLE);
+                let now = (end - start).div_ceil(QUARTERS_PER_CYCLE);
                 let charge = now - before;
                 before = now;
                 charge
