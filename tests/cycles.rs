@@ -12,8 +12,8 @@ use common::{repo_root, EmuprofCommand, EmuprofRun};
 use serde_json::Value;
 
 fn build(out: &Path) -> PathBuf {
-    let source = std::fs::read_to_string(repo_root().join("tests/programs/arith.c"))
-        .expect("read arith.c");
+    let source =
+        std::fs::read_to_string(repo_root().join("tests/programs/arith.c")).expect("read arith.c");
     compile_c(out, "arith", &source, "gcc", &["-O2", "-g"]).expect("gcc builds arith.c")
 }
 
@@ -31,7 +31,11 @@ fn sum(values: &Value, field: &str) -> u64 {
         .as_array()
         .expect("an array")
         .iter()
-        .map(|v| v[field].as_u64().unwrap_or_else(|| panic!("no {field} in {v}")))
+        .map(|v| {
+            v[field]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no {field} in {v}"))
+        })
         .sum()
 }
 
@@ -39,7 +43,10 @@ fn sum(values: &Value, field: &str) -> u64 {
 fn cycles_per_instruction(run: &EmuprofRun, name: &str) -> f64 {
     let cycles = run.function_metric(name, "self_cycles");
     let instructions = run.function_metric(name, "self_instructions");
-    assert!(instructions > 100_000, "{name} ran {instructions} instructions");
+    assert!(
+        instructions > 100_000,
+        "{name} ran {instructions} instructions"
+    );
     cycles as f64 / instructions as f64
 }
 
@@ -84,7 +91,10 @@ fn divisions_cost_many_cycles_and_additions_about_one() {
     let binary = build(dir.path());
     let divide = cycles_per_instruction(&profile(&binary, "div"), "divide");
     let add = cycles_per_instruction(&profile(&binary, "add"), "add");
-    assert!(divide > 5.0, "a division loop costs {divide:.2} cycles per instruction");
+    assert!(
+        divide > 5.0,
+        "a division loop costs {divide:.2} cycles per instruction"
+    );
     assert!(
         (0.5..=1.5).contains(&add),
         "an addition loop costs {add:.2} cycles per instruction"

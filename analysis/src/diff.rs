@@ -158,6 +158,8 @@ pub struct ProfileDiff {
     pub unchanged: usize,
     /// Whether shares are compared ([`DiffOptions::normalize`]).
     pub normalized: bool,
+    /// What the costs count (A's metric; compare profiles measured alike).
+    pub metric: crate::metric::Metric,
 }
 
 impl ProfileDiff {
@@ -220,6 +222,7 @@ impl ProfileDiff {
                 unchanged
             },
             normalized: options.normalize,
+            metric: a.metric,
         }
     }
 
@@ -254,15 +257,16 @@ impl ProfileDiff {
 pub fn write_text<W: Write>(diff: &ProfileDiff, out: W) -> Result<()> {
     let mut out = std::io::BufWriter::new(out);
     let (ta, tb) = (diff.a_totals.instructions, diff.b_totals.instructions);
+    let metric = diff.metric.name();
     writeln!(
         out,
-        "A: {}  ({} instructions)",
+        "A: {}  ({} {metric})",
         diff.a_command.join(" "),
         grouped(ta)
     )?;
     writeln!(
         out,
-        "B: {}  ({} instructions)",
+        "B: {}  ({} {metric})",
         diff.b_command.join(" "),
         grouped(tb)
     )?;

@@ -181,15 +181,17 @@ impl InstructionCosts {
         let instructions = counts
             .into_iter()
             .zip(owner)
-            .map(|((address, (executions, cycles, text)), start)| InstructionCost {
-                address,
-                // In a profile measured in cycles every cost is cycles.
-                executions: if in_cycles { cycles } else { executions },
-                cycles: if in_cycles { executions } else { cycles },
-                function: functions.partition_point(|f| f.address < start) as u32,
-                text,
-                frames: code.frames(address),
-            })
+            .map(
+                |((address, (executions, cycles, text)), start)| InstructionCost {
+                    address,
+                    // In a profile measured in cycles every cost is cycles.
+                    executions: if in_cycles { cycles } else { executions },
+                    cycles: if in_cycles { executions } else { cycles },
+                    function: functions.partition_point(|f| f.address < start) as u32,
+                    text,
+                    frames: code.frames(address),
+                },
+            )
             .collect();
         InstructionCosts {
             functions,

@@ -112,7 +112,10 @@ mod tests {
         }
         raw.total_cycles = 10 * raw.total_instructions;
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
-        let cycles = profile.clone().measured_in(Metric::Cycles).expect("has cycles");
+        let cycles = profile
+            .clone()
+            .measured_in(Metric::Cycles)
+            .expect("has cycles");
         assert_eq!(cycles.metric, Metric::Cycles);
         assert_eq!(cycles.totals.instructions, 10 * profile.totals.instructions);
         assert_eq!(

@@ -319,14 +319,11 @@ impl Limits {
 
     /// True when some limit needs a baseline (`max_growth*`).
     pub fn has_soft_limits(&self) -> bool {
-        let total = self
-            .total
-            .as_ref()
-            .is_some_and(|t| {
-                t.max_growth.is_some()
-                    || t.max_growth_percent.is_some()
-                    || t.max_cycles_growth_percent.is_some()
-            });
+        let total = self.total.as_ref().is_some_and(|t| {
+            t.max_growth.is_some()
+                || t.max_growth_percent.is_some()
+                || t.max_cycles_growth_percent.is_some()
+        });
         total
             || self
                 .functions

@@ -220,7 +220,10 @@ impl BlockCache {
             Ok(detail) => classify(last.mnemonic().unwrap_or(""), &detail),
             Err(_) => Terminator::Other,
         };
-        (self.costs.block(&self.capstone, &insns, terminator), terminator)
+        (
+            self.costs.block(&self.capstone, &insns, terminator),
+            terminator,
+        )
     }
 }
 

@@ -12,7 +12,8 @@
 //! * Instructions issue in order, each taking its reciprocal throughput of
 //!   the issue budget; an instruction starts when it has issued and its
 //!   source registers (flags included, `rsp` excluded: the stack engine) are
-//!   ready, and its results are ready `latency` later. Zero idioms
+//!   ready, and its results are ready `latency` later (a pointer it steps,
+//!   as `movs` does, `latency` after its address was ready). Zero idioms
 //!   (`xor eax, eax`, `pxor xmm0, xmm0`, ...) depend on nothing.
 //! * The block runs four times back to back, each copy seeing the register
 //!   ready times the one before left: the last copy's cost is what the block
@@ -67,6 +68,8 @@ struct Accesses {
     sources: Vec<u16>,
     /// Registers written (flags included).
     results: Vec<u16>,
+    /// Address registers the instruction steps implicitly (`movs`, `stos`).
+    stepped: Vec<u16>,
     loads: bool,
     stores: bool,
 }
@@ -88,15 +91,22 @@ impl CostModel {
     /// Cycles of each instruction of a block (see the module doc); empty
     /// for an empty block.
     pub fn block(&self, capstone: &Capstone, insns: &[Insn<'_>], end: Terminator) -> Vec<u32> {
-        let priced: Vec<(Cost, Accesses)> =
-            insns.iter().map(|insn| self.price(capstone, insn)).collect();
+        let priced: Vec<(Cost, Accesses)> = insns
+            .iter()
+            .map(|insn| self.price(capstone, insn))
+            .collect();
         let mut ready: FxHashMap<u16, u32> = FxHashMap::default();
         let mut issued = 0u32;
         let mut finished = 0u32;
         let mut run = |ready: &mut FxHashMap<u16, u32>| -> Vec<u32> {
             let mut ends = Vec::with_capacity(priced.len());
             for (cost, access) in &priced {
-                let at = |regs: &[u16]| regs.iter().map(|r| ready.get(r).copied().unwrap_or(0)).max().unwrap_or(0);
+                let at = |regs: &[u16]| {
+                    regs.iter()
+                        .map(|r| ready.get(r).copied().unwrap_or(0))
+                        .max()
+                        .unwrap_or(0)
+                };
                 let address = at(&access.address);
                 let inputs = if access.loads {
                     address + self.load.latency
@@ -105,8 +115,13 @@ impl CostModel {
                 };
                 let start = inputs.max(at(&access.sources)).max(issued);
                 let done = start + cost.latency;
+                // A pointer the instruction steps (`movs`, `stos`, `lods`)
+                // is ready without waiting for the data it points at.
                 for &result in &access.results {
                     ready.insert(result, done);
+                }
+                for &pointer in &access.stepped {
+                    ready.insert(pointer, address.max(issued) + cost.latency);
                 }
                 let mut throughput = cost.throughput;
                 if access.loads {
@@ -157,6 +172,7 @@ impl CostModel {
             address: Vec::new(),
             sources: Vec::new(),
             results: Vec::new(),
+            stepped: Vec::new(),
             loads: false,
             stores: false,
         };
@@ -204,7 +220,14 @@ impl CostModel {
             access.sources.extend(canonical(capstone, reg));
         }
         for &reg in detail.regs_write() {
-            access.results.extend(canonical(capstone, reg));
+            let Some(r) = canonical(capstone, reg) else {
+                continue;
+            };
+            if access.address.contains(&r) {
+                access.stepped.push(r);
+            } else {
+                access.results.push(r);
+            }
         }
         let zero_idiom = matches!(
             mnemonic,
@@ -223,10 +246,7 @@ impl CostModel {
             _ => mnemonic,
         };
         let mut cost = self.table.cost(key);
-        if arch
-            .x86()
-            .is_some_and(|x86| x86.prefix()[0] == LOCK_PREFIX)
-        {
+        if arch.x86().is_some_and(|x86| x86.prefix()[0] == LOCK_PREFIX) {
             cost.latency += self.lock.latency;
         }
         (cost, access)

@@ -53,6 +53,13 @@ fn a_load_hides_its_latency_unless_the_chain_runs_through_it() {
 }
 
 #[test]
+fn a_string_step_does_not_wait_for_its_data() {
+    // movsb (one `rep` iteration is a block of its own): rsi and rdi step by
+    // one each time, whatever the byte costs to load.
+    assert_eq!(cycles(&[0xa4], Terminator::Other), [1]);
+}
+
+#[test]
 fn zero_idioms_break_the_chain() {
     // xor eax, eax; add rax, rbx  : the add waits only for rbx.
     let code = [0x31, 0xc0, 0x48, 0x01, 0xd8];
@@ -63,5 +70,8 @@ fn zero_idioms_break_the_chain() {
 fn taken_branches_and_system_calls_add_their_fixed_cost() {
     // ret / syscall
     assert_eq!(cycles(&[0xc3], Terminator::Return), [2]);
-    assert_eq!(cycles(&[0x0f, 0x05], Terminator::Syscall).last(), Some(&101));
+    assert_eq!(
+        cycles(&[0x0f, 0x05], Terminator::Syscall).last(),
+        Some(&101)
+    );
 }
