@@ -209,7 +209,7 @@ impl GuestProcess {
             request: None,
             others_runnable: false,
         }));
-        install_hooks(&mut uc, &state)?;
+        install_hooks(&mut uc, &state, &code)?;
         Ok(GuestProcess {
             uc,
             state,
@@ -426,12 +426,15 @@ fn spans_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
     spans
 }
 
-/// Installs every hook on `uc`, sharing `state`.
+/// Installs every hook on `uc`, sharing `state`; `code` is the loaded code
+/// (scanned for Valgrind client requests).
 pub(super) fn install_hooks(
     uc: &mut Unicorn<'static, ()>,
     state: &hooks::Shared,
+    code: &CodeSnapshot,
 ) -> Result<(), EmuError> {
     let err = |e| EmuError::unicorn("installing hooks", e);
+    super::client_request_hook::install(uc, state, code).map_err(err)?;
     let s = Rc::clone(state);
     uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s))
         .map_err(err)?;

@@ -2,6 +2,7 @@
 //! installs the hooks and runs the guest to the end.
 
 mod block_hook;
+mod client_request_hook;
 mod code_changes;
 mod guest_process;
 mod guest_symbols;

@@ -58,7 +58,8 @@ pub struct BlockInfo {
     pub address: u64,
     /// Size in bytes as Unicorn reported it.
     pub size: u32,
-    /// Number of instructions (each `rep` iteration is a separate block run).
+    /// Number of instructions (each `rep` iteration is a separate block
+    /// run; a Valgrind client request sequence is one).
     pub instructions: u32,
     /// The kind of the last instruction.
     pub terminator: Terminator,
@@ -197,13 +198,26 @@ impl BlockCache {
         self.blocks
     }
 
+    /// How many instructions `code`, loaded at `address`, holds, counted as
+    /// blocks are.
+    pub fn instructions_in(&self, address: u64, code: &[u8]) -> u32 {
+        if code.is_empty() {
+            return 0;
+        }
+        self.decode(address, code).0
+    }
+
     fn decode(&self, address: u64, code: &[u8]) -> (u32, Terminator) {
         let insns = match self.capstone.disasm_all(code, address) {
             Ok(insns) => insns,
             // Undecodable bytes still ran: count them as one instruction.
             Err(_) => return (1, Terminator::Other),
         };
-        let count = (insns.len() as u32).max(1);
+        // A Valgrind client request's five instructions count as one, as
+        // in Callgrind (see `client_requests`).
+        let count = (insns.len() as u32)
+            .saturating_sub(crate::client_requests::uncounted_in(code))
+            .max(1);
         let Some(last) = insns.iter().last() else {
             return (count, Terminator::Other);
         };

@@ -18,6 +18,12 @@
 //! * A block's instructions are self cost of the innermost frame. Inclusive
 //!   cost of a call is the instruction total at its end minus the total at its
 //!   start. Calls still open when the run ends are closed at the end.
+//! * While collection is off (Valgrind client requests: see
+//!   [`CallTreeBuilder::set_collecting`]) blocks still move the call tree
+//!   (calls, returns, call counts) but their instructions count nowhere:
+//!   costs are differences of a *counted* clock that stands still then,
+//!   while the *executed* clock, which the guest's virtual time, the
+//!   instruction limit and `--dump-every` follow, goes on.
 //!
 //! The builder never panics on an inconsistent stack; the worst a strange
 //! control flow can do is attribute cost to an unexpected context.
@@ -56,14 +62,23 @@ pub struct CallTreeBuilder {
     exited: Vec<bool>,
     /// `total` when the running thread last started running.
     running_since: u64,
+    /// The counted clock: instructions executed while collection was on.
+    /// Every cost is a difference of two readings of it.
     total: u64,
+    /// The executed clock: every instruction executed.
+    executed: u64,
+    /// `u64::MAX` while collection is on, 0 while it is off: a block's
+    /// instructions are added to `total` through it.
+    counted_mask: u64,
     /// `total` when the innermost frame last changed: the instructions since
     /// then are self cost of the innermost context, credited when it changes
     /// (not on every block).
     self_mark: u64,
     /// `total` where the current part began (0 until the first dump).
     part_start: u64,
-    /// The builder thread looks at the tree once `total` reaches this (the
+    /// `executed` where the current part began.
+    part_start_executed: u64,
+    /// The builder thread looks at the tree once `executed` reaches this (the
     /// instruction limit, the next `--dump-every` cut, or 0 after a return
     /// of the `--dump-at` function); see [`parts`].
     attention_at: u64,
@@ -115,8 +130,11 @@ impl CallTreeBuilder {
             exited: vec![false],
             running_since: 0,
             total: 0,
+            executed: 0,
+            counted_mask: u64::MAX,
             self_mark: 0,
             part_start: 0,
+            part_start_executed: 0,
             attention_at: u64::MAX,
             watched_entry: u64::MAX,
         }
@@ -146,7 +164,8 @@ impl CallTreeBuilder {
         } else {
             self.transition(block, read_sp)
         };
-        self.total += u64::from(block.instructions);
+        self.executed += u64::from(block.instructions);
+        self.total += u64::from(block.instructions) & self.counted_mask;
         self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
         entered_by_call
@@ -170,10 +189,35 @@ impl CallTreeBuilder {
         self.thread.top().node
     }
 
-    /// Instructions executed so far.
+    /// Instructions executed so far (counted or not).
     #[inline]
     pub fn total_instructions(&self) -> u64 {
-        self.total
+        self.executed
+    }
+
+    /// Switches collection on or off from the next block on (see the
+    /// module doc).
+    pub fn set_collecting(&mut self, on: bool) {
+        self.counted_mask = if on { u64::MAX } else { 0 };
+    }
+
+    /// Takes back the last `instructions` of the block just applied (to
+    /// apply something that happened before them); [`Self::advance`] puts
+    /// them back.
+    pub fn retract(&mut self, instructions: u64) {
+        self.executed -= instructions;
+        self.total -= instructions & self.counted_mask;
+    }
+
+    /// Counts `instructions` more of the current context's block.
+    pub fn advance(&mut self, instructions: u64) {
+        self.executed += instructions;
+        self.total += instructions & self.counted_mask;
+    }
+
+    /// Whether collection is on.
+    pub fn collecting(&self) -> bool {
+        self.counted_mask != 0
     }
 
     /// Entry addresses of the active calls, innermost first.
@@ -203,7 +247,7 @@ impl CallTreeBuilder {
             nodes,
             stacks,
             running: self.running,
-            instructions: self.total,
+            instructions: self.executed,
         }
     }
 

@@ -41,6 +41,7 @@ mod cutting;
 mod placement;
 mod waiting;
 
+use crate::client_requests::CollectionRequest;
 use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -72,6 +73,10 @@ const SPAWN_THREAD: u64 = SPECIAL | 3;
 const SWITCH_THREAD: u64 = SPECIAL | 4;
 /// As [`SWITCH_THREAD`], away from a thread that has exited.
 const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
+/// A Valgrind client request for the call tree: the key is this plus the
+/// [`CollectionRequest`] number, `sp` holds the address of the request's
+/// marker instruction.
+const CLIENT_REQUEST: u64 = SPECIAL | 0x100;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -385,6 +390,16 @@ impl TreeFeed {
             SWITCH_THREAD
         };
         self.block(TreeEvent::special_with(key, index as u64));
+    }
+
+    /// A client request (`CALLGRIND_TOGGLE_COLLECT`…) whose marker
+    /// instruction at `marker` lies in the block just fed: it applies from
+    /// the instruction after the marker on.
+    pub fn client_request(&mut self, request: CollectionRequest, marker: u64) {
+        self.block(TreeEvent::special_with(
+            CLIENT_REQUEST | request as u64,
+            marker,
+        ));
     }
 
     /// How many events have been fed so far: a measure of guest work that

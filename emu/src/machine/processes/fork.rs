@@ -220,7 +220,7 @@ impl GuestProcess {
             others_runnable: false,
         }));
         drop(parent);
-        install_hooks(&mut uc, &state)?;
+        install_hooks(&mut uc, &state, &self.code)?;
         Ok(GuestProcess {
             uc,
             state,

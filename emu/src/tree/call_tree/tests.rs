@@ -209,3 +209,30 @@ fn random_control_flow_never_panics_and_costs_add_up() {
         assert_eq!(nodes[0].inclusive_instructions, total);
     }
 }
+
+/// With collection off, calls still build the tree (f is entered and left)
+/// but nothing counts; the executed clock goes on.
+#[test]
+fn collection_off_keeps_the_tree_and_counts_nothing() {
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.on_block(entry(0x100, 3, CALL), || SP0);
+    b.set_collecting(false);
+    b.on_block(entry(0x200, 5, RET), || SP0 - 8); // f, not counted
+    b.on_block(block(0x105, 1, CALL), || SP0);
+    assert!(!b.collecting());
+    b.set_collecting(true);
+    b.on_block(entry(0x200, 4, RET), || SP0 - 8); // f, counted
+    b.retract(2);
+    b.advance(2);
+    b.on_block(block(0x10a, 2, Terminator::Other), || SP0);
+    assert_eq!(b.total_instructions(), 15, "every instruction ran");
+    let FinishedTree { nodes, total, .. } = b.finish();
+    assert_eq!(total, 3 + 4 + 2);
+    let f = node(&nodes, &[0x100, 0x200]);
+    assert_eq!(
+        (f.calls, f.self_instructions, f.inclusive_instructions),
+        (2, 4, 4)
+    );
+    assert_eq!((f.min_instructions, f.max_instructions), (0, 4));
+    assert_eq!(node(&nodes, &[0x100]).self_instructions, 5);
+}

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use emuprof_loader::FunctionStarts;
 
 use super::{
-    BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT, SWITCH_THREAD,
-    SYSCALL,
+    BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL,
+    SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
+use crate::client_requests::{CollectionRequest, MARKER_LEN};
 use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -39,6 +40,9 @@ pub(super) struct BuilderThread {
     applying: bool,
     /// Cuts parts of the run, when dumps are asked for.
     cutter: Option<super::cutting::Cutter>,
+    /// The last client request: its block's id and execution count, and
+    /// the address after its marker.
+    last_request: (usize, u64, u64),
 }
 
 impl BuilderThread {
@@ -60,6 +64,7 @@ impl BuilderThread {
             previous: NO_BLOCK,
             applying: true,
             cutter: None,
+            last_request: (NO_BLOCK, 0, 0),
         }
     }
 
@@ -98,6 +103,9 @@ impl BuilderThread {
                     SWITCH_AFTER_EXIT => {
                         self.tree.running_thread_exited();
                         self.tree.switch_thread(event.sp as usize);
+                    }
+                    key if key & !0xff == CLIENT_REQUEST => {
+                        self.client_request(key & 0xff, event.sp)
                     }
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
@@ -187,6 +195,71 @@ impl BuilderThread {
                 self.cut("request", true);
             }
         }
+    }
+
+    /// A Valgrind client request whose marker instruction is at `marker`,
+    /// in order with the blocks around it. Callgrind counts a block of
+    /// Valgrind's (which ends at a request) when the next one starts, so
+    /// the instructions of the block that makes a request count as the
+    /// request leaves collection: those from the block's start (or the
+    /// previous request in it) on are taken back, the request applied, and
+    /// they count again. A block that starts instrumentation was not
+    /// instrumented itself: only the instructions after its marker count.
+    /// Dumps and zeroes need parts (a run with a live view has none: they
+    /// are ignored there).
+    fn client_request(&mut self, number: u64, marker: u64) {
+        let request = CollectionRequest::from_number(number);
+        let from = match request {
+            Some(CollectionRequest::Start) => marker + MARKER_LEN,
+            _ => self.segment_start(marker),
+        };
+        let moved = self.instructions_from(from);
+        self.tree.retract(moved);
+        match request {
+            Some(CollectionRequest::Start) => self.tree.set_collecting(true),
+            Some(CollectionRequest::Stop) => self.tree.set_collecting(false),
+            Some(CollectionRequest::Toggle) => {
+                let on = self.tree.collecting();
+                self.tree.set_collecting(!on);
+            }
+            Some(CollectionRequest::Zero) => self.cut("zero", false),
+            Some(CollectionRequest::Dump) => self.cut("client request", true),
+            None => {}
+        }
+        self.tree.advance(moved);
+        if let Some(block) = self.tracked.get(self.previous) {
+            self.last_request = (self.previous, block.executions, marker + MARKER_LEN);
+        }
+    }
+
+    /// Where the stretch of the last block that ends at the request marker
+    /// at `marker` starts: after the block's previous request, or at its
+    /// start.
+    fn segment_start(&self, marker: u64) -> u64 {
+        let Some(block) = self.tracked.get(self.previous) else {
+            return marker;
+        };
+        let (id, executions, after) = self.last_request;
+        if id == self.previous && executions == block.executions && after <= marker {
+            after
+        } else {
+            block.event.address
+        }
+    }
+
+    /// Instructions of the last block from `from` to its end.
+    fn instructions_from(&self, from: u64) -> u64 {
+        let Some(block) = self.tracked.get(self.previous) else {
+            return 0;
+        };
+        let (start, end) = (block.event.address, block.event.end);
+        if from < start || from >= end {
+            return 0;
+        }
+        let Some(code) = self.code.read(from, (end - from) as usize) else {
+            return 0;
+        };
+        u64::from(self.blocks.instructions_in(from, code))
     }
 
     /// Starts cutting parts as `setup` says; `slot` knows the threads' ids
