@@ -81,7 +81,11 @@ fn dump_and_zero_requests_cut_the_parts_callgrind_cuts() {
         .env_clear()
         .current_dir(dir.path());
     let out = run_with_timeout(command, "emuprof clientreq parts");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let read = |name: &str| -> serde_json::Value {
         let bytes = std::fs::read(dir.path().join(name))
             .unwrap_or_else(|e| panic!("{name}: {e}; parts written: {:?}", dir.path().read_dir()));

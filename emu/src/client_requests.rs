@@ -130,7 +130,10 @@ pub fn uncounted_in(code: &[u8]) -> u32 {
     if code.len() < SEQUENCE.len() {
         return 0;
     }
-    let sequences = code.windows(SEQUENCE.len()).filter(|w| *w == SEQUENCE).count();
+    let sequences = code
+        .windows(SEQUENCE.len())
+        .filter(|w| *w == SEQUENCE)
+        .count();
     sequences as u32 * EXTRA_INSTRUCTIONS
 }
 
@@ -152,10 +155,7 @@ mod tests {
     #[test]
     fn decodes_callgrind_requests() {
         let ct = 0x4354_0000;
-        assert_eq!(
-            Request::from_code(0x1001),
-            Some(Request::RunningOnValgrind)
-        );
+        assert_eq!(Request::from_code(0x1001), Some(Request::RunningOnValgrind));
         assert_eq!(
             Request::from_code(ct + 3),
             Some(Request::Collection(CollectionRequest::Dump))

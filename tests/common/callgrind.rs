@@ -67,11 +67,15 @@ pub fn compare_functions(
             cg.self_ir(fname),
         );
         if ours != theirs {
-            failures.push(format!("{label}: {fname} self {ours} vs Callgrind {theirs}"));
+            failures.push(format!(
+                "{label}: {fname} self {ours} vs Callgrind {theirs}"
+            ));
         }
         let (ours, theirs) = (f["calls"].as_u64().unwrap_or(0), cg.calls(fname));
         if calls && fname != "_start" && ours != theirs {
-            failures.push(format!("{label}: {fname} calls {ours} vs Callgrind {theirs}"));
+            failures.push(format!(
+                "{label}: {fname} calls {ours} vs Callgrind {theirs}"
+            ));
         }
     }
     compared

@@ -38,7 +38,9 @@ impl CodeSnapshot {
 
     /// Every span: its start address and bytes.
     pub fn spans(&self) -> impl Iterator<Item = (u64, &[u8])> {
-        self.spans.iter().map(|(start, bytes)| (*start, bytes.as_slice()))
+        self.spans
+            .iter()
+            .map(|(start, bytes)| (*start, bytes.as_slice()))
     }
 
     /// The largest span (the program's text, normally): the addresses the

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use emuprof_loader::FunctionStarts;
 
 use super::{
-    BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL,
-    SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
+    BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT,
+    SWITCH_THREAD, SYSCALL,
 };
 use crate::client_requests::{CollectionRequest, MARKER_LEN};
 use crate::tree::blocks::{BlockCache, BlockInfo};
@@ -182,11 +182,14 @@ impl BuilderThread {
     }
 
     /// Between two batches (or while waiting for one): cuts or zeroes a
-    /// part when asked to.
+    /// part, or switches collection, when asked to.
     pub(super) fn between_batches(&mut self) {
         let Some(cutter) = &self.cutter else {
             return;
         };
+        if let Some(on) = cutter.dumps.take_collection_request() {
+            self.tree.set_collecting(on);
+        }
         if cutter.dumps.take_zero_request() {
             self.cut("zero", false);
         }
