@@ -83,7 +83,7 @@ pub use collect::Collection;
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
 pub use profile::{
-    Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Thread,
-    Totals, COLLECTION_SCHEMA_VERSION, SCHEMA_VERSION,
+    Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Started,
+    Thread, Totals, COLLECTION_SCHEMA_VERSION, SCHEMA_VERSION,
 };
 pub use symbolicate::{FunctionInfo, Resolve};

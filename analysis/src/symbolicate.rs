@@ -146,6 +146,7 @@ impl Profile {
             process: raw.process.clone(),
             processes: Vec::new(),
             collection: Vec::new(),
+            started: None,
             code: None,
         };
         if profile.threads.is_empty() {

@@ -32,7 +32,7 @@ pub use cpu::DEFAULT_CPUS;
 pub use error::EmuError;
 pub use machine::{
     run, BlockedThread, LoadedLibrary, ProcessImage, RunHandles, RunOptions, RunOutcome,
-    StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
+    StartPoint, StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
 };
 pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};

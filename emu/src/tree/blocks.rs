@@ -39,6 +39,33 @@ pub enum Terminator {
 }
 
 impl Terminator {
+    /// A small number for the terminator (see [`Terminator::from_code`]).
+    pub fn code(self) -> u64 {
+        match self {
+            Terminator::Call { indirect: false } => 0,
+            Terminator::Call { indirect: true } => 1,
+            Terminator::Return => 2,
+            Terminator::Jump => 3,
+            Terminator::IndirectJump => 4,
+            Terminator::Syscall => 5,
+            Terminator::Other => 6,
+        }
+    }
+
+    /// The terminator with this [`Terminator::code`] (`Other` for any
+    /// other number).
+    pub fn from_code(code: u64) -> Terminator {
+        match code {
+            0 => Terminator::Call { indirect: false },
+            1 => Terminator::Call { indirect: true },
+            2 => Terminator::Return,
+            3 => Terminator::Jump,
+            4 => Terminator::IndirectJump,
+            5 => Terminator::Syscall,
+            _ => Terminator::Other,
+        }
+    }
+
     /// Whether the next block runs in the same call (a branch, a jump or
     /// fall-through, or the return from a system call), unless it starts a
     /// function.

@@ -201,6 +201,25 @@ impl CallTreeBuilder {
         self.counted_mask = if on { u64::MAX } else { 0 };
     }
 
+    /// Starts a tree that begins late (`--start-at`): `executed`
+    /// instructions ran before its first block.
+    pub fn start_late(&mut self, executed: u64) {
+        self.executed = executed;
+        self.part_start_executed = executed;
+    }
+
+    /// One call active at a late start, outermost first: entered once,
+    /// costs counted from the start on.
+    pub fn enter_start_frame(&mut self, entry: u64, sp: u64) {
+        self.push(entry, sp, false);
+    }
+
+    /// How the block before a late start ended, and where.
+    pub fn set_start_pending(&mut self, terminator: Terminator, end: u64) {
+        self.thread.set_pending(terminator);
+        self.thread.pending_return = end;
+    }
+
     /// Takes back the last `instructions` of the block just applied (to
     /// apply something that happened before them); [`Self::advance`] puts
     /// them back.

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use emuprof_loader::FunctionStarts;
 
 use super::{
-    BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT,
-    SWITCH_THREAD, SYSCALL,
+    BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME,
+    START_LATE, START_PENDING, SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
 use crate::client_requests::{CollectionRequest, MARKER_LEN};
-use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
 
@@ -104,8 +104,18 @@ impl BuilderThread {
                         self.tree.running_thread_exited();
                         self.tree.switch_thread(event.sp as usize);
                     }
+                    START_LATE => self.tree.start_late(event.sp),
                     key if key & !0xff == CLIENT_REQUEST => {
                         self.client_request(key & 0xff, event.sp)
+                    }
+                    key if key & START_FRAME == START_FRAME => {
+                        let (entry, _) = TreeEvent::split_key(key & !START_FRAME);
+                        self.tree.enter_start_frame(entry, event.sp);
+                    }
+                    key if key & START_PENDING == START_PENDING => {
+                        let (end, code) = TreeEvent::split_key(key & !START_PENDING);
+                        let terminator = Terminator::from_code(u64::from(code));
+                        self.tree.set_start_pending(terminator, end);
                     }
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
