@@ -155,7 +155,6 @@ impl Run {
         let mut profile = symbolicate(&self.program, &binary, &outcome)?;
         if let (Some(start), Some(at)) = (&self.start, outcome.started_at) {
             profile.started = Some(start.started(at));
-            profile.schema_version = emuprof_analysis::COLLECTION_SCHEMA_VERSION;
         }
         let mut notes = outcome.notes;
         notes.extend(crate::collection::restrict(

@@ -16,6 +16,8 @@ use capstone::arch::{ArchOperand, BuildsCapstone};
 use capstone::{Capstone, InsnGroupId, InsnGroupType};
 use rustc_hash::FxHashMap;
 
+use crate::tree::cost::CostModel;
+
 /// How a block ends: the kind of its last instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Terminator {
@@ -88,6 +90,12 @@ pub struct BlockInfo {
     /// Number of instructions (each `rep` iteration is a separate block
     /// run; a Valgrind client request sequence is one).
     pub instructions: u32,
+    /// Cycles of one run of the block, by the cost model: the sum of
+    /// `instruction_cycles`.
+    pub cycles: u32,
+    /// The cost model's cycles of each instruction of one run (one entry per
+    /// instruction).
+    pub instruction_cycles: Vec<u32>,
     /// The kind of the last instruction.
     pub terminator: Terminator,
     /// True when a symbol starts a function here. (The call-tree builder
@@ -105,6 +113,7 @@ const FAST_SLOTS: usize = 1 << 14;
 /// front of the hash map so the common lookup is one array access.
 pub struct BlockCache {
     capstone: Capstone,
+    costs: CostModel,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
     fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
@@ -123,6 +132,7 @@ impl BlockCache {
             .build()?;
         Ok(BlockCache {
             capstone,
+            costs: CostModel::default(),
             index: FxHashMap::default(),
             blocks: Vec::new(),
             fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
@@ -150,11 +160,13 @@ impl BlockCache {
         code: &[u8],
         is_function_start: bool,
     ) -> BlockId {
-        let (instructions, terminator) = self.decode(address, code);
+        let (instruction_cycles, terminator) = self.decode(address, code);
         self.insert_decoded(BlockInfo {
             address,
             size,
-            instructions,
+            instructions: instruction_count(&instruction_cycles, code),
+            cycles: instruction_cycles.iter().sum(),
+            instruction_cycles,
             terminator,
             is_function_start,
         })
@@ -225,35 +237,56 @@ impl BlockCache {
         self.blocks
     }
 
+    /// How many instructions capstone decodes in `code`, loaded at
+    /// `address` (each instruction of a client request sequence counted).
+    pub fn decoded_instructions(&self, address: u64, code: &[u8]) -> usize {
+        if code.is_empty() {
+            return 0;
+        }
+        self.capstone
+            .disasm_all(code, address)
+            .map_or(0, |insns| insns.len())
+    }
+
     /// How many instructions `code`, loaded at `address`, holds, counted as
     /// blocks are.
     pub fn instructions_in(&self, address: u64, code: &[u8]) -> u32 {
         if code.is_empty() {
             return 0;
         }
-        self.decode(address, code).0
+        instruction_count(&self.decode(address, code).0, code)
     }
 
-    fn decode(&self, address: u64, code: &[u8]) -> (u32, Terminator) {
-        let insns = match self.capstone.disasm_all(code, address) {
-            Ok(insns) => insns,
-            // Undecodable bytes still ran: count them as one instruction.
-            Err(_) => return (1, Terminator::Other),
+    /// Each instruction's cycles (one entry per instruction) and how the
+    /// block ends.
+    fn decode(&self, address: u64, code: &[u8]) -> (Vec<u32>, Terminator) {
+        // Undecodable bytes still ran: count them as one instruction of one
+        // cycle.
+        let undecodable = (vec![1], Terminator::Other);
+        let Ok(insns) = self.capstone.disasm_all(code, address) else {
+            return undecodable;
         };
-        // A Valgrind client request's five instructions count as one, as
-        // in Callgrind (see `client_requests`).
-        let count = (insns.len() as u32)
-            .saturating_sub(crate::client_requests::uncounted_in(code))
-            .max(1);
         let Some(last) = insns.iter().last() else {
-            return (count, Terminator::Other);
+            return undecodable;
         };
         let terminator = match self.capstone.insn_detail(last) {
             Ok(detail) => classify(last.mnemonic().unwrap_or(""), &detail),
             Err(_) => Terminator::Other,
         };
-        (count, terminator)
+        (
+            self.costs.block(&self.capstone, &insns, terminator),
+            terminator,
+        )
     }
+}
+
+/// The instructions of a block of `code` with these per-instruction
+/// cycles: a Valgrind client request's five count as one, as in Callgrind
+/// (see `client_requests`).
+fn instruction_count(instruction_cycles: &[u32], code: &[u8]) -> u32 {
+    (instruction_cycles.len() as u32)
+        .saturating_sub(crate::client_requests::uncounted_in(code))
+        .max(1)
 }
 
 #[inline]

@@ -17,18 +17,21 @@
 //!   the start of the *current* function is a loop, not a call.
 //! * A block's instructions are self cost of the innermost frame. Inclusive
 //!   cost of a call is the instruction total at its end minus the total at its
-//!   start. Calls still open when the run ends are closed at the end.
+//!   start. Calls still open when the run ends are closed at the end. Cycles
+//!   (the cost model's, priced per block when it is decoded) are counted the
+//!   same way, beside instructions.
 //! * While collection is off (Valgrind client requests: see
 //!   [`CallTreeBuilder::set_collecting`]) blocks still move the call tree
-//!   (calls, returns, call counts) but their instructions count nowhere:
-//!   costs are differences of a *counted* clock that stands still then,
-//!   while the *executed* clock, which the guest's virtual time, the
-//!   instruction limit and `--dump-every` follow, goes on.
+//!   (calls, returns, call counts) but their instructions and cycles count
+//!   nowhere: costs are differences of a *counted* clock that stands still
+//!   then, while the *executed* clock (instructions), which the guest's
+//!   virtual time, the instruction limit and `--dump-every` follow, goes on.
 //!
 //! The builder never panics on an inconsistent stack; the worst a strange
 //! control flow can do is attribute cost to an unexpected context.
 
 use crate::tree::blocks::Terminator;
+use crate::tree::costs::Costs;
 use crate::tree::shadow_stack::{Frame, ThreadState};
 use emuprof_model::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
@@ -61,21 +64,22 @@ pub struct CallTreeBuilder {
     /// calls any more; only cuts need to know).
     exited: Vec<bool>,
     /// `total` when the running thread last started running.
-    running_since: u64,
-    /// The counted clock: instructions executed while collection was on.
-    /// Every cost is a difference of two readings of it.
-    total: u64,
+    running_since: Costs,
+    /// The counted clock: instructions and cycles executed while collection
+    /// was on, over all threads. Every cost is a difference of two readings
+    /// of it.
+    total: Costs,
     /// The executed clock: every instruction executed.
     executed: u64,
     /// `u64::MAX` while collection is on, 0 while it is off: a block's
-    /// instructions are added to `total` through it.
+    /// costs are added to `total` through it.
     counted_mask: u64,
-    /// `total` when the innermost frame last changed: the instructions since
-    /// then are self cost of the innermost context, credited when it changes
-    /// (not on every block).
-    self_mark: u64,
+    /// `total` when the innermost frame last changed: the costs since then
+    /// are self cost of the innermost context, credited when it changes (not
+    /// on every block).
+    self_mark: Costs,
     /// `total` where the current part began (0 until the first dump).
-    part_start: u64,
+    part_start: Costs,
     /// `executed` where the current part began.
     part_start_executed: u64,
     /// The builder thread looks at the tree once `executed` reaches this (the
@@ -93,6 +97,8 @@ pub struct BlockEvent {
     pub address: u64,
     /// Instructions in the block.
     pub instructions: u32,
+    /// Cycles of one run of the block, by the cost model.
+    pub cycles: u32,
     /// How the block ends (applies to the *next* block's transition).
     pub terminator: Terminator,
     /// Whether a function is known to start at `address`.
@@ -118,22 +124,23 @@ impl CallTreeBuilder {
             children: FxHashMap::default(),
             last_call: vec![(u64::MAX, 0)],
             recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
-            thread: ThreadState::new(0, initial_sp, 0),
+            thread: ThreadState::new(0, initial_sp, Costs::default()),
             parked: vec![None],
             threads: vec![ThreadRecord {
                 parent: None,
                 spawned_at: None,
                 root: 0,
                 instructions: 0,
+                cycles: 0,
             }],
             running: 0,
             exited: vec![false],
-            running_since: 0,
-            total: 0,
+            running_since: Costs::default(),
+            total: Costs::default(),
             executed: 0,
             counted_mask: u64::MAX,
-            self_mark: 0,
-            part_start: 0,
+            self_mark: Costs::default(),
+            part_start: Costs::default(),
             part_start_executed: 0,
             attention_at: u64::MAX,
             watched_entry: u64::MAX,
@@ -165,7 +172,11 @@ impl CallTreeBuilder {
             self.transition(block, read_sp)
         };
         self.executed += u64::from(block.instructions);
-        self.total += u64::from(block.instructions) & self.counted_mask;
+        self.total += Costs {
+            instructions: u64::from(block.instructions),
+            cycles: u64::from(block.cycles),
+        }
+        .masked(self.counted_mask);
         self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
         entered_by_call
@@ -223,15 +234,15 @@ impl CallTreeBuilder {
     /// Takes back the last `instructions` of the block just applied (to
     /// apply something that happened before them); [`Self::advance`] puts
     /// them back.
-    pub fn retract(&mut self, instructions: u64) {
-        self.executed -= instructions;
-        self.total -= instructions & self.counted_mask;
+    pub fn retract(&mut self, costs: Costs) {
+        self.executed -= costs.instructions;
+        self.total = self.total - costs.masked(self.counted_mask);
     }
 
-    /// Counts `instructions` more of the current context's block.
-    pub fn advance(&mut self, instructions: u64) {
-        self.executed += instructions;
-        self.total += instructions & self.counted_mask;
+    /// Counts `costs` more of the current context's block.
+    pub fn advance(&mut self, costs: Costs) {
+        self.executed += costs.instructions;
+        self.total += costs.masked(self.counted_mask);
     }
 
     /// Whether collection is on.
@@ -253,7 +264,10 @@ impl CallTreeBuilder {
     /// open), and every thread's active calls.
     pub(crate) fn snapshot(&self) -> crate::live::BuilderSnapshot {
         let mut nodes = self.nodes.clone();
-        nodes[self.thread.top().node as usize].self_instructions += self.total - self.self_mark;
+        add_self(
+            &mut nodes[self.thread.top().node as usize],
+            self.total - self.self_mark,
+        );
         let stacks = self
             .parked
             .iter()
@@ -284,16 +298,17 @@ impl CallTreeBuilder {
         FinishedTree {
             nodes: self.nodes,
             threads: self.threads,
-            total: self.total - self.part_start,
+            total: self.total.instructions - self.part_start.instructions,
+            total_cycles: self.total.cycles - self.part_start.cycles,
         }
     }
 
-    /// Credits the instructions since the innermost frame last changed to its
+    /// Credits the costs since the innermost frame last changed to its
     /// context; called before every change of the innermost frame.
     #[inline]
     fn settle_self_cost(&mut self) {
         let node = self.thread.top().node;
-        self.nodes[node as usize].self_instructions += self.total - self.self_mark;
+        add_self(&mut self.nodes[node as usize], self.total - self.self_mark);
         self.self_mark = self.total;
     }
 
@@ -404,9 +419,10 @@ impl CallTreeBuilder {
     fn close(&mut self, frame: Frame) {
         let cost = self.total - frame.entry_total;
         let n = &mut self.nodes[frame.node as usize];
-        n.inclusive_instructions += cost;
-        n.min_instructions = n.min_instructions.min(cost);
-        n.max_instructions = n.max_instructions.max(cost);
+        n.inclusive_instructions += cost.instructions;
+        n.inclusive_cycles += cost.cycles;
+        n.min_instructions = n.min_instructions.min(cost.instructions);
+        n.max_instructions = n.max_instructions.max(cost.instructions);
         if n.entry == self.watched_entry {
             self.attention_at = 0;
         }
@@ -445,6 +461,13 @@ impl CallTreeBuilder {
         }
         id
     }
+}
+
+/// Adds `cost` to a context's self cost.
+#[inline]
+fn add_self(node: &mut RawNode, cost: Costs) {
+    node.self_instructions += cost.instructions;
+    node.self_cycles += cost.cycles;
 }
 
 mod parts;

@@ -118,6 +118,7 @@ impl CallTreeBuilder {
         }
         for thread in &mut self.threads {
             thread.instructions = 0;
+            thread.cycles = 0;
         }
         let total = self.total;
         for index in 0..self.parked.len() {

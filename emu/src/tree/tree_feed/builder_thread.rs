@@ -13,6 +13,7 @@ use crate::client_requests::{CollectionRequest, MARKER_LEN};
 use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
+use crate::tree::costs::Costs;
 
 /// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
@@ -226,7 +227,7 @@ impl BuilderThread {
             Some(CollectionRequest::Start) => marker + MARKER_LEN,
             _ => self.segment_start(marker),
         };
-        let moved = self.instructions_from(from);
+        let moved = self.costs_from(from);
         self.tree.retract(moved);
         match request {
             Some(CollectionRequest::Start) => self.tree.set_collecting(true),
@@ -260,19 +261,28 @@ impl BuilderThread {
         }
     }
 
-    /// Instructions of the last block from `from` to its end.
-    fn instructions_from(&self, from: u64) -> u64 {
-        let Some(block) = self.tracked.get(self.previous) else {
-            return 0;
+    /// The costs of the last block from `from` to its end.
+    fn costs_from(&self, from: u64) -> Costs {
+        let Some(tracked) = self.tracked.get(self.previous) else {
+            return Costs::default();
         };
-        let (start, end) = (block.event.address, block.event.end);
+        let (start, end) = (tracked.event.address, tracked.event.end);
         if from < start || from >= end {
-            return 0;
+            return Costs::default();
         }
-        let Some(code) = self.code.read(from, (end - from) as usize) else {
-            return 0;
+        let Some(code) = self.code.read(start, (end - start) as usize) else {
+            return Costs::default();
         };
-        u64::from(self.blocks.instructions_in(from, code))
+        let split = ((from - start) as usize).min(code.len());
+        let (before, after) = code.split_at(split);
+        let skipped = self.blocks.decoded_instructions(start, before);
+        // (Tracked blocks and decoded blocks share their ids.)
+        let block = self.blocks.get(self.previous as u32);
+        let cycles = block.instruction_cycles.iter().skip(skipped);
+        Costs {
+            instructions: u64::from(self.blocks.instructions_in(from, after)),
+            cycles: cycles.map(|&c| u64::from(c)).sum(),
+        }
     }
 
     /// Starts cutting parts as `setup` says; `slot` knows the threads' ids
@@ -355,6 +365,7 @@ impl TrackedBlock {
         let event = BlockEvent {
             address: info.address,
             instructions: info.instructions,
+            cycles: info.cycles,
             terminator: info.terminator,
             is_function_start: info.is_function_start,
             end: info.address + u64::from(info.size),
