@@ -99,6 +99,19 @@ fn start_at_fib_profiles_exactly_fibs_subtree_under_its_call_stack() {
     };
     assert_eq!(root_path(late.profile()), root_path(full.profile()));
     assert_eq!(late.profile()["call_tree"][0]["calls"], 1);
+    // The setup's system calls are not counted either: only those from fib
+    // on (printf's write, exit_group).
+    let syscalls = |run: &EmuprofRun| run.profile()["totals"]["syscalls"].as_u64().unwrap();
+    assert!(
+        syscalls(&late) < syscalls(&full),
+        "{} vs {}",
+        syscalls(&late),
+        syscalls(&full)
+    );
+    assert_eq!(
+        late.profile()["call_tree"][0]["syscalls"],
+        full.profile()["call_tree"][0]["syscalls"]
+    );
 }
 
 #[test]
