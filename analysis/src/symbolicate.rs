@@ -152,6 +152,7 @@ impl Profile {
             process: raw.process.clone(),
             processes: Vec::new(),
             collection: Vec::new(),
+            started: None,
             code: None,
             metric: crate::metric::Metric::Instructions,
         };

@@ -47,6 +47,9 @@ pub struct RunOptions {
     /// unprofiled, passing its exit status back. Escapes `--root` and
     /// `--read-only`: the command line refuses the combination.
     pub exec_native: bool,
+    /// Start the call tree late, at this point of the first program
+    /// (`--start-at`, `--start-after`); `None`: at the first instruction.
+    pub start: Option<super::StartPoint>,
 }
 
 impl RunOptions {
@@ -63,6 +66,7 @@ impl RunOptions {
             quantum: super::threads::DEFAULT_QUANTUM,
             cpus: crate::cpu::DEFAULT_CPUS,
             exec_native: false,
+            start: None,
         }
     }
 }
