@@ -18,7 +18,7 @@ use super::processes::ProcessTable;
 use super::stack_pointer::StackPointerSource;
 use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
-use super::{block_hook, hooks, threads, RunHandles, RunOptions, STACK_TOP};
+use super::{block_hook, block_trace, hooks, threads, RunHandles, RunOptions, STACK_TOP};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
@@ -467,6 +467,10 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
+    let cursor = state.borrow().feed.trace_cursor();
+    // SAFETY: a live engine with the block hook just installed; the cursor
+    // belongs to the state's feed, and the state outlives the engine.
+    unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
     for (insn, callback) in [
         (
             X86Insn::RDTSC,

@@ -2,6 +2,7 @@
 //! installs the hooks and runs the guest to the end.
 
 mod block_hook;
+mod block_trace;
 mod code_changes;
 mod guest_process;
 mod guest_symbols;

@@ -1,0 +1,95 @@
+//! Block events written by the translated code itself, without a call into
+//! the block hook.
+//!
+//! For a block inside the program's loaded text the block hook's fast path
+//! does nothing but append `(address | size << 48, rsp)` to the current
+//! batch. emuprof's Unicorn build
+//! (`emu/unicorn/0006-block-runs-recorded-inline.patch`) can do exactly that in the
+//! translated code: when it translates a block it asks
+//! [`traces_inline`] once, and for a block answered yes it emits a few TCG
+//! ops that store the record at the feed's [`TraceCursor`] and advance it
+//! while the batch has room; only a full batch calls the block hook, which
+//! takes its slow path as before (sends the batch, checks limits and the
+//! thread quantum). Every other block calls the hook on every run, as
+//! before. The events, and so the profiles, are the same bytes.
+//!
+//! The answer is the hook's own fast-path test (`text.contains`), taken at
+//! translation time. `text` only ever shrinks to nothing, when code inside
+//! it changes (see [`super::code_changes`]); the blocks of the changed
+//! range lose their translations then and are asked again, while the others
+//! keep recording inline code that still matches the loaded text the
+//! builder decodes them from.
+//!
+//! Stock Unicorn rejects the control (`UC_ERR_ARG`); the hook then sees
+//! every block, as it always did. `EMUPROF_BLOCK_HOOK_REGISTER_API` (see
+//! [`super::stack_pointer`]) turns the trace off too, so the stock path is
+//! testable with the patched build.
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void};
+
+use unicorn_engine::uc_engine;
+
+use super::state::MachineState;
+use crate::tree::tree_feed::TraceCursor;
+
+/// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
+const CTL_BLOCK_TRACE: c_int = 0x6570;
+/// `UC_CTL_IO_WRITE << 30 | 3 << 26` (three arguments), as `UC_CTL_WRITE`
+/// builds it.
+const CTL_WRITE_THREE_ARGS: u32 = 1 << 30 | 3 << 26;
+
+unsafe extern "C" {
+    /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
+    #[link_name = "uc_ctl"]
+    fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+}
+
+/// Asks the engine to record the blocks [`traces_inline`] accepts at
+/// `cursor`. True when it will (emuprof's Unicorn build); false with stock
+/// Unicorn, or when forced off.
+///
+/// # Safety
+/// `uc` must be a live engine with emuprof's block hook installed;
+/// `cursor` and `state` must stay valid as long as the engine runs guest
+/// code (the state owns the feed that owns the cursor, and outlives the
+/// engine).
+pub(crate) unsafe fn install(
+    uc: *mut uc_engine,
+    cursor: *mut TraceCursor,
+    state: *const RefCell<MachineState>,
+) -> bool {
+    if std::env::var_os(super::stack_pointer::FORCE_REGISTER_API).is_some() {
+        return false;
+    }
+    let ask: unsafe extern "C" fn(*mut c_void, u64) -> c_int = traces_inline;
+    // SAFETY: the caller's contract; the three arguments are what the
+    // control reads (`uc_emuprof_block_trace *`, the callback, its user
+    // data). Stock Unicorn reads none of them and returns UC_ERR_ARG.
+    let rc = unsafe {
+        uc_ctl_raw(
+            uc,
+            CTL_WRITE_THREE_ARGS | CTL_BLOCK_TRACE as u32,
+            cursor,
+            ask,
+            state as *mut c_void,
+        )
+    };
+    rc == 0
+}
+
+/// Whether the block at `address` may be recorded inline: the block hook's
+/// fast-path test. Unicorn calls it while it translates (inside
+/// `emu_start`, never from a hook); when the state is in use anyway the
+/// answer is no, which only costs a hook call per run.
+///
+/// # Safety
+/// `user_data` must point to the live `RefCell<MachineState>` passed to
+/// [`install`].
+unsafe extern "C" fn traces_inline(user_data: *mut c_void, address: u64) -> c_int {
+    // SAFETY: the caller's contract.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
+    cell.try_borrow()
+        .is_ok_and(|st| st.text.contains(address))
+        .into()
+}
