@@ -102,6 +102,11 @@ impl TreeEvent {
         }
     }
 
+    /// The event's key (for a block, `address | size << 48`).
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
     /// The `(address, size)` of a block event's key.
     fn split_key(key: u64) -> (u64, u32) {
         (key & ((1 << 48) - 1), (key >> 48) as u32)
