@@ -60,6 +60,9 @@ pub struct Edge {
     /// Inclusive cost of the callee when called from here, recursion counted
     /// once (Min_E over the call-tree edges mapped to this edge).
     pub inclusive_instructions: u64,
+    /// Inclusive cycles of the callee when called from here, counted like
+    /// `inclusive_instructions`.
+    pub inclusive_cycles: u64,
     /// Of `calls`, those made while the callee was already on the call stack.
     pub recursive_calls: u64,
     /// Concurrency: how many distinct threads made calls along this edge.
@@ -157,6 +160,7 @@ impl<'p> CallGraph<'p> {
                 callee,
                 calls: 0,
                 inclusive_instructions: 0,
+                inclusive_cycles: 0,
                 recursive_calls: 0,
                 threads: 0,
             })
@@ -198,6 +202,7 @@ impl<'p> CallGraph<'p> {
             edge.calls += node.calls;
             if edge_outer.is_outermost[index] {
                 edge.inclusive_instructions += node.inclusive_instructions;
+                edge.inclusive_cycles += node.inclusive_cycles;
             }
             if !function_outer.is_outermost[index] {
                 edge.recursive_calls += node.calls;

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{AnalysisError, Result};
 use crate::instructions::apportion;
-use crate::profile::{CallNode, ProcessOrigin, Profile, COLLECTION_SCHEMA_VERSION};
+use crate::profile::{CallNode, ProcessOrigin, Profile, SCHEMA_VERSION};
 use crate::symbolicate::derive_totals;
 use crate::threads::{spawned_roots, thread_of_contexts};
 
@@ -136,7 +136,7 @@ impl Profile {
             keep.push(kept);
             stacks.push(on_stack);
             image.collection.push(collection.clone());
-            image.schema_version = COLLECTION_SCHEMA_VERSION;
+            image.schema_version = SCHEMA_VERSION;
         }
         self.processes = images;
         drop_uncounted::drop_uncounted(self, keep);
@@ -227,17 +227,18 @@ fn restrict_image(
 
     let nodes = &mut profile.call_tree;
     let mut whole = vec![true; nodes.len()];
-    let mut inclusive = vec![0u64; nodes.len()];
+    let mut inclusive = vec![Cost::default(); nodes.len()];
     let mut counted_below = vec![false; nodes.len()];
     for (index, node) in nodes.iter_mut().enumerate() {
         if !counts[index] {
             node.self_instructions = 0;
+            node.self_cycles = 0;
             node.syscalls = 0;
         }
     }
     for index in (0..nodes.len()).rev() {
         let node = &nodes[index];
-        inclusive[index] += node.self_instructions;
+        inclusive[index].add(Cost::own(node));
         whole[index] &= counts[index];
         counted_below[index] |= counts[index];
         if let Some(parent) = node.parent {
@@ -247,7 +248,8 @@ fn restrict_image(
                     "call_tree[{index}] has parent {parent}, which does not come before it"
                 )));
             }
-            inclusive[parent] += inclusive[index];
+            let below = inclusive[index];
+            inclusive[parent].add(below);
             whole[parent] &= whole[index];
             counted_below[parent] |= counted_below[index];
         }
@@ -258,12 +260,16 @@ fn restrict_image(
         }
     }
     profile.totals.instructions = nodes.iter().map(|n| n.self_instructions).sum();
+    profile.totals.cycles = nodes.iter().map(|n| n.self_cycles).sum();
     let owner = thread_of_contexts(profile);
     for thread in &mut profile.threads {
         thread.instructions = 0;
+        thread.cycles = 0;
     }
     for (node, &thread) in profile.call_tree.iter().zip(&owner) {
-        profile.threads[thread as usize].instructions += node.self_instructions;
+        let thread = &mut profile.threads[thread as usize];
+        thread.instructions += node.self_instructions;
+        thread.cycles += node.self_cycles;
     }
     let kept_self = self_per_function(profile);
     restrict_blocks(profile, &full_self, &kept_self);
@@ -340,9 +346,33 @@ fn on_stack(
     }
 }
 
+/// Instructions and cycles of a context or a subtree.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    instructions: u64,
+    cycles: u64,
+}
+
+impl Cost {
+    /// A context's self cost.
+    fn own(node: &CallNode) -> Cost {
+        Cost {
+            instructions: node.self_instructions,
+            cycles: node.self_cycles,
+        }
+    }
+
+    fn add(&mut self, other: Cost) {
+        self.instructions += other.instructions;
+        self.cycles += other.cycles;
+    }
+}
+
 /// A context whose subtree only partly counts: its new inclusive cost, its
 /// calls only when something under it counts, its per-call bounds.
-fn rebound(node: &mut CallNode, inclusive: u64, counted_below: bool) {
+fn rebound(node: &mut CallNode, inclusive: Cost, counted_below: bool) {
+    node.inclusive_cycles = inclusive.cycles;
+    let inclusive = inclusive.instructions;
     node.inclusive_instructions = inclusive;
     if !counted_below {
         node.calls = 0;

@@ -49,6 +49,10 @@ pub struct FunctionCosts {
     pub inclusive_instructions: u64,
     /// Calls, summed over the functions of this name.
     pub calls: u64,
+    /// Self cycles, summed over the functions of this name.
+    pub self_cycles: u64,
+    /// Inclusive cycles, summed over the functions of this name.
+    pub inclusive_cycles: u64,
 }
 
 /// Costs of every function of `profile` by name (functions sharing a name are
@@ -60,6 +64,8 @@ pub fn costs_by_name(profile: &Profile) -> BTreeMap<&str, FunctionCosts> {
         costs.self_instructions += f.self_instructions;
         costs.inclusive_instructions += f.inclusive_instructions;
         costs.calls += f.calls;
+        costs.self_cycles += f.self_cycles;
+        costs.inclusive_cycles += f.inclusive_cycles;
     }
     by_name
 }
@@ -152,6 +158,8 @@ pub struct ProfileDiff {
     pub unchanged: usize,
     /// Whether shares are compared ([`DiffOptions::normalize`]).
     pub normalized: bool,
+    /// What the costs count (A's metric; compare profiles measured alike).
+    pub metric: crate::metric::Metric,
 }
 
 impl ProfileDiff {
@@ -214,6 +222,7 @@ impl ProfileDiff {
                 unchanged
             },
             normalized: options.normalize,
+            metric: a.metric,
         }
     }
 
@@ -248,15 +257,16 @@ impl ProfileDiff {
 pub fn write_text<W: Write>(diff: &ProfileDiff, out: W) -> Result<()> {
     let mut out = std::io::BufWriter::new(out);
     let (ta, tb) = (diff.a_totals.instructions, diff.b_totals.instructions);
+    let metric = diff.metric.name();
     writeln!(
         out,
-        "A: {}  ({} instructions)",
+        "A: {}  ({} {metric})",
         diff.a_command.join(" "),
         grouped(ta)
     )?;
     writeln!(
         out,
-        "B: {}  ({} instructions)",
+        "B: {}  ({} {metric})",
         diff.b_command.join(" "),
         grouped(tb)
     )?;

@@ -43,6 +43,13 @@ pub enum AnalysisError {
     #[error("the profile is inconsistent: {0}")]
     Inconsistent(String),
 
+    /// Cycles were asked of a profile recorded before cycles.
+    #[error(
+        "the profile records no cycles (it was written before schema_version 4); \
+         profile the program again with this emuprof, or use --metric instructions"
+    )]
+    NoCycles,
+
     /// A per-thread view asks for a thread the profile does not have.
     #[error("the profile has no thread {id}; its threads are {}", list_ids(known))]
     UnknownThread {

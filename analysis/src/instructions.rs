@@ -65,8 +65,14 @@ pub trait CodeMap {
 pub struct InstructionCost {
     /// Its address.
     pub address: u64,
-    /// How many times it ran (Callgrind's `Ir` of this instruction).
+    /// How many times it ran (Callgrind's `Ir` of this instruction); its
+    /// cycles instead in a profile measured in cycles
+    /// ([`Profile::measured_in`]), so every per-instruction report and
+    /// export shows the chosen metric.
     pub executions: u64,
+    /// Its cycles by the cost model, over all its runs (0 in profiles
+    /// before cycles); its executions in a profile measured in cycles.
+    pub cycles: u64,
     /// Index into [`InstructionCosts::functions`].
     pub function: u32,
     /// Assembly text; `(undecodable)` when the bytes could not be decoded.
@@ -119,9 +125,10 @@ impl InstructionCosts {
     /// Expands the profile's blocks into instructions. The sum of all
     /// `executions` equals the sum over blocks of `instructions × executions`
     /// (a block whose bytes decode into fewer instructions than recorded charges
-    /// the rest to its first instruction), so totals stay exact.
+    /// the rest to its first instruction), so totals stay exact; the same
+    /// holds for cycles.
     pub fn build(profile: &Profile, code: &dyn CodeMap) -> InstructionCosts {
-        let mut counts: BTreeMap<u64, (u64, String)> = BTreeMap::new();
+        let mut counts: BTreeMap<u64, (u64, u64, String)> = BTreeMap::new();
         for block in &profile.blocks {
             let mut decoded = code.decode(block.address, block.size);
             decoded.truncate(block.instructions as usize);
@@ -135,12 +142,21 @@ impl InstructionCosts {
                 });
                 missing -= 1;
             }
+            let decoded_count = decoded.len();
+            let cycles_of = |range: std::ops::Range<usize>| -> u64 {
+                let cycles = block.cycles.get(range).unwrap_or(&[]);
+                cycles.iter().map(|&c| u64::from(c)).sum()
+            };
+            // The first instruction also carries the undecoded ones' cycles.
+            let missing_cycles = cycles_of(decoded_count..block.cycles.len());
             for (index, instruction) in decoded.into_iter().enumerate() {
                 let extra = if index == 0 { missing } else { 0 };
+                let extra_cycles = if index == 0 { missing_cycles } else { 0 };
                 let entry = counts
                     .entry(instruction.address)
-                    .or_insert_with(|| (0, instruction.text));
+                    .or_insert_with(|| (0, 0, instruction.text));
                 entry.0 += block.executions * (1 + extra);
+                entry.1 += block.executions * (cycles_of(index..index + 1) + extra_cycles);
             }
         }
 
@@ -161,16 +177,21 @@ impl InstructionCosts {
             .into_iter()
             .map(|(address, name)| CodeFunction { address, name })
             .collect();
+        let in_cycles = profile.metric == crate::metric::Metric::Cycles;
         let instructions = counts
             .into_iter()
             .zip(owner)
-            .map(|((address, (executions, text)), start)| InstructionCost {
-                address,
-                executions,
-                function: functions.partition_point(|f| f.address < start) as u32,
-                text,
-                frames: code.frames(address),
-            })
+            .map(
+                |((address, (executions, cycles, text)), start)| InstructionCost {
+                    address,
+                    // In a profile measured in cycles every cost is cycles.
+                    executions: if in_cycles { cycles } else { executions },
+                    cycles: if in_cycles { executions } else { cycles },
+                    function: functions.partition_point(|f| f.address < start) as u32,
+                    text,
+                    frames: code.frames(address),
+                },
+            )
             .collect();
         InstructionCosts {
             functions,
@@ -322,6 +343,8 @@ pub(crate) mod tests {
         }
     }
 
+    /// Blocks `(address, size, instructions, executions)`, the `i`-th
+    /// instruction of a block costing `i + 1` cycles.
     pub(crate) fn profile_with_blocks(blocks: &[(u64, u32, u32, u64)]) -> Profile {
         let (raw, resolver) = RawTreeBuilder::new("main", 1).finish();
         let mut profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
@@ -332,6 +355,7 @@ pub(crate) mod tests {
                 size,
                 instructions,
                 executions,
+                cycles: (1..=instructions).collect(),
             })
             .collect();
         profile
@@ -350,6 +374,15 @@ pub(crate) mod tests {
         assert_eq!(counts, [(0x1000, 3), (0x1002, 3), (0x1004, 8), (0x1006, 8)]);
         assert_eq!(costs.total(), 4 * 3 + 2 * 5);
         assert_eq!(costs.self_by_function(), [costs.total()]);
+        let cycles: Vec<u64> = costs.instructions.iter().map(|i| i.cycles).collect();
+        assert_eq!(cycles, [3, 2 * 3, 3 * 3 + 5, 4 * 3 + 2 * 5]);
+        // Measured in cycles, the per-instruction costs are the cycles.
+        let in_cycles = Profile {
+            metric: crate::metric::Metric::Cycles,
+            ..profile
+        };
+        let costs = InstructionCosts::build(&in_cycles, &FakeCode);
+        assert_eq!(costs.instructions[3].executions, 4 * 3 + 2 * 5);
     }
 
     #[test]
@@ -359,6 +392,10 @@ pub(crate) mod tests {
         let costs = InstructionCosts::build(&profile, &FakeCode);
         assert_eq!(costs.total(), 10);
         assert_eq!(costs.instructions[0].executions, 8);
+        // The first instruction carries the undecoded ones' cycles too.
+        let cycles: u64 = costs.instructions.iter().map(|i| i.cycles).sum();
+        assert_eq!(cycles, 2 * (1 + 2 + 3 + 4 + 5));
+        assert_eq!(costs.instructions[0].cycles, 2 * (1 + 3 + 4 + 5));
     }
 
     #[test]

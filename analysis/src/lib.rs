@@ -65,6 +65,7 @@ pub mod error;
 pub mod export;
 pub mod instructions;
 pub mod limits;
+pub mod metric;
 pub mod processes;
 pub mod profile;
 /// The recorded-profile tables (`emuprof-model`), re-exported: what the
@@ -82,8 +83,9 @@ pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
 pub use collect::Collection;
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
+pub use metric::Metric;
 pub use profile::{
     Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Thread,
-    Totals, COLLECTION_SCHEMA_VERSION, SCHEMA_VERSION,
+    Totals, SCHEMA_VERSION,
 };
 pub use symbolicate::{FunctionInfo, Resolve};

@@ -20,19 +20,15 @@ pub use emuprof_model::ProcessOrigin;
 /// `execve` replacing another image) and the program it runs.
 pub use emuprof_model::RawProcess as Process;
 
-/// The schema version this crate writes for a profile of the whole run.
-/// [`Profile::read_json`] also reads version 1 (before threads), as one
-/// main thread, and version 2 (before processes and the recorded code), as
-/// the run's only process, whose code needs its binary.
-pub const SCHEMA_VERSION: u32 = 3;
-
-/// The schema version of a profile whose costs cover only what
-/// [`Profile::collection`] collected: a reader that does not know the field
-/// must not take its totals for the whole run's.
-pub const COLLECTION_SCHEMA_VERSION: u32 = 4;
+/// The schema version this crate writes. [`Profile::read_json`] also reads
+/// version 1 (before threads), as one main thread, and version 2 (before
+/// processes and the recorded code), as the run's only process, whose
+/// code needs its binary, and version 3 (before cycles), with every cycle
+/// count 0.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The newest schema version [`Profile::read_json`] reads.
-pub const NEWEST_READABLE_SCHEMA_VERSION: u32 = COLLECTION_SCHEMA_VERSION;
+pub const NEWEST_READABLE_SCHEMA_VERSION: u32 = SCHEMA_VERSION;
 
 /// The oldest schema version [`Profile::read_json`] still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
@@ -43,8 +39,7 @@ pub type FunctionId = u32;
 /// One profiled run, symbolicated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
-    /// [`SCHEMA_VERSION`] for profiles of the whole run this crate writes,
-    /// [`COLLECTION_SCHEMA_VERSION`] when `collection` restricts the costs.
+    /// [`SCHEMA_VERSION`] for every profile this crate writes.
     pub schema_version: u32,
     /// Version of emuprof that recorded the profile.
     pub emuprof_version: String,
@@ -97,6 +92,10 @@ pub struct Profile {
     /// file's top level) has them; empty for a run of one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<Profile>,
+    /// What the cost fields count: instructions as recorded, or cycles in
+    /// a profile [`Profile::measured_in`] made. Never written.
+    #[serde(skip)]
+    pub metric: crate::metric::Metric,
 }
 
 /// One file whose code the guest ran.
@@ -124,6 +123,10 @@ pub struct LoadedObject {
 pub struct Totals {
     /// All instructions executed.
     pub instructions: u64,
+    /// All cycles, by the instruction cost model (0 in profiles before
+    /// schema version 4).
+    #[serde(default)]
+    pub cycles: u64,
     /// Function calls executed (sum of `calls` over all contexts but the root).
     pub calls: u64,
     /// System calls executed.
@@ -152,6 +155,13 @@ pub struct Function {
     /// Kaes's `c_t`: inclusive instructions, recursion counted once (sum over the
     /// contexts that have no ancestor context of the same function).
     pub inclusive_instructions: u64,
+    /// Cycles, by the cost model, spent in the function itself.
+    #[serde(default)]
+    pub self_cycles: u64,
+    /// Inclusive cycles, recursion counted once (like
+    /// `inclusive_instructions`).
+    #[serde(default)]
+    pub inclusive_cycles: u64,
     /// Times the function was called, recursive calls included.
     pub calls: u64,
     /// Concurrency (Trin-Trin): how many distinct threads ran the function,
@@ -176,6 +186,9 @@ pub struct Thread {
     pub root: u32,
     /// Instructions this thread executed (its own contexts' self costs).
     pub instructions: u64,
+    /// Cycles this thread executed (its own contexts' self cycles).
+    #[serde(default)]
+    pub cycles: u64,
     /// The function the thread started in: for the main thread the root's
     /// function (the entry point); for a spawned thread the function of the
     /// root's first own callee (glibc's and musl's `clone` start the child
@@ -203,6 +216,12 @@ pub struct CallNode {
     pub min_instructions: u64,
     /// Most inclusive instructions of one call.
     pub max_instructions: u64,
+    /// Cycles, by the cost model, spent in this context itself.
+    #[serde(default)]
+    pub self_cycles: u64,
+    /// Cycles spent in this context and everything it called.
+    #[serde(default)]
+    pub inclusive_cycles: u64,
     /// System calls made directly from this context.
     pub syscalls: u64,
     /// Of `calls`, how many came through an indirect `call`.
@@ -250,14 +269,9 @@ impl Profile {
             });
         }
         let mut profile: Profile = serde_json::from_slice(&bytes)?;
-        if (found == COLLECTION_SCHEMA_VERSION) == profile.collection.is_empty() {
+        if found < 4 && !profile.collection.is_empty() {
             return Err(AnalysisError::Inconsistent(format!(
-                "schema_version {found} {} a `collection` field",
-                if found == COLLECTION_SCHEMA_VERSION {
-                    "requires"
-                } else {
-                    "cannot have"
-                }
+                "schema_version {found} cannot have a `collection` field (added in 4)"
             )));
         }
         if found == 1 {
@@ -265,6 +279,11 @@ impl Profile {
         }
         if found < 3 {
             crate::processes::upgrade_version_2(&mut profile)?;
+        }
+        // Before version 4 there were no cycles: they read as 0.
+        profile.schema_version = SCHEMA_VERSION;
+        for image in &mut profile.processes {
+            image.schema_version = SCHEMA_VERSION;
         }
         profile.validate()?;
         Ok(profile)
@@ -340,7 +359,7 @@ impl Profile {
         self.code.as_ref()?.instruction_before(node.return_address?)
     }
 
-    /// `part` as a percentage of all instructions (0 when the total is 0).
+    /// `part` as a percentage of the total cost (0 when the total is 0).
     pub fn percent(&self, part: u64) -> f64 {
         if self.totals.instructions == 0 {
             0.0
@@ -367,7 +386,7 @@ mod tests {
 
     #[test]
     fn other_schema_versions_are_refused_with_both_versions_named() {
-        let json = sample_json().replace("\"schema_version\": 3", "\"schema_version\": 7");
+        let json = sample_json().replace("\"schema_version\": 4", "\"schema_version\": 7");
         let err = Profile::read_json(json.as_bytes()).expect_err("version 7 is unknown");
         let message = err.to_string();
         assert!(
@@ -405,6 +424,32 @@ mod tests {
         assert_eq!(profile.threads[0].id, 4242);
         assert_eq!(profile.threads[0].instructions, profile.totals.instructions);
         assert!(profile.functions.iter().all(|f| f.concurrency == 1));
+    }
+
+    #[test]
+    fn a_version_3_profile_reads_with_zero_cycles() {
+        let mut value: serde_json::Value =
+            serde_json::from_str(&sample_json()).expect("valid JSON");
+        value["schema_version"] = 3.into();
+        // Drop every cycles field, as version 3 wrote no such thing.
+        fn drop_cycles(value: &mut serde_json::Value) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    map.retain(|key, _| !key.contains("cycles"));
+                    map.values_mut().for_each(drop_cycles);
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(drop_cycles),
+                _ => {}
+            }
+        }
+        drop_cycles(&mut value);
+        let version_3 = serde_json::to_string_pretty(&value).expect("serializes");
+        assert!(!version_3.contains("cycles"), "{version_3}");
+        let profile = Profile::read_json(version_3.as_bytes()).expect("version 3 still reads");
+        assert_eq!(profile.schema_version, SCHEMA_VERSION);
+        assert_eq!(profile.totals.cycles, 0);
+        assert!(profile.call_tree.iter().all(|n| n.inclusive_cycles == 0));
+        assert_eq!(profile.totals.instructions, 3);
     }
 
     #[test]

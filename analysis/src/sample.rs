@@ -112,6 +112,7 @@ impl RawTreeBuilder {
             spawned_at: Some(spawned_at),
             root,
             instructions: 0,
+            cycles: 0,
         });
         root
     }

@@ -93,6 +93,8 @@ impl Profile {
                 inclusive_instructions: node.inclusive_instructions,
                 min_instructions: node.min_instructions,
                 max_instructions: node.max_instructions,
+                self_cycles: node.self_cycles,
+                inclusive_cycles: node.inclusive_cycles,
                 syscalls: node.syscalls,
                 indirect_calls: node.indirect_calls,
                 max_stack_bytes: node.max_stack_bytes,
@@ -110,6 +112,8 @@ impl Profile {
                 object: info.object,
                 self_instructions: 0,
                 inclusive_instructions: 0,
+                self_cycles: 0,
+                inclusive_cycles: 0,
                 calls: 0,
                 concurrency: 0,
             })
@@ -123,6 +127,7 @@ impl Profile {
                 spawned_at: t.spawned_at,
                 root: t.root,
                 instructions: t.instructions,
+                cycles: t.cycles,
                 start_function: 0,
             })
             .collect();
@@ -137,6 +142,7 @@ impl Profile {
             part: None,
             totals: Totals {
                 instructions: raw.total_instructions,
+                cycles: raw.total_cycles,
                 ..Totals::default()
             },
             threads,
@@ -147,6 +153,7 @@ impl Profile {
             processes: Vec::new(),
             collection: Vec::new(),
             code: None,
+            metric: crate::metric::Metric::Instructions,
         };
         if profile.threads.is_empty() {
             profile.threads = crate::threads::single_main_thread(&profile);
@@ -158,7 +165,7 @@ impl Profile {
 }
 
 /// Computes everything a profile derives from its call tree and thread
-/// table: the totals but `instructions` (calls, syscalls, contexts), each
+/// table: the totals but `instructions` and `cycles` (calls, syscalls, contexts), each
 /// function's `c_i`, `c_t` (Kaes's Min_E), calls and concurrency, and each
 /// thread's start function. `profile` must be valid; its function totals
 /// are overwritten.
@@ -180,14 +187,18 @@ pub(crate) fn derive_totals(profile: &mut Profile) {
     for function in &mut profile.functions {
         function.self_instructions = 0;
         function.inclusive_instructions = 0;
+        function.self_cycles = 0;
+        function.inclusive_cycles = 0;
         function.calls = 0;
     }
     for (node, is_outermost) in nodes.iter().zip(outer.is_outermost) {
         let function = &mut profile.functions[node.function as usize];
         function.self_instructions += node.self_instructions;
+        function.self_cycles += node.self_cycles;
         function.calls += node.calls;
         if is_outermost {
             function.inclusive_instructions += node.inclusive_instructions;
+            function.inclusive_cycles += node.inclusive_cycles;
         }
     }
     let owner = thread_of_contexts(profile);

@@ -107,17 +107,24 @@ impl Profile {
                     },
                     function: new_function(node.function),
                     inclusive_instructions: node.self_instructions,
+                    inclusive_cycles: node.self_cycles,
                     ..node.clone()
                 }
             })
             .collect();
         for index in (0..call_tree.len()).rev() {
             if let Some(parent) = call_tree[index].parent {
-                let inclusive = call_tree[index].inclusive_instructions;
-                call_tree[parent as usize].inclusive_instructions += inclusive;
+                let (instructions, cycles) = (
+                    call_tree[index].inclusive_instructions,
+                    call_tree[index].inclusive_cycles,
+                );
+                let parent = &mut call_tree[parent as usize];
+                parent.inclusive_instructions += instructions;
+                parent.inclusive_cycles += cycles;
             }
         }
         let instructions: u64 = call_tree.iter().map(|n| n.self_instructions).sum();
+        let cycles: u64 = call_tree.iter().map(|n| n.self_cycles).sum();
 
         let mut profile = Profile {
             schema_version: self.schema_version,
@@ -129,6 +136,7 @@ impl Profile {
             part: self.part.clone(),
             totals: crate::profile::Totals {
                 instructions,
+                cycles,
                 ..Default::default()
             },
             threads: vec![Thread {
@@ -137,6 +145,7 @@ impl Profile {
                 spawned_at: None,
                 root: 0,
                 instructions,
+                cycles,
                 start_function: 0,
             }],
             functions: used
@@ -149,6 +158,7 @@ impl Profile {
             process: self.process.clone(),
             processes: Vec::new(),
             collection: self.collection.clone(),
+            metric: self.metric,
         };
         derive_totals(&mut profile);
         profile
@@ -215,9 +225,9 @@ impl BlockSplit {
                     .iter()
                     .find(|&&(thread, _)| thread as usize == index)
                     .map_or(0, |&(_, part)| part);
-                (executions > 0).then_some(Block {
+                (executions > 0).then(|| Block {
                     executions,
-                    ..*block
+                    ..block.clone()
                 })
             })
             .collect()
@@ -382,6 +392,7 @@ mod tests {
             size: 4,
             instructions: 2,
             executions: 50,
+            cycles: Vec::new(),
         }];
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
         assert_eq!(profile.thread_view(4242).expect("main thread"), profile);
@@ -402,12 +413,14 @@ mod tests {
                 size: 8,
                 instructions: 4,
                 executions: 150,
+                cycles: Vec::new(),
             },
             Block {
                 address: helper + 8,
                 size: 4,
                 instructions: 2,
                 executions: 30,
+                cycles: Vec::new(),
             },
         ];
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");

@@ -135,6 +135,7 @@ pub(crate) fn single_main_thread(profile: &Profile) -> Vec<Thread> {
             spawned_at: None,
             root: 0,
             instructions: profile.totals.instructions,
+            cycles: profile.totals.cycles,
             start_function: root.function,
         }],
     }

@@ -44,6 +44,10 @@ pub struct RawNode {
     pub min_instructions: u64,
     /// Most inclusive instructions of a single call.
     pub max_instructions: u64,
+    /// Cycles, by the instruction cost model, spent in this context itself.
+    pub self_cycles: u64,
+    /// Cycles spent in this context and everything it called.
+    pub inclusive_cycles: u64,
     /// System calls made directly from this context.
     pub syscalls: u64,
     /// Of `calls`, how many came through an indirect `call` (register or memory
@@ -61,7 +65,7 @@ pub struct RawNode {
 /// One distinct basic block that executed, for per-instruction costs: every
 /// instruction of a block executes exactly `executions` times. The profile
 /// stores this table as recorded (JSON field `blocks`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Block {
     /// Guest address of the block's first instruction.
     pub address: u64,
@@ -71,6 +75,39 @@ pub struct Block {
     pub instructions: u32,
     /// How many times the block ran.
     pub executions: u64,
+    /// The cost model's cycles of each of the block's instructions, for one
+    /// run of the block (empty in profiles older than cycles). Stored as one
+    /// string of space-separated numbers.
+    #[serde(default, with = "cycle_list")]
+    pub cycles: Vec<u32>,
+}
+
+impl Block {
+    /// Cycles of one run of the block: the sum of its instructions'.
+    pub fn cycles_per_run(&self) -> u64 {
+        self.cycles.iter().map(|&c| u64::from(c)).sum()
+    }
+}
+
+/// A list of cycle counts as one JSON string, `"1 0 3"`: a profile holds one
+/// per block, and a JSON array would take a line per number.
+mod cycle_list {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(cycles: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = cycles.iter().map(u32::to_string).collect();
+        serializer.serialize_str(&text.join(" "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.split_whitespace()
+            .map(|n| {
+                n.parse()
+                    .map_err(|_| D::Error::custom(format!("block cycles {n:?} is not a number")))
+            })
+            .collect()
+    }
 }
 
 /// One guest thread of the run. The main thread comes first; the others in
@@ -93,6 +130,9 @@ pub struct RawThread {
     /// Instructions this thread executed: the sum of `self_instructions` over
     /// its own contexts. The sum over all threads is the run's total.
     pub instructions: u64,
+    /// Cycles this thread executed, counted like `instructions`.
+    #[serde(default)]
+    pub cycles: u64,
 }
 
 /// Which guest process a [`RawProfile`] records, and where it came from.
@@ -149,6 +189,8 @@ pub struct RawProfile {
     pub partial: Option<String>,
     /// All instructions executed.
     pub total_instructions: u64,
+    /// All cycles, by the instruction cost model.
+    pub total_cycles: u64,
     /// Calling contexts; parents come before children, `nodes[0]` is the root
     /// (the entry point, entered once). With threads this is the merged tree:
     /// each spawned thread's root is a child of its spawning context, and the

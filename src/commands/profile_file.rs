@@ -1,6 +1,6 @@
 //! Reading a profile written by `emuprof run`: one process image of the run
 //! (`--pid PID`, by default the first program), whole or one thread of it
-//! (`--thread ID`).
+//! (`--thread ID`), in instructions or cycles (`--metric`).
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -8,10 +8,10 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use emuprof_analysis::Profile;
+use emuprof_analysis::{Metric, Profile};
 
-/// `--pid PID` and `--thread ID`, shared by every command that reads or
-/// prints a profile.
+/// `--pid PID`, `--thread ID` and `--metric`, shared by every command that
+/// reads or prints a profile.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ProfilePart {
     /// Only this guest process (its pid as `report --processes` lists it;
@@ -24,13 +24,17 @@ pub struct ProfilePart {
     /// all threads, each spawned thread under the call that started it.
     #[arg(long, value_name = "ID")]
     pub thread: Option<u64>,
+    /// What the costs count: `instructions` (Callgrind's `Ir`) or `cycles`
+    /// (the instruction cost model's estimate for Intel Skylake).
+    #[arg(long, default_value = "instructions", value_parser = clap::builder::PossibleValuesParser::new(emuprof_analysis::Metric::NAMES))]
+    pub metric: String,
 }
 
 impl ProfilePart {
     /// The chosen process image of the run (one line on stderr says which
     /// when the run had several and none was chosen), or its view of the
-    /// chosen thread; an unknown pid or thread id is an error listing the
-    /// ones there are.
+    /// chosen thread, measured in the chosen metric; an unknown pid or
+    /// thread id is an error listing the ones there are.
     pub fn select(&self, profile: Profile) -> Result<Profile> {
         let index = match self.pid {
             Some(pid) => profile.image_of_pid(pid)?,
@@ -42,10 +46,19 @@ impl ProfilePart {
             }
         };
         let image = profile.into_image(index).expect("the index is the run's");
-        match self.thread {
-            None => Ok(image),
-            Some(id) => Ok(image.thread_view(id)?),
+        let part = match self.thread {
+            None => image,
+            Some(id) => image.thread_view(id)?,
+        };
+        Ok(part.measured_in(self.metric()?)?)
+    }
+
+    /// The chosen metric (instructions when none was given).
+    pub fn metric(&self) -> Result<Metric> {
+        if self.metric.is_empty() {
+            return Ok(Metric::Instructions);
         }
+        self.metric.parse().map_err(|e: String| anyhow::anyhow!(e))
     }
 }
 

@@ -21,6 +21,7 @@ use crate::{exit_code, termination};
 /// prints the summary and returns the exit code: the program's own status, or
 /// one of [`exit_code`]'s when the run did not finish.
 pub fn run(args: RunArgs) -> Result<i32> {
+    super::dumps::catch_dump_signals();
     let target = OutputTarget::open(&args.output).with_context(|| {
         format!(
             "cannot write the profile to {}; choose another path with -o",
@@ -124,7 +125,7 @@ pub fn profile_program(
 
 /// [`profile_program`] with dumps while running: the parts arrive while
 /// the program runs and are written next to `args.output`; says where they
-/// went.
+/// went (unless `--quiet`).
 fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
     let mut prepared = Prepared::new(
         Path::new(args.program()),
@@ -164,6 +165,7 @@ fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<C
     }
     let parts = dumps.writer.finish();
     match parts.as_slice() {
+        _ if args.quiet => {}
         [] => {}
         [only] => eprintln!("emuprof: part 1 written to {}", only.display()),
         [first, .., last] => eprintln!(

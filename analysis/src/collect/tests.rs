@@ -56,7 +56,7 @@ fn collecting_a_function_totals_its_inclusive_cost_recursion_once() {
     assert_eq!(function(&part, "report").inclusive_instructions, 40);
     assert_eq!(part.threads[0].instructions, part.totals.instructions);
     assert_eq!(part.collection, [collect(&["fib"])]);
-    assert_eq!(part.schema_version, COLLECTION_SCHEMA_VERSION);
+    assert_eq!(part.schema_version, SCHEMA_VERSION);
 }
 
 #[test]
@@ -143,12 +143,14 @@ fn blocks_keep_the_executions_of_counted_functions() {
             size: 4,
             instructions: 2,
             executions: 9,
+            cycles: Vec::new(),
         },
         crate::Block {
             address: setup,
             size: 4,
             instructions: 2,
             executions: 7,
+            cycles: Vec::new(),
         },
     ];
     profile.restrict(&collect(&["fib"])).expect("restricts");

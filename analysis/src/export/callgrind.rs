@@ -38,6 +38,8 @@
 //!   [`CallgrindOptions::thread`] set: the file then says `thread: ID`, as each
 //!   of Callgrind's `--separate-threads=yes` files does (callgrind_annotate
 //!   reads one part per file).
+//! - The event is `Ir`, or `Cycles` for a profile measured in cycles
+//!   ([`Profile::measured_in`]): one event per file.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -45,6 +47,7 @@ use std::io::{self, Write};
 use rustc_hash::FxHashMap;
 
 use crate::instructions::{InstructionCost, InstructionCosts};
+use crate::metric::Metric;
 use crate::profile::Profile;
 use crate::threads::spawned_roots;
 use crate::tree::{Children, Visit};
@@ -335,7 +338,16 @@ impl<W: Write> Writer<W> {
         }
         writeln!(self.out)?;
         writeln!(self.out, "positions: instr line")?;
-        writeln!(self.out, "events: Ir")?;
+        match profile.metric {
+            Metric::Instructions => writeln!(self.out, "events: Ir")?,
+            Metric::Cycles => {
+                writeln!(
+                    self.out,
+                    "event: Cycles : Estimated cycles (emuprof cost model, Intel Skylake)"
+                )?;
+                writeln!(self.out, "events: Cycles")?;
+            }
+        }
         writeln!(self.out, "summary: {total}")?;
         writeln!(self.out)?;
         if let Some(object) = &options.object {

@@ -21,6 +21,12 @@ pub enum Metric {
     SelfInstructions,
     /// A function's inclusive instructions (`c_t`).
     Inclusive,
+    /// All cycles of the run (`[total]` only).
+    Cycles,
+    /// A function's self cycles.
+    SelfCycles,
+    /// A function's inclusive cycles.
+    InclusiveCycles,
 }
 
 impl Metric {
@@ -31,6 +37,9 @@ impl Metric {
             Metric::Calls => "calls",
             Metric::SelfInstructions => "self",
             Metric::Inclusive => "inclusive",
+            Metric::Cycles => "cycles",
+            Metric::SelfCycles => "self cycles",
+            Metric::InclusiveCycles => "inclusive cycles",
         }
     }
 
@@ -41,6 +50,9 @@ impl Metric {
             Metric::Calls => "calls",
             Metric::SelfInstructions => "self instructions",
             Metric::Inclusive => "inclusive instructions",
+            Metric::Cycles => "cycles",
+            Metric::SelfCycles => "self cycles",
+            Metric::InclusiveCycles => "inclusive cycles",
         }
     }
 
@@ -49,6 +61,8 @@ impl Metric {
             Metric::Instructions | Metric::Inclusive => costs.inclusive_instructions,
             Metric::Calls => costs.calls,
             Metric::SelfInstructions => costs.self_instructions,
+            Metric::Cycles | Metric::InclusiveCycles => costs.inclusive_cycles,
+            Metric::SelfCycles => costs.self_cycles,
         }
     }
 }
@@ -59,6 +73,8 @@ impl From<GrowthMetric> for Metric {
             GrowthMetric::Inclusive => Metric::Inclusive,
             GrowthMetric::SelfCost => Metric::SelfInstructions,
             GrowthMetric::Calls => Metric::Calls,
+            GrowthMetric::InclusiveCycles => Metric::InclusiveCycles,
+            GrowthMetric::SelfCycles => Metric::SelfCycles,
         }
     }
 }
@@ -206,6 +222,8 @@ pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) 
             self_instructions: p.totals.instructions,
             inclusive_instructions: p.totals.instructions,
             calls: p.totals.calls,
+            self_cycles: p.totals.cycles,
+            inclusive_cycles: p.totals.cycles,
         };
         let (now, base) = (costs(profile), baseline.map(costs));
         let mut push =
@@ -221,6 +239,12 @@ pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) 
         }
         if let Some(max) = total.max_growth_percent {
             push(Metric::Instructions, LimitKind::MaxGrowthPercent(max));
+        }
+        if let Some(max) = total.max_cycles {
+            push(Metric::Cycles, LimitKind::Max(max));
+        }
+        if let Some(max) = total.max_cycles_growth_percent {
+            push(Metric::Cycles, LimitKind::MaxGrowthPercent(max));
         }
     }
     let now_costs = costs_by_name(profile);
@@ -267,6 +291,12 @@ fn function_limits(entry: &FunctionLimits) -> Vec<(Metric, LimitKind)> {
             .max_self
             .map(|m| (Metric::SelfInstructions, LimitKind::Max(m))),
         entry.max_calls.map(|m| (Metric::Calls, LimitKind::Max(m))),
+        entry
+            .max_inclusive_cycles
+            .map(|m| (Metric::InclusiveCycles, LimitKind::Max(m))),
+        entry
+            .max_self_cycles
+            .map(|m| (Metric::SelfCycles, LimitKind::Max(m))),
         entry.max_growth.map(|m| (growth, LimitKind::MaxGrowth(m))),
         entry
             .max_growth_percent
@@ -342,6 +372,41 @@ mod tests {
                 "total: instructions are 1,101, 1 (0.09%) over the limit of 1,100",
                 "fib: self instructions are 1,001, 1 (0.10%) over the limit of 1,000",
                 "fib: calls are 11, 1 (10.00%) over the limit of 10",
+            ]
+        );
+    }
+
+    /// [`profile`] costing `cycles_per_instruction` cycles per instruction.
+    fn profile_with_cycles(cost: u64, cycles_per_instruction: u64) -> Profile {
+        let mut tree = RawTreeBuilder::new("main", 100);
+        tree.call(0, "fib", 10, cost);
+        let (mut raw, resolver) = tree.finish();
+        for node in &mut raw.nodes {
+            node.self_cycles = node.self_instructions * cycles_per_instruction;
+            node.inclusive_cycles = node.inclusive_instructions * cycles_per_instruction;
+        }
+        raw.total_cycles = raw.total_instructions * cycles_per_instruction;
+        Profile::from_raw(&raw, &resolver, "test").expect("consistent")
+    }
+
+    #[test]
+    fn cycle_limits_check_cycles_not_instructions() {
+        let l = limits(
+            "[total]\nmax_cycles = 3300\nmax_cycles_growth_percent = 10.0\n\
+             [[function]]\nname = \"fib\"\nmax_self_cycles = 3000\ngrowth_metric = \"self_cycles\"\nmax_growth = 0\n",
+        );
+        let base = profile_with_cycles(1000, 3);
+        assert!(evaluate(&l, &base, Some(&base)).passed());
+        // The same instructions at four cycles each: over every cycle limit.
+        let outcome = evaluate(&l, &profile_with_cycles(1000, 4), Some(&base));
+        let broken: Vec<String> = outcome.broken().map(CheckRow::message).collect();
+        assert_eq!(
+            broken,
+            [
+                "total: cycles are 4,400, 1,100 (33.33%) over the limit of 3,300",
+                "total: cycles changed by +1,100 (+33.33%) from 3,300 in the baseline to 4,400, more than the allowed +10.00%",
+                "fib: self cycles are 4,000, 1,000 (33.33%) over the limit of 3,000",
+                "fib: self cycles changed by +1,000 (+33.33%) from 3,000 in the baseline to 4,000, more than the allowed +0",
             ]
         );
     }

@@ -18,6 +18,8 @@
 //! max_calls = 100_000               # hard: all calls of the run
 //! max_growth_percent = 2.0          # soft: total instructions vs the baseline
 //! max_growth = 50_000               # soft: same, absolute
+//! max_cycles = 4_000_000            # hard: all cycles of the run (cost model)
+//! max_cycles_growth_percent = 2.0   # soft: total cycles vs the baseline
 //!
 //! [[function]]
 //! name = "fib"                      # exact demangled name …
@@ -26,7 +28,10 @@
 //! max_calls = 30_000                # hard: calls, recursive ones included
 //! max_growth_percent = 5.0          # soft: growth of `growth_metric` vs baseline
 //! max_growth = 10_000               # soft: same, absolute
-//! growth_metric = "inclusive"       # "inclusive" (default), "self" or "calls"
+//! growth_metric = "inclusive"       # "inclusive" (default), "self", "calls",
+//!                                   # "inclusive_cycles" or "self_cycles"
+//! max_inclusive_cycles = 900_000    # hard: inclusive cycles
+//! max_self_cycles = 700_000         # hard: self cycles
 //!
 //! [[function]]
 //! regex = "^qsort"                  # … or a regex; each match is checked alone
@@ -88,7 +93,7 @@ pub enum LimitsError {
         source: regex::Error,
     },
     /// An entry sets no limit at all (probably a misspelt key).
-    #[error("{what} sets no limit; use max_self, max_inclusive, max_calls, max_growth or max_growth_percent")]
+    #[error("{what} sets no limit; use max_self, max_inclusive, max_calls, max_self_cycles, max_inclusive_cycles, max_growth or max_growth_percent")]
     NoLimit {
         /// `[total]` or the function entry.
         what: String,
@@ -135,6 +140,10 @@ pub struct TotalLimits {
     pub max_growth_percent: Option<f64>,
     /// Soft: most growth of total instructions vs the baseline, in instructions.
     pub max_growth: Option<u64>,
+    /// Hard: most cycles (by the cost model) the whole run may take.
+    pub max_cycles: Option<u64>,
+    /// Soft: most growth of total cycles vs the baseline, in percent.
+    pub max_cycles_growth_percent: Option<f64>,
 }
 
 /// Which figure of a function a growth limit watches.
@@ -149,6 +158,10 @@ pub enum GrowthMetric {
     SelfCost,
     /// Calls.
     Calls,
+    /// Inclusive cycles.
+    InclusiveCycles,
+    /// Self cycles.
+    SelfCycles,
 }
 
 /// Which functions a `[[function]]` entry applies to.
@@ -190,6 +203,10 @@ pub struct FunctionLimits {
     pub max_inclusive: Option<u64>,
     /// Hard: most calls.
     pub max_calls: Option<u64>,
+    /// Hard: most self cycles.
+    pub max_self_cycles: Option<u64>,
+    /// Hard: most inclusive cycles.
+    pub max_inclusive_cycles: Option<u64>,
     /// Soft: most growth of [`FunctionLimits::growth_metric`] vs the baseline, percent.
     pub max_growth_percent: Option<f64>,
     /// Soft: most growth of [`FunctionLimits::growth_metric`] vs the baseline, absolute.
@@ -222,6 +239,8 @@ struct FunctionEntry {
     max_self: Option<u64>,
     max_inclusive: Option<u64>,
     max_calls: Option<u64>,
+    max_self_cycles: Option<u64>,
+    max_inclusive_cycles: Option<u64>,
     max_growth_percent: Option<f64>,
     max_growth: Option<u64>,
     #[serde(default)]
@@ -260,6 +279,7 @@ impl Limits {
                 });
             }
             check_percent("[total]", total.max_growth_percent)?;
+            check_percent("[total]", total.max_cycles_growth_percent)?;
         }
         let mut functions = Vec::with_capacity(file.function.len());
         for (i, entry) in file.function.into_iter().enumerate() {
@@ -280,6 +300,8 @@ impl Limits {
                 entry.max_self,
                 entry.max_inclusive,
                 entry.max_calls,
+                entry.max_self_cycles,
+                entry.max_inclusive_cycles,
                 entry.max_growth,
             ];
             if limits.iter().all(Option::is_none) && entry.max_growth_percent.is_none() {
@@ -291,6 +313,8 @@ impl Limits {
                 max_self: entry.max_self,
                 max_inclusive: entry.max_inclusive,
                 max_calls: entry.max_calls,
+                max_self_cycles: entry.max_self_cycles,
+                max_inclusive_cycles: entry.max_inclusive_cycles,
                 max_growth_percent: entry.max_growth_percent,
                 max_growth: entry.max_growth,
                 growth_metric: entry.growth_metric,
@@ -310,10 +334,11 @@ impl Limits {
 
     /// True when some limit needs a baseline (`max_growth*`).
     pub fn has_soft_limits(&self) -> bool {
-        let total = self
-            .total
-            .as_ref()
-            .is_some_and(|t| t.max_growth.is_some() || t.max_growth_percent.is_some());
+        let total = self.total.as_ref().is_some_and(|t| {
+            t.max_growth.is_some()
+                || t.max_growth_percent.is_some()
+                || t.max_cycles_growth_percent.is_some()
+        });
         total
             || self
                 .functions

@@ -204,8 +204,9 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
     let sort = options.sort.name();
     writeln!(
         out,
-        "Flat profile: {} instructions in {} functions, sorted by {sort}",
+        "Flat profile: {} {} in {} functions, sorted by {sort}",
         grouped(report.total_instructions),
+        graph.profile.metric.name(),
         grouped(graph.profile.functions.len() as u64)
     )?;
     writeln!(out)?;

@@ -164,8 +164,9 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &GraphOptions, mut out: 
     let report = build(graph, options);
     writeln!(
         out,
-        "Call graph: {} instructions; callers above each function, callees below",
-        grouped(report.total_instructions)
+        "Call graph: {} {}; callers above each function, callees below",
+        grouped(report.total_instructions),
+        graph.profile.metric.name()
     )?;
     writeln!(
         out,

@@ -112,8 +112,9 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &TreeOptions, mut out: W
     let report = build(graph, options);
     writeln!(
         out,
-        "Call tree: {} instructions; each function once (master), → link to it, ↻ recursive call, … folded below {}",
+        "Call tree: {} {}; each function once (master), → link to it, ↻ recursive call, … folded below {}",
         grouped(report.total_instructions),
+        graph.profile.metric.name(),
         percent(report.threshold_percent)
     )?;
     writeln!(out)?;

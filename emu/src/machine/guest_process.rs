@@ -284,6 +284,7 @@ impl GuestProcess {
             exit_status: stop.exit_status(),
             partial: stop.partial_reason(),
             total_instructions: finished.total,
+            total_cycles: finished.total_cycles,
             nodes: finished.nodes,
             threads,
             blocks,

@@ -16,6 +16,8 @@ use capstone::arch::{ArchOperand, BuildsCapstone};
 use capstone::{Capstone, InsnGroupId, InsnGroupType};
 use rustc_hash::FxHashMap;
 
+use crate::tree::cost::CostModel;
+
 /// How a block ends: the kind of its last instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Terminator {
@@ -60,6 +62,12 @@ pub struct BlockInfo {
     pub size: u32,
     /// Number of instructions (each `rep` iteration is a separate block run).
     pub instructions: u32,
+    /// Cycles of one run of the block, by the cost model: the sum of
+    /// `instruction_cycles`.
+    pub cycles: u32,
+    /// The cost model's cycles of each instruction of one run (one entry per
+    /// instruction).
+    pub instruction_cycles: Vec<u32>,
     /// The kind of the last instruction.
     pub terminator: Terminator,
     /// True when a symbol starts a function here. (The call-tree builder
@@ -77,6 +85,7 @@ const FAST_SLOTS: usize = 1 << 14;
 /// front of the hash map so the common lookup is one array access.
 pub struct BlockCache {
     capstone: Capstone,
+    costs: CostModel,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
     fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
@@ -95,6 +104,7 @@ impl BlockCache {
             .build()?;
         Ok(BlockCache {
             capstone,
+            costs: CostModel::default(),
             index: FxHashMap::default(),
             blocks: Vec::new(),
             fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
@@ -122,11 +132,13 @@ impl BlockCache {
         code: &[u8],
         is_function_start: bool,
     ) -> BlockId {
-        let (instructions, terminator) = self.decode(address, code);
+        let (instruction_cycles, terminator) = self.decode(address, code);
         self.insert_decoded(BlockInfo {
             address,
             size,
-            instructions,
+            instructions: instruction_cycles.len() as u32,
+            cycles: instruction_cycles.iter().sum(),
+            instruction_cycles,
             terminator,
             is_function_start,
         })
@@ -197,21 +209,26 @@ impl BlockCache {
         self.blocks
     }
 
-    fn decode(&self, address: u64, code: &[u8]) -> (u32, Terminator) {
-        let insns = match self.capstone.disasm_all(code, address) {
-            Ok(insns) => insns,
-            // Undecodable bytes still ran: count them as one instruction.
-            Err(_) => return (1, Terminator::Other),
+    /// Each instruction's cycles (one entry per instruction) and how the
+    /// block ends.
+    fn decode(&self, address: u64, code: &[u8]) -> (Vec<u32>, Terminator) {
+        // Undecodable bytes still ran: count them as one instruction of one
+        // cycle.
+        let undecodable = (vec![1], Terminator::Other);
+        let Ok(insns) = self.capstone.disasm_all(code, address) else {
+            return undecodable;
         };
-        let count = (insns.len() as u32).max(1);
         let Some(last) = insns.iter().last() else {
-            return (count, Terminator::Other);
+            return undecodable;
         };
         let terminator = match self.capstone.insn_detail(last) {
             Ok(detail) => classify(last.mnemonic().unwrap_or(""), &detail),
             Err(_) => Terminator::Other,
         };
-        (count, terminator)
+        (
+            self.costs.block(&self.capstone, &insns, terminator),
+            terminator,
+        )
     }
 }
 

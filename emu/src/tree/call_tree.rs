@@ -17,12 +17,15 @@
 //!   the start of the *current* function is a loop, not a call.
 //! * A block's instructions are self cost of the innermost frame. Inclusive
 //!   cost of a call is the instruction total at its end minus the total at its
-//!   start. Calls still open when the run ends are closed at the end.
+//!   start. Calls still open when the run ends are closed at the end. Cycles
+//!   (the cost model's, priced per block when it is decoded) are counted the
+//!   same way, beside instructions.
 //!
 //! The builder never panics on an inconsistent stack; the worst a strange
 //! control flow can do is attribute cost to an unexpected context.
 
 use crate::tree::blocks::Terminator;
+use crate::tree::costs::Costs;
 use crate::tree::shadow_stack::{Frame, ThreadState};
 use emuprof_model::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
@@ -55,17 +58,18 @@ pub struct CallTreeBuilder {
     /// calls any more; only cuts need to know).
     exited: Vec<bool>,
     /// `total` when the running thread last started running.
-    running_since: u64,
-    total: u64,
-    /// `total` when the innermost frame last changed: the instructions since
-    /// then are self cost of the innermost context, credited when it changes
-    /// (not on every block).
-    self_mark: u64,
+    running_since: Costs,
+    /// Instructions and cycles executed so far, over all threads.
+    total: Costs,
+    /// `total` when the innermost frame last changed: the costs since then
+    /// are self cost of the innermost context, credited when it changes (not
+    /// on every block).
+    self_mark: Costs,
     /// `total` where the current part began (0 until the first dump).
-    part_start: u64,
-    /// The builder thread looks at the tree once `total` reaches this (the
-    /// instruction limit, the next `--dump-every` cut, or 0 after a return
-    /// of the `--dump-at` function); see [`parts`].
+    part_start: Costs,
+    /// The builder thread looks at the tree once `total.instructions`
+    /// reaches this (the instruction limit, the next `--dump-every` cut, or
+    /// 0 after a return of the `--dump-at` function); see [`parts`].
     attention_at: u64,
     /// Entry of the `--dump-at` function (`u64::MAX`: none).
     watched_entry: u64,
@@ -78,6 +82,8 @@ pub struct BlockEvent {
     pub address: u64,
     /// Instructions in the block.
     pub instructions: u32,
+    /// Cycles of one run of the block, by the cost model.
+    pub cycles: u32,
     /// How the block ends (applies to the *next* block's transition).
     pub terminator: Terminator,
     /// Whether a function is known to start at `address`.
@@ -103,20 +109,21 @@ impl CallTreeBuilder {
             children: FxHashMap::default(),
             last_call: vec![(u64::MAX, 0)],
             recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
-            thread: ThreadState::new(0, initial_sp, 0),
+            thread: ThreadState::new(0, initial_sp, Costs::default()),
             parked: vec![None],
             threads: vec![ThreadRecord {
                 parent: None,
                 spawned_at: None,
                 root: 0,
                 instructions: 0,
+                cycles: 0,
             }],
             running: 0,
             exited: vec![false],
-            running_since: 0,
-            total: 0,
-            self_mark: 0,
-            part_start: 0,
+            running_since: Costs::default(),
+            total: Costs::default(),
+            self_mark: Costs::default(),
+            part_start: Costs::default(),
             attention_at: u64::MAX,
             watched_entry: u64::MAX,
         }
@@ -146,7 +153,10 @@ impl CallTreeBuilder {
         } else {
             self.transition(block, read_sp)
         };
-        self.total += u64::from(block.instructions);
+        self.total += Costs {
+            instructions: u64::from(block.instructions),
+            cycles: u64::from(block.cycles),
+        };
         self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
         entered_by_call
@@ -173,7 +183,7 @@ impl CallTreeBuilder {
     /// Instructions executed so far.
     #[inline]
     pub fn total_instructions(&self) -> u64 {
-        self.total
+        self.total.instructions
     }
 
     /// Entry addresses of the active calls, innermost first.
@@ -190,7 +200,10 @@ impl CallTreeBuilder {
     /// open), and every thread's active calls.
     pub(crate) fn snapshot(&self) -> crate::live::BuilderSnapshot {
         let mut nodes = self.nodes.clone();
-        nodes[self.thread.top().node as usize].self_instructions += self.total - self.self_mark;
+        add_self(
+            &mut nodes[self.thread.top().node as usize],
+            self.total - self.self_mark,
+        );
         let stacks = self
             .parked
             .iter()
@@ -203,7 +216,7 @@ impl CallTreeBuilder {
             nodes,
             stacks,
             running: self.running,
-            instructions: self.total,
+            instructions: self.total.instructions,
         }
     }
 
@@ -221,16 +234,17 @@ impl CallTreeBuilder {
         FinishedTree {
             nodes: self.nodes,
             threads: self.threads,
-            total: self.total - self.part_start,
+            total: self.total.instructions - self.part_start.instructions,
+            total_cycles: self.total.cycles - self.part_start.cycles,
         }
     }
 
-    /// Credits the instructions since the innermost frame last changed to its
+    /// Credits the costs since the innermost frame last changed to its
     /// context; called before every change of the innermost frame.
     #[inline]
     fn settle_self_cost(&mut self) {
         let node = self.thread.top().node;
-        self.nodes[node as usize].self_instructions += self.total - self.self_mark;
+        add_self(&mut self.nodes[node as usize], self.total - self.self_mark);
         self.self_mark = self.total;
     }
 
@@ -341,9 +355,10 @@ impl CallTreeBuilder {
     fn close(&mut self, frame: Frame) {
         let cost = self.total - frame.entry_total;
         let n = &mut self.nodes[frame.node as usize];
-        n.inclusive_instructions += cost;
-        n.min_instructions = n.min_instructions.min(cost);
-        n.max_instructions = n.max_instructions.max(cost);
+        n.inclusive_instructions += cost.instructions;
+        n.inclusive_cycles += cost.cycles;
+        n.min_instructions = n.min_instructions.min(cost.instructions);
+        n.max_instructions = n.max_instructions.max(cost.instructions);
         if n.entry == self.watched_entry {
             self.attention_at = 0;
         }
@@ -382,6 +397,13 @@ impl CallTreeBuilder {
         }
         id
     }
+}
+
+/// Adds `cost` to a context's self cost.
+#[inline]
+fn add_self(node: &mut RawNode, cost: Costs) {
+    node.self_instructions += cost.instructions;
+    node.self_cycles += cost.cycles;
 }
 
 mod parts;

@@ -5,11 +5,14 @@
 //! recorder. The hook decodes blocks once ([`blocks`]) and feeds their
 //! executions ([`tree_feed`]) to the builder ([`call_tree`]), which keeps a
 //! shadow call stack ([`shadow_stack`]) and reads code through a snapshot of
-//! the guest's code ([`code_snapshot`]).
+//! the guest's code ([`code_snapshot`]). Decoding prices each block with the
+//! instruction cost model ([`cost`]).
 
 pub mod blocks;
 pub mod call_tree;
 pub mod code_snapshot;
+pub mod cost;
+pub mod costs;
 pub mod recorded;
 pub mod shadow_stack;
 pub mod tree_feed;

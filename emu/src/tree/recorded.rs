@@ -18,14 +18,15 @@ pub(crate) fn thread_table(records: &[ThreadRecord], tids: &[u64]) -> Vec<RawThr
             spawned_at: t.spawned_at,
             root: t.root,
             instructions: t.instructions,
+            cycles: t.cycles,
         })
         .collect()
 }
 
 /// The block table: every block that ran. Code that changed while the guest
 /// ran may have several decodes at one address and size: one row per
-/// distinct instruction count (a decode of unchanged code again, after a
-/// re-protection, joins its first row).
+/// distinct instruction count and cycles (a decode of unchanged code again,
+/// after a re-protection, joins its first row).
 pub(crate) fn block_table(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
     let mut blocks: Vec<Block> = blocks
         .iter()
@@ -36,12 +37,13 @@ pub(crate) fn block_table(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block
             size: b.size,
             instructions: b.instructions,
             executions,
+            cycles: b.instruction_cycles.clone(),
         })
         .collect();
-    blocks.sort_by_key(|b| (b.address, b.size, b.instructions));
+    let key = |b: &Block| (b.address, b.size, b.instructions);
+    blocks.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.cycles.cmp(&b.cycles)));
     blocks.dedup_by(|later, kept| {
-        let same = (later.address, later.size, later.instructions)
-            == (kept.address, kept.size, kept.instructions);
+        let same = key(later) == key(kept) && later.cycles == kept.cycles;
         if same {
             kept.executions += later.executions;
         }

@@ -6,6 +6,7 @@
 //! machine).
 
 use crate::tree::blocks::Terminator;
+use crate::tree::costs::Costs;
 use emuprof_model::NodeId;
 
 /// One active call on the shadow stack.
@@ -16,8 +17,8 @@ pub struct Frame {
     /// Guest stack pointer at the callee's first instruction (pointing at the
     /// return address for a real `call`).
     pub sp: u64,
-    /// Total instructions executed before the call began.
-    pub entry_total: u64,
+    /// The run's costs before the call began.
+    pub entry_total: Costs,
     /// Where a real `call` returns to; 0 for calls emuprof inferred (tail
     /// calls, signal handlers), which are only ever popped by stack pointer.
     pub return_address: u64,
@@ -41,15 +42,15 @@ pub struct ThreadState {
     /// Stack pointer at the thread's first instruction: stack depths are
     /// measured from here.
     pub initial_sp: u64,
-    /// The run's instruction total when the thread last stopped running
-    /// (while it is parked, its frames' `entry_total` are in that clock).
-    pub parked_at: u64,
+    /// The run's costs when the thread last stopped running (while it is
+    /// parked, its frames' `entry_total` are in that clock).
+    pub parked_at: Costs,
 }
 
 impl ThreadState {
     /// A thread whose first frame runs `root` with stack pointer `sp`,
-    /// starting when the run's instruction total is `total`.
-    pub fn new(root: NodeId, sp: u64, total: u64) -> ThreadState {
+    /// starting when the run's costs are `total`.
+    pub fn new(root: NodeId, sp: u64, total: Costs) -> ThreadState {
         ThreadState {
             frames: vec![Frame {
                 node: root,
@@ -65,10 +66,10 @@ impl ThreadState {
         }
     }
 
-    /// Resumes a parked thread at instruction total `total`: the
-    /// instructions other threads ran meanwhile are not part of its calls,
-    /// so every open call's start moves forward by them.
-    pub fn resume(&mut self, total: u64) {
+    /// Resumes a parked thread at run costs `total`: what other threads ran
+    /// meanwhile is not part of its calls, so every open call's start moves
+    /// forward by it.
+    pub fn resume(&mut self, total: Costs) {
         let others = total - self.parked_at;
         for frame in &mut self.frames {
             frame.entry_total += others;

@@ -10,6 +10,8 @@ mod naming;
 mod signals;
 mod writer;
 
+pub use signals::install_early as catch_dump_signals;
+
 use std::path::Path;
 use std::sync::Arc;
 

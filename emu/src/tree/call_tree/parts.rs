@@ -32,7 +32,7 @@ impl CallTreeBuilder {
     /// Whether the builder thread must look at the tree (see the module doc).
     #[inline]
     pub fn needs_attention(&self) -> bool {
-        self.total >= self.attention_at
+        self.total.instructions >= self.attention_at
     }
 
     /// Sets when the builder thread looks next: at `total` reaching `at`.
@@ -58,7 +58,7 @@ impl CallTreeBuilder {
 
     /// The instruction total where the current part began.
     pub fn part_start(&self) -> u64 {
-        self.part_start
+        self.part_start.instructions
     }
 
     /// Cuts a part here (see the module doc).
@@ -114,6 +114,7 @@ impl CallTreeBuilder {
         }
         for thread in &mut self.threads {
             thread.instructions = 0;
+            thread.cycles = 0;
         }
         let total = self.total;
         for index in 0..self.parked.len() {

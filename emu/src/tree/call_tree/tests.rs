@@ -4,12 +4,14 @@ use super::*;
 
 const SP0: u64 = 0x7fff_0000;
 
-/// A block of `instructions` at `address`, 5 bytes long, ending in
-/// `terminator` (also used by the thread tests).
+/// A block of `instructions` at `address`, 5 bytes long, costing three
+/// cycles per instruction, ending in `terminator` (also used by the thread
+/// tests).
 pub(super) fn block(address: u64, instructions: u32, terminator: Terminator) -> BlockEvent {
     BlockEvent {
         address,
         instructions,
+        cycles: 3 * instructions,
         terminator,
         is_function_start: false,
         end: address + 5,
@@ -180,6 +182,7 @@ fn random_control_flow_never_panics_and_costs_add_up() {
             let event = BlockEvent {
                 address: 0x1000 + (r >> 8) % 64 * 0x10,
                 instructions: ((r >> 16) % 20) as u32,
+                cycles: ((r >> 16) % 20) as u32 * 3,
                 terminator,
                 is_function_start: r & 0x100 != 0,
                 end: 0x1000 + (r >> 40) % 64 * 0x10,
@@ -207,5 +210,9 @@ fn random_control_flow_never_panics_and_costs_add_up() {
             );
         }
         assert_eq!(nodes[0].inclusive_instructions, total);
+        for n in &nodes {
+            assert_eq!(n.self_cycles, 3 * n.self_instructions, "cycles beside");
+            assert_eq!(n.inclusive_cycles, 3 * n.inclusive_instructions);
+        }
     }
 }

@@ -32,6 +32,8 @@ pub struct ThreadRecord {
     pub root: NodeId,
     /// Instructions the thread executed.
     pub instructions: u64,
+    /// Cycles the thread executed.
+    pub cycles: u64,
 }
 
 /// The finished call tree of a run.
@@ -43,6 +45,8 @@ pub struct FinishedTree {
     pub threads: Vec<ThreadRecord>,
     /// Every instruction executed, over all threads.
     pub total: u64,
+    /// Every cycle executed, over all threads.
+    pub total_cycles: u64,
 }
 
 impl CallTreeBuilder {
@@ -69,6 +73,7 @@ impl CallTreeBuilder {
             spawned_at: Some(spawned_at),
             root,
             instructions: 0,
+            cycles: 0,
         });
     }
 
@@ -120,7 +125,10 @@ impl CallTreeBuilder {
     /// settles its self cost.
     pub(super) fn park_running(&mut self) {
         self.settle_self_cost();
-        self.threads[self.running].instructions += self.total - self.running_since;
+        let ran = self.total - self.running_since;
+        let thread = &mut self.threads[self.running];
+        thread.instructions += ran.instructions;
+        thread.cycles += ran.cycles;
         self.running_since = self.total;
         self.thread.parked_at = self.total;
     }
@@ -138,17 +146,21 @@ impl CallTreeBuilder {
                 self.close_running_frames();
             }
         }
-        let own: Vec<(NodeId, u64)> = self
+        let own: Vec<(NodeId, u64, u64)> = self
             .threads
             .iter()
             .filter(|t| t.spawned_at.is_some())
-            .map(|t| (t.root, self.nodes[t.root as usize].inclusive_instructions))
+            .map(|t| {
+                let root = &self.nodes[t.root as usize];
+                (t.root, root.inclusive_instructions, root.inclusive_cycles)
+            })
             .collect();
-        for (root, cost) in own {
+        for (root, instructions, cycles) in own {
             let mut ancestor = self.nodes[root as usize].parent;
             while let Some(node) = ancestor {
                 let n = &mut self.nodes[node as usize];
-                n.inclusive_instructions += cost;
+                n.inclusive_instructions += instructions;
+                n.inclusive_cycles += cycles;
                 ancestor = n.parent;
             }
         }

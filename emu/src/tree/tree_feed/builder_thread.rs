@@ -269,6 +269,7 @@ impl TrackedBlock {
         let event = BlockEvent {
             address: info.address,
             instructions: info.instructions,
+            cycles: info.cycles,
             terminator: info.terminator,
             is_function_start: info.is_function_start,
             end: info.address + u64::from(info.size),

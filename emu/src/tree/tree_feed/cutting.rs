@@ -92,6 +92,7 @@ impl Cutter {
             exit_status: None,
             partial: None,
             total_instructions: cut.tree.total,
+            total_cycles: cut.tree.total_cycles,
             threads: recorded::thread_table(&cut.tree.threads, &tids),
             nodes: cut.tree.nodes,
             blocks: recorded::block_table(blocks, executions),

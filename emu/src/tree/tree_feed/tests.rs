@@ -141,6 +141,8 @@ fn defined_blocks_need_no_snapshot() {
             address: 0x9000,
             size: 3,
             instructions: 2,
+            cycles: 2,
+            instruction_cycles: vec![1, 1],
             terminator: crate::tree::blocks::Terminator::Other,
             is_function_start: false,
         });
@@ -159,6 +161,8 @@ fn changed_code_is_counted_as_it_was_when_it_ran() {
         address: 0x9000,
         size: 3,
         instructions,
+        cycles: instructions,
+        instruction_cycles: vec![1; instructions as usize],
         terminator: crate::tree::blocks::Terminator::Other,
         is_function_start: false,
     };
