@@ -19,6 +19,16 @@
 //! block with one array load, measured 3 % slower than the builder's
 //! prediction from the block before.)
 //!
+//! Only when the builder runs on the emulation thread (one CPU, see
+//! `tree_feed::Placement`): measured with `bench/run.py` (three runs of each
+//! program, CPU time), the trace saved 3–11 % there, while with a builder
+//! thread on the other CPU it cost up to half as much again (`30 fib` 1.71
+//! s against 1.13 s, BusyBox `gzip` 2.89 s against 2.49 s). The hook writes
+//! events with non-temporal stores (`tree_feed::write_streaming`); the
+//! translated code's plain stores must first fetch every line of a recycled
+//! batch back from the builder's core (the likely cause; not measured
+//! apart).
+//!
 //! The answer is the hook's own fast-path test (`text.contains`), taken at
 //! translation time. `text` only ever shrinks to nothing, when code inside
 //! it changes (see [`super::code_changes`]); the blocks of the changed
@@ -29,7 +39,8 @@
 //! Stock Unicorn rejects the control (`UC_ERR_ARG`); the hook then sees
 //! every block, as it always did. `EMUPROF_BLOCK_HOOK_REGISTER_API` (see
 //! [`super::stack_pointer`]) turns the trace off too, so the stock path is
-//! testable with the patched build.
+//! testable with the patched build; `EMUPROF_BLOCK_TRACE=off` turns off
+//! only the trace (to measure it, `tests/stock_unicorn_path.rs`).
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -38,6 +49,10 @@ use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
 use crate::tree::tree_feed::{TraceCursor, TreeEvent};
+
+/// Set to `off` in emuprof's environment: no inline trace, the block hook
+/// sees every block (everything else as with the patched build).
+const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
 
 /// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
 const CTL_BLOCK_TRACE: c_int = 0x6570;
@@ -65,7 +80,9 @@ pub(crate) unsafe fn install(
     cursor: *mut TraceCursor,
     state: *const RefCell<MachineState>,
 ) -> bool {
-    if std::env::var_os(super::stack_pointer::FORCE_REGISTER_API).is_some() {
+    if std::env::var_os(super::stack_pointer::FORCE_REGISTER_API).is_some()
+        || std::env::var_os(TRACE_SWITCH).is_some_and(|v| v == "off")
+    {
         return false;
     }
     let ask: unsafe extern "C" fn(*mut c_void, u64) -> c_int = traces_inline;

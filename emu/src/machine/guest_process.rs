@@ -468,10 +468,17 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
-    let cursor = state.borrow().feed.trace_cursor();
-    // SAFETY: a live engine with the block hook just installed; the cursor
-    // belongs to the state's feed, and the state outlives the engine.
-    unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
+    let (cursor, builder_is_inline) = {
+        let st = state.borrow();
+        (st.feed.trace_cursor(), st.feed.builder_is_inline())
+    };
+    // Only for a builder on this thread: see `block_trace` for why.
+    if builder_is_inline {
+        // SAFETY: a live engine with the block hook just installed; the
+        // cursor belongs to the state's feed, and the state outlives the
+        // engine.
+        unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
+    }
     for (insn, callback) in [
         (
             X86Insn::RDTSC,

@@ -349,6 +349,11 @@ impl TreeFeed {
         self.events.cursor()
     }
 
+    /// Whether the builder runs on this thread ([`Placement::Inline`]).
+    pub fn builder_is_inline(&self) -> bool {
+        self.inline.is_some()
+    }
+
     /// A block the builder cannot find in the code snapshot, decoded here;
     /// must come before its first run.
     pub fn define(&mut self, block: BlockInfo) {

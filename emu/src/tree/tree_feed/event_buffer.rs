@@ -27,7 +27,7 @@ pub struct TraceCursor {
 pub(super) struct EventBuffer {
     /// Length 0 while filling (the cursor knows how far it is filled).
     events: Vec<TreeEvent>,
-    /// Owned (from `Box::into_raw`), freed on drop; written by translated
+    /// Owned (from `Box::leak`), freed on drop; written by translated
     /// code through the pointer [`EventBuffer::cursor`] hands out.
     cursor: NonNull<TraceCursor>,
 }
