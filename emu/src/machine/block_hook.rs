@@ -9,6 +9,10 @@
 //! the text (decoded here, from guest memory, and checked again when they
 //! lie on a writable page: [`super::code_changes`]), full batches (where a
 //! thread that has used its quantum gives way).
+//!
+//! With emuprof's Unicorn build the translated code does the fast path's
+//! work itself for the blocks it applies to ([`super::block_trace`]), and
+//! calls this hook for those blocks only when the batch is full.
 
 use std::cell::RefCell;
 use std::ffi::c_void;

@@ -19,7 +19,7 @@ use super::processes::ProcessTable;
 use super::stack_pointer::StackPointerSource;
 use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
-use super::{block_hook, hooks, threads, RunHandles, RunOptions, STACK_TOP};
+use super::{block_hook, block_trace, hooks, threads, RunHandles, RunOptions, STACK_TOP};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
@@ -493,6 +493,17 @@ pub(super) fn install_hooks(
     };
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
+    }
+    let (cursor, builder_is_inline) = {
+        let st = state.borrow();
+        (st.feed.trace_cursor(), st.feed.builder_is_inline())
+    };
+    // Only for a builder on this thread: see `block_trace` for why.
+    if builder_is_inline {
+        // SAFETY: a live engine with the block hook just installed; the
+        // cursor belongs to the state's feed, and the state outlives the
+        // engine.
+        unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
     }
     for (insn, callback) in [
         (

@@ -2,6 +2,7 @@
 //! installs the hooks and runs the guest to the end.
 
 mod block_hook;
+mod block_trace;
 mod client_request_hook;
 mod code_changes;
 mod fast_forward;

@@ -16,10 +16,12 @@ use std::ffi::c_int;
 
 use unicorn_engine::{uc_engine, RegisterX86};
 
-/// When set (to anything) in emuprof's environment, the block hook reads
-/// `rsp` through the register API whatever Unicorn is linked: the stock
-/// path, testable with the patched build (`tests/stock_unicorn_path.rs`).
-const FORCE_REGISTER_API: &str = "EMUPROF_BLOCK_HOOK_REGISTER_API";
+/// When set (to anything) in emuprof's environment, emuprof runs as with
+/// stock Unicorn whatever Unicorn is linked: the block hook reads `rsp`
+/// through the register API and sees every block (no inline trace, see
+/// [`super::block_trace`]); the stock path, testable with the patched build
+/// (`tests/stock_unicorn_path.rs`).
+pub(crate) const FORCE_REGISTER_API: &str = "EMUPROF_BLOCK_HOOK_REGISTER_API";
 
 /// `UC_QUERY_EMUPROF_BLOCK_HOOK_SP` from the patched `unicorn.h`.
 const QUERY_BLOCK_HOOK_SP: c_int = 0x656d_7001;

@@ -38,6 +38,7 @@ use emuprof_loader::FunctionStarts;
 mod applying;
 mod builder_thread;
 mod cutting;
+mod event_buffer;
 mod placement;
 mod waiting;
 
@@ -47,6 +48,8 @@ use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
 use applying::{answer_snapshot, apply_batch, build, FinishedOnDrop};
 use builder_thread::BuilderThread;
+use event_buffer::EventBuffer;
+pub use event_buffer::TraceCursor;
 pub use placement::Placement;
 use waiting::{send_spinning, Spin};
 
@@ -110,6 +113,11 @@ impl TreeEvent {
             key: address | u64::from(size) << 48,
             sp,
         }
+    }
+
+    /// The event's key (for a block, `address | size << 48`).
+    pub fn key(&self) -> u64 {
+        self.key
     }
 
     /// The `(address, size)` of a block event's key.
@@ -185,7 +193,7 @@ impl Published {
 
 /// The emulation thread's end: collects events and ships them in batches.
 pub struct TreeFeed {
-    events: Vec<TreeEvent>,
+    events: EventBuffer,
     changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     batches: Option<SyncSender<Batch>>,
@@ -305,7 +313,7 @@ fn spawn_placed(
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
     let mut feed = TreeFeed {
-        events: Vec::with_capacity(BATCH),
+        events: EventBuffer::with_capacity(BATCH),
         changed_code: Vec::new(),
         new_blocks: Vec::new(),
         batches: None,
@@ -352,25 +360,28 @@ impl TreeFeed {
     /// Whether the current batch has room for another event.
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.events.len() < self.events.capacity()
+        self.events.has_room()
     }
 
     /// A run of a block. The caller makes room first (see [`TreeFeed::make_room`]).
     #[inline]
     pub fn block(&mut self, event: TreeEvent) {
-        let len = self.events.len();
-        // Written out so the block hook's fast path has no call into `Vec`'s
-        // growth path, which would cost register saves on every block.
-        if len < self.events.capacity() {
-            // SAFETY: `len < capacity`: the slot is allocated and unused.
-            unsafe {
-                write_streaming(self.events.as_mut_ptr().add(len), event);
-                self.events.set_len(len + 1);
-            }
-        } else {
+        if !self.events.push(event) {
             self.make_room();
             self.events.push(event);
         }
+    }
+
+    /// Where the current batch's next event goes, for an engine that
+    /// appends block events itself (see [`event_buffer`]). Valid while the
+    /// feed lives.
+    pub fn trace_cursor(&self) -> *mut TraceCursor {
+        self.events.cursor()
+    }
+
+    /// Whether the builder runs on this thread ([`Placement::Inline`]).
+    pub fn builder_is_inline(&self) -> bool {
+        self.inline.is_some()
     }
 
     /// A block the builder cannot find in the code snapshot, decoded here;
@@ -538,15 +549,15 @@ impl TreeFeed {
             let batch = Batch {
                 changed_code: std::mem::take(&mut self.changed_code),
                 new_blocks: std::mem::take(&mut self.new_blocks),
-                events: std::mem::take(&mut self.events),
+                events: self.events.take(),
             };
             self.events_sent += batch.events.len() as u64;
-            self.events = apply_batch(
+            self.events.refill(apply_batch(
                 &mut inline.builder,
                 batch,
                 &self.published,
                 &inline.progress,
-            );
+            ));
             answer_snapshot(inline.snapshots.as_deref(), inline.pid, &inline.builder);
             return;
         }
@@ -567,8 +578,9 @@ impl TreeFeed {
         let batch = Batch {
             changed_code: std::mem::take(&mut self.changed_code),
             new_blocks: std::mem::take(&mut self.new_blocks),
-            events: std::mem::replace(&mut self.events, next),
+            events: self.events.take(),
         };
+        self.events.refill(next);
         if send_spinning(batches, batch, &mut self.spin).is_ok() {
             self.batches_sent += 1;
         } else {

@@ -1,0 +1,146 @@
+//! Block events written by the translated code itself, without a call into
+//! the block hook.
+//!
+//! For a block inside the program's loaded text the block hook's fast path
+//! does nothing but append `(address | size << 48, rsp)` to the current
+//! batch. emuprof's Unicorn build
+//! (`emu/unicorn/0006-block-runs-recorded-inline.patch`) can do exactly that in the
+//! translated code: when it translates a block it asks
+//! [`traces_inline`] once, and for a block answered yes it emits a few TCG
+//! ops that store the record at the feed's [`TraceCursor`] and advance it
+//! while the batch has room; only a full batch calls the block hook, which
+//! takes its slow path as before (sends the batch, checks limits and the
+//! thread quantum). Every other block calls the hook on every run, as
+//! before. The record's key is asked once per translation too
+//! ([`trace_key`]): the block hook's own key. The events are the same, in
+//! the same order, so the profiles are the same bytes.
+//!
+//! (A small tag per block instead, which the builder could turn into its
+//! block with one array load, measured 3 % slower than the builder's
+//! prediction from the block before.)
+//!
+//! Only when the builder runs on the emulation thread (one CPU, see
+//! `tree_feed::Placement`): measured with `bench/run.py` (three runs of each
+//! program, CPU time), the trace saved 3–11 % there, while with a builder
+//! thread on the other CPU it cost up to half as much again (`30 fib` 1.71
+//! s against 1.13 s, BusyBox `gzip` 2.89 s against 2.49 s). The hook writes
+//! events with non-temporal stores (`tree_feed::write_streaming`); the
+//! translated code's plain stores must first fetch every line of a recycled
+//! batch back from the builder's core (the likely cause; not measured
+//! apart).
+//!
+//! The answer is the hook's own fast-path test (`text.contains`), taken at
+//! translation time. `text` only ever shrinks to nothing, when code inside
+//! it changes (see [`super::code_changes`]); the blocks of the changed
+//! range lose their translations then and are asked again, while the others
+//! keep recording inline code that still matches the loaded text the
+//! builder decodes them from.
+//!
+//! Stock Unicorn rejects the control (`UC_ERR_ARG`); the hook then sees
+//! every block, as it always did. `EMUPROF_BLOCK_HOOK_REGISTER_API` (see
+//! [`super::stack_pointer`]) turns the trace off too, so the stock path is
+//! testable with the patched build; `EMUPROF_BLOCK_TRACE=off` turns off
+//! only the trace (to measure it, `tests/stock_unicorn_path.rs`).
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void};
+
+use unicorn_engine::uc_engine;
+
+use super::state::MachineState;
+use crate::tree::tree_feed::{TraceCursor, TreeEvent};
+
+/// Set to `off` in emuprof's environment: no inline trace, the block hook
+/// sees every block (everything else as with the patched build).
+const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
+
+/// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
+const CTL_BLOCK_TRACE: c_int = 0x6570;
+/// `UC_CTL_IO_WRITE << 30 | 4 << 26` (four arguments), as `UC_CTL_WRITE`
+/// builds it.
+const CTL_WRITE_FOUR_ARGS: u32 = 1 << 30 | 4 << 26;
+
+unsafe extern "C" {
+    /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
+    #[link_name = "uc_ctl"]
+    fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+}
+
+/// Asks the engine to record the blocks [`traces_inline`] accepts at
+/// `cursor`. True when it will (emuprof's Unicorn build); false with stock
+/// Unicorn, or when forced off.
+///
+/// # Safety
+/// `uc` must be a live engine with emuprof's block hook installed;
+/// `cursor` and `state` must stay valid as long as the engine runs guest
+/// code (the state owns the feed that owns the cursor, and outlives the
+/// engine).
+pub(crate) unsafe fn install(
+    uc: *mut uc_engine,
+    cursor: *mut TraceCursor,
+    state: *const RefCell<MachineState>,
+) -> bool {
+    if std::env::var_os(super::stack_pointer::FORCE_REGISTER_API).is_some()
+        || std::env::var_os(TRACE_SWITCH).is_some_and(|v| v == "off")
+    {
+        return false;
+    }
+    let ask: unsafe extern "C" fn(*mut c_void, u64) -> c_int = traces_inline;
+    let key: extern "C" fn(*mut c_void, u64, u32) -> u64 = trace_key;
+    // SAFETY: the caller's contract; the four arguments are what the
+    // control reads (`uc_emuprof_block_trace *`, the two callbacks, their
+    // user data). Stock Unicorn reads none of them and returns UC_ERR_ARG.
+    let rc = unsafe {
+        uc_ctl_raw(
+            uc,
+            CTL_WRITE_FOUR_ARGS | CTL_BLOCK_TRACE as u32,
+            cursor,
+            ask,
+            key,
+            state as *mut c_void,
+        )
+    };
+    rc == 0
+}
+
+/// Whether the block at `address` may be recorded inline: the block hook's
+/// fast-path test. Unicorn calls it while it translates (inside
+/// `emu_start`, never from a hook); when the state is in use anyway the
+/// answer is no, which only costs a hook call per run.
+///
+/// # Safety
+/// `user_data` must point to the live `RefCell<MachineState>` passed to
+/// [`install`].
+unsafe extern "C" fn traces_inline(user_data: *mut c_void, address: u64) -> c_int {
+    // SAFETY: the caller's contract.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
+    cell.try_borrow()
+        .is_ok_and(|st| st.text.contains(address))
+        .into()
+}
+
+/// The key translated code stores for runs of the block at `address` of
+/// `size` bytes: the one the block hook stores.
+extern "C" fn trace_key(_user_data: *mut c_void, address: u64, size: u32) -> u64 {
+    TreeEvent::block(address, size, 0).key()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::guest_process::new_engine;
+    use super::super::stack_pointer::StackPointerSource;
+
+    /// Both controls come from emuprof's Unicorn build: an engine that
+    /// passes the stack pointer to the block hook (patch 0005) also takes
+    /// the trace (0006), and stock Unicorn takes neither.
+    #[test]
+    fn the_engine_takes_the_trace_exactly_when_it_is_emuprofs_build() {
+        let uc = new_engine().expect("engine");
+        let handle = uc.get_handle();
+        let patched = StackPointerSource::of_engine(handle) == StackPointerSource::HookArgument;
+        // SAFETY: a live engine; a null trace turns the trace off, so the
+        // null state is never read (nothing is translated either).
+        let taken = unsafe { super::install(handle, std::ptr::null_mut(), std::ptr::null()) };
+        assert_eq!(taken, patched);
+    }
+}

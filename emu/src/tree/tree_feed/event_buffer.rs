@@ -1,0 +1,151 @@
+//! The batch being filled, and the cursor that says how far.
+//!
+//! Events are appended through a [`TraceCursor`] (`next`, `end`) rather than
+//! through `Vec::push`, because two writers append: emuprof's own code (the
+//! block hook, system calls, thread switches) and, with emuprof's Unicorn
+//! build, the translated guest code itself, which stores a block's record at
+//! `next` and advances it without calling the block hook
+//! (`emu/unicorn/0006`, [`crate::machine`]'s `block_trace`). The cursor
+//! therefore lives at a fixed address for the buffer's whole life, and the
+//! buffer's `Vec` length stays 0 while it fills: the cursor is the length.
+
+use std::ptr::NonNull;
+
+use super::TreeEvent;
+
+/// Where the next event of the current batch goes: the layout of
+/// `uc_emuprof_block_trace` in the patched `unicorn.h` (`next < end` while
+/// there is room).
+#[repr(C)]
+pub struct TraceCursor {
+    next: *mut TreeEvent,
+    end: *mut TreeEvent,
+}
+
+/// The current batch: a buffer of `capacity` events filled through a
+/// [`TraceCursor`].
+pub(super) struct EventBuffer {
+    /// Length 0 while filling (the cursor knows how far it is filled).
+    events: Vec<TreeEvent>,
+    /// Owned (from `Box::leak`), freed on drop; written by translated
+    /// code through the pointer [`EventBuffer::cursor`] hands out.
+    cursor: NonNull<TraceCursor>,
+}
+
+impl EventBuffer {
+    /// An empty buffer for `capacity` events.
+    pub(super) fn with_capacity(capacity: usize) -> EventBuffer {
+        let cursor = Box::new(TraceCursor {
+            next: std::ptr::null_mut(),
+            end: std::ptr::null_mut(),
+        });
+        let mut buffer = EventBuffer {
+            events: Vec::new(),
+            cursor: NonNull::from(Box::leak(cursor)),
+        };
+        buffer.refill(Vec::with_capacity(capacity));
+        buffer
+    }
+
+    /// The cursor, for the engine to append through: valid as long as this
+    /// buffer.
+    pub(super) fn cursor(&self) -> *mut TraceCursor {
+        self.cursor.as_ptr()
+    }
+
+    /// Whether another event fits.
+    #[inline]
+    pub(super) fn has_room(&self) -> bool {
+        // SAFETY: the cursor is owned by this buffer and live; nothing else
+        // runs while this thread reads it (translated code runs on this
+        // thread, never during a call into emuprof's own code).
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            (*cursor).next < (*cursor).end
+        }
+    }
+
+    /// Events in the buffer.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        // SAFETY: as in `has_room`; `next` points into (or just past) the
+        // allocation `events` owns, at or after its start.
+        unsafe {
+            (*self.cursor.as_ptr())
+                .next
+                .offset_from(self.events.as_ptr()) as usize
+        }
+    }
+
+    /// Whether the buffer holds no event.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends `event` when there is room; false when the buffer is full.
+    #[inline]
+    pub(super) fn push(&mut self, event: TreeEvent) -> bool {
+        if !self.has_room() {
+            return false;
+        }
+        // SAFETY: `next < end`: the slot lies inside the allocation and is
+        // unused; events are 16 bytes, so it is 8-byte aligned. Advancing by
+        // one stays within (or one past) the allocation.
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            super::write_streaming((*cursor).next, event);
+            (*cursor).next = (*cursor).next.add(1);
+        }
+        true
+    }
+
+    /// Hands out the filled events and leaves the buffer with no room until
+    /// [`EventBuffer::refill`].
+    pub(super) fn take(&mut self) -> Vec<TreeEvent> {
+        let len = self.len();
+        let mut filled = std::mem::take(&mut self.events);
+        // SAFETY: the first `len` slots were written (by `push` or by
+        // translated code through the cursor), and `len <= capacity`.
+        unsafe { filled.set_len(len) };
+        self.aim();
+        filled
+    }
+
+    /// Makes `events` (emptied) the buffer to fill.
+    pub(super) fn refill(&mut self, mut events: Vec<TreeEvent>) {
+        events.clear();
+        self.events = events;
+        self.aim();
+    }
+
+    /// Drops the events filled so far.
+    pub(super) fn clear(&mut self) {
+        self.aim();
+    }
+
+    /// Points the cursor at the start and end of `events`' allocation.
+    fn aim(&mut self) {
+        let start = self.events.as_mut_ptr();
+        // SAFETY: the cursor is owned and live (see `has_room`); `start +
+        // capacity` is one past the end of the allocation.
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            (*cursor).next = start;
+            (*cursor).end = start.add(self.events.capacity());
+        }
+    }
+}
+
+impl Drop for EventBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the cursor came from `Box::leak` in `with_capacity` and is
+        // freed only here. The engine must no longer append (the machine
+        // drops its engine before the state that owns the feed).
+        drop(unsafe { Box::from_raw(self.cursor.as_ptr()) });
+    }
+}
+
+// SAFETY: the cursor is owned by the buffer (a `Box` held as a raw pointer
+// so the engine may write through it); moving the buffer to another thread
+// moves that ownership with it.
+unsafe impl Send for EventBuffer {}
