@@ -20,6 +20,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod simulation;
+pub use simulation::{CacheConfig, CacheGeometry, Penalties, SimEvent, Simulation};
+
 /// Index of a calling context in [`RawProfile::nodes`] (and in the analysis
 /// profile's call tree, which keeps the ids).
 pub type NodeId = u32;
@@ -48,6 +51,9 @@ pub struct RawNode {
     pub self_cycles: u64,
     /// Cycles spent in this context and everything it called.
     pub inclusive_cycles: u64,
+    /// Simulated events in this context itself, in the order of
+    /// [`RawProfile::simulation`]'s events (empty without simulation).
+    pub self_events: Vec<u64>,
     /// System calls made directly from this context.
     pub syscalls: u64,
     /// Of `calls`, how many came through an indirect `call` (register or memory
@@ -80,6 +86,16 @@ pub struct Block {
     /// string of space-separated numbers.
     #[serde(default, with = "cycle_list")]
     pub cycles: Vec<u32>,
+    /// Simulated events of each instruction over all the block's runs:
+    /// `instructions` rows of the profile's events (in
+    /// [`Simulation::events`] order), one after the other. Empty without
+    /// simulation (and then not written).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "simulation::count_list"
+    )]
+    pub events: Vec<u64>,
 }
 
 impl Block {
@@ -204,4 +220,6 @@ pub struct RawProfile {
     pub blocks: Vec<Block>,
     /// Which process image this is (the first program's by default).
     pub process: RawProcess,
+    /// The cache and branch simulation's settings, when one ran.
+    pub simulation: Option<Simulation>,
 }

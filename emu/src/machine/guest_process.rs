@@ -21,6 +21,7 @@ use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
 use super::{block_hook, hooks, threads, RunHandles, RunOptions, STACK_TOP};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
+use crate::sim::SimulationCounts;
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
@@ -168,6 +169,7 @@ impl GuestProcess {
             progress: Arc::clone(&handles.progress),
             snapshots: handles.snapshots.clone(),
             pid: identity.pid,
+            simulation: options.simulation,
         })
         .map_err(EmuError::BuilderStart)?;
         // Loading changed code nothing has decoded yet.
@@ -271,8 +273,19 @@ impl GuestProcess {
         let sys = state.into_inner().sys;
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &symbols);
-        let blocks = collect_blocks(&built.blocks, &built.executions);
+        let blocks = collect_blocks(&built.blocks, &built.executions, built.simulation.as_ref());
         let finished = built.tree.finish();
+        let mut nodes = finished.nodes;
+        let simulation = built.simulation.map(|counts| {
+            let width = counts.settings.events.len();
+            for (node, events) in nodes.iter_mut().zip(counts.nodes) {
+                node.self_events = events;
+            }
+            for node in &mut nodes {
+                node.self_events.resize(width, 0);
+            }
+            counts.settings
+        });
         let threads = finished
             .threads
             .iter()
@@ -292,10 +305,11 @@ impl GuestProcess {
             partial: stop.partial_reason(),
             total_instructions: finished.total,
             total_cycles: finished.total_cycles,
-            nodes: finished.nodes,
+            nodes,
             threads,
             blocks,
             process: identity,
+            simulation,
         };
         Ok(FinishedImage {
             profile,
@@ -469,6 +483,9 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
+    if state.borrow().options.simulation.caches.is_some() {
+        super::memory_hook::install(uc, user_data)?;
+    }
     for (insn, callback) in [
         (
             X86Insn::RDTSC,
@@ -508,18 +525,33 @@ pub(super) fn install_hooks(
 /// The block table: every block that ran. Code that changed while the guest
 /// ran may have several decodes at one address and size: one row per
 /// distinct instruction count and cycles (a decode of unchanged code again,
-/// after a re-protection, joins its first row).
-fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
+/// after a re-protection, joins its first row). With a simulation, each row
+/// carries its instructions' events.
+fn collect_blocks(
+    blocks: &[BlockInfo],
+    executions: &[u64],
+    simulation: Option<&SimulationCounts>,
+) -> Vec<Block> {
+    let events_of = |id: usize, b: &BlockInfo| -> Vec<u64> {
+        let Some(counts) = simulation else {
+            return Vec::new();
+        };
+        let mut events = counts.blocks.get(id).cloned().unwrap_or_default();
+        events.resize(b.instructions as usize * counts.settings.events.len(), 0);
+        events
+    };
     let mut blocks: Vec<Block> = blocks
         .iter()
         .zip(executions)
-        .filter(|(_, &executions)| executions > 0)
-        .map(|(b, &executions)| Block {
+        .enumerate()
+        .filter(|(_, (_, &executions))| executions > 0)
+        .map(|(id, (b, &executions))| Block {
             address: b.address,
             size: b.size,
             instructions: b.instructions,
             executions,
             cycles: b.instruction_cycles.clone(),
+            events: events_of(id, b),
         })
         .collect();
     let key = |b: &Block| (b.address, b.size, b.instructions);
@@ -528,6 +560,9 @@ fn collect_blocks(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
         let same = key(later) == key(kept) && later.cycles == kept.cycles;
         if same {
             kept.executions += later.executions;
+            for (kept, later) in kept.events.iter_mut().zip(&later.events) {
+                *kept += later;
+            }
         }
         same
     });

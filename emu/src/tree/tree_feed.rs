@@ -79,6 +79,12 @@ const SIGNAL_HANDLER: u64 = SPECIAL | 2;
 const SPAWN_THREAD: u64 = SPECIAL | 3;
 /// Another guest thread runs from the next event on; `sp` holds its index.
 const SWITCH_THREAD: u64 = SPECIAL | 4;
+/// A data access (with `--cache-sim`): the key holds this bit, [`WRITE`]
+/// for a write, the size in bits 48 to 60 and the instruction's address
+/// below; `sp` holds the data address.
+const MEMORY_ACCESS: u64 = SPECIAL | 1 << 62;
+/// Marks a [`MEMORY_ACCESS`] that writes.
+const WRITE: u64 = 1 << 61;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -109,6 +115,26 @@ impl TreeEvent {
     /// The `(address, size)` of a block event's key.
     fn split_key(key: u64) -> (u64, u32) {
         (key & ((1 << 48) - 1), (key >> 48) as u32)
+    }
+
+    /// A data access of `size` bytes at `address` by the instruction at
+    /// `pc`.
+    #[inline]
+    pub fn memory_access(pc: u64, address: u64, size: u32, write: bool) -> TreeEvent {
+        let write = if write { WRITE } else { 0 };
+        TreeEvent {
+            key: MEMORY_ACCESS | write | u64::from(size & 0x1fff) << 48 | (pc & ((1 << 48) - 1)),
+            sp: address,
+        }
+    }
+
+    /// A memory access event's `(pc, size, write)`.
+    fn split_memory_access(key: u64) -> (u64, u32, bool) {
+        (
+            key & ((1 << 48) - 1),
+            ((key >> 48) & 0x1fff) as u32,
+            key & WRITE != 0,
+        )
     }
 
     fn special(key: u64) -> TreeEvent {
@@ -176,6 +202,8 @@ pub struct TreeFeed {
     batches_sent: u64,
     /// Events in the batches sent so far.
     events_sent: u64,
+    /// Data-access events fed so far (not guest work for the scheduler).
+    memory_events: u64,
     published: Arc<Published>,
     spin: Duration,
 }
@@ -197,6 +225,8 @@ pub struct BuilderSetup {
     /// The process whose events the builder applies (a live view shows one
     /// process's tree, and only the calls of others).
     pub pid: u64,
+    /// The cache and branch simulation to run, if any.
+    pub simulation: crate::sim::SimulationOptions,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -207,6 +237,8 @@ pub struct BuiltTree {
     pub blocks: Vec<BlockInfo>,
     /// How many times each block ran, by block id.
     pub executions: Vec<u64>,
+    /// The simulation's counts, when one ran.
+    pub simulation: Option<crate::sim::SimulationCounts>,
 }
 
 /// Starts a builder thread (`emuprof-tree`, one per guest process image);
@@ -232,6 +264,7 @@ pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, JoinHandle<Built
         recycled,
         batches_sent: 0,
         events_sent: 0,
+        memory_events: 0,
         published,
         spin,
     };
@@ -279,6 +312,14 @@ impl TreeFeed {
         self.changed_code.push((start, len));
     }
 
+    /// A data access (`--cache-sim`): `size` bytes at `address` by the
+    /// instruction at `pc`.
+    #[inline]
+    pub fn memory_access(&mut self, pc: u64, address: u64, size: u32, write: bool) {
+        self.memory_events += 1;
+        self.block(TreeEvent::memory_access(pc, address, size, write));
+    }
+
     /// A system call from the current context.
     pub fn syscall(&mut self) {
         self.block(TreeEvent::special(SYSCALL));
@@ -303,7 +344,7 @@ impl TreeFeed {
     /// How many events have been fed so far: a measure of guest work that
     /// is the same on every run (the scheduler's quantum counts it).
     pub fn position(&self) -> u64 {
-        self.events_sent + self.events.len() as u64
+        self.events_sent + self.events.len() as u64 - self.memory_events
     }
 
     /// Sends the batch if it is full; true when it did (a good moment to
@@ -472,8 +513,12 @@ fn build(
         progress,
         snapshots,
         pid,
+        simulation,
     } = setup;
     let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
+    if simulation.any() {
+        builder.simulate(simulation);
+    }
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
     while let Some(batch) = recv_spinning(incoming, spin, idle, || {
         answer_snapshot(snapshots.as_deref(), pid, &builder);
@@ -598,6 +643,7 @@ mod tests {
             progress: Arc::default(),
             snapshots: None,
             pid: 1,
+            simulation: Default::default(),
         };
         let (mut feed, handle) = spawn(setup).expect("a thread");
         events(&mut feed);
@@ -696,6 +742,8 @@ mod tests {
                 instructions: 2,
                 cycles: 2,
                 instruction_cycles: vec![1, 1],
+                instruction_offsets: vec![0, 1],
+                conditional_target: None,
                 terminator: crate::tree::blocks::Terminator::Other,
                 is_function_start: false,
             });
@@ -716,6 +764,8 @@ mod tests {
             instructions,
             cycles: instructions,
             instruction_cycles: vec![1; instructions as usize],
+            instruction_offsets: (0..instructions as u16).collect(),
+            conditional_target: None,
             terminator: crate::tree::blocks::Terminator::Other,
             is_function_start: false,
         };

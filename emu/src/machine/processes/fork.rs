@@ -188,6 +188,7 @@ impl GuestProcess {
             progress: Arc::new(Default::default()),
             snapshots: self.snapshots.clone(),
             pid,
+            simulation: options.simulation,
         })
         .map_err(EmuError::BuilderStart)?;
         let identity = RawProcess {

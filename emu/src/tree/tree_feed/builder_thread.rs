@@ -3,7 +3,11 @@
 
 use emuprof_loader::FunctionStarts;
 
-use super::{BuiltTree, TreeEvent, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD, SYSCALL};
+use super::{
+    BuiltTree, TreeEvent, MEMORY_ACCESS, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD,
+    SYSCALL,
+};
+use crate::sim::{SimulationOptions, Simulator};
 use crate::tree::blocks::{BlockCache, BlockInfo};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -32,6 +36,8 @@ pub(super) struct BuilderThread<'a> {
     instruction_limit: u64,
     previous: usize,
     applying: bool,
+    /// The cache and branch simulation, when one runs.
+    simulator: Option<Box<Simulator>>,
 }
 
 impl<'a> BuilderThread<'a> {
@@ -50,7 +56,13 @@ impl<'a> BuilderThread<'a> {
             instruction_limit,
             previous: NO_BLOCK,
             applying: true,
+            simulator: None,
         }
+    }
+
+    /// Runs the cache and branch simulation on every event from now on.
+    pub(super) fn simulate(&mut self, options: SimulationOptions) {
+        self.simulator = Some(Box::new(Simulator::new(options)));
     }
 
     /// The code in `[start, start + len)` changed: its blocks are decoded
@@ -80,6 +92,16 @@ impl<'a> BuilderThread<'a> {
                 break;
             }
             if event.key & SPECIAL != 0 {
+                if let Some(simulator) = &mut self.simulator {
+                    if event.key & MEMORY_ACCESS == MEMORY_ACCESS {
+                        let (pc, size, write) = TreeEvent::split_memory_access(event.key);
+                        simulator.data(&self.blocks, pc, event.sp, size, write);
+                        self.tree.add_cycles(simulator.take_penalty());
+                        continue;
+                    }
+                    simulator.interrupted(&self.blocks);
+                    self.tree.add_cycles(simulator.take_penalty());
+                }
                 match event.key {
                     SYSCALL => self.tree.on_syscall(),
                     SIGNAL_HANDLER => self.tree.enter_signal_handler(),
@@ -91,10 +113,17 @@ impl<'a> BuilderThread<'a> {
             }
             let id = self.block_id(event.key);
             self.previous = id;
+            if let Some(simulator) = &mut self.simulator {
+                simulator.block_starts(&self.blocks, TreeEvent::split_key(event.key).0);
+                self.tree.add_cycles(simulator.take_penalty());
+            }
             let block = &mut self.tracked[id];
             block.executions += 1;
             if self.tree.on_block(block.event, || event.sp) {
                 block.event.is_function_start = true;
+            }
+            if let Some(simulator) = &mut self.simulator {
+                simulator.block_runs(id, self.tree.current_node());
             }
             if self.tree.total_instructions() >= self.instruction_limit {
                 self.applying = false;
@@ -123,12 +152,18 @@ impl<'a> BuilderThread<'a> {
         self.tree.snapshot()
     }
 
-    pub(super) fn finish(self) -> BuiltTree {
+    pub(super) fn finish(mut self) -> BuiltTree {
         let executions = self.tracked.iter().map(|r| r.executions).collect();
+        let simulation = self.simulator.take().map(|mut simulator| {
+            simulator.interrupted(&self.blocks);
+            self.tree.add_cycles(simulator.take_penalty());
+            simulator.finish()
+        });
         BuiltTree {
             tree: self.tree,
             blocks: self.blocks.into_blocks(),
             executions,
+            simulation,
         }
     }
 
