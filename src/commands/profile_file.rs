@@ -56,6 +56,21 @@ impl ProfilePart {
         Ok(part.measured_in(self.metric()?)?)
     }
 
+    /// Sorting by a metric (`--sort cycles`) measures in it: `metric`
+    /// becomes the chosen one. Fails when `--metric` chose another.
+    pub fn sort_by(&mut self, metric: &str) -> Result<()> {
+        let wanted: Metric = metric.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+        let chosen = self.metric()?;
+        if chosen != Metric::Instructions && chosen != wanted {
+            anyhow::bail!(
+                "--sort {metric} and --metric {} disagree; give one of them",
+                chosen.name()
+            );
+        }
+        self.metric = metric.to_string();
+        Ok(())
+    }
+
     /// The chosen metric (instructions when none was given).
     pub fn metric(&self) -> Result<Metric> {
         if self.metric.is_empty() {

@@ -42,8 +42,9 @@
 //!   first (callgrind_annotate sorts by the first): `Ir`, `Cycles` (the cost
 //!   model's, with simulation including its penalties) and, with
 //!   simulation, Callgrind's own event names (`Dr` ... `Bim`) and
-//!   `EstCycles` (gungraun's estimate, with `--cache-sim`). The profile must
-//!   be measured in instructions or cycles.
+//!   `EstCycles` (gungraun's estimate, with `--cache-sim`). A profile
+//!   without simulation exported with `Ir` first is the one-event file it
+//!   always was. The profile must be measured in instructions or cycles.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -98,8 +99,10 @@ impl<'a> Columns<'a> {
     /// `first`, then every other metric the profile records.
     fn new(profile: &'a Profile, first: Metric) -> Columns<'a> {
         let mut metrics = vec![first, Metric::Instructions];
-        // Profiles before cycles (and cycles swapped in) record none.
-        if profile.totals.cycles > 0 {
+        // Profiles before cycles record none; a profile without simulation
+        // exported in instructions keeps its one-event (`Ir`) file.
+        let simulated = profile.simulation.is_some();
+        if profile.totals.cycles > 0 && (simulated || first != Metric::Instructions) {
             metrics.push(Metric::Cycles);
         }
         if let Some(simulation) = &profile.simulation {

@@ -62,7 +62,9 @@ mod tests {
     fn a_loop_branch_is_learnt() {
         let mut p = BranchPredictor::new();
         let misses: usize = (0..100).filter(|_| p.conditional(0x401000, true)).count();
-        assert!(misses <= 8, "{misses} misses for an always-taken branch");
+        // Each of the first 7 outcomes meets a new history (a fresh counter),
+        // then the all-taken history's counter needs two to predict taken.
+        assert!(misses <= 9, "{misses} misses for an always-taken branch");
         assert!(p.conditional(0x401000, false), "the exit is mispredicted");
     }
 
