@@ -61,7 +61,7 @@ pub fn check(g: CacheGeometry) -> Result<(), String> {
             g.line
         ));
     }
-    if g.size % (g.assoc * g.line) != 0 {
+    if !g.size.is_multiple_of(g.assoc * g.line) {
         return Err(format!(
             "size {} is not a multiple of associativity × line size ({})",
             g.size,

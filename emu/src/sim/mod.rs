@@ -163,8 +163,8 @@ impl Simulator {
         }
     }
 
-    /// The block `id` starts at `address`: finishes the block before it
-    /// (its remaining fetches, its branch, by where execution went).
+    /// A block starts at `address`: finishes the one before it (its
+    /// remaining fetches, and its branch, by where execution went).
     pub(crate) fn block_starts(&mut self, blocks: &BlockCache, address: u64) {
         let Some(previous) = self.running else {
             return;
@@ -177,7 +177,7 @@ impl Simulator {
         self.running = None;
     }
 
-    /// The block `id` runs in context `node` (after the call tree has
+    /// Block `id` runs in context `node` (called after the call tree has
     /// seen it).
     pub(crate) fn block_runs(&mut self, id: usize, node: NodeId) {
         self.running = Some(Running {
