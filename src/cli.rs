@@ -49,11 +49,13 @@ pub enum Command {
     View(crate::commands::view::ViewArgs),
     /// List the system calls the guest can make and how far each is emulated.
     Syscalls(crate::commands::syscalls::SyscallsArgs),
+    /// Talk to a running emuprof: dump a part, zero, print the guest's call stacks, stop.
+    Control(crate::commands::control::ControlArgs),
 }
 
 /// Names of the subcommands, to tell `emuprof ./prog` from `emuprof report`.
 pub const SUBCOMMANDS: &[&str] = &[
-    "run", "report", "export", "check", "diff", "annotate", "view", "syscalls", "help",
+    "run", "report", "export", "check", "diff", "annotate", "view", "syscalls", "control", "help",
 ];
 
 /// What to do when the guest makes a syscall emuprof does not emulate.
@@ -130,6 +132,23 @@ pub struct GuestArgs {
     /// 8388608,16,64).
     #[arg(long = "LL", value_name = "SIZE,ASSOC,LINE", value_parser = emuprof_emu::geometry::parse)]
     pub ll: Option<emuprof_emu::CacheGeometry>,
+    /// What the profile counts (--collect, --exclude).
+    #[command(flatten)]
+    pub collection: CollectArgs,
+}
+
+/// What a run counts: by default every instruction.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CollectArgs {
+    /// Count only the instructions executed while a function matching FUNC
+    /// (its name, or a regex matching whole names) is on the call stack:
+    /// its whole subtree, recursion once. Repeatable.
+    #[arg(long, value_name = "FUNC|REGEX")]
+    pub collect: Vec<String>,
+    /// Leave out the instructions executed while a function matching FUNC is
+    /// on the call stack. Repeatable; combines with --collect.
+    #[arg(long, value_name = "FUNC|REGEX")]
+    pub exclude: Vec<String>,
 }
 
 /// Options of `emuprof run`.
@@ -165,6 +184,9 @@ pub struct RunArgs {
     /// Streaming the growing profile to viewers (--serve).
     #[command(flatten)]
     pub serve: crate::commands::stream::ServeArgs,
+    /// Dumps while running (--dump-every, --dump-at).
+    #[command(flatten)]
+    pub dumps: crate::commands::dumps::DumpArgs,
     /// The static binary to run (looked up on PATH when it has no `/`), then
     /// its arguments: everything after PROGRAM is passed on, options included.
     #[arg(

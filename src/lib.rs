@@ -9,6 +9,9 @@
 //! instructions and calls by name. The same binary, arguments, environment and
 //! seed give the same counts on every run and every host, so exact
 //! assertions are safe; budgets (`<`) survive small code changes.
+//! [`Run::collect`] and [`Run::exclude`] restrict what is counted, so an
+//! assertion can measure one function of a larger program (its setup left
+//! out).
 //!
 //! ```
 //! # let dir = tempfile::tempdir()?;
@@ -42,6 +45,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod binary_identity;
+mod collection;
 mod error;
 pub mod input;
 pub mod output;
@@ -56,7 +60,7 @@ pub use emuprof_emu::{
 };
 pub use emuprof_loader::LoadError;
 pub use error::{Error, Result};
-pub use runner::{CompletedRun, Run};
+pub use runner::{symbolicate_part, CompletedRun, Run};
 
 /// The README's library example (section "From Rust tests"), compiled by
 /// `cargo test --doc`; `tests/readme_example.rs` checks that the two are equal.

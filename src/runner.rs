@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
-use emuprof_analysis::{Function, LoadedObject, Profile};
+use emuprof_analysis::{Collection, Function, LoadedObject, Profile};
 use emuprof_emu::FilesOptions;
 use emuprof_emu::{LoadedLibrary, RunHandles, RunOptions, RunOutcome, StopReason};
 
@@ -17,6 +17,7 @@ pub struct Run {
     program: PathBuf,
     options: RunOptions,
     handles: RunHandles,
+    collection: Collection,
 }
 
 impl Run {
@@ -30,6 +31,7 @@ impl Run {
             program,
             options: RunOptions::new(args, FilesOptions::for_exe(exe)),
             handles: RunHandles::default(),
+            collection: Collection::default(),
         }
     }
 
@@ -65,6 +67,25 @@ impl Run {
         self
     }
 
+    /// Counts only the instructions executed while a function matching
+    /// `pattern` (its name, or a regular expression matching a whole name)
+    /// is on the call stack; repeatable (see `emuprof_analysis::collect`).
+    /// A pattern that matches no function that ran adds a note saying why
+    /// ([`CompletedRun::notes`]): no such function, inlined away, or never
+    /// called.
+    pub fn collect(mut self, pattern: impl Into<String>) -> Run {
+        self.collection.collect.push(pattern.into());
+        self
+    }
+
+    /// Leaves out the instructions executed while a function matching
+    /// `pattern` is on the call stack; repeatable, combines with
+    /// [`Run::collect`].
+    pub fn exclude(mut self, pattern: impl Into<String>) -> Run {
+        self.collection.exclude.push(pattern.into());
+        self
+    }
+
     /// Changes every other setting (seed, limits, sandbox…).
     pub fn options_mut(&mut self) -> &mut RunOptions {
         &mut self.options
@@ -81,6 +102,12 @@ impl Run {
         )?)
     }
 
+    /// What `--collect`/`--exclude` ([`Run::collect`], [`Run::exclude`])
+    /// restrict the profile to.
+    pub fn collection(&self) -> &Collection {
+        &self.collection
+    }
+
     /// What the run shares with the caller's other threads while it runs:
     /// the Ctrl-C flag, the progress counter, a live view's snapshot slot.
     pub fn handles_mut(&mut self) -> &mut RunHandles {
@@ -95,11 +122,17 @@ impl Run {
                 path: self.program.clone(),
                 source,
             })?;
-        let profile = symbolicate(&self.program, &binary, &outcome)?;
+        let mut profile = symbolicate(&self.program, &binary, &outcome)?;
+        let mut notes = outcome.notes;
+        notes.extend(crate::collection::restrict(
+            &mut profile,
+            &self.collection,
+            &binary,
+        )?);
         Ok(CompletedRun {
             profile,
             stop: outcome.stop,
-            notes: outcome.notes,
+            notes,
         })
     }
 }
@@ -114,11 +147,7 @@ pub fn symbolicate(
     binary: &emuprof_loader::Binary,
     outcome: &RunOutcome,
 ) -> Result<Profile> {
-    // Absolute and without `.` components (`dir/./bin/prog` is `dir/bin/prog`).
-    let program: PathBuf = std::path::absolute(program)
-        .unwrap_or_else(|_| program.to_path_buf())
-        .components()
-        .collect();
+    let program = absolute_program(program);
     let mut first = symbolicate_image(
         &program,
         Some(&program),
@@ -146,7 +175,40 @@ pub fn symbolicate(
         programs.push((path, on_host));
     }
     first.validate_process_table()?;
+    first.part = outcome.part.clone();
     Ok(first)
+}
+
+/// Symbolicates one part of a run cut by dumps (see
+/// [`emuprof_emu::dumps`]): a profile of the first program's image over
+/// that stretch of the run.
+pub fn symbolicate_part(
+    program: &Path,
+    binary: &emuprof_loader::Binary,
+    part: &emuprof_emu::dumps::RawPart,
+    collection: &Collection,
+) -> Result<Profile> {
+    let program = absolute_program(program);
+    let mut profile = symbolicate_image(
+        &program,
+        Some(&program),
+        binary,
+        &part.profile,
+        &part.libraries,
+    )?;
+    profile.part = Some(part.part.clone());
+    // The final profile says which patterns matched nothing.
+    profile.restrict(collection)?;
+    Ok(profile)
+}
+
+/// `program` absolute and without `.` components (`dir/./bin/prog` is
+/// `dir/bin/prog`), as profiles name it.
+fn absolute_program(program: &Path) -> PathBuf {
+    std::path::absolute(program)
+        .unwrap_or_else(|_| program.to_path_buf())
+        .components()
+        .collect()
 }
 
 /// Symbolicates one process image: its raw profile through its program and

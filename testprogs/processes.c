@@ -25,6 +25,12 @@
  *           parent dies (prctl(PR_SET_PDEATHSIG)) and then blocks; the child
  *           exits, the grandchild dies of SIGTERM, which the first process
  *           sees as EOF on a pipe only the grandchild held open
+ * fifo PATH makes a FIFO at PATH; a child writes a line into it while the
+ *           parent reads, then the other way round (the writer opens
+ *           first, so its open waits for the reader); removes it
+ * fiforead PATH
+ *           reads an existing FIFO to its end (the writer may be a program
+ *           outside emuprof) and prints what it read
  * leaf      prints one line and exits 5
  *
  * Output never depends on how the processes interleave: a child prints only
@@ -35,9 +41,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sched.h>
 #include <unistd.h>
@@ -427,6 +435,61 @@ static int pdeathsig(void)
     return 0;
 }
 
+/* Reads `path` (a FIFO) to its end into `buf`; the length read, or -1. */
+static int read_fifo(const char *path, char *buf, int size)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int total = 0, n;
+    while (total < size && (n = read(fd, buf + total, size - total)) > 0)
+        total += n;
+    close(fd);
+    return total;
+}
+
+static int write_fifo(const char *path, const char *line)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return 1;
+    int failed = write(fd, line, strlen(line)) != (ssize_t)strlen(line);
+    return close(fd) || failed;
+}
+
+static int fifo(const char *path)
+{
+    if (mkfifo(path, 0600))
+        return 1;
+    for (int round = 0; round < 2; round++) {
+        const char *line = round ? "parent to child\n" : "child to parent\n";
+        pid_t child = fork_flushed();
+        if (child < 0)
+            return 1;
+        int child_writes = round == 0;
+        if (child == 0) {
+            if (child_writes)
+                exit(write_fifo(path, line));
+            char buf[64];
+            int n = read_fifo(path, buf, sizeof buf);
+            printf("fifo child read: %.*s", n > 0 ? n : 0, buf);
+            exit(n != (int)strlen(line));
+        }
+        char buf[64];
+        int n = 0;
+        if (child_writes) {
+            n = read_fifo(path, buf, sizeof buf);
+            printf("fifo parent read: %.*s", n > 0 ? n : 0, buf);
+        } else if (write_fifo(path, line)) {
+            return 1;
+        }
+        int status;
+        waitpid(child, &status, 0);
+        describe("fifo child", status);
+    }
+    return unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     self = argv[0];
@@ -455,6 +518,14 @@ int main(int argc, char **argv)
         return epoll_mux();
     if (!strcmp(mode, "pdeathsig"))
         return pdeathsig();
+    if (!strcmp(mode, "fifo") && argc > 2)
+        return fifo(argv[2]);
+    if (!strcmp(mode, "fiforead") && argc > 2) {
+        char buf[256];
+        int n = read_fifo(argv[2], buf, sizeof buf);
+        printf("fiforead: %.*s", n > 0 ? n : 0, buf);
+        return n < 0;
+    }
     if (!strcmp(mode, "all"))
         return fork_and_wait() || harness(6, 10000) || pipeline(256) || spawn() || exec_child() ||
                killed() || reap() || select_mux() || epoll_mux() || pdeathsig();

@@ -1,7 +1,8 @@
 //! Calls are located where they were made: `go tool pprof -list main` of
 //! the pprof export puts `qsort`'s cost on the line of the `qsort(` call in
 //! testprogs/qsortcb.c, not on `main`'s opening brace; `annotate` lists the
-//! call under that line; and the Callgrind export's `calls=` line for
+//! call under that line, and so does the browser view's code pane; and the
+//! Callgrind export's `calls=` line for
 //! qsort's indirect calls of its comparison callback is at the recorded
 //! `call` instruction inside qsort.
 
@@ -211,4 +212,39 @@ fn callgrind_calls_of_the_callback_are_at_the_indirect_call_inside_qsort() {
         );
     }
     assert!(calls > 0, "no calls= line for compare_ints");
+}
+
+/// The browser view's code pane (`/api/code/ID`) lists `qsort` under the
+/// line of the `qsort(` call, with its calls and inclusive cost.
+#[test]
+fn the_view_lists_each_call_under_its_line() {
+    let profile = qsortcb();
+    let (_view, url) = common::browser::start_view(&[&profile.path]);
+    let port = common::browser::port_of(&url);
+    let main = profile.json["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .position(|f| f["name"] == "main")
+        .expect("main");
+    let body = common::browser::http_get(port, &format!("/api/code/{main}"));
+    let code: serde_json::Value = serde_json::from_str(&body).expect("code is JSON");
+    let qsort_line = line_of("qsort(values");
+    let line = code["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .find(|l| l["line"] == qsort_line)
+        .unwrap_or_else(|| panic!("no line {qsort_line} in {body}"));
+    let call = line["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["callee"] == "qsort")
+        .unwrap_or_else(|| panic!("no qsort call on line {qsort_line}: {line}"));
+    assert_eq!(call["calls"], 1);
+    assert_eq!(
+        call["inclusive_instructions"].as_u64().expect("inclusive") as f64,
+        inclusive_of(&profile, "qsort")
+    );
 }

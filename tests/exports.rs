@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::OnceLock;
 
+use emuprof_analysis::export::pprof_proto as profile_proto;
 use emuprof_analysis::report::format::grouped;
 
 use common::{find_in_path, testprog_variants, Libc, Variant};
@@ -435,81 +436,6 @@ fn diff_flame_graph_compares_two_builds() {
     ]);
     assert!(!missing_base.status.success());
     assert!(String::from_utf8_lossy(&missing_base.stderr).contains("--base"));
-}
-
-/// pprof's `profile.proto`, written out here independently of the exporter.
-mod profile_proto {
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Profile {
-        #[prost(message, repeated, tag = "1")]
-        pub sample_type: Vec<ValueType>,
-        #[prost(message, repeated, tag = "2")]
-        pub sample: Vec<Sample>,
-        #[prost(message, repeated, tag = "3")]
-        pub mapping: Vec<Mapping>,
-        #[prost(message, repeated, tag = "4")]
-        pub location: Vec<Location>,
-        #[prost(message, repeated, tag = "5")]
-        pub function: Vec<Function>,
-        #[prost(string, repeated, tag = "6")]
-        pub string_table: Vec<String>,
-        #[prost(message, optional, tag = "11")]
-        pub period_type: Option<ValueType>,
-        #[prost(int64, tag = "12")]
-        pub period: i64,
-        #[prost(int64, repeated, tag = "13")]
-        pub comment: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct ValueType {
-        #[prost(int64, tag = "1")]
-        pub r#type: i64,
-        #[prost(int64, tag = "2")]
-        pub unit: i64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Sample {
-        #[prost(uint64, repeated, tag = "1")]
-        pub location_id: Vec<u64>,
-        #[prost(int64, repeated, tag = "2")]
-        pub value: Vec<i64>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Mapping {
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        #[prost(int64, tag = "5")]
-        pub filename: i64,
-        #[prost(bool, tag = "10")]
-        pub has_inline_frames: bool,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Location {
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        #[prost(uint64, tag = "2")]
-        pub mapping_id: u64,
-        #[prost(uint64, tag = "3")]
-        pub address: u64,
-        #[prost(message, repeated, tag = "4")]
-        pub line: Vec<Line>,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Line {
-        #[prost(uint64, tag = "1")]
-        pub function_id: u64,
-        #[prost(int64, tag = "2")]
-        pub line: i64,
-    }
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct Function {
-        #[prost(uint64, tag = "1")]
-        pub id: u64,
-        #[prost(int64, tag = "2")]
-        pub name: i64,
-        #[prost(int64, tag = "4")]
-        pub filename: i64,
-    }
 }
 
 /// Decodes a pprof file and checks the rules `profile.proto` states: string 0 is

@@ -23,6 +23,20 @@ fn program() -> PathBuf {
     testprog("cpuheavy", Libc::Glibc, "O2").path
 }
 
+/// `--live -o p.json cpuheavy ROUNDS fib` (100000 rounds last until
+/// stopped).
+fn live_fib_args(rounds: u32) -> Vec<String> {
+    ["--live", "-o", "p.json"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([
+            program().display().to_string(),
+            rounds.to_string(),
+            "fib".into(),
+        ])
+        .collect()
+}
+
 /// Runs a long fib workload, checks the view updates, then presses `key`.
 fn stop_with(key: &str) {
     if !tmux_available() {
@@ -30,15 +44,7 @@ fn stop_with(key: &str) {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--live", "-o", "p.json"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([
-            program().display().to_string(),
-            "100000".into(),
-            "fib".into(),
-        ])
-        .collect();
+    let args = live_fib_args(100000);
     let tmux = Tmux::start(dir.path(), &args);
     let first = tmux.wait_for("the live view with fib on the stack", |s| {
         s.contains("running")
@@ -88,11 +94,7 @@ fn a_finished_run_waits_for_a_key_and_writes_the_same_profile() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let args: Vec<String> = ["--live", "-o", "p.json"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([program().display().to_string(), "1".into(), "fib".into()])
-        .collect();
+    let args = live_fib_args(1);
     let tmux = Tmux::start(dir.path(), &args);
     let screen = tmux.wait_for("the finished view", |s| {
         s.contains("finished") && s.contains("fib")
@@ -242,8 +244,8 @@ fn shared_library_functions_are_named_as_in_the_profile() {
     );
 }
 
-/// `processes harness 3 30000000`: while a test runs in a fork child (the
-/// last one, 60 million iterations of `work`, busy for seconds on any
+/// `processes harness 3 300000000`: while a test runs in a fork child (the
+/// last one, 600 million iterations of `work`, busy for seconds on any
 /// machine, so a screen catches it however slow the host), the view says so
 /// under the process it shows, with the child's calls.
 #[test]
@@ -251,7 +253,7 @@ fn a_running_fork_child_is_named_with_its_calls() {
     let program = testprog("processes", Libc::Glibc, "O2").path;
     let Some((screen, _)) = live_until(
         &program,
-        &["harness", "3", "30000000"],
+        &["harness", "3", "300000000"],
         "a child in work",
         |s| {
             !pane_lines(s, "  now running: process ").is_empty()
@@ -324,4 +326,37 @@ fn pane_lines(screen: &str, prefix: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Closing the terminal (here `tmux kill-server`; a closed window or a
+/// dropped SSH link alike) while the guest runs ends the run with its
+/// profile written, marked partial, and emuprof gone — it once read the
+/// dead terminal in a loop for ever.
+#[test]
+fn a_closed_terminal_stops_the_run_and_keeps_the_profile() {
+    if !tmux_available() {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = live_fib_args(100000);
+    let tmux = Tmux::start(dir.path(), &args);
+    tmux.wait_for("the running view", |s| {
+        s.contains("running") && s.contains("fib")
+    });
+    drop(tmux);
+    let written = dir.path().join("p.json");
+    let start = std::time::Instant::now();
+    while !written.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "no profile 60 s after the terminal closed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&written).expect("the profile"))
+            .expect("the profile is JSON");
+    assert!(profile["partial"].is_string(), "{}", profile["partial"]);
+    assert!(profile["totals"]["instructions"].as_u64() > Some(1_000_000));
 }

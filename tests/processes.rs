@@ -185,3 +185,59 @@ fn exec_native_runs_what_emuprof_cannot_and_is_refused_with_root() {
         refused.stderr
     );
 }
+
+/// A FIFO between two guest processes, in both orders of opening (the
+/// reader first, then the writer first, whose open has to wait for the
+/// reader): natively each open would wait for the other end, which
+/// emuprof, running one process at a time, could never reach. The lines
+/// arrive, and two runs write the same profile.
+#[test]
+fn a_fifo_between_guest_processes_carries_its_lines() {
+    for libc in libcs() {
+        let program = testprog("processes", libc, "O2").path;
+        // A relative path, in each run's own fresh working directory.
+        let run = || {
+            let run = EmuprofCommand::new(&program).args(&["fifo", "q"]).run();
+            assert_eq!(run.status.code(), Some(0), "{libc}: {}", run.stderr);
+            run
+        };
+        let first = run();
+        assert_eq!(
+            first.stdout_text(),
+            "fifo parent read: child to parent\nfifo child: exited 0\n\
+             fifo child read: parent to child\nfifo child: exited 0\n",
+            "{libc}"
+        );
+        let second = run();
+        assert!(
+            first.profile_bytes == second.profile_bytes,
+            "{libc}: two runs wrote different profiles"
+        );
+    }
+}
+
+/// A FIFO whose writer is a program outside emuprof: when no guest thread
+/// can run, emuprof waits on the host for the FIFO instead of calling the
+/// run deadlocked, and the guest reads what the outside program wrote.
+#[test]
+fn a_fifo_written_from_outside_emuprof_is_read() {
+    let program = testprog("processes", Libc::Glibc, "O2").path;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("from-outside");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        // Opening blocks until emuprof's guest opens the FIFO to read.
+        std::thread::spawn(move || std::fs::write(fifo, "from outside\n").expect("write the FIFO"))
+    };
+    let run = EmuprofCommand::new(&program)
+        .args(&["fiforead", &fifo.display().to_string()])
+        .run();
+    writer.join().expect("the writer");
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "fiforead: from outside\n");
+}

@@ -72,7 +72,33 @@ fn normalize(text: &str, program: &Path, scratch: &Path) -> String {
 fn without_build_ids(text: &str) -> String {
     let text = replace_value(text, "\"build_id\": \"", "\"", "<build-id>");
     let text = replace_value(&text, "\"sha256\": \"", "\"", "<sha256>");
-    replace_value(&text, "\"size\": ", ",\n      \"sha256\"", "<size>")
+    without_object_sizes(&text)
+}
+
+/// Every object's `"size": N` (the one followed by its `"sha256"`, at any
+/// depth: child process images list their objects too) as `<size>`.
+fn without_object_sizes(text: &str) -> String {
+    const KEY: &str = "\"size\": ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        let (head, tail) = rest.split_at(at + KEY.len());
+        out.push_str(head);
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        let after = &tail[digits..];
+        let object_size = digits > 0
+            && after
+                .strip_prefix(",\n")
+                .is_some_and(|next| next.trim_start_matches(' ').starts_with("\"sha256\""));
+        if object_size {
+            out.push_str("<size>");
+            rest = after;
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every value between `key` and the next `end` replaced by `with`.

@@ -142,7 +142,7 @@ fn a_copied_profile_gives_the_same_output_without_its_binary() {
     let recorded = record(libc());
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&recorded.profile).expect("read")).expect("JSON");
-    assert_eq!(json["schema_version"], 3);
+    assert_eq!(json["schema_version"], 4);
     let program = &json["objects"][0];
     assert_eq!(
         program["path"].as_str().map(Path::new),

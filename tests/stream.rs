@@ -33,14 +33,15 @@ use serde_json::Value;
 /// One streamed run at a time: each runs a guest, and the machine may be busy.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The guest: 20 rounds of fib(27), long enough to leave mid-run.
-const ARGS: [&str; 2] = ["20", "fib"];
+/// The guest: 40 rounds of fib(27) (about 0.36 G instructions), long enough to leave
+/// mid-run on a fast host and still short on a slow one.
+const ARGS: [&str; 2] = ["40", "fib"];
 
 fn program() -> PathBuf {
     testprog("cpuheavy", Libc::Glibc, "O2").path
 }
 
-/// Starts `emuprof <flags> -o p.json cpuheavy 20 fib` on a thread.
+/// Starts `emuprof <flags> -o p.json cpuheavy 40 fib` on a thread.
 fn serve(flags: &[&str]) -> JoinHandle<EmuprofRun> {
     serve_with(&ARGS, flags)
 }
@@ -96,7 +97,7 @@ fn viewers_that_read_stall_or_vanish_change_neither_output_nor_profile() {
     assert_eq!(header["type"], "header", "{header}");
     assert_eq!(header["format"], "emuprof-stream");
     assert_eq!(header["version"], 1);
-    assert_eq!(header["command"][1], "20");
+    assert_eq!(header["command"][1], "40");
     // One that never reads, and one that reads everything.
     let (stalled, _) = greet(connect(&address, tcp), None);
     let (mut reader, _) = greet(connect(&address, tcp), None);

@@ -14,7 +14,7 @@ use std::net::TcpStream;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use common::browser::{http_get, start_chromium, start_view};
+use common::browser::{http_get, port_of, start_chromium, start_view};
 use common::tools::require_tool;
 use common::{run_emuprof, testprog, Libc};
 
@@ -116,12 +116,7 @@ fn the_server_answers_only_its_own_pages() {
     std::fs::write(&profile, run.profile_bytes.as_ref().expect("a profile"))
         .expect("write profile");
     let (_view, url) = start_view(&[&profile]);
-    let port: u16 = url
-        .trim_end_matches('/')
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port in URL");
+    let port = port_of(&url);
     let data: Value = serde_json::from_str(&http_get(port, "/api/data")).expect("data is JSON");
     assert_eq!(data["total_instructions"], run.total_instructions());
     for path in [

@@ -12,6 +12,7 @@
 //! | raw input model (crate `emuprof-model`) | [`raw`] |
 //! | profile model and JSON schema (`analysis/SCHEMA.md`) | [`profile`], [`symbolicate`] |
 //! | the executed code recorded in the profile (no binary needed) | [`code_table`] |
+//! | collecting part of a run (`--collect`, `--exclude`) | [`collect`] |
 //! | guest threads: thread table rules, concurrency, spawn edges | [`threads`] |
 //! | one thread's own profile (`--thread`) | [`thread_view`] |
 //! | guest processes: the process table, one process's profile (`--pid`) | [`processes`] |
@@ -57,6 +58,7 @@
 pub mod annotate;
 pub mod callgraph;
 pub mod code_table;
+pub mod collect;
 pub mod diff;
 pub mod display_tree;
 pub mod error;
@@ -78,6 +80,7 @@ pub mod threads;
 mod tree;
 
 pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};
+pub use collect::Collection;
 pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
 pub use metric::Metric;

@@ -11,8 +11,10 @@ use emuprof_model::Simulation;
 use serde::{Deserialize, Serialize};
 
 use crate::code_table::CodeTable;
+pub use crate::collect::Collection;
 use crate::error::{AnalysisError, Result};
 pub use emuprof_model::Block;
+pub use emuprof_model::Part;
 pub use emuprof_model::ProcessOrigin;
 /// Which guest process a profile records: pid, parent pid, how it started
 /// (the first program, a fork from a calling context of another image, an
@@ -26,6 +28,9 @@ pub use emuprof_model::RawProcess as Process;
 /// count 0.
 pub const SCHEMA_VERSION: u32 = 4;
 
+/// The newest schema version [`Profile::read_json`] reads.
+pub const NEWEST_READABLE_SCHEMA_VERSION: u32 = SCHEMA_VERSION;
+
 /// The oldest schema version [`Profile::read_json`] still reads.
 pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
 
@@ -35,7 +40,7 @@ pub type FunctionId = u32;
 /// One profiled run, symbolicated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
-    /// Always [`SCHEMA_VERSION`] for profiles this crate writes.
+    /// [`SCHEMA_VERSION`] for every profile this crate writes.
     pub schema_version: u32,
     /// Version of emuprof that recorded the profile.
     pub emuprof_version: String,
@@ -50,8 +55,18 @@ pub struct Profile {
     pub exit_status: Option<i32>,
     /// `None` for a complete run; otherwise why the run stopped early.
     pub partial: Option<String>,
-    /// Whole-run totals.
+    /// When dumps cut the run into parts, which part this profile is (its
+    /// costs are those of that stretch of the run); absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+    /// Whole-run totals (the part's, for a part; of what was collected,
+    /// see `collection`).
     pub totals: Totals,
+    /// What the costs cover, when not the whole run: each restriction
+    /// applied (`--collect`, `--exclude`), in order (schema version 4);
+    /// empty for the whole run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collection: Vec<Collection>,
     /// The guest's threads: the main thread first (root `call_tree[0]`), the
     /// others in creation order. Version-1 profiles read as one main thread.
     #[serde(default)]
@@ -291,13 +306,18 @@ impl Profile {
             .schema_version
             .and_then(|v| u32::try_from(v).ok())
             .unwrap_or(0);
-        if !(OLDEST_READABLE_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&found) {
+        if !(OLDEST_READABLE_SCHEMA_VERSION..=NEWEST_READABLE_SCHEMA_VERSION).contains(&found) {
             return Err(AnalysisError::SchemaVersion {
                 found,
-                expected: SCHEMA_VERSION,
+                expected: NEWEST_READABLE_SCHEMA_VERSION,
             });
         }
         let mut profile: Profile = serde_json::from_slice(&bytes)?;
+        if found < 4 && !profile.collection.is_empty() {
+            return Err(AnalysisError::Inconsistent(format!(
+                "schema_version {found} cannot have a `collection` field (added in 4)"
+            )));
+        }
         if found == 1 {
             crate::threads::upgrade_version_1(&mut profile)?;
         }

@@ -143,6 +143,7 @@ impl Profile {
             objects: Vec::new(),
             exit_status: raw.exit_status,
             partial: raw.partial.clone(),
+            part: None,
             totals: Totals {
                 instructions: raw.total_instructions,
                 cycles: raw.total_cycles,
@@ -154,6 +155,7 @@ impl Profile {
             blocks: raw.blocks.clone(),
             process: raw.process.clone(),
             processes: Vec::new(),
+            collection: Vec::new(),
             code: None,
             simulation: raw.simulation.clone(),
             event_totals: Vec::new(),

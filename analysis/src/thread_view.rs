@@ -133,6 +133,7 @@ impl Profile {
             objects: self.objects.clone(),
             exit_status: self.exit_status,
             partial: self.partial.clone(),
+            part: self.part.clone(),
             totals: crate::profile::Totals {
                 instructions,
                 cycles,
@@ -158,6 +159,7 @@ impl Profile {
             processes: Vec::new(),
             simulation: self.simulation.clone(),
             event_totals: Vec::new(),
+            collection: self.collection.clone(),
             metric: self.metric,
         };
         derive_totals(&mut profile);

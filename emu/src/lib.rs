@@ -18,6 +18,7 @@
 
 mod clock;
 mod cpu;
+pub mod dumps;
 mod error;
 mod initial_stack;
 pub mod live;

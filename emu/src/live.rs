@@ -225,6 +225,18 @@ impl SnapshotSlot {
         });
     }
 
+    /// By thread index: each thread's id and whether it has exited.
+    pub(crate) fn thread_ids(&self) -> Vec<(u64, bool)> {
+        self.with_guest(|guest| guest.threads.clone())
+            .unwrap_or_default()
+    }
+
+    /// The shared objects mapped so far.
+    pub(crate) fn libraries(&self) -> Vec<LoadedLibrary> {
+        self.with_guest(|guest| guest.libraries.clone())
+            .unwrap_or_default()
+    }
+
     /// Runs `f` on what the emulation thread has said (`None` if a thread
     /// panicked holding it: live views then go without).
     fn with_guest<T>(&self, f: impl FnOnce(&mut GuestNow) -> T) -> Option<T> {

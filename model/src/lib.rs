@@ -223,3 +223,27 @@ pub struct RawProfile {
     /// The cache and branch simulation's settings, when one ran.
     pub simulation: Option<Simulation>,
 }
+
+/// Where one part of a run split by dumps (`--dump-every`, `--dump-at`, a
+/// signal, `emuprof control dump`) begins and ends. A part's costs are those
+/// of its stretch of the first program's run only: the parts' totals add up
+/// to the run's (less what a zero request discarded).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    /// 1 for the first part, counting on through the run; the final profile
+    /// holds the last part.
+    pub index: u32,
+    /// The run's instruction count where the part begins.
+    pub first_instruction: u64,
+    /// The run's instruction count where it ends (exclusive).
+    pub last_instruction: u64,
+    /// What ended it: `dump-every`, `dump-at`, `signal`, `control` or `end`.
+    pub cut_by: String,
+    /// The calls still running where the part ends, one per active frame
+    /// (innermost last, thread by thread): the part closes them there, so
+    /// their inclusive costs cover this part only.
+    pub open_calls: Vec<NodeId>,
+    /// The calls already running where the part begins (the previous part's
+    /// `open_calls`): each counts as one call of its context here.
+    pub continued_calls: Vec<NodeId>,
+}

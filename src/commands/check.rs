@@ -112,10 +112,21 @@ pub fn run(args: CheckArgs) -> Result<i32> {
         None => None,
     };
     let run = obtain_profile(&args, json_target.iter())?;
-    let profile = checked_process(&run, &args, &limits)?;
+    let mut profile = checked_process(&run, &args, &limits)?;
     records_limited_events(&profile, &limits)?;
+    for pattern in profile.restrict(&limits.collection)? {
+        eprintln!(
+            "emuprof: the limits file's collect/exclude pattern {pattern:?} matches no function \
+             that ran, so it restricted nothing; `emuprof report PROFILE --flat` lists the \
+             functions that ran"
+        );
+    }
     let baseline = match baseline {
-        Some(base) => Some(checked_process(&base, &args, &limits)?),
+        Some(base) => {
+            let mut base = checked_process(&base, &args, &limits)?;
+            base.restrict(&limits.collection)?;
+            Some(base)
+        }
         None => None,
     };
     if let Some(base) = &baseline {

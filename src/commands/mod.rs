@@ -2,7 +2,9 @@
 
 pub mod annotate;
 pub mod check;
+pub mod control;
 pub mod diff;
+pub mod dumps;
 pub mod export;
 mod graphviz;
 mod live;
@@ -29,5 +31,6 @@ pub fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Annotate(args) => annotate::run(args),
         Command::View(args) => view::run(args),
         Command::Syscalls(args) => syscalls::run(args),
+        Command::Control(args) => control::run(args),
     }
 }

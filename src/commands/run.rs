@@ -9,6 +9,9 @@ use emuprof::output::OutputTarget;
 use emuprof::CompletedRun;
 use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
+use super::control::server::{ControlServer, Controlled};
+use super::dumps::RunDumps;
+use super::live::LiveResolver;
 use super::progress::Progress;
 use super::{program_path, summary};
 use crate::cli::{GuestArgs, RunArgs, UnsupportedPolicy};
@@ -18,6 +21,7 @@ use crate::{exit_code, termination};
 /// prints the summary and returns the exit code: the program's own status, or
 /// one of [`exit_code`]'s when the run did not finish.
 pub fn run(args: RunArgs) -> Result<i32> {
+    super::dumps::catch_dump_signals();
     let target = OutputTarget::open(&args.output).with_context(|| {
         format!(
             "cannot write the profile to {}; choose another path with -o",
@@ -46,12 +50,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             address,
         )?
     } else {
-        profile_program(
-            Path::new(args.program()),
-            args.args(),
-            &args.guest,
-            protected,
-        )?
+        profile_with_dumps(&args, protected)?
     };
     let profile = &outcome.profile;
     let written_to = target.describe();
@@ -85,6 +84,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
             match termination::termination_signal() {
                 Some(signal) => eprintln!(
                     "emuprof: stopped by {signal}; partial profile written to {written_to}"
+                ),
+                None if super::control::server::stopped_by_control() => eprintln!(
+                    "emuprof: stopped by `emuprof control stop`; partial profile written to \
+                     {written_to}"
                 ),
                 None => eprintln!(
                     "emuprof: {}; partial profile written to {written_to}",
@@ -120,6 +123,61 @@ pub fn profile_program(
     prepared.execute(|run| Ok(run.execute()?))
 }
 
+/// [`profile_program`] with dumps while running: the parts arrive while
+/// the program runs and are written next to `args.output`; says where they
+/// went (unless `--quiet`).
+fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<CompletedRun> {
+    let mut prepared = Prepared::new(
+        Path::new(args.program()),
+        args.args(),
+        &args.guest,
+        protected_paths,
+    )?;
+    let dumps = RunDumps::start(
+        &args.dumps,
+        Path::new(args.program()),
+        prepared.run.load()?,
+        prepared.run.collection().clone(),
+        &args.output,
+    )?;
+    let snapshots = std::sync::Arc::new(emuprof_emu::live::SnapshotSlot::default());
+    let handles = prepared.run.handles_mut();
+    handles.dumps = Some(std::sync::Arc::clone(&dumps.dumps));
+    handles.snapshots = Some(std::sync::Arc::clone(&snapshots));
+    let control = ControlServer::start(Controlled {
+        dumps: std::sync::Arc::clone(&dumps.dumps),
+        written: std::sync::Arc::clone(&dumps.writer.written),
+        snapshots,
+        resolver: LiveResolver::new(prepared.run.load()?),
+        interrupt: std::sync::Arc::clone(&prepared.run.handles_mut().interrupt),
+        command: prepared.run.options_mut().args.clone(),
+    });
+    let control = match control {
+        Ok(server) => Some(server),
+        Err(err) => {
+            eprintln!("emuprof: {err:#}; `emuprof control` cannot reach this run");
+            None
+        }
+    };
+    let outcome = prepared.execute(|run| Ok(run.execute()?));
+    if let Some(control) = control {
+        control.finish();
+    }
+    let parts = dumps.writer.finish();
+    match parts.as_slice() {
+        _ if args.quiet => {}
+        [] => {}
+        [only] => eprintln!("emuprof: part 1 written to {}", only.display()),
+        [first, .., last] => eprintln!(
+            "emuprof: parts 1 to {} written to {} … {}",
+            parts.len(),
+            first.display(),
+            last.display()
+        ),
+    }
+    outcome
+}
+
 /// A run set up from the command line, not started yet.
 pub(super) struct Prepared<'p> {
     /// The run: argv (argv[0] as typed, also when found on PATH), guest options.
@@ -140,6 +198,12 @@ impl<'p> Prepared<'p> {
     ) -> Result<Prepared<'p>> {
         let found = program_path::resolve(program)?;
         let mut run = emuprof::Run::new(&found.file).args(args.iter().cloned());
+        for pattern in &guest.collection.collect {
+            run = run.collect(pattern);
+        }
+        for pattern in &guest.collection.exclude {
+            run = run.exclude(pattern);
+        }
         if let Some(argv0) = run.options_mut().args.first_mut() {
             // As a shell does: argv[0] is the name as typed, also when found on PATH.
             *argv0 = program.to_string_lossy().into_owned();

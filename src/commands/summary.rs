@@ -7,6 +7,14 @@ use emuprof_analysis::report::format::grouped;
 use emuprof_analysis::report::summary::{self, NamedCost, SummaryOptions};
 use emuprof_analysis::{CallGraph, Profile};
 
+/// What a restriction counts, as the options that made it: `--collect fib
+/// --exclude setup`.
+fn describe(restriction: &emuprof_analysis::Collection) -> String {
+    let collect = restriction.collect.iter().map(|p| format!("--collect {p}"));
+    let exclude = restriction.exclude.iter().map(|p| format!("--exclude {p}"));
+    collect.chain(exclude).collect::<Vec<_>>().join(" ")
+}
+
 /// Total instructions and calls (and threads when there are several, or which
 /// one `profile` is a view of), then the top functions by self and by
 /// inclusive cost.
@@ -26,6 +34,13 @@ pub fn render(profile: &Profile, thread: Option<u64>, top: usize) -> String {
         grouped(t.syscalls),
         grouped(t.contexts)
     );
+    for restriction in &profile.collection {
+        let _ = writeln!(
+            out,
+            "emuprof: counted with {}; the rest of the run is left out",
+            describe(restriction)
+        );
+    }
     let mut options = SummaryOptions::default();
     options.top = top;
     let report = summary::build(&CallGraph::new(profile), &options);

@@ -90,6 +90,15 @@ pub fn http_get(port: u16, path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The port of a page URL `start_view` returned.
+pub fn port_of(url: &str) -> u16 {
+    url.trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port in URL")
+}
+
 /// Starts `emuprof view ARGS` (a page on a free port) and returns it with
 /// the page URL it printed.
 pub fn start_view<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (KillOnDrop, String) {

@@ -73,7 +73,8 @@ impl Tmux {
             .expect("tmux send-keys");
     }
 
-    /// Captures until `pred` holds; panics after 60 s with the last screen.
+    /// Captures until `pred` holds; panics after 180 s (a loaded host runs
+    /// the guest slowly) with the last screen.
     pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
@@ -82,7 +83,7 @@ impl Tmux {
                 return screen;
             }
             assert!(
-                start.elapsed() < Duration::from_secs(60),
+                start.elapsed() < Duration::from_secs(180),
                 "timed out waiting for {what}; screen:\n{screen}"
             );
             std::thread::sleep(Duration::from_millis(200));

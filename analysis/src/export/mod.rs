@@ -21,7 +21,7 @@ pub mod dot;
 pub mod flamegraph;
 pub mod folded;
 pub mod pprof;
-mod pprof_proto;
+pub mod pprof_proto;
 pub mod speedscope;
 pub mod stacks;
 pub mod view;

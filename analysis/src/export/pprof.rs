@@ -287,7 +287,6 @@ impl Builder<'_> {
                 lines.push(proto::Line {
                     function_id,
                     line: i64::from(frame.line.unwrap_or(0)),
-                    column: 0,
                 });
             }
         }
@@ -296,7 +295,6 @@ impl Builder<'_> {
         lines.push(proto::Line {
             function_id,
             line: i64::from(line),
-            column: 0,
         });
         let id = self.locations.len() as u64 + 1;
         self.locations.push(proto::Location {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::annotate::calls::LineCalls;
 use crate::callgraph::CallGraph;
 use crate::display_tree::{DisplayTree, TreeRow};
 use crate::export::dot::{heat, HEAT};
@@ -192,6 +193,20 @@ pub struct LineCost {
     pub instructions: u64,
     /// The line's text, when the source file could be read.
     pub text: Option<String>,
+    /// The calls made by call instructions on this line (the profile's
+    /// recorded call sites), by callee name.
+    pub calls: Vec<LineCall>,
+}
+
+/// The calls one source line makes to one callee.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LineCall {
+    /// The callee's name.
+    pub callee: String,
+    /// How many times it was called from this line.
+    pub calls: u64,
+    /// Instructions inclusive of those calls (recursion counted once).
+    pub inclusive_instructions: u64,
 }
 
 /// One instruction that ran.
@@ -207,9 +222,12 @@ pub struct InstructionRow {
 
 impl FunctionCode {
     /// The code of the function named `name`; empty when none of its
-    /// instructions ran. `read` returns a source file's text, if readable.
+    /// instructions ran. `calls` places the calls on their call sites' lines
+    /// (built with `inline` true, as these lines are). `read` returns a
+    /// source file's text, if readable.
     pub fn new(
         costs: &InstructionCosts,
+        calls: &LineCalls,
         name: &str,
         read: &dyn Fn(&str) -> Option<String>,
     ) -> FunctionCode {
@@ -241,11 +259,22 @@ impl FunctionCode {
                 let text = source
                     .as_ref()
                     .and_then(|l| l.get((line as usize).checked_sub(1)?).cloned());
+                let calls = calls
+                    .at(file, line)
+                    .into_iter()
+                    .flatten()
+                    .map(|(callee, &(calls, inclusive_instructions))| LineCall {
+                        callee: callee.clone(),
+                        calls,
+                        inclusive_instructions,
+                    })
+                    .collect();
                 LineCost {
                     file: file.to_string(),
                     line,
                     instructions,
                     text,
+                    calls,
                 }
             })
             .collect();

@@ -10,6 +10,8 @@
 //!
 //! ```toml
 //! process = "sort"                  # optional: the process that started this program
+//! collect = ["run_benchmark"]       # optional: count only these functions' subtrees
+//! exclude = ["setup"]               # optional: leave these subtrees out (crate::collect)
 //!
 //! [total]
 //! max_instructions = 5_000_000      # hard: all instructions of the run
@@ -123,6 +125,11 @@ pub struct Limits {
     /// [`Profile::image_of_program`](crate::Profile::image_of_program)); `None`:
     /// the first program.
     pub process: Option<String>,
+    /// What the limits measure (top-level `collect = [...]` and
+    /// `exclude = [...]`, as `--collect`/`--exclude`): the checked profile
+    /// is restricted with [`Profile::restrict`](crate::Profile::restrict)
+    /// first, so `[total]` can limit one function of a larger program.
+    pub collection: crate::Collection,
     /// Whole-run limits (`[total]`), if any.
     pub total: Option<TotalLimits>,
     /// Per-function limits (`[[function]]`), in file order.
@@ -230,6 +237,10 @@ pub struct FunctionLimits {
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
     process: Option<String>,
+    #[serde(default)]
+    collect: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
     total: Option<TotalLimits>,
     #[serde(default)]
     function: Vec<FunctionEntry>,
@@ -337,6 +348,10 @@ impl Limits {
         }
         Ok(Limits {
             process: file.process,
+            collection: crate::Collection {
+                collect: file.collect,
+                exclude: file.exclude,
+            },
             total: file.total,
             functions,
         })

@@ -8,10 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use emuprof_loader::{Binary, Image};
-use emuprof_model::{Block, RawProcess, RawProfile, RawThread};
+use emuprof_model::{RawProcess, RawProfile};
 use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
@@ -21,15 +20,15 @@ use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
 use super::{block_hook, hooks, threads, RunHandles, RunOptions, STACK_TOP};
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
-use crate::sim::SimulationCounts;
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
-use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
-use crate::tree::tree_feed::{self, BuilderSetup, BuiltTree};
+use crate::tree::recorded;
+use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup};
 use crate::{cpu, initial_stack, EmuError};
 
 /// A guest process image that has started and not yet been finished.
@@ -42,7 +41,7 @@ pub(super) struct GuestProcess {
     /// What its hooks share.
     pub state: hooks::Shared,
     /// Its call-tree thread.
-    pub builder: JoinHandle<BuiltTree>,
+    pub builder: BuilderHandle,
     /// The program it runs.
     pub binary: Arc<Binary>,
     /// Which process it is and where it came from.
@@ -170,6 +169,11 @@ impl GuestProcess {
             snapshots: handles.snapshots.clone(),
             pid: identity.pid,
             simulation: options.simulation,
+            dumps: handles.dumps.clone().map(|dumps| tree_feed::PartSetup {
+                dumps,
+                command: options.args.clone(),
+                process: identity.clone(),
+            }),
         })
         .map_err(EmuError::BuilderStart)?;
         // Loading changed code nothing has decoded yet.
@@ -273,7 +277,11 @@ impl GuestProcess {
         let sys = state.into_inner().sys;
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &symbols);
-        let blocks = collect_blocks(&built.blocks, &built.executions, built.simulation.as_ref());
+        let blocks = recorded::block_table(
+            &built.blocks,
+            &built.executions,
+            built.simulation.as_ref(),
+        );
         let finished = built.tree.finish();
         let mut nodes = finished.nodes;
         let simulation = built.simulation.map(|counts| {
@@ -286,19 +294,7 @@ impl GuestProcess {
             }
             counts.settings
         });
-        let threads = finished
-            .threads
-            .iter()
-            .enumerate()
-            .map(|(index, t)| RawThread {
-                id: tids.get(index).copied().unwrap_or_default(),
-                parent: t.parent.and_then(|p| tids.get(p).copied()),
-                spawned_at: t.spawned_at,
-                root: t.root,
-                instructions: t.instructions,
-                cycles: t.cycles,
-            })
-            .collect();
+        let threads = recorded::thread_table(&finished.threads, &tids);
         let profile = RawProfile {
             command,
             exit_status: stop.exit_status(),
@@ -313,6 +309,8 @@ impl GuestProcess {
         };
         Ok(FinishedImage {
             profile,
+            part: built.last_part,
+            instructions_run: tree_state.instructions,
             stop,
             notes,
             binary,
@@ -326,6 +324,10 @@ impl GuestProcess {
 pub(super) struct FinishedImage {
     /// Its profile.
     pub profile: RawProfile,
+    /// Which part of the run `profile` is, when dumps cut it.
+    pub part: Option<emuprof_model::Part>,
+    /// Every instruction it ran (`profile` has those of its last part).
+    pub instructions_run: u64,
     /// Why it ended.
     pub stop: StopReason,
     /// Notes for the user.
@@ -520,51 +522,4 @@ pub(super) fn install_hooks(
         }
     }
     Ok(())
-}
-
-/// The block table: every block that ran. Code that changed while the guest
-/// ran may have several decodes at one address and size: one row per
-/// distinct instruction count and cycles (a decode of unchanged code again,
-/// after a re-protection, joins its first row). With a simulation, each row
-/// carries its instructions' events.
-fn collect_blocks(
-    blocks: &[BlockInfo],
-    executions: &[u64],
-    simulation: Option<&SimulationCounts>,
-) -> Vec<Block> {
-    let events_of = |id: usize, b: &BlockInfo| -> Vec<u64> {
-        let Some(counts) = simulation else {
-            return Vec::new();
-        };
-        let mut events = counts.blocks.get(id).cloned().unwrap_or_default();
-        events.resize(b.instructions as usize * counts.settings.events.len(), 0);
-        events
-    };
-    let mut blocks: Vec<Block> = blocks
-        .iter()
-        .zip(executions)
-        .enumerate()
-        .filter(|(_, (_, &executions))| executions > 0)
-        .map(|(id, (b, &executions))| Block {
-            address: b.address,
-            size: b.size,
-            instructions: b.instructions,
-            executions,
-            cycles: b.instruction_cycles.clone(),
-            events: events_of(id, b),
-        })
-        .collect();
-    let key = |b: &Block| (b.address, b.size, b.instructions);
-    blocks.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.cycles.cmp(&b.cycles)));
-    blocks.dedup_by(|later, kept| {
-        let same = key(later) == key(kept) && later.cycles == kept.cycles;
-        if same {
-            kept.executions += later.executions;
-            for (kept, later) in kept.events.iter_mut().zip(&later.events) {
-                *kept += later;
-            }
-        }
-        same
-    });
-    blocks
 }

@@ -59,6 +59,9 @@ pub struct RunOutcome {
     /// order they started: forked processes and programs started by
     /// `execve`. Empty for a program that starts no process.
     pub more_processes: Vec<ProcessImage>,
+    /// When the run was cut into parts ([`RunHandles::dumps`]): which part
+    /// `profile` is (the last one). `None` when it is the whole run.
+    pub part: Option<emuprof_model::Part>,
 }
 
 /// One process image after the first: its profile and what symbolicates it.
@@ -83,8 +86,12 @@ pub struct ProcessImage {
 pub fn run(
     binary: Arc<Binary>,
     options: RunOptions,
-    handles: RunHandles,
+    mut handles: RunHandles,
 ) -> Result<RunOutcome, EmuError> {
+    if handles.dumps.is_some() && handles.snapshots.is_none() {
+        // A part names the threads and libraries the slot is told of.
+        handles.snapshots = Some(Arc::default());
+    }
     host_limits::check_address_space_limit()?;
     let table = Rc::new(RefCell::new(processes::ProcessTable::new(GUEST_PID)));
     let program = options.args.first().cloned().unwrap_or_default();

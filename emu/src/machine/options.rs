@@ -82,6 +82,8 @@ pub struct RunHandles {
     pub progress: Arc<AtomicU64>,
     /// Where a live view asks for the first process's call-tree snapshots.
     pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+    /// When to cut the first program's run into parts, and where they go.
+    pub dumps: Option<Arc<crate::dumps::Dumps>>,
 }
 
 impl RunHandles {
@@ -90,6 +92,7 @@ impl RunHandles {
     pub(crate) fn for_another_image(&self) -> RunHandles {
         RunHandles {
             snapshots: None,
+            dumps: None,
             ..self.clone()
         }
     }

@@ -99,6 +99,10 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
             threads::wait_for_epoll(st, args[0] as i32, timeout_ns);
             return;
         }
+        Err(Errno::WOULD_BLOCK) if matches!(number, SYS_OPEN | SYS_OPENAT | SYS_CREAT) => {
+            threads::wait_for_fifo_reader(st);
+            return;
+        }
         Err(Errno::WOULD_BLOCK) => match io_direction(number) {
             Some(write) => {
                 threads::wait_for_io(st, args[0] as i32, write);

@@ -207,6 +207,11 @@ impl BlockCache {
         &self.blocks[id as usize]
     }
 
+    /// All blocks so far, by id (first-execution order).
+    pub fn blocks(&self) -> &[BlockInfo] {
+        &self.blocks
+    }
+
     /// All blocks, by id (first-execution order).
     pub fn into_blocks(self) -> Vec<BlockInfo> {
         self.blocks

@@ -54,6 +54,9 @@ pub struct CallTreeBuilder {
     threads: Vec<ThreadRecord>,
     /// Index of the running thread.
     running: usize,
+    /// By thread index, whether the thread has exited (its frames are no
+    /// calls any more; only cuts need to know).
+    exited: Vec<bool>,
     /// `total` when the running thread last started running.
     running_since: Costs,
     /// Instructions and cycles executed so far, over all threads.
@@ -62,6 +65,14 @@ pub struct CallTreeBuilder {
     /// are self cost of the innermost context, credited when it changes (not
     /// on every block).
     self_mark: Costs,
+    /// `total` where the current part began (0 until the first dump).
+    part_start: Costs,
+    /// The builder thread looks at the tree once `total.instructions`
+    /// reaches this (the instruction limit, the next `--dump-every` cut, or
+    /// 0 after a return of the `--dump-at` function); see [`parts`].
+    attention_at: u64,
+    /// Entry of the `--dump-at` function (`u64::MAX`: none).
+    watched_entry: u64,
 }
 
 /// What the block hook tells the builder about one executed block.
@@ -108,9 +119,13 @@ impl CallTreeBuilder {
                 cycles: 0,
             }],
             running: 0,
+            exited: vec![false],
             running_since: Costs::default(),
             total: Costs::default(),
             self_mark: Costs::default(),
+            part_start: Costs::default(),
+            attention_at: u64::MAX,
+            watched_entry: u64::MAX,
         }
     }
 
@@ -226,8 +241,8 @@ impl CallTreeBuilder {
         FinishedTree {
             nodes: self.nodes,
             threads: self.threads,
-            total: self.total.instructions,
-            total_cycles: self.total.cycles,
+            total: self.total.instructions - self.part_start.instructions,
+            total_cycles: self.total.cycles - self.part_start.cycles,
         }
     }
 
@@ -351,6 +366,9 @@ impl CallTreeBuilder {
         n.inclusive_cycles += cost.cycles;
         n.min_instructions = n.min_instructions.min(cost.instructions);
         n.max_instructions = n.max_instructions.max(cost.instructions);
+        if n.entry == self.watched_entry {
+            self.attention_at = 0;
+        }
     }
 
     #[inline]
@@ -395,6 +413,7 @@ fn add_self(node: &mut RawNode, cost: Costs) {
     node.self_cycles += cost.cycles;
 }
 
+mod parts;
 mod threads;
 
 #[cfg(test)]

@@ -13,5 +13,6 @@ pub mod call_tree;
 pub mod code_snapshot;
 pub mod cost;
 pub mod costs;
+pub mod recorded;
 pub mod shadow_stack;
 pub mod tree_feed;

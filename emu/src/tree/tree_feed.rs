@@ -17,32 +17,37 @@
 //! sync, before the guest can make another system call. The profile and the
 //! program's visible behaviour are therefore the same on every run.
 //!
-//! When the process may run on more than one CPU, both ends spin for a
-//! while before they block: waking a sleeping thread costs a system call
-//! and, on a virtual machine, an inter-processor interrupt, and doing that
-//! for every batch cost more than a tenth of the run time. With a single CPU
-//! (an affinity mask of one CPU, as `taskset -c 0` sets, or a cgroup quota of
-//! one CPU) spinning only burns the time slice the other thread needs to make
-//! progress (a run took 29 s instead of 1 s), so both ends block at once.
-//! Waiting for a [sync](TreeFeed::sync) blocks on a condition variable after
-//! the spin, never in a loop of yields.
+//! When the process may run on more than one CPU, both ends spin briefly
+//! before they block, with a budget that shrinks to nothing while spins do
+//! not pay (see [`waiting`]). Waiting for a [sync](TreeFeed::sync) blocks on
+//! a condition variable after the spin, never in a loop of yields.
+//!
+//! With a single CPU the two threads could only take turns, so the feed
+//! does not start a thread at all: the emulation thread applies each batch
+//! itself when it is full ([`Placement::Inline`]). The events, their order
+//! and the builder are the same, so the profile is the same bytes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{
-    self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError, TrySendError,
-};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use emuprof_loader::FunctionStarts;
 
+mod applying;
 mod builder_thread;
+mod cutting;
+mod placement;
+mod waiting;
 
 use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
+use applying::{answer_snapshot, apply_batch, build, FinishedOnDrop};
 use builder_thread::BuilderThread;
+pub use placement::Placement;
+use waiting::{send_spinning, Spin};
 
 /// Events per batch: large enough that the channel costs nothing per block,
 /// small enough that a batch stays in the CPU caches.
@@ -55,20 +60,6 @@ const BATCHES_IN_FLIGHT: usize = 4;
 /// it waits for events: its process may wait for another one, or the guest
 /// for the outside world, for a long time.
 const IDLE_ANSWER: Duration = Duration::from_millis(100);
-
-/// How long either thread spins on the channel before it blocks, when the
-/// two threads can run at the same time.
-const SPIN: Duration = Duration::from_millis(2);
-
-/// How long to spin before blocking: [`SPIN`] when the process may use more
-/// than one CPU (`available_parallelism` reads the affinity mask and the
-/// cgroup CPU quota), nothing otherwise.
-fn spin_budget() -> Duration {
-    match std::thread::available_parallelism() {
-        Ok(cpus) if cpus.get() > 1 => SPIN,
-        _ => Duration::ZERO,
-    }
-}
 
 /// Marks the events that are not blocks (no block is 2^15 bytes long).
 const SPECIAL: u64 = 1 << 63;
@@ -85,6 +76,8 @@ const SWITCH_THREAD: u64 = SPECIAL | 4;
 const MEMORY_ACCESS: u64 = SPECIAL | 1 << 62;
 /// Marks a [`MEMORY_ACCESS`] that writes.
 const WRITE: u64 = 1 << 61;
+/// As [`SWITCH_THREAD`], away from a thread that has exited.
+const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -198,6 +191,8 @@ pub struct TreeFeed {
     changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     batches: Option<SyncSender<Batch>>,
+    /// The builder itself, when it runs on this thread.
+    inline: Option<Box<InlineBuilder>>,
     recycled: Receiver<Vec<TreeEvent>>,
     batches_sent: u64,
     /// Events in the batches sent so far.
@@ -205,7 +200,44 @@ pub struct TreeFeed {
     /// Data-access events fed so far (not guest work for the scheduler).
     memory_events: u64,
     published: Arc<Published>,
-    spin: Duration,
+    spin: Spin,
+}
+
+/// The builder when it runs on the emulation thread, and where it leaves
+/// its tree when the feed is dropped.
+struct InlineBuilder {
+    builder: BuilderThread,
+    progress: Arc<AtomicU64>,
+    /// Where `emuprof control` asks for the call stacks (answered after
+    /// each batch: the emulation thread has no idle moments to answer in).
+    snapshots: Option<Arc<crate::live::SnapshotSlot>>,
+    pid: u64,
+    built: Arc<Mutex<Option<BuiltTree>>>,
+}
+
+/// Where the finished tree comes from: the builder thread, or the feed
+/// that ran the builder itself.
+pub enum BuilderHandle {
+    /// A builder thread (`emuprof-tree`).
+    Thread(JoinHandle<BuiltTree>),
+    /// The builder ran on the emulation thread; the tree is here once the
+    /// feed is dropped.
+    Inline(Arc<Mutex<Option<BuiltTree>>>),
+}
+
+impl BuilderHandle {
+    /// The finished tree, once the feed is dropped (waits for a builder
+    /// thread). Fails when the builder panicked.
+    pub fn join(self) -> Result<BuiltTree, ()> {
+        match self {
+            BuilderHandle::Thread(handle) => handle.join().map_err(|_| ()),
+            BuilderHandle::Inline(built) => built
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .ok_or(()),
+        }
+    }
 }
 
 /// What the builder thread needs to know about the program.
@@ -227,6 +259,19 @@ pub struct BuilderSetup {
     pub pid: u64,
     /// The cache and branch simulation to run, if any.
     pub simulation: crate::sim::SimulationOptions,
+    /// When to cut parts of the run (the first program's image only).
+    pub dumps: Option<PartSetup>,
+}
+
+/// What the builder needs to cut parts: the handle, and what each part
+/// records about the run.
+pub struct PartSetup {
+    /// When to cut, and where the parts go.
+    pub dumps: Arc<crate::dumps::Dumps>,
+    /// The guest's argv.
+    pub command: Vec<String>,
+    /// The process image the parts are of.
+    pub process: emuprof_model::RawProcess,
 }
 
 /// What the builder thread hands back when the run is over.
@@ -235,40 +280,75 @@ pub struct BuiltTree {
     pub tree: CallTreeBuilder,
     /// Every block that ran, by block id.
     pub blocks: Vec<BlockInfo>,
-    /// How many times each block ran, by block id.
+    /// How many times each block ran, by block id (in the last part).
     pub executions: Vec<u64>,
     /// The simulation's counts, when one ran.
     pub simulation: Option<crate::sim::SimulationCounts>,
+    /// Which part the tree is, when dumps cut the run.
+    pub last_part: Option<emuprof_model::Part>,
 }
 
-/// Starts a builder thread (`emuprof-tree`, one per guest process image);
-/// the returned feed sends it events. Fails only when the system cannot
-/// start a thread.
-pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, JoinHandle<BuiltTree>)> {
+/// Starts the call-tree builder of one guest process image where
+/// [`Placement::choose`] says: on a builder thread (`emuprof-tree`) that the
+/// returned feed sends events to, or inside the feed. Fails only when the
+/// system cannot start a thread.
+pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, BuilderHandle)> {
+    // A live view or stream (never with dumps) wants its snapshots while
+    // the guest waits too, which only a thread can give; a plain run's
+    // `emuprof control` (with dumps) is answered after each batch.
+    let placement = Placement::choose(setup.snapshots.is_some() && setup.dumps.is_none());
+    spawn_placed(setup, placement)
+}
+
+/// [`spawn`] with the builder where `placement` says.
+fn spawn_placed(
+    setup: BuilderSetup,
+    placement: Placement,
+) -> std::io::Result<(TreeFeed, BuilderHandle)> {
     let (batches, incoming) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
-    let theirs = Arc::clone(&published);
-    let spin = spin_budget();
-    let handle = std::thread::Builder::new()
-        .name("emuprof-tree".into())
-        .spawn(move || {
-            let _finished = FinishedOnDrop(&theirs);
-            build(setup, &incoming, &give_back, &theirs, spin)
-        })?;
-    let feed = TreeFeed {
+    let mut feed = TreeFeed {
         events: Vec::with_capacity(BATCH),
         changed_code: Vec::new(),
         new_blocks: Vec::new(),
-        batches: Some(batches),
+        batches: None,
+        inline: None,
         recycled,
         batches_sent: 0,
         events_sent: 0,
         memory_events: 0,
-        published,
-        spin,
+        published: Arc::clone(&published),
+        spin: Spin::new(),
     };
-    Ok((feed, handle))
+    if placement == Placement::Inline {
+        let built = Arc::new(Mutex::new(None));
+        let mut builder = BuilderThread::new(
+            setup.tree,
+            setup.code,
+            setup.function_starts,
+            setup.instruction_limit,
+        );
+        if let Some(dumps) = setup.dumps {
+            builder.cut_parts(dumps, setup.snapshots.clone());
+        }
+        feed.inline = Some(Box::new(InlineBuilder {
+            builder,
+            progress: setup.progress,
+            snapshots: setup.snapshots,
+            pid: setup.pid,
+            built: Arc::clone(&built),
+        }));
+        return Ok((feed, BuilderHandle::Inline(built)));
+    }
+    let handle = std::thread::Builder::new()
+        .name("emuprof-tree".into())
+        .spawn(move || {
+            let _finished = FinishedOnDrop(&published);
+            build(setup, &incoming, &give_back, &published)
+        })?;
+    feed.batches = Some(batches);
+    Ok((feed, BuilderHandle::Thread(handle)))
 }
 
 impl TreeFeed {
@@ -336,9 +416,16 @@ impl TreeFeed {
         self.block(TreeEvent::special_with(SPAWN_THREAD, sp));
     }
 
-    /// Guest thread `index` runs from the next block on.
-    pub fn switch_thread(&mut self, index: usize) {
-        self.block(TreeEvent::special_with(SWITCH_THREAD, index as u64));
+    /// Guest thread `index` runs from the next block on; the thread that
+    /// ran before it has exited when `previous_exited` (one event either
+    /// way, so the scheduler's count of events is the same).
+    pub fn switch_thread(&mut self, index: usize, previous_exited: bool) {
+        let key = if previous_exited {
+            SWITCH_AFTER_EXIT
+        } else {
+            SWITCH_THREAD
+        };
+        self.block(TreeEvent::special_with(key, index as u64));
     }
 
     /// How many events have been fed so far: a measure of guest work that
@@ -369,13 +456,13 @@ impl TreeFeed {
         if !self.events.is_empty() || !self.new_blocks.is_empty() || !self.changed_code.is_empty() {
             self.send();
         }
-        let start = Instant::now();
-        while !self.applied_everything() {
-            if !spin_on(start, self.spin) {
-                self.block_until_applied();
-                break;
-            }
-        }
+        let mut spin = self.spin.clone();
+        spin.wait(
+            &*self,
+            |feed| feed.applied_everything().then_some(()),
+            |feed| feed.block_until_applied(),
+        );
+        self.spin = spin;
         TreeState {
             instructions: self.published.instructions.load(Ordering::Acquire),
             limit_reached: self.published.limit_reached.load(Ordering::Acquire),
@@ -422,6 +509,22 @@ impl TreeFeed {
     #[cold]
     #[inline(never)]
     fn send(&mut self) {
+        if let Some(inline) = &mut self.inline {
+            let batch = Batch {
+                changed_code: std::mem::take(&mut self.changed_code),
+                new_blocks: std::mem::take(&mut self.new_blocks),
+                events: std::mem::take(&mut self.events),
+            };
+            self.events_sent += batch.events.len() as u64;
+            self.events = apply_batch(
+                &mut inline.builder,
+                batch,
+                &self.published,
+                &inline.progress,
+            );
+            answer_snapshot(inline.snapshots.as_deref(), inline.pid, &inline.builder);
+            return;
+        }
         let Some(batches) = &self.batches else {
             // The builder is gone; joining it reports why. Keep collecting
             // nothing.
@@ -441,10 +544,21 @@ impl TreeFeed {
             new_blocks: std::mem::take(&mut self.new_blocks),
             events: std::mem::replace(&mut self.events, next),
         };
-        if send_spinning(batches, batch, self.spin).is_ok() {
+        if send_spinning(batches, batch, &mut self.spin).is_ok() {
             self.batches_sent += 1;
         } else {
             self.batches = None;
+        }
+    }
+}
+
+impl Drop for TreeFeed {
+    /// Leaves an inline builder's tree for [`BuilderHandle::join`]. Events
+    /// not yet sent are dropped, as a builder thread never sees them.
+    fn drop(&mut self) {
+        if let Some(inline) = self.inline.take() {
+            let mut built = inline.built.lock().unwrap_or_else(|e| e.into_inner());
+            *built = Some(inline.builder.finish());
         }
     }
 }
@@ -486,306 +600,5 @@ fn publish_streaming_writes() {
     };
 }
 
-/// Marks the builder as gone however its thread ends, so a sync never waits
-/// for a thread that panicked.
-struct FinishedOnDrop<'a>(&'a Published);
-
-impl Drop for FinishedOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.finished.store(true, Ordering::SeqCst);
-        self.0.wake_sync();
-    }
-}
-
-/// The builder thread: applies every event in order.
-fn build(
-    setup: BuilderSetup,
-    incoming: &Receiver<Batch>,
-    give_back: &Sender<Vec<TreeEvent>>,
-    published: &Published,
-    spin: Duration,
-) -> BuiltTree {
-    let BuilderSetup {
-        code,
-        function_starts,
-        tree,
-        instruction_limit,
-        progress,
-        snapshots,
-        pid,
-        simulation,
-    } = setup;
-    let mut builder = BuilderThread::new(tree, &code, &function_starts, instruction_limit);
-    if simulation.any() {
-        builder.simulate(simulation);
-    }
-    let idle = snapshots.is_some().then_some(IDLE_ANSWER);
-    while let Some(batch) = recv_spinning(incoming, spin, idle, || {
-        answer_snapshot(snapshots.as_deref(), pid, &builder);
-    }) {
-        for (start, len) in batch.changed_code {
-            builder.forget(start, len);
-        }
-        for info in batch.new_blocks {
-            builder.define(info);
-        }
-        if builder.apply(&batch.events) {
-            published.limit_reached.store(true, Ordering::Release);
-        }
-        published
-            .current_node
-            .store(builder.current_node(), Ordering::Release);
-        published
-            .instructions
-            .store(builder.instructions(), Ordering::Release);
-        progress.store(builder.instructions(), Ordering::Relaxed);
-        answer_snapshot(snapshots.as_deref(), pid, &builder);
-        published.batches_done.fetch_add(1, Ordering::SeqCst);
-        published.wake_sync();
-        let mut events = batch.events;
-        events.clear();
-        let _ = give_back.send(events);
-    }
-    builder.finish()
-}
-
-/// Answers a live view's request: with the whole tree when the view shows
-/// process `pid`, else with the running thread's calls (the view shows them
-/// while this process runs).
-fn answer_snapshot(slot: Option<&crate::live::SnapshotSlot>, pid: u64, builder: &BuilderThread) {
-    let Some(slot) = slot.filter(|s| s.wanted()) else {
-        return;
-    };
-    if slot.shows(pid) {
-        slot.answer(builder.snapshot());
-    } else {
-        slot.running_calls(pid, builder.call_stack());
-    }
-}
-
-/// `send`, spinning on a full channel for up to `spin` before blocking.
-fn send_spinning(batches: &SyncSender<Batch>, mut batch: Batch, spin: Duration) -> Result<(), ()> {
-    let start = Instant::now();
-    loop {
-        match batches.try_send(batch) {
-            Ok(()) => return Ok(()),
-            Err(TrySendError::Disconnected(_)) => return Err(()),
-            Err(TrySendError::Full(back)) => batch = back,
-        }
-        if !spin_on(start, spin) {
-            return batches.send(batch).map_err(|_| ());
-        }
-    }
-}
-
-/// `recv`, spinning on an empty channel for up to `spin` before blocking;
-/// `None` once the emulation thread has hung up. With `idle`, calls
-/// `while_idle` after each `idle` spent blocked.
-fn recv_spinning(
-    incoming: &Receiver<Batch>,
-    spin: Duration,
-    idle: Option<Duration>,
-    mut while_idle: impl FnMut(),
-) -> Option<Batch> {
-    let start = Instant::now();
-    loop {
-        match incoming.try_recv() {
-            Ok(batch) => return Some(batch),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => {}
-        }
-        if !spin_on(start, spin) {
-            let Some(idle) = idle else {
-                return incoming.recv().ok();
-            };
-            loop {
-                match incoming.recv_timeout(idle) {
-                    Ok(batch) => return Some(batch),
-                    Err(RecvTimeoutError::Disconnected) => return None,
-                    Err(RecvTimeoutError::Timeout) => while_idle(),
-                }
-            }
-        }
-    }
-}
-
-/// One spin-wait step; false once `spin` has passed since `start` (at
-/// once for a zero budget).
-fn spin_on(start: Instant, spin: Duration) -> bool {
-    if spin.is_zero() {
-        return false;
-    }
-    for _ in 0..16 {
-        std::hint::spin_loop();
-    }
-    start.elapsed() < spin
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// call rel32; ret; syscall at 0x1000, 0x2000, 0x1005.
-    fn snapshot() -> CodeSnapshot {
-        let mut code = vec![0u8; 0x2000];
-        code[..5].copy_from_slice(&[0xe8, 0xfb, 0x0f, 0, 0]);
-        code[5..7].copy_from_slice(&[0x0f, 0x05]);
-        code[0x1000] = 0xc3;
-        CodeSnapshot::new(vec![(0x1000, code)])
-    }
-
-    fn run(limit: u64, events: impl FnOnce(&mut TreeFeed)) -> (BuiltTree, TreeState) {
-        let setup = BuilderSetup {
-            code: Arc::new(snapshot()),
-            function_starts: Arc::new(FunctionStarts::default()),
-            tree: CallTreeBuilder::new(0x1000, 0x7000),
-            instruction_limit: limit,
-            progress: Arc::default(),
-            snapshots: None,
-            pid: 1,
-            simulation: Default::default(),
-        };
-        let (mut feed, handle) = spawn(setup).expect("a thread");
-        events(&mut feed);
-        let state = feed.close();
-        (handle.join().expect("builder thread"), state)
-    }
-
-    fn rounds(feed: &mut TreeFeed, n: usize) {
-        for _ in 0..n {
-            feed.make_room();
-            feed.block(TreeEvent::block(0x1000, 5, 0x7000));
-            feed.block(TreeEvent::block(0x2000, 1, 0x6ff8));
-            feed.block(TreeEvent::block(0x1005, 2, 0x7000));
-            feed.syscall();
-        }
-    }
-
-    /// Pinned to one CPU (as `taskset -c 0` does), neither thread spins: the
-    /// other thread could not run while it did.
-    #[test]
-    fn one_cpu_means_no_spinning() {
-        let budget = std::thread::spawn(|| {
-            // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
-            // sched_setaffinity only read and write that local set.
-            let pinned = unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(0, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-            };
-            assert_eq!(pinned, 0, "pinning the test thread to CPU 0");
-            spin_budget()
-        })
-        .join()
-        .expect("test thread");
-        assert_eq!(budget, Duration::ZERO);
-    }
-
-    /// The same events give the same tree whether they cross the thread in
-    /// one batch or in many, and a sync sees every event sent before it.
-    #[test]
-    fn batches_and_syncs_do_not_change_the_tree() {
-        let n = 3 * BATCH / 2;
-        let (built, state) = run(u64::MAX, |feed| {
-            rounds(feed, 10);
-            assert_eq!(
-                feed.sync(),
-                TreeState {
-                    instructions: 30,
-                    limit_reached: false,
-                    node: 0
-                }
-            );
-            rounds(feed, n - 10);
-        });
-        assert_eq!(
-            state,
-            TreeState {
-                instructions: 3 * n as u64,
-                limit_reached: false,
-                node: 0
-            }
-        );
-        assert_eq!(built.executions, vec![n as u64; 3]);
-        let finished = built.tree.finish();
-        let (nodes, total) = (finished.nodes, finished.total);
-        assert_eq!(total, 3 * n as u64);
-        assert_eq!(nodes.len(), 2, "root and one callee context");
-        assert_eq!(nodes[1].calls, n as u64);
-        assert_eq!(nodes[0].syscalls, n as u64);
-    }
-
-    /// The builder stops at the block that reaches the limit, whatever the
-    /// emulation thread sends after it.
-    #[test]
-    fn stops_applying_at_the_instruction_limit() {
-        let (built, state) = run(7, |feed| rounds(feed, 100));
-        assert_eq!(
-            state,
-            TreeState {
-                instructions: 7,
-                limit_reached: true,
-                node: 0
-            }
-        );
-        assert_eq!(built.executions, vec![3, 2, 2]);
-        assert_eq!(built.tree.finish().total, 7);
-    }
-
-    /// Blocks outside the snapshot come with their decoded form.
-    #[test]
-    fn defined_blocks_need_no_snapshot() {
-        let (built, _) = run(u64::MAX, |feed| {
-            feed.define(BlockInfo {
-                address: 0x9000,
-                size: 3,
-                instructions: 2,
-                cycles: 2,
-                instruction_cycles: vec![1, 1],
-                instruction_offsets: vec![0, 1],
-                conditional_target: None,
-                terminator: crate::tree::blocks::Terminator::Other,
-                is_function_start: false,
-            });
-            feed.block(TreeEvent::block(0x9000, 3, 0x7000));
-        });
-        assert_eq!(built.executions, vec![1]);
-        assert_eq!(built.tree.finish().total, 2);
-    }
-
-    /// A block rewritten at the same address and size: runs fed before the
-    /// change count the old decode, runs after it the new one, also within
-    /// one batch and after a prediction learnt the old block.
-    #[test]
-    fn changed_code_is_counted_as_it_was_when_it_ran() {
-        let version = |instructions| BlockInfo {
-            address: 0x9000,
-            size: 3,
-            instructions,
-            cycles: instructions,
-            instruction_cycles: vec![1; instructions as usize],
-            instruction_offsets: (0..instructions as u16).collect(),
-            conditional_target: None,
-            terminator: crate::tree::blocks::Terminator::Other,
-            is_function_start: false,
-        };
-        let (built, _) = run(u64::MAX, |feed| {
-            feed.define(version(2));
-            for _ in 0..3 {
-                feed.block(TreeEvent::block(0x1005, 2, 0x7000));
-                feed.block(TreeEvent::block(0x9000, 3, 0x7000));
-            }
-            feed.code_changed(0x9002, 1);
-            feed.define(version(3));
-            for _ in 0..2 {
-                feed.block(TreeEvent::block(0x1005, 2, 0x7000));
-                feed.block(TreeEvent::block(0x9000, 3, 0x7000));
-            }
-        });
-        // Ids: the first decode, the syscall block, the second decode.
-        assert_eq!(built.executions, vec![3, 5, 2]);
-        assert_eq!(built.blocks[0].instructions, 2);
-        assert_eq!(built.blocks[2].instructions, 3);
-        assert_eq!(built.tree.finish().total, 5 + 3 * 2 + 2 * 3);
-    }
-}
+mod tests;

@@ -95,14 +95,11 @@ pub fn profile_live(
         std::thread::scope(|scope| -> Result<CompletedRun> {
             let mut guest = Some(scope.spawn(move || run.execute()));
             let mut outcome = None;
-            show(
+            let shown = show(
                 &mut screen,
                 || {
                     if let Some(handle) = guest.take_if(|h| h.is_finished()) {
-                        let done = handle
-                            .join()
-                            .map_err(|_| anyhow::anyhow!("the guest thread panicked"))
-                            .and_then(|r| Ok(r?));
+                        let done = joined(handle);
                         let last = done
                             .as_ref()
                             .ok()
@@ -124,17 +121,36 @@ pub fn profile_live(
                     interrupt.store(true, Ordering::Relaxed);
                     false
                 },
-            )?;
+            );
+            if shown.is_err() {
+                // The terminal is gone (it cannot be drawn on): stop the
+                // run and keep its profile.
+                interrupt.store(true, Ordering::Relaxed);
+            }
+            if let Some(handle) = guest.take() {
+                outcome = Some(joined(handle));
+            }
             outcome.unwrap_or_else(|| bail!("the live view ended before the run"))
         })
     });
-    screen.close()?;
+    // A terminal that went away cannot be restored; the profile matters more.
+    let _ = screen.close();
     redirected.restore()?;
     eprintln!(
         "emuprof: the program's stdout and stderr are in {}",
         guest_output.display()
     );
     outcome
+}
+
+/// The run the guest thread `handle` returns.
+fn joined(
+    handle: std::thread::ScopedJoinHandle<'_, Result<CompletedRun, emuprof::Error>>,
+) -> Result<CompletedRun> {
+    handle
+        .join()
+        .map_err(|_| anyhow::anyhow!("the guest thread panicked"))
+        .and_then(|r| Ok(r?))
 }
 
 /// Refuses `what` unless stdin and stdout are a terminal; `instead` says

@@ -49,7 +49,7 @@ enum Pane {
 pub enum Key {
     /// No key, or one the view handled itself.
     None,
-    /// `q` or Ctrl-C.
+    /// `q` or Ctrl-C, or the terminal went away.
     Quit,
     /// Enter, Esc or space (end the view once the run is over).
     Other,
@@ -255,7 +255,19 @@ impl Screen {
     }
 
     fn read_key(&mut self, table: &LiveTable, wait: Duration) -> Result<Key> {
-        if !event::poll(wait)? {
+        match wait_for_input(wait) {
+            Input::None => return Ok(Key::None),
+            Input::HungUp => {
+                // Reading it would return end of file at once, for ever
+                // (crossterm would read in a loop): leave as on `q` (the run
+                // stops and its profile is written), at the refresh pace
+                // until the run is over.
+                std::thread::sleep(wait);
+                return Ok(Key::Quit);
+            }
+            Input::Ready => {}
+        }
+        if !event::poll(Duration::ZERO)? {
             return Ok(Key::None);
         }
         let Event::Key(key) = event::read()? else {
@@ -354,4 +366,36 @@ fn render_tree(
     let selected = state.selected.min(visible.len().saturating_sub(1));
     let mut table_state = TableState::default().with_selected(Some(selected));
     f.render_stateful_widget(tree, area, &mut table_state);
+}
+
+/// What the terminal on stdin has for the view.
+enum Input {
+    /// Nothing within the wait.
+    None,
+    /// Bytes to read.
+    Ready,
+    /// It went away (its window closed, `tmux kill-server`, a dropped SSH
+    /// link): `poll` says so with `POLLHUP`.
+    HungUp,
+}
+
+/// Waits up to `wait` for the terminal on stdin to have input or to go
+/// away.
+fn wait_for_input(wait: Duration) -> Input {
+    let mut stdin = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(wait.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd, counted as one.
+    let ready = unsafe { libc::poll(&raw mut stdin, 1, ms) };
+    if ready <= 0 {
+        // Nothing, or a signal (the caller looks again at the next refresh).
+        Input::None
+    } else if stdin.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Input::HungUp
+    } else {
+        Input::Ready
+    }
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use emuprof_analysis::annotate::calls::LineCalls;
 use emuprof_analysis::export::dot::{self, DotOptions};
 use emuprof_analysis::export::view::{FunctionCode, ViewData};
 use emuprof_analysis::instructions::InstructionCosts;
@@ -232,7 +233,8 @@ impl Page<'_> {
             );
         };
         let read = |path: &str| std::fs::read_to_string(Path::new(path)).ok();
-        json(&FunctionCode::new(costs, &function.name, &read))
+        let calls = LineCalls::new(profile, costs, true);
+        json(&FunctionCode::new(costs, &calls, &function.name, &read))
     }
 }
 

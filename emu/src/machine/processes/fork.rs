@@ -189,6 +189,7 @@ impl GuestProcess {
             snapshots: self.snapshots.clone(),
             pid,
             simulation: options.simulation,
+            dumps: None,
         })
         .map_err(EmuError::BuilderStart)?;
         let identity = RawProcess {

@@ -27,6 +27,8 @@ use crate::live::SnapshotSlot;
 use crate::syscalls::files::select;
 use crate::EmuError;
 
+mod outside_peers;
+
 /// `SIGCHLD`.
 const SIGCHLD: u64 = 17;
 
@@ -81,6 +83,9 @@ impl World {
             self.deliver_signals();
             self.wake_waiters();
             let Some(next) = self.choose() else {
+                if self.wait_for_outside_peers() {
+                    continue;
+                }
                 // Nothing can run and nothing will time out: let the current
                 // process's scheduler describe the deadlock.
                 let index = self.current.min(self.running.len() - 1);
@@ -218,7 +223,7 @@ impl World {
             .take()
             .ok_or_else(|| EmuError::Layout("an image's syscall state was taken twice".into()))?;
         // The clock goes on from where the old image left it.
-        sys.time.clock.sleep(finished.profile.total_instructions);
+        sys.time.clock.sleep(finished.instructions_run);
         self.finished[image] = Some(finished);
         options.args = exec.args;
         options.env = exec.env;
@@ -495,8 +500,21 @@ impl World {
             .find(|m| m.profile.process.pid == first_pid)
             .map_or(&first.stop, |m| &m.stop);
         let stop = self.run_stop.unwrap_or_else(|| last_of_first.clone());
+        let (mut profile, mut part) = (first.profile, first.part);
+        let forked_from_first = more.iter().any(|m| {
+            matches!(
+                m.profile.process.origin,
+                ProcessOrigin::Forked { image: 0, .. }
+            )
+        });
+        if let (Some(part), false) = (part.as_mut(), forked_from_first) {
+            // The last part, like every other, leaves out what did not run
+            // in it (unless a fork child's origin points into the tree).
+            crate::tree::recorded::prune_unrun(&mut profile, part);
+        }
         Ok(RunOutcome {
-            profile: first.profile,
+            part,
+            profile,
             stop,
             notes,
             libraries: first.libraries,

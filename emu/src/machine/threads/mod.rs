@@ -284,6 +284,18 @@ pub fn wait_for_epoll(st: &mut MachineState, epfd: i32, timeout_ns: Option<u64>)
     );
 }
 
+/// An open of a FIFO for writing with no reader yet: the thread blocks and
+/// its call runs again after a millisecond of virtual time (see
+/// `syscalls::files::fifo`).
+pub fn wait_for_fifo_reader(st: &mut MachineState) {
+    let deadline = deadline_of(st, Timeout::After(FIFO_REOPEN_NS));
+    block(st, Wait::FifoReader, Some(deadline), 0);
+}
+
+/// How long, in virtual time, a writer's open of a FIFO waits before it
+/// looks for a reader again.
+const FIFO_REOPEN_NS: u64 = 1_000_000;
+
 /// `sched_yield`: another runnable thread (of this process or another)
 /// runs first.
 pub fn yield_now(st: &mut MachineState) {
@@ -390,7 +402,8 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
             std::mem::swap(&mut st.signal_contexts, &mut thread.signal_contexts);
         }
         st.threads.running = next;
-        st.feed.switch_thread(next);
+        let previous_exited = st.threads.threads[previous].state == RunState::Exited;
+        st.feed.switch_thread(next, previous_exited);
     }
     if let Some(result) = st.threads.current().resume_result.take() {
         uc.reg_write(RegisterX86::RAX, result)
@@ -438,6 +451,7 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
                 Wait::Vfork(pid) => format!("vfork child {pid}"),
                 Wait::Poll { count, .. } => format!("poll of {count} fds"),
                 Wait::Select(sets) => format!("select of {} fds", sets.nfds),
+                Wait::FifoReader => "a reader of the FIFO it opens".to_string(),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

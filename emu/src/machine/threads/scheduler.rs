@@ -50,6 +50,10 @@ pub enum Wait {
     /// the call runs again when one is ready, and once more (finding its
     /// timeout passed) at its deadline.
     Select(FdSets),
+    /// In `open`/`openat`/`creat` of a FIFO for writing that has no reader
+    /// yet; the call runs again at its deadline (each millisecond of
+    /// virtual time) until a reader has come.
+    FifoReader,
 }
 
 /// Whether a thread can run.
@@ -228,6 +232,8 @@ impl Scheduler {
                 // Its call runs again and answers the timeout itself.
                 self.wake_to_retry(i);
                 self.threads[i].timed_out = true;
+            } else if on == Wait::FifoReader {
+                self.wake_to_retry(i);
             } else {
                 self.wake(i, result);
             }

@@ -40,6 +40,10 @@ pub struct FdEntry {
     /// that has to wait on it lets the other processes run instead of
     /// blocking emuprof.
     pub guest_pipe: bool,
+    /// A FIFO opened by its path (see `fifo`): its other end may belong to
+    /// a program outside emuprof, so when no guest thread can run, emuprof
+    /// waits on the host for it rather than calling the run deadlocked.
+    pub named_fifo: bool,
 }
 
 impl FdEntry {
@@ -55,6 +59,7 @@ impl FdEntry {
             cloexec,
             kind,
             guest_pipe: false,
+            named_fifo: false,
         })
     }
 
@@ -78,6 +83,7 @@ impl FdEntry {
             cloexec,
             kind: self.kind,
             guest_pipe: self.guest_pipe,
+            named_fifo: self.named_fifo,
         })
     }
 }

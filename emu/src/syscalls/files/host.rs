@@ -108,6 +108,18 @@ impl Drop for NonBlocking<'_> {
     }
 }
 
+/// Clears `O_NONBLOCK` on `fd`'s open file description.
+pub fn clear_nonblocking(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    // SAFETY: fcntl on a borrowed, open fd with integer arguments.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) } as i64)? as i32;
+    if flags & libc::O_NONBLOCK != 0 {
+        // SAFETY: as above.
+        let set = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK) };
+        check(set as i64)?;
+    }
+    Ok(())
+}
+
 /// Turns a libc return value into the result the guest should see.
 pub fn check(ret: i64) -> Result<u64, Errno> {
     if ret < 0 {

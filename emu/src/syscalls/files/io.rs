@@ -3,6 +3,7 @@
 use std::os::fd::AsFd;
 
 use super::fd_table::FdEntry;
+use super::fifo;
 use super::guest_io::{read_iovecs, read_to_guest, write_from_guest};
 use super::host;
 use super::paths::Follow;
@@ -104,12 +105,19 @@ impl Files {
         if writes && !is_path_only {
             self.refuse_if_read_only()?;
         }
-        let mut host_flags = (flags & !libc::O_CLOEXEC) | libc::O_NOFOLLOW;
+        let mut host_flags = fifo::host_open_flags((flags & !libc::O_CLOEXEC) | libc::O_NOFOLLOW);
         if loc.trailing_slash {
             host_flags |= libc::O_DIRECTORY;
         }
-        let opened = host::create_at(loc.dir.as_fd(), &loc.name, host_flags, mode, self.umask)?;
-        let entry = FdEntry::new(opened, flags & libc::O_CLOEXEC != 0)?;
+        let opened = match host::create_at(loc.dir.as_fd(), &loc.name, host_flags, mode, self.umask)
+        {
+            Err(e) if fifo::writer_must_wait(e, loc.dir.as_fd(), &loc.name, flags) => {
+                return Err(Errno::WOULD_BLOCK)
+            }
+            other => other?,
+        };
+        let mut entry = FdEntry::new(opened, flags & libc::O_CLOEXEC != 0)?;
+        fifo::settle(&mut entry, flags)?;
         Ok(self.fds.insert(entry)? as u64)
     }
 

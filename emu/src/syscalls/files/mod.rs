@@ -22,6 +22,7 @@ pub mod dirs;
 pub mod epoll;
 pub mod fd_ops;
 pub mod fd_table;
+pub mod fifo;
 pub mod guest_io;
 pub mod host;
 pub mod interruptible;
@@ -212,6 +213,18 @@ impl Files {
             return true;
         };
         host::poll_ready(host, write)
+    }
+
+    /// The host `pollfd` for waiting until guest fd `fd` is ready to read
+    /// (or `write`), when it is a named FIFO (see [`fifo`]).
+    pub fn named_fifo_pollfd(&self, fd: i32, write: bool) -> Option<libc::pollfd> {
+        use std::os::fd::AsRawFd;
+        let entry = self.fds.get(fd).ok().filter(|e| e.named_fifo)?;
+        Some(libc::pollfd {
+            fd: entry.host.as_raw_fd(),
+            events: if write { libc::POLLOUT } else { libc::POLLIN },
+            revents: 0,
+        })
     }
 
     /// Whether any of `fds` (guest fd, `poll` events) is ready now, or is

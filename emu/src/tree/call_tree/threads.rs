@@ -67,6 +67,7 @@ impl CallTreeBuilder {
         self.last_call.push((u64::MAX, 0));
         self.parked
             .push(Some(ThreadState::new(root, sp, self.total)));
+        self.exited.push(false);
         self.threads.push(ThreadRecord {
             parent: Some(self.running),
             spawned_at: Some(spawned_at),
@@ -88,6 +89,14 @@ impl CallTreeBuilder {
         self.parked[self.running] = Some(std::mem::replace(&mut self.thread, next));
         self.running = index;
         self.running_since = self.total;
+    }
+
+    /// The running thread has exited: a cut no longer counts its frames as
+    /// calls.
+    pub fn running_thread_exited(&mut self) {
+        if let Some(exited) = self.exited.get_mut(self.running) {
+            *exited = true;
+        }
     }
 
     /// Index of the running thread.
@@ -114,7 +123,7 @@ impl CallTreeBuilder {
 
     /// Credits the running thread with what it ran since it was resumed and
     /// settles its self cost.
-    fn park_running(&mut self) {
+    pub(super) fn park_running(&mut self) {
         self.settle_self_cost();
         let ran = self.total - self.running_since;
         let thread = &mut self.threads[self.running];

@@ -1,11 +1,13 @@
 //! The call-tree thread's side of the feed: finds each block (predicting it
 //! from the block before), counts it and hands it to the builder.
 
+use std::sync::Arc;
+
 use emuprof_loader::FunctionStarts;
 
 use super::{
-    BuiltTree, TreeEvent, MEMORY_ACCESS, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_THREAD,
-    SYSCALL,
+    BuiltTree, TreeEvent, MEMORY_ACCESS, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL,
+    SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
 use crate::sim::{SimulationOptions, Simulator};
 use crate::tree::blocks::{BlockCache, BlockInfo};
@@ -27,26 +29,30 @@ struct TrackedBlock {
 }
 
 /// Applies events to the call tree, in order, until the instruction limit.
-pub(super) struct BuilderThread<'a> {
+pub(super) struct BuilderThread {
     blocks: BlockCache,
     tracked: Vec<TrackedBlock>,
     tree: CallTreeBuilder,
-    code: &'a CodeSnapshot,
-    function_starts: &'a FunctionStarts,
+    code: Arc<CodeSnapshot>,
+    function_starts: Arc<FunctionStarts>,
     instruction_limit: u64,
     previous: usize,
     applying: bool,
     /// The cache and branch simulation, when one runs.
     simulator: Option<Box<Simulator>>,
+    /// Cuts parts of the run, when dumps are asked for.
+    cutter: Option<super::cutting::Cutter>,
 }
 
-impl<'a> BuilderThread<'a> {
+impl BuilderThread {
     pub(super) fn new(
         tree: CallTreeBuilder,
-        code: &'a CodeSnapshot,
-        function_starts: &'a FunctionStarts,
+        code: Arc<CodeSnapshot>,
+        function_starts: Arc<FunctionStarts>,
         instruction_limit: u64,
     ) -> Self {
+        let mut tree = tree;
+        tree.attend_at(instruction_limit);
         BuilderThread {
             blocks: BlockCache::new().expect("capstone handles x86-64"),
             tracked: Vec::new(),
@@ -57,6 +63,7 @@ impl<'a> BuilderThread<'a> {
             previous: NO_BLOCK,
             applying: true,
             simulator: None,
+            cutter: None,
         }
     }
 
@@ -107,6 +114,10 @@ impl<'a> BuilderThread<'a> {
                     SIGNAL_HANDLER => self.tree.enter_signal_handler(),
                     SPAWN_THREAD => self.tree.spawn_thread(event.sp),
                     SWITCH_THREAD => self.tree.switch_thread(event.sp as usize),
+                    SWITCH_AFTER_EXIT => {
+                        self.tree.running_thread_exited();
+                        self.tree.switch_thread(event.sp as usize);
+                    }
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
                 continue;
@@ -125,7 +136,7 @@ impl<'a> BuilderThread<'a> {
             if let Some(simulator) = &mut self.simulator {
                 simulator.block_runs(id, self.tree.current_node());
             }
-            if self.tree.total_instructions() >= self.instruction_limit {
+            if self.tree.needs_attention() && self.attend() {
                 self.applying = false;
             }
         }
@@ -159,11 +170,88 @@ impl<'a> BuilderThread<'a> {
             self.tree.add_cycles(simulator.take_penalty());
             simulator.finish()
         });
+        let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
             tree: self.tree,
             blocks: self.blocks.into_blocks(),
             executions,
             simulation,
+            last_part,
+        }
+    }
+
+    /// The total reached the tree's attention mark: true when the
+    /// instruction limit is reached (the builder stops applying events);
+    /// otherwise cuts a part when one is due, and sets the next mark.
+    #[cold]
+    fn attend(&mut self) -> bool {
+        let total = self.tree.total_instructions();
+        if total >= self.instruction_limit {
+            return true;
+        }
+        let next = match self.cutter.as_mut() {
+            Some(cutter) => match cutter.due(&self.tree) {
+                Some(cut_by) => {
+                    self.cut(cut_by, true);
+                    self.cutter
+                        .as_ref()
+                        .map_or(u64::MAX, |c| c.next_mark(total))
+                }
+                None => cutter.next_mark(total),
+            },
+            None => u64::MAX,
+        };
+        self.tree.attend_at(next.min(self.instruction_limit));
+        false
+    }
+
+    /// Between two batches (or while waiting for one): cuts or zeroes a
+    /// part when asked to.
+    pub(super) fn between_batches(&mut self) {
+        let Some(cutter) = &self.cutter else {
+            return;
+        };
+        if cutter.dumps.take_zero_request() {
+            self.cut("zero", false);
+        }
+        if let Some(cutter) = &self.cutter {
+            if cutter.dumps.take_dump_request() {
+                self.cut("request", true);
+            }
+        }
+    }
+
+    /// Starts cutting parts as `setup` says; `slot` knows the threads' ids
+    /// and the libraries.
+    pub(super) fn cut_parts(
+        &mut self,
+        setup: super::PartSetup,
+        slot: Option<std::sync::Arc<crate::live::SnapshotSlot>>,
+    ) {
+        let cutter = super::cutting::Cutter::new(setup, slot);
+        if let Some(at) = cutter.dumps.at {
+            self.tree.watch_returns_of(at);
+        }
+        self.tree
+            .attend_at(cutter.next_mark(0).min(self.instruction_limit));
+        self.cutter = Some(cutter);
+    }
+
+    /// Cuts a part here and delivers it (`keep`) or discards it (a zero).
+    fn cut(&mut self, cut_by: &str, keep: bool) {
+        let Some(cutter) = self.cutter.as_mut() else {
+            return;
+        };
+        let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
+        cutter.cut(
+            &mut self.tree,
+            self.blocks.blocks(),
+            &executions,
+            cut_by,
+            keep,
+        );
+        for block in &mut self.tracked {
+            block.executions = 0;
         }
     }
 

@@ -151,10 +151,17 @@ function select(id) {
     const c = await r.json();
     code.replaceChildren(
       el("h3", {}, "Source lines"),
-      c.lines.length ? el("table", {}, ...c.lines.map((l) => el("tr", {},
+      c.lines.length ? el("table", {}, ...c.lines.flatMap((l) => [el("tr", {},
         el("td", {}, fmt(l.instructions)),
         el("td", { class: "name" }, l.file.split("/").pop() + ":" + l.line),
-        el("td", { class: "code" }, l.text ?? "")))) : el("p", { class: "hint" }, "no line information"),
+        el("td", { class: "code" }, l.text ?? "")),
+        // The calls made on this line, at their recorded call sites.
+        ...l.calls.map((k) => el("tr", { class: "call" },
+          el("td", {}, fmt(k.inclusive_instructions)),
+          el("td", {}, ""),
+          el("td", { class: "code" }, "=> " + k.callee + ": " + fmt(k.calls) + " calls, " +
+            fmt(k.inclusive_instructions) + " instructions inclusive")))])) :
+        el("p", { class: "hint" }, "no line information"),
       el("h3", {}, "Instructions"),
       el("table", {}, ...c.instructions.map((i) => el("tr", {},
         el("td", {}, fmt(i.executions)),

@@ -1,0 +1,102 @@
+//! Dumps while the guest runs: the run split into parts, each a profile of
+//! its own (see `tree/call_tree/parts.rs` for how a part is cut).
+//!
+//! The caller makes a [`Dumps`] handle (passed in [`crate::RunHandles::dumps`])
+//! and receives each part, as plain data, on the returned channel. Parts are
+//! cut by the call-tree thread of the first program's image:
+//!
+//! * `every` instructions: at the first block boundary at or past each
+//!   multiple, so the parts are the same on every run;
+//! * each return from the function entered at `at` that leaves no call of it
+//!   running in that thread (the end of the block it returns into);
+//! * [`Dumps::request_dump`] (a signal, `emuprof control`): between two
+//!   batches of blocks, i.e. at a block boundary the host's timing chooses.
+//!
+//! [`Dumps::request_zero`] discards the costs since the last cut without
+//! writing them. Other process images (fork children, exec'd programs) are
+//! not cut: they are in the final profile, whole.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+
+use emuprof_model::{Part, RawProfile};
+
+use crate::machine::LoadedLibrary;
+
+/// One part of the run, before symbolication.
+#[derive(Debug)]
+pub struct RawPart {
+    /// Its profile (`command` and `process` are the first program's;
+    /// `partial` is `None`: a part is complete for its stretch).
+    pub profile: RawProfile,
+    /// Where it begins and ends.
+    pub part: Part,
+    /// The shared objects mapped when it was cut, to symbolicate it.
+    pub libraries: Vec<LoadedLibrary>,
+}
+
+/// When to cut parts, and where they go.
+#[derive(Debug)]
+pub struct Dumps {
+    /// Cut every this many instructions.
+    pub every: Option<u64>,
+    /// Cut after each return from the function entered here.
+    pub at: Option<u64>,
+    dump_requested: AtomicBool,
+    zero_requested: AtomicBool,
+    /// Parts cut so far.
+    cut: AtomicU32,
+    parts: Sender<RawPart>,
+}
+
+impl Dumps {
+    /// A handle cutting every `every` instructions and after each return
+    /// from the function entered at `at` (either may be `None`), and the
+    /// channel its parts arrive on.
+    pub fn new(every: Option<u64>, at: Option<u64>) -> (Arc<Dumps>, Receiver<RawPart>) {
+        let (parts, received) = mpsc::channel();
+        let dumps = Dumps {
+            every: every.filter(|&n| n > 0),
+            at,
+            dump_requested: AtomicBool::new(false),
+            zero_requested: AtomicBool::new(false),
+            cut: AtomicU32::new(0),
+            parts,
+        };
+        (Arc::new(dumps), received)
+    }
+
+    /// Asks for a part to be cut at the next block boundary the call-tree
+    /// thread reaches. Only an atomic store: safe in a signal handler.
+    pub fn request_dump(&self) {
+        self.dump_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks for the costs since the last cut to be discarded. Only an
+    /// atomic store: safe in a signal handler.
+    pub fn request_zero(&self) {
+        self.zero_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// How many parts have been cut so far.
+    pub fn parts_cut(&self) -> u32 {
+        self.cut.load(Ordering::Acquire)
+    }
+
+    /// Takes a pending dump request.
+    pub(crate) fn take_dump_request(&self) -> bool {
+        self.dump_requested.swap(false, Ordering::Relaxed)
+    }
+
+    /// Takes a pending zero request.
+    pub(crate) fn take_zero_request(&self) -> bool {
+        self.zero_requested.swap(false, Ordering::Relaxed)
+    }
+
+    /// Hands a cut part over (dropped when nobody listens any more).
+    pub(crate) fn deliver(&self, part: RawPart) {
+        self.cut.fetch_add(1, Ordering::Release);
+        let _ = self.parts.send(part);
+    }
+}

@@ -1,0 +1,110 @@
+//! The builder's side of the feed: applying batches in order and
+//! publishing its state, whether on the builder thread (`build`) or inline
+//! on the emulation thread (`apply_batch`, called by the feed), and
+//! answering a live view's or `emuprof control`'s snapshot requests.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+
+use super::builder_thread::BuilderThread;
+use super::waiting::{recv_spinning, Spin};
+use super::{Batch, BuilderSetup, BuiltTree, Published, TreeEvent, IDLE_ANSWER};
+
+/// Applies one batch and publishes the builder's state; hands back the
+/// batch's event buffer, emptied, for reuse.
+pub(super) fn apply_batch(
+    builder: &mut BuilderThread,
+    batch: Batch,
+    published: &Published,
+    progress: &AtomicU64,
+) -> Vec<TreeEvent> {
+    for (start, len) in batch.changed_code {
+        builder.forget(start, len);
+    }
+    for info in batch.new_blocks {
+        builder.define(info);
+    }
+    if builder.apply(&batch.events) {
+        published.limit_reached.store(true, Ordering::Release);
+    }
+    builder.between_batches();
+    published
+        .current_node
+        .store(builder.current_node(), Ordering::Release);
+    published
+        .instructions
+        .store(builder.instructions(), Ordering::Release);
+    progress.store(builder.instructions(), Ordering::Relaxed);
+    let mut events = batch.events;
+    events.clear();
+    events
+}
+
+/// Marks the builder as gone however its thread ends, so a sync never waits
+/// for a thread that panicked.
+pub(super) struct FinishedOnDrop<'a>(pub(super) &'a Published);
+
+impl Drop for FinishedOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.finished.store(true, Ordering::SeqCst);
+        self.0.wake_sync();
+    }
+}
+
+/// The builder thread: applies every event in order.
+pub(super) fn build(
+    setup: BuilderSetup,
+    incoming: &Receiver<Batch>,
+    give_back: &Sender<Vec<TreeEvent>>,
+    published: &Published,
+) -> BuiltTree {
+    let BuilderSetup {
+        code,
+        function_starts,
+        tree,
+        instruction_limit,
+        progress,
+        snapshots,
+        pid,
+        simulation,
+        dumps,
+    } = setup;
+    let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
+    if simulation.any() {
+        builder.simulate(simulation);
+    }
+    if let Some(dumps) = dumps {
+        builder.cut_parts(dumps, snapshots.clone());
+    }
+    let idle = snapshots.is_some().then_some(IDLE_ANSWER);
+    let mut spin = Spin::new();
+    while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
+        builder.between_batches();
+        answer_snapshot(snapshots.as_deref(), pid, &builder);
+    }) {
+        let events = apply_batch(&mut builder, batch, published, &progress);
+        answer_snapshot(snapshots.as_deref(), pid, &builder);
+        published.batches_done.fetch_add(1, Ordering::SeqCst);
+        published.wake_sync();
+        let _ = give_back.send(events);
+    }
+    builder.finish()
+}
+
+/// Answers a live view's request: with the whole tree when the view shows
+/// process `pid`, else with the running thread's calls (the view shows them
+/// while this process runs).
+pub(super) fn answer_snapshot(
+    slot: Option<&crate::live::SnapshotSlot>,
+    pid: u64,
+    builder: &BuilderThread,
+) {
+    let Some(slot) = slot.filter(|s| s.wanted()) else {
+        return;
+    };
+    if slot.shows(pid) {
+        slot.answer(builder.snapshot());
+    } else {
+        slot.running_calls(pid, builder.call_stack());
+    }
+}

@@ -1,0 +1,188 @@
+//! The feed and its builder, both placements.
+
+use super::*;
+
+/// call rel32; ret; syscall at 0x1000, 0x2000, 0x1005.
+fn snapshot() -> CodeSnapshot {
+    let mut code = vec![0u8; 0x2000];
+    code[..5].copy_from_slice(&[0xe8, 0xfb, 0x0f, 0, 0]);
+    code[5..7].copy_from_slice(&[0x0f, 0x05]);
+    code[0x1000] = 0xc3;
+    CodeSnapshot::new(vec![(0x1000, code)])
+}
+
+/// Feeds `events` to a builder in each placement; checks that both
+/// give the same tree, and returns the threaded one's.
+fn run(limit: u64, events: impl Fn(&mut TreeFeed)) -> (BuiltTree, TreeState) {
+    let (inline, inline_state) = run_placed(limit, &events, Placement::Inline);
+    let (compared, _) = run_placed(limit, &events, Placement::Thread);
+    let (threaded, state) = run_placed(limit, &events, Placement::Thread);
+    assert_eq!(inline_state, state);
+    assert_eq!(inline.executions, threaded.executions);
+    assert_eq!(
+        format!("{:?}", inline.blocks),
+        format!("{:?}", threaded.blocks)
+    );
+    assert_eq!(
+        format!("{:?}", inline.tree.finish()),
+        format!("{:?}", compared.tree.finish())
+    );
+    (threaded, state)
+}
+
+fn run_placed(
+    limit: u64,
+    events: impl FnOnce(&mut TreeFeed),
+    placement: Placement,
+) -> (BuiltTree, TreeState) {
+    let setup = BuilderSetup {
+        code: Arc::new(snapshot()),
+        function_starts: Arc::new(FunctionStarts::default()),
+        tree: CallTreeBuilder::new(0x1000, 0x7000),
+        instruction_limit: limit,
+        progress: Arc::default(),
+        snapshots: None,
+        pid: 1,
+        simulation: Default::default(),
+        dumps: None,
+    };
+    let (mut feed, handle) = spawn_placed(setup, placement).expect("a thread");
+    events(&mut feed);
+    let state = feed.close();
+    drop(feed);
+    (handle.join().expect("builder thread"), state)
+}
+
+fn rounds(feed: &mut TreeFeed, n: usize) {
+    for _ in 0..n {
+        feed.make_room();
+        feed.block(TreeEvent::block(0x1000, 5, 0x7000));
+        feed.block(TreeEvent::block(0x2000, 1, 0x6ff8));
+        feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+        feed.syscall();
+    }
+}
+
+/// Pinned to one CPU (as `taskset -c 0` does), the process counts as
+/// having one: nothing spins and the builder runs inline.
+#[test]
+fn affinity_of_one_cpu_is_seen() {
+    let several = std::thread::spawn(|| {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+        // sched_setaffinity only read and write that local set.
+        let pinned = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        assert_eq!(pinned, 0, "pinning the test thread to CPU 0");
+        waiting::several_cpus()
+    })
+    .join()
+    .expect("test thread");
+    assert!(!several);
+}
+
+/// The same events give the same tree whether they cross the thread in
+/// one batch or in many, and a sync sees every event sent before it.
+#[test]
+fn batches_and_syncs_do_not_change_the_tree() {
+    let n = 3 * BATCH / 2;
+    let (built, state) = run(u64::MAX, |feed| {
+        rounds(feed, 10);
+        assert_eq!(
+            feed.sync(),
+            TreeState {
+                instructions: 30,
+                limit_reached: false,
+                node: 0
+            }
+        );
+        rounds(feed, n - 10);
+    });
+    assert_eq!(
+        state,
+        TreeState {
+            instructions: 3 * n as u64,
+            limit_reached: false,
+            node: 0
+        }
+    );
+    assert_eq!(built.executions, vec![n as u64; 3]);
+    let finished = built.tree.finish();
+    let (nodes, total) = (finished.nodes, finished.total);
+    assert_eq!(total, 3 * n as u64);
+    assert_eq!(nodes.len(), 2, "root and one callee context");
+    assert_eq!(nodes[1].calls, n as u64);
+    assert_eq!(nodes[0].syscalls, n as u64);
+}
+
+/// The builder stops at the block that reaches the limit, whatever the
+/// emulation thread sends after it.
+#[test]
+fn stops_applying_at_the_instruction_limit() {
+    let (built, state) = run(7, |feed| rounds(feed, 100));
+    assert_eq!(
+        state,
+        TreeState {
+            instructions: 7,
+            limit_reached: true,
+            node: 0
+        }
+    );
+    assert_eq!(built.executions, vec![3, 2, 2]);
+    assert_eq!(built.tree.finish().total, 7);
+}
+
+/// Blocks outside the snapshot come with their decoded form.
+#[test]
+fn defined_blocks_need_no_snapshot() {
+    let (built, _) = run(u64::MAX, |feed| {
+        feed.define(BlockInfo {
+            address: 0x9000,
+            size: 3,
+            instructions: 2,
+            cycles: 2,
+            instruction_cycles: vec![1, 1],
+            terminator: crate::tree::blocks::Terminator::Other,
+            is_function_start: false,
+        });
+        feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+    });
+    assert_eq!(built.executions, vec![1]);
+    assert_eq!(built.tree.finish().total, 2);
+}
+
+/// A block rewritten at the same address and size: runs fed before the
+/// change count the old decode, runs after it the new one, also within
+/// one batch and after a prediction learnt the old block.
+#[test]
+fn changed_code_is_counted_as_it_was_when_it_ran() {
+    let version = |instructions| BlockInfo {
+        address: 0x9000,
+        size: 3,
+        instructions,
+        cycles: instructions,
+        instruction_cycles: vec![1; instructions as usize],
+        terminator: crate::tree::blocks::Terminator::Other,
+        is_function_start: false,
+    };
+    let (built, _) = run(u64::MAX, |feed| {
+        feed.define(version(2));
+        for _ in 0..3 {
+            feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+            feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+        }
+        feed.code_changed(0x9002, 1);
+        feed.define(version(3));
+        for _ in 0..2 {
+            feed.block(TreeEvent::block(0x1005, 2, 0x7000));
+            feed.block(TreeEvent::block(0x9000, 3, 0x7000));
+        }
+    });
+    // Ids: the first decode, the syscall block, the second decode.
+    assert_eq!(built.executions, vec![3, 5, 2]);
+    assert_eq!(built.blocks[0].instructions, 2);
+    assert_eq!(built.blocks[2].instructions, 3);
+    assert_eq!(built.tree.finish().total, 5 + 3 * 2 + 2 * 3);
+}

@@ -1,0 +1,159 @@
+//! The running emuprof's end of `emuprof control`: a Unix socket, owner-only
+//! (mode 0600 in a 0700 directory, and every connection's user id checked),
+//! answering one request per connection with lines of text.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use emuprof_emu::dumps::Dumps;
+use emuprof_emu::live::SnapshotSlot;
+
+use super::socket_dir;
+use super::stack;
+use crate::commands::dumps::Written;
+use crate::commands::live::LiveResolver;
+
+/// Set when a `stop` request stopped the run.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// Whether `emuprof control stop` stopped the run.
+pub fn stopped_by_control() -> bool {
+    STOPPED.load(Ordering::Relaxed)
+}
+
+/// What a request can act on.
+pub struct Controlled {
+    /// Cuts and zeroes parts.
+    pub dumps: Arc<Dumps>,
+    /// Where the parts are written.
+    pub written: Arc<Written>,
+    /// The call-tree snapshots, for the guest's call stacks.
+    pub snapshots: Arc<SnapshotSlot>,
+    /// Names functions in the snapshots.
+    pub resolver: LiveResolver,
+    /// Stops the run (the profile is kept).
+    pub interrupt: Arc<AtomicBool>,
+    /// The guest's command line.
+    pub command: Vec<String>,
+}
+
+/// The listening socket and its thread.
+pub struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl ControlServer {
+    /// Listens on this process's socket in the control directory.
+    pub fn start(mut controlled: Controlled) -> Result<ControlServer> {
+        socket_dir::create()?;
+        let path = socket_dir::socket_of(std::process::id());
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path)
+            .with_context(|| format!("cannot create the control socket {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot protect the control socket {}", path.display()))?;
+        listener.set_nonblocking(true)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let theirs = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("emuprof-control".into())
+            .spawn(move || serve(&listener, &mut controlled, &theirs))
+            .context("cannot start the control thread")?;
+        Ok(ControlServer { path, stop, thread })
+    }
+
+    /// Stops answering and removes the socket.
+    pub fn finish(self) {
+        self.stop.store(true, Ordering::Release);
+        let _ = self.thread.join();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve(listener: &UnixListener, controlled: &mut Controlled, stop: &AtomicBool) {
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = answer(stream, controlled);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Reads one request line and writes the answer.
+fn answer(stream: UnixStream, controlled: &mut Controlled) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut writer = stream.try_clone()?;
+    let uid = super::peer::uid_of(&stream)?;
+    // The request is read first even when it is refused: closing a socket
+    // with unread data resets it, and the refusal would be lost.
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line)?;
+    if uid != socket_dir::euid() {
+        return writeln!(
+            writer,
+            "error: refused: this emuprof belongs to user {}, the request came from user {uid}",
+            socket_dir::euid()
+        );
+    }
+    let reply = match line.trim() {
+        "info" => Ok(format!(
+            "pid {}\ncommand {}\nparts {}\n",
+            std::process::id(),
+            controlled.command.join(" "),
+            controlled.written.count()
+        )),
+        "dump" => dump(controlled),
+        "zero" => {
+            controlled.dumps.request_zero();
+            Ok("counters zeroed\n".to_string())
+        }
+        "stack" => stack::render(
+            &controlled.snapshots,
+            &mut controlled.resolver,
+            &controlled.command,
+        ),
+        "stop" => {
+            STOPPED.store(true, Ordering::Relaxed);
+            controlled.interrupt.store(true, Ordering::Relaxed);
+            Ok("stopping; the profile collected so far is being written\n".to_string())
+        }
+        other => Err(format!(
+            "unknown request {other:?}; ask for info, dump, zero, stack or stop"
+        )),
+    };
+    match reply {
+        Ok(text) => writer.write_all(text.as_bytes()),
+        Err(message) => writeln!(writer, "error: {message}"),
+    }
+}
+
+/// Asks for a part and waits until it is on disk.
+fn dump(controlled: &Controlled) -> Result<String, String> {
+    let before = controlled.written.count();
+    controlled.dumps.request_dump();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if let Some(path) = controlled.written.newest_after(before) {
+            let path = std::path::absolute(&path).unwrap_or(path);
+            return Ok(format!("part written to {}\n", path.display()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Err("the part was asked for but not written within 60 s".to_string())
+}

@@ -1,0 +1,192 @@
+//! `emuprof control` talks to a running emuprof through its socket: it lists
+//! the running emuprofs, prints the guest's live call stack with costs,
+//! dumps a part and stops the run keeping the profile; the socket is the
+//! owner's only (mode 0600, and a connection from another user is refused);
+//! with no emuprof, or several, it says so.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{testprog, Libc};
+
+fn emuprof(control_dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+    command.env_clear().env("EMUPROF_CONTROL_DIR", control_dir);
+    command
+}
+
+fn control(control_dir: &Path, args: &[&str]) -> Output {
+    emuprof(control_dir)
+        .arg("control")
+        .args(args)
+        .output()
+        .expect("run emuprof control")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Waits until `path` exists (at most 60 s).
+fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `command` as user `nobody` (with `setpriv`), looking for sockets in
+/// `control_dir`.
+fn as_nobody(control_dir: &Path, command: &[&str]) -> Option<Output> {
+    if common::find_in_path("setpriv").is_none() {
+        common::ci::skip_unless_ci("setpriv");
+        return None;
+    }
+    Some(
+        Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .args(command)
+            .env("EMUPROF_CONTROL_DIR", control_dir)
+            .output()
+            .expect("run setpriv"),
+    )
+}
+
+/// The running emuprof, killed if the test fails before it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn control_lists_shows_the_stack_dumps_and_stops_a_run_and_refuses_other_users() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let control_dir = dir.path().join("control");
+    let out = dir.path().join("out.json");
+    // No emuprof runs yet: a clear error.
+    let none = control(&control_dir, &["stack"]);
+    assert_eq!(none.status.code(), Some(125));
+    assert!(
+        text(&none.stderr).starts_with("emuprof: no emuprof is running"),
+        "{}",
+        text(&none.stderr)
+    );
+
+    // Busy for many seconds: 200 rounds of fib(27).
+    let program = testprog("cpuheavy", Libc::Glibc, "O2").path;
+    let child = emuprof(&control_dir)
+        .arg("-q")
+        .arg("-o")
+        .arg(&out)
+        .arg(&program)
+        .args(["200", "fib"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start emuprof");
+    let mut running = Running(child);
+    let pid = running.0.id();
+    let socket = control_dir.join(format!("{pid}.sock"));
+    wait_for(&socket);
+
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "socket mode {mode:o}");
+    let listed = control(&control_dir, &[]);
+    assert!(listed.status.success(), "{listed:?}");
+    assert_eq!(
+        text(&listed.stdout),
+        format!("{pid}: {} 200 fib\n", program.display())
+    );
+
+    let stack = control(&control_dir, &["stack"]);
+    assert!(stack.status.success(), "{stack:?}");
+    let stack = text(&stack.stdout);
+    assert!(stack.contains("thread 4242, running\n"), "{stack}");
+    let lines: Vec<&str> = stack.lines().map(str::trim_start).collect();
+    let main = lines.iter().position(|l| l.starts_with("main  inclusive "));
+    assert!(main.is_some(), "{stack}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("fib  inclusive ")),
+        "{stack}"
+    );
+
+    // Another user can neither reach the socket (its mode) nor, past the
+    // mode, be answered (its user id is checked).
+    for open_to_all in [dir.path(), &control_dir] {
+        std::fs::set_permissions(open_to_all, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let binary = env!("CARGO_BIN_EXE_emuprof");
+    let pid_text = pid.to_string();
+    let nobody_command = [binary, "control", "--pid", &pid_text, "stack"];
+    if let Some(output) = as_nobody(&control_dir, &nobody_command) {
+        assert!(!output.status.success());
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains("Permission denied"), "{stderr}");
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let output = as_nobody(&control_dir, &nobody_command).expect("setpriv ran once");
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains("refused: this emuprof belongs to user 0"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("thread 4242"), "{stderr}");
+    }
+
+    // Several sockets: the request must name one.
+    let stale = control_dir.join("1.sock");
+    std::fs::write(&stale, b"").unwrap();
+    let several = control(&control_dir, &["dump"]);
+    assert!(
+        text(&several.stderr).contains("2 emuprofs are running (1, "),
+        "{}",
+        text(&several.stderr)
+    );
+    std::fs::remove_file(&stale).unwrap();
+
+    let dump = control(&control_dir, &["--pid", &pid_text, "dump"]);
+    assert!(dump.status.success(), "{dump:?}");
+    let reply = text(&dump.stdout);
+    let part = PathBuf::from(
+        reply
+            .strip_prefix("part written to ")
+            .and_then(|p| p.strip_suffix('\n'))
+            .unwrap_or_else(|| panic!("{reply}")),
+    );
+    let report = emuprof(&control_dir)
+        .arg("report")
+        .arg(&part)
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{report:?}");
+
+    let stop = control(&control_dir, &["stop"]);
+    assert!(stop.status.success(), "{stop:?}");
+    let status = running.0.wait().expect("emuprof ends");
+    assert_eq!(status.code(), Some(130), "stopped like Ctrl-C");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(running.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("emuprof: stopped by `emuprof control stop`; partial profile written"),
+        "{stderr}"
+    );
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out).expect("the final profile")).unwrap();
+    assert!(profile["partial"].is_string(), "{}", profile["partial"]);
+    assert_eq!(profile["part"]["index"], 2);
+    assert!(!socket.exists(), "the socket is removed at the end");
+}

@@ -1,0 +1,69 @@
+//! The call-tree builder runs on its own thread, or on the emulation thread
+//! when the process may use only one CPU (`emu/src/tree/tree_feed/placement.rs`).
+//! Both apply the same events in the same order, so the profiles are the
+//! same bytes: checked here by forcing each placement
+//! (`EMUPROF_TREE_BUILDER`) on a recursive program, a call-heavy one, a
+//! threaded one, one that forks, one that rewrites its code, and a run cut
+//! short by `--max-instructions`.
+
+mod common;
+
+use common::{testprog, EmuprofCommand, Libc};
+
+fn profile_with_builder(command: &EmuprofCommand, placement: &str, exit_status: i32) -> Vec<u8> {
+    let run = command
+        .clone()
+        .host_env("EMUPROF_TREE_BUILDER", placement)
+        .run();
+    assert_eq!(
+        run.status.code(),
+        Some(exit_status),
+        "{placement}: {}",
+        run.stderr
+    );
+    run.profile_bytes.expect("profile written")
+}
+
+#[test]
+fn both_builder_placements_write_the_same_profiles() {
+    let libc = if common::testprogs::musl_available() {
+        Libc::Musl
+    } else {
+        Libc::Glibc
+    };
+    for program in ["fib", "qsortcb", "threads", "processes", "smc"] {
+        let variant = testprog(program, libc, "O2");
+        let command = EmuprofCommand::for_variant(&variant).flags(&["--quiet"]);
+        let status = variant.spec.exit_status;
+        assert!(
+            profile_with_builder(&command, "thread", status)
+                == profile_with_builder(&command, "inline", status),
+            "{}: the profiles differ between the builder thread and the inline builder",
+            variant.name()
+        );
+    }
+}
+
+#[test]
+fn both_builder_placements_stop_at_the_same_instruction() {
+    let variant = testprog("fib", Libc::Glibc, "O2");
+    let command =
+        EmuprofCommand::for_variant(&variant).flags(&["--quiet", "--max-instructions", "100000"]);
+    let thread = command
+        .clone()
+        .host_env("EMUPROF_TREE_BUILDER", "thread")
+        .run();
+    let inline = command.host_env("EMUPROF_TREE_BUILDER", "inline").run();
+    assert_eq!(
+        thread.status.code(),
+        inline.status.code(),
+        "{}",
+        inline.stderr
+    );
+    let thread_profile = thread.profile_bytes.expect("a partial profile");
+    assert!(thread_profile == inline.profile_bytes.expect("a partial profile"));
+    let total = thread.profile.expect("JSON")["totals"]["instructions"]
+        .as_u64()
+        .expect("an instruction total");
+    assert!((100_000..101_000).contains(&total), "{total} instructions");
+}
