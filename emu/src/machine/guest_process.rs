@@ -277,23 +277,13 @@ impl GuestProcess {
         let sys = state.into_inner().sys;
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &symbols);
-        let blocks = recorded::block_table(
-            &built.blocks,
-            &built.executions,
-            built.simulation.as_ref(),
-        );
+        let blocks =
+            recorded::block_table(&built.blocks, &built.executions, built.simulation.as_ref());
         let finished = built.tree.finish();
         let mut nodes = finished.nodes;
-        let simulation = built.simulation.map(|counts| {
-            let width = counts.settings.events.len();
-            for (node, events) in nodes.iter_mut().zip(counts.nodes) {
-                node.self_events = events;
-            }
-            for node in &mut nodes {
-                node.self_events.resize(width, 0);
-            }
-            counts.settings
-        });
+        let simulation = built
+            .simulation
+            .map(|counts| recorded::attach_events(&mut nodes, &counts));
         let threads = recorded::thread_table(&finished.threads, &tids);
         let profile = RawProfile {
             command,

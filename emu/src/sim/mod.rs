@@ -262,14 +262,17 @@ impl Simulator {
         std::mem::take(&mut self.penalty)
     }
 
-    /// The counts, once every event is applied (and the last block
-    /// [interrupted](Simulator::interrupted)).
-    pub(crate) fn finish(self) -> SimulationCounts {
+    /// The counts so far, which start again from zero (a dump cut a part
+    /// of the run); the caches and predictors keep their state.
+    pub(crate) fn take_counts(&mut self) -> SimulationCounts {
         let width = self.width.max(1);
         SimulationCounts {
-            nodes: self.nodes.chunks(width).map(<[u64]>::to_vec).collect(),
-            blocks: self.blocks,
-            settings: self.settings,
+            nodes: std::mem::take(&mut self.nodes)
+                .chunks(width)
+                .map(<[u64]>::to_vec)
+                .collect(),
+            blocks: std::mem::take(&mut self.blocks),
+            settings: self.settings.clone(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The tables a profile (or a part of one) records about blocks and threads,
 //! made from what the call-tree thread tracked.
 
-use emuprof_model::{Block, RawThread};
+use emuprof_model::{Block, RawNode, RawThread, Simulation};
 
 use crate::sim::SimulationCounts;
 use crate::tree::blocks::BlockInfo;
@@ -22,6 +22,18 @@ pub(crate) fn thread_table(records: &[ThreadRecord], tids: &[u64]) -> Vec<RawThr
             cycles: t.cycles,
         })
         .collect()
+}
+
+/// Gives each context its simulated events (`counts.nodes`, by node id;
+/// contexts the simulation never saw get zeros) and returns the settings
+/// the profile records.
+pub(crate) fn attach_events(nodes: &mut [RawNode], counts: &SimulationCounts) -> Simulation {
+    let width = counts.settings.events.len();
+    for (id, node) in nodes.iter_mut().enumerate() {
+        node.self_events = counts.nodes.get(id).cloned().unwrap_or_default();
+        node.self_events.resize(width, 0);
+    }
+    counts.settings.clone()
 }
 
 /// The block table: every block that ran. Code that changed while the guest

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use emuprof_loader::FunctionStarts;
 
 use super::{
-    BuiltTree, TreeEvent, MEMORY_ACCESS, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL,
-    SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
+    BuiltTree, TreeEvent, MEMORY_ACCESS, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT,
+    SWITCH_THREAD, SYSCALL,
 };
 use crate::sim::{SimulationOptions, Simulator};
 use crate::tree::blocks::{BlockCache, BlockInfo};
@@ -168,7 +168,7 @@ impl BuilderThread {
         let simulation = self.simulator.take().map(|mut simulator| {
             simulator.interrupted(&self.blocks);
             self.tree.add_cycles(simulator.take_penalty());
-            simulator.finish()
+            simulator.take_counts()
         });
         let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
@@ -243,10 +243,13 @@ impl BuilderThread {
             return;
         };
         let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
+        // Parts carry the events counted since the last cut, as their costs.
+        let events = self.simulator.as_mut().map(|s| s.take_counts());
         cutter.cut(
             &mut self.tree,
             self.blocks.blocks(),
             &executions,
+            events.as_ref(),
             cut_by,
             keep,
         );
