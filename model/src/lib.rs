@@ -84,7 +84,7 @@ pub struct Block {
     /// The cost model's cycles of each of the block's instructions, for one
     /// run of the block (empty in profiles older than cycles). Stored as one
     /// string of space-separated numbers.
-    #[serde(default, with = "cycle_list")]
+    #[serde(default, with = "simulation::count_list")]
     pub cycles: Vec<u32>,
     /// Simulated events of each instruction over all the block's runs:
     /// `instructions` rows of the profile's events (in
@@ -102,27 +102,6 @@ impl Block {
     /// Cycles of one run of the block: the sum of its instructions'.
     pub fn cycles_per_run(&self) -> u64 {
         self.cycles.iter().map(|&c| u64::from(c)).sum()
-    }
-}
-
-/// A list of cycle counts as one JSON string, `"1 0 3"`: a profile holds one
-/// per block, and a JSON array would take a line per number.
-mod cycle_list {
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(cycles: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
-        let text: Vec<String> = cycles.iter().map(u32::to_string).collect();
-        serializer.serialize_str(&text.join(" "))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.split_whitespace()
-            .map(|n| {
-                n.parse()
-                    .map_err(|_| D::Error::custom(format!("block cycles {n:?} is not a number")))
-            })
-            .collect()
     }
 }
 

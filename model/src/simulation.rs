@@ -191,23 +191,32 @@ impl Simulation {
 }
 
 /// A list of counts as one JSON string, `"1 0 3"` (a JSON array would take
-/// a line per number in the pretty-printed profile).
+/// a line per number in the pretty-printed profile): block cycles and
+/// simulated events.
 pub mod count_list {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
     /// Writes `counts` as space-separated numbers.
-    pub fn serialize<S: Serializer>(counts: &[u64], serializer: S) -> Result<S::Ok, S::Error> {
-        let text: Vec<String> = counts.iter().map(u64::to_string).collect();
+    pub fn serialize<S: Serializer, T: Display>(
+        counts: &[T],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = counts.iter().map(T::to_string).collect();
         serializer.serialize_str(&text.join(" "))
     }
 
     /// Reads space-separated numbers.
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>, T: FromStr>(
+        deserializer: D,
+    ) -> Result<Vec<T>, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.split_whitespace()
             .map(|n| {
                 n.parse()
-                    .map_err(|_| D::Error::custom(format!("event count {n:?} is not a number")))
+                    .map_err(|_| D::Error::custom(format!("count {n:?} is not a number")))
             })
             .collect()
     }

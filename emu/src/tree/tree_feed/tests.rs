@@ -144,6 +144,8 @@ fn defined_blocks_need_no_snapshot() {
             instructions: 2,
             cycles: 2,
             instruction_cycles: vec![1, 1],
+            instruction_offsets: vec![0, 1],
+            conditional_target: None,
             terminator: crate::tree::blocks::Terminator::Other,
             is_function_start: false,
         });
@@ -164,6 +166,8 @@ fn changed_code_is_counted_as_it_was_when_it_ran() {
         instructions,
         cycles: instructions,
         instruction_cycles: vec![1; instructions as usize],
+        instruction_offsets: (0..instructions as u16).collect(),
+        conditional_target: None,
         terminator: crate::tree::blocks::Terminator::Other,
         is_function_start: false,
     };
