@@ -123,6 +123,8 @@ pub struct InstructionCosts {
     pub functions: Vec<CodeFunction>,
     /// Instructions, sorted by address, one per address.
     pub instructions: Vec<InstructionCost>,
+    /// What [`InstructionCost::executions`] counts: the profile's metric.
+    pub metric: Metric,
 }
 
 impl InstructionCosts {
@@ -248,6 +250,7 @@ impl InstructionCosts {
         InstructionCosts {
             functions,
             instructions,
+            metric,
         }
     }
 
