@@ -149,6 +149,16 @@ pub struct CollectArgs {
     /// on the call stack. Repeatable; combines with --collect.
     #[arg(long, value_name = "FUNC|REGEX")]
     pub exclude: Vec<String>,
+    /// Start collecting at the N-th entry of FUNC (the first without :N).
+    /// Until then the program runs without building the call tree, several
+    /// times faster; the profile's root path is the call stack there.
+    #[arg(long, value_name = "FUNC[:N]", conflicts_with = "start_after",
+          value_parser = emuprof::start::Start::parse_function)]
+    pub start_at: Option<emuprof::start::Start>,
+    /// Start collecting at the first block boundary at or past N executed
+    /// instructions (fast-forwarding as --start-at does).
+    #[arg(long, value_name = "N")]
+    pub start_after: Option<u64>,
 }
 
 /// Options of `emuprof run`.

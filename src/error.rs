@@ -52,6 +52,10 @@ pub enum Error {
     /// from (another build id or other bytes).
     #[error("{0}")]
     WrongBinary(String),
+    /// An option names something the program does not have
+    /// ([`crate::Run::start_at`] a function it lacks).
+    #[error("{0}")]
+    Usage(String),
     /// The capstone disassembler could not start.
     #[error("cannot start the capstone disassembler: {0}")]
     Disassembler(String),

@@ -51,6 +51,7 @@ pub mod input;
 pub mod output;
 mod runner;
 pub mod source_map;
+pub mod start;
 pub mod symbols;
 pub mod terminal_text;
 

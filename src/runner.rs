@@ -8,6 +8,7 @@ use emuprof_emu::FilesOptions;
 use emuprof_emu::{LoadedLibrary, RunHandles, RunOptions, RunOutcome, StopReason};
 
 use crate::error::{Error, Result};
+use crate::start::Start;
 use crate::symbols::SymbolResolver;
 
 /// A run to make: program, arguments, environment and options. Built with
@@ -18,6 +19,7 @@ pub struct Run {
     options: RunOptions,
     handles: RunHandles,
     collection: Collection,
+    start: Option<Start>,
 }
 
 impl Run {
@@ -32,6 +34,7 @@ impl Run {
             options: RunOptions::new(args, FilesOptions::for_exe(exe)),
             handles: RunHandles::default(),
             collection: Collection::default(),
+            start: None,
         }
     }
 
@@ -86,6 +89,30 @@ impl Run {
         self
     }
 
+    /// Starts collecting at the `nth` (1-based) entry of the function
+    /// `name`: the run gets there without building the call tree (fast),
+    /// and the profile's root path is the call stack there
+    /// (`Profile::started` says where).
+    pub fn start_at(mut self, name: impl Into<String>, nth: u64) -> Run {
+        self.start = Some(Start::Function {
+            name: name.into(),
+            nth: nth.max(1),
+        });
+        self
+    }
+
+    /// Starts collecting at the first block boundary at or past
+    /// `instructions` executed instructions (see [`Run::start_at`]).
+    pub fn start_after(mut self, instructions: u64) -> Run {
+        self.start = Some(Start::Instructions(instructions));
+        self
+    }
+
+    /// Where collection starts, when late ([`Run::start_at`]).
+    pub fn start(&self) -> Option<&Start> {
+        self.start.as_ref()
+    }
+
     /// Changes every other setting (seed, limits, sandbox…).
     pub fn options_mut(&mut self) -> &mut RunOptions {
         &mut self.options
@@ -115,14 +142,20 @@ impl Run {
     }
 
     /// Loads the binary, runs it to the end and symbolicates the profile.
-    pub fn execute(self) -> Result<CompletedRun> {
+    pub fn execute(mut self) -> Result<CompletedRun> {
         let binary = std::sync::Arc::new(self.load()?);
+        if let Some(start) = &self.start {
+            self.options.start = Some(start.point(&binary)?);
+        }
         let outcome = emuprof_emu::run(std::sync::Arc::clone(&binary), self.options, self.handles)
             .map_err(|source| Error::Run {
                 path: self.program.clone(),
                 source,
             })?;
         let mut profile = symbolicate(&self.program, &binary, &outcome)?;
+        if let (Some(start), Some(at)) = (&self.start, outcome.started_at) {
+            profile.started = Some(start.started(at));
+        }
         let mut notes = outcome.notes;
         notes.extend(crate::collection::restrict(
             &mut profile,

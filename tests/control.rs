@@ -190,3 +190,66 @@ fn control_lists_shows_the_stack_dumps_and_stops_a_run_and_refuses_other_users()
     assert_eq!(profile["part"]["index"], 2);
     assert!(!socket.exists(), "the socket is removed at the end");
 }
+
+/// `main`'s inclusive cost so far, from a `control stack` answer.
+fn main_inclusive(control_dir: &Path) -> u64 {
+    let stack = control(control_dir, &["stack"]);
+    assert!(stack.status.success(), "{stack:?}");
+    let stack = text(&stack.stdout);
+    stack
+        .lines()
+        .map(str::trim_start)
+        .find_map(|l| l.strip_prefix("main  inclusive "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no main in {stack}"))
+}
+
+/// `control collect off` stops the costs from growing while the guest runs
+/// on; `collect on` lets them grow again.
+#[test]
+fn control_switches_collection_off_and_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let control_dir = dir.path().join("control");
+    let program = testprog("cpuheavy", Libc::Glibc, "O2").path;
+    let child = emuprof(&control_dir)
+        .arg("-q")
+        .arg("-o")
+        .arg(dir.path().join("out.json"))
+        .arg(&program)
+        .args(["200", "fib"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start emuprof");
+    let mut running = Running(child);
+    wait_for(&control_dir.join(format!("{}.sock", running.0.id())));
+
+    let off = control(&control_dir, &["collect", "off"]);
+    assert_eq!(text(&off.stdout), "collection switched off\n", "{off:?}");
+    // The switch happens at the next batch; then nothing counts.
+    std::thread::sleep(Duration::from_millis(300));
+    let before = main_inclusive(&control_dir);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(main_inclusive(&control_dir), before, "counted while off");
+
+    let on = control(&control_dir, &["collect", "on"]);
+    assert_eq!(text(&on.stdout), "collection switched on\n", "{on:?}");
+    let start = Instant::now();
+    while main_inclusive(&control_dir) == before {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "nothing counted after on"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let missing = control(&control_dir, &["collect"]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing.stderr).contains("on"),
+        "{}",
+        text(&missing.stderr)
+    );
+    assert!(control(&control_dir, &["stop"]).status.success());
+    running.0.wait().expect("emuprof ends");
+}

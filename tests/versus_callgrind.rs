@@ -15,6 +15,7 @@ mod common;
 use std::process::Command;
 use std::sync::OnceLock;
 
+use common::callgrind::{compare_functions, STARTUP_AUXV_READERS};
 use common::{run_callgrind, run_emuprof, testprog_variants, Libc};
 
 /// The environment Valgrind gives its client even under `env -i` (it adds
@@ -46,20 +47,6 @@ fn emuprof_flags() -> Vec<String> {
     flags
 }
 
-/// Startup functions whose cost depends on the auxv/environment the loader
-/// (Valgrind or emuprof) builds, not on the program.
-const STARTUP_AUXV_READERS: &[&str] = &[
-    "__init_libc",
-    "_dl_aux_init",
-    "__tunables_init",
-    "__libc_start_main",
-    "(below main)",
-];
-
-/// musl's malloc asks `brk` where the heap is and aligns from there; Valgrind
-/// places the heap elsewhere than emuprof (or Linux), so these paths differ.
-const BRK_DEPENDENT: &[&str] = &["__malloc_alloc_meta", "__expand_heap"];
-
 #[test]
 fn musl_counts_equal_callgrind() {
     let mut failures = Vec::new();
@@ -75,38 +62,7 @@ fn musl_counts_equal_callgrind() {
         if diff as f64 > cg.total as f64 * 0.001 {
             failures.push(format!("{name}: total {total} vs Callgrind {}", cg.total));
         }
-        let functions = run.profile()["functions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let name_count = |n: &str| functions.iter().filter(|f| f["name"] == n).count();
-        for f in &functions {
-            let fname = f["name"].as_str().unwrap_or("");
-            // Callgrind merges functions of the same name (musl has several
-            // static `dummy`s); emuprof keeps them apart, so skip those.
-            if STARTUP_AUXV_READERS.contains(&fname)
-                || BRK_DEPENDENT.contains(&fname)
-                || fname.starts_with("0x")
-                || name_count(fname) > 1
-                || !cg.self_by_fn.contains_key(fname)
-            {
-                continue;
-            }
-            compared += 1;
-            let (ours, theirs) = (
-                f["self_instructions"].as_u64().unwrap_or(0),
-                cg.self_ir(fname),
-            );
-            if ours != theirs {
-                failures.push(format!("{name}: {fname} self {ours} vs Callgrind {theirs}"));
-            }
-            let (ours, theirs) = (f["calls"].as_u64().unwrap_or(0), cg.calls(fname));
-            if fname != "_start" && ours != theirs {
-                failures.push(format!(
-                    "{name}: {fname} calls {ours} vs Callgrind {theirs}"
-                ));
-            }
-        }
+        compared += compare_functions(&name, run.profile(), &cg, true, &mut failures);
     }
     assert!(
         failures.is_empty(),

@@ -85,7 +85,7 @@ pub use display_tree::{DisplayTree, RowKind, TreeRow};
 pub use error::{AnalysisError, Result};
 pub use metric::Metric;
 pub use profile::{
-    Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Thread,
-    Totals, SCHEMA_VERSION,
+    Block, CallNode, Function, FunctionId, LoadedObject, Process, ProcessOrigin, Profile, Started,
+    Thread, Totals, SCHEMA_VERSION,
 };
 pub use symbolicate::{FunctionInfo, Resolve};

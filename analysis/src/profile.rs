@@ -37,6 +37,16 @@ pub const OLDEST_READABLE_SCHEMA_VERSION: u32 = 1;
 /// Index of a function in [`Profile::functions`].
 pub type FunctionId = u32;
 
+/// Where a late start began collecting ([`Profile::started`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Started {
+    /// What was asked: `fib:1` (the first entry of `fib`) or
+    /// `instruction 1000000`.
+    pub at: String,
+    /// The instructions the run had executed there, which count nowhere.
+    pub instruction: u64,
+}
+
 /// One profiled run, symbolicated.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
@@ -67,6 +77,12 @@ pub struct Profile {
     /// empty for the whole run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collection: Vec<Collection>,
+    /// Where a late start (`--start-at`, `--start-after`) began: the
+    /// costs are those from there on, and the call tree's root path is the
+    /// call stack there (schema version 4 on); absent for a run collected from
+    /// its first instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<Started>,
     /// The guest's threads: the main thread first (root `call_tree[0]`), the
     /// others in creation order. Version-1 profiles read as one main thread.
     #[serde(default)]
@@ -313,9 +329,9 @@ impl Profile {
             });
         }
         let mut profile: Profile = serde_json::from_slice(&bytes)?;
-        if found < 4 && !profile.collection.is_empty() {
+        if found < 4 && (!profile.collection.is_empty() || profile.started.is_some()) {
             return Err(AnalysisError::Inconsistent(format!(
-                "schema_version {found} cannot have a `collection` field (added in 4)"
+                "schema_version {found} cannot have a `collection` or `started` field (added in 4)"
             )));
         }
         if found == 1 {

@@ -156,6 +156,7 @@ impl Profile {
             process: raw.process.clone(),
             processes: Vec::new(),
             collection: Vec::new(),
+            started: None,
             code: None,
             simulation: raw.simulation.clone(),
             event_totals: Vec::new(),

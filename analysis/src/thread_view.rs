@@ -134,6 +134,7 @@ impl Profile {
             exit_status: self.exit_status,
             partial: self.partial.clone(),
             part: self.part.clone(),
+            started: self.started.clone(),
             totals: crate::profile::Totals {
                 instructions,
                 cycles,

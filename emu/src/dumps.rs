@@ -13,10 +13,11 @@
 //!   batches of blocks, i.e. at a block boundary the host's timing chooses.
 //!
 //! [`Dumps::request_zero`] discards the costs since the last cut without
-//! writing them. Other process images (fork children, exec'd programs) are
+//! writing them; [`Dumps::request_collection`] switches collection on or off
+//! (between two batches too). Other process images (fork children, exec'd programs) are
 //! not cut: they are in the final profile, whole.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 
@@ -36,6 +37,13 @@ pub struct RawPart {
     pub libraries: Vec<LoadedLibrary>,
 }
 
+/// No switch of collection is pending.
+const NO_SWITCH: u8 = 0;
+/// Collection is to be switched off.
+const SWITCH_OFF: u8 = 1;
+/// Collection is to be switched on.
+const SWITCH_ON: u8 = 2;
+
 /// When to cut parts, and where they go.
 #[derive(Debug)]
 pub struct Dumps {
@@ -45,6 +53,9 @@ pub struct Dumps {
     pub at: Option<u64>,
     dump_requested: AtomicBool,
     zero_requested: AtomicBool,
+    /// A pending switch of collection: [`NO_SWITCH`], [`SWITCH_OFF`] or
+    /// [`SWITCH_ON`].
+    collection_requested: AtomicU8,
     /// Parts cut so far.
     cut: AtomicU32,
     parts: Sender<RawPart>,
@@ -61,6 +72,7 @@ impl Dumps {
             at,
             dump_requested: AtomicBool::new(false),
             zero_requested: AtomicBool::new(false),
+            collection_requested: AtomicU8::new(NO_SWITCH),
             cut: AtomicU32::new(0),
             parts,
         };
@@ -77,6 +89,24 @@ impl Dumps {
     /// atomic store: safe in a signal handler.
     pub fn request_zero(&self) {
         self.zero_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks for collection to be switched on or off at the next block
+    /// boundary the call-tree thread reaches (as the client request
+    /// `CALLGRIND_START_INSTRUMENTATION` / `STOP_INSTRUMENTATION` does, but
+    /// at a point the host's timing chooses).
+    pub fn request_collection(&self, on: bool) {
+        let switch = if on { SWITCH_ON } else { SWITCH_OFF };
+        self.collection_requested.store(switch, Ordering::Relaxed);
+    }
+
+    /// Takes a pending switch of collection: `Some(on)`.
+    pub(crate) fn take_collection_request(&self) -> Option<bool> {
+        match self.collection_requested.swap(NO_SWITCH, Ordering::Relaxed) {
+            SWITCH_ON => Some(true),
+            SWITCH_OFF => Some(false),
+            _ => None,
+        }
     }
 
     /// How many parts have been cut so far.

@@ -16,6 +16,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod client_requests;
 mod clock;
 mod cpu;
 pub mod dumps;
@@ -33,7 +34,7 @@ pub use emuprof_model::{CacheConfig, CacheGeometry};
 pub use error::EmuError;
 pub use machine::{
     run, BlockedThread, LoadedLibrary, ProcessImage, RunHandles, RunOptions, RunOutcome,
-    StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
+    StartPoint, StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
 };
 pub use sim::{geometry, SimulationOptions, PENALTIES};
 pub use syscalls::files::{open_in_root, FilesError, FilesOptions};

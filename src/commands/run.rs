@@ -204,6 +204,13 @@ impl<'p> Prepared<'p> {
         for pattern in &guest.collection.exclude {
             run = run.exclude(pattern);
         }
+        match (&guest.collection.start_at, guest.collection.start_after) {
+            (Some(emuprof::start::Start::Function { name, nth }), _) => {
+                run = run.start_at(name, *nth);
+            }
+            (_, Some(instructions)) => run = run.start_after(instructions),
+            _ => {}
+        }
         if let Some(argv0) = run.options_mut().args.first_mut() {
             // As a shell does: argv[0] is the name as typed, also when found on PATH.
             *argv0 = program.to_string_lossy().into_owned();

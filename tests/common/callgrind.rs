@@ -20,6 +20,67 @@ use std::process::Command;
 
 use super::process::run_with_timeout;
 
+/// Startup functions whose cost depends on the auxv/environment the loader
+/// (Valgrind or emuprof) builds, not on the program.
+pub const STARTUP_AUXV_READERS: &[&str] = &[
+    "__init_libc",
+    "_dl_aux_init",
+    "__tunables_init",
+    "__libc_start_main",
+    "(below main)",
+];
+
+/// musl's malloc asks `brk` where the heap is and aligns from there; Valgrind
+/// places the heap elsewhere than emuprof (or Linux), so these paths differ.
+pub const BRK_DEPENDENT: &[&str] = &["__malloc_alloc_meta", "__expand_heap"];
+
+/// Compares the self cost and call count of every function of an emuprof
+/// profile (JSON) that Callgrind also names with Callgrind's, except the
+/// startup and heap-placement functions above, unnamed code and names
+/// emuprof has twice (Callgrind merges functions of the same name: musl
+/// has several static `dummy`s). Call counts are compared when `calls`.
+/// Each difference is pushed to `failures`, prefixed with `label`; returns
+/// how many functions were compared.
+pub fn compare_functions(
+    label: &str,
+    profile: &serde_json::Value,
+    cg: &CallgrindProfile,
+    calls: bool,
+    failures: &mut Vec<String>,
+) -> usize {
+    let functions = profile["functions"].as_array().cloned().unwrap_or_default();
+    let name_count = |n: &str| functions.iter().filter(|f| f["name"] == n).count();
+    let mut compared = 0;
+    for f in &functions {
+        let fname = f["name"].as_str().unwrap_or("");
+        if STARTUP_AUXV_READERS.contains(&fname)
+            || BRK_DEPENDENT.contains(&fname)
+            || fname.starts_with("0x")
+            || name_count(fname) > 1
+            || !cg.self_by_fn.contains_key(fname)
+        {
+            continue;
+        }
+        compared += 1;
+        let (ours, theirs) = (
+            f["self_instructions"].as_u64().unwrap_or(0),
+            cg.self_ir(fname),
+        );
+        if ours != theirs {
+            failures.push(format!(
+                "{label}: {fname} self {ours} vs Callgrind {theirs}"
+            ));
+        }
+        let (ours, theirs) = (f["calls"].as_u64().unwrap_or(0), cg.calls(fname));
+        if calls && fname != "_start" && ours != theirs {
+            failures.push(format!(
+                "{label}: {fname} calls {ours} vs Callgrind {theirs}"
+            ));
+        }
+    }
+    compared
+}
+
 /// What Callgrind measured for one run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallgrindProfile {
@@ -66,6 +127,16 @@ pub fn run_callgrind<S: AsRef<std::ffi::OsStr>>(
     program: &Path,
     args: &[S],
 ) -> Option<CallgrindProfile> {
+    run_callgrind_parts(program, args).and_then(|mut parts| parts.pop())
+}
+
+/// As [`run_callgrind`], and every part the program dumped before the end
+/// (`CALLGRIND_DUMP_STATS`: `callgrind.out.1`, `.2`…), in order: the last
+/// profile is the one written at the end.
+pub fn run_callgrind_parts<S: AsRef<std::ffi::OsStr>>(
+    program: &Path,
+    args: &[S],
+) -> Option<Vec<CallgrindProfile>> {
     let Some(valgrind) = super::find_in_path("valgrind") else {
         super::ci::skip_unless_ci(
             "valgrind is not installed (needed for the Callgrind comparison)",
@@ -87,14 +158,23 @@ pub fn run_callgrind<S: AsRef<std::ffi::OsStr>>(
         .env_clear()
         .current_dir(dir.path());
     let output = run_with_timeout(command, &format!("callgrind {}", program.display()));
-    let text = std::fs::read_to_string(&out_file).unwrap_or_else(|e| {
-        panic!(
-            "callgrind wrote no output file {} ({e}); valgrind said:\n{}",
-            out_file.display(),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    Some(parse_callgrind(&text).unwrap_or_else(|e| panic!("{e}")))
+    let read = |path: &Path| {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+            panic!(
+                "callgrind wrote no output file {} ({e}); valgrind said:\n{}",
+                path.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+        parse_callgrind(&text).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut parts: Vec<CallgrindProfile> = (1..)
+        .map(|n| dir.path().join(format!("callgrind.out.{n}")))
+        .take_while(|path| path.exists())
+        .map(|path| read(&path))
+        .collect();
+    parts.push(read(&out_file));
+    Some(parts)
 }
 
 /// Parses the text of a Callgrind output file.

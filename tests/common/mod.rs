@@ -31,7 +31,7 @@ pub mod testprogs;
 pub mod tmux;
 pub mod tools;
 
-pub use callgrind::{parse_callgrind, run_callgrind, CallgrindProfile};
+pub use callgrind::{parse_callgrind, run_callgrind, run_callgrind_parts, CallgrindProfile};
 pub use process::{emuprof_stdout, run_emuprof, run_native, EmuprofCommand, EmuprofRun};
 pub use testprogs::{testprog, testprog_variants, Libc, ProgramSpec, Variant, PROGRAMS};
 

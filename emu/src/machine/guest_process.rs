@@ -13,6 +13,7 @@ use emuprof_loader::{Binary, Image};
 use emuprof_model::{RawProcess, RawProfile};
 use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
+use super::fast_forward::FastForward;
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
 use super::processes::ProcessTable;
 use super::stack_pointer::StackPointerSource;
@@ -109,6 +110,7 @@ impl GuestProcess {
         space.set_brk_start(image.brk_start);
 
         let cpus = options.cpus.clamp(1, super::MAX_CPUS);
+        let first_program = inherited.is_none();
         let mut sys = match inherited {
             Some(sys) => sys.for_new_program(),
             None => SyscallState {
@@ -188,11 +190,20 @@ impl GuestProcess {
         };
         let pid = identity.pid;
         let snapshots = handles.snapshots.clone();
+        // Only the first program starts late (an exec'd one inherits state).
+        let snapshot_text = text;
+        let mut text = text;
+        let fast_forward = match options.start {
+            Some(point) if first_program => {
+                Some(FastForward::new(point, &mut text, start, stack.sp))
+            }
+            _ => None,
+        };
         let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
             blocks: BlockCache::new()?,
             text,
-            snapshot_text: text,
+            snapshot_text,
             feed,
             space,
             sys,
@@ -209,8 +220,10 @@ impl GuestProcess {
             table,
             request: None,
             others_runnable: false,
+            fast_forward,
+            started_at: None,
         }));
-        install_hooks(&mut uc, &state)?;
+        install_hooks(&mut uc, &state, &code)?;
         Ok(GuestProcess {
             uc,
             state,
@@ -266,7 +279,14 @@ impl GuestProcess {
                 function: st.function_name(pc),
             },
         };
-        let notes = std::mem::take(&mut st.notes);
+        let mut notes = std::mem::take(&mut st.notes);
+        if st.fast_forward.is_some() {
+            notes.push(
+                "the start point (--start-at/--start-after) was never reached: nothing was                  collected; check the function name and count with a full profile"
+                    .to_string(),
+            );
+        }
+        let started_at = st.started_at;
         let symbols = st.symbols.clone();
         let command = st.options.args.clone();
         let tids: Vec<u64> = st.threads.threads.iter().map(|t| t.tid).collect();
@@ -300,6 +320,7 @@ impl GuestProcess {
         Ok(FinishedImage {
             profile,
             part: built.last_part,
+            started_at,
             instructions_run: tree_state.instructions,
             stop,
             notes,
@@ -316,6 +337,8 @@ pub(super) struct FinishedImage {
     pub profile: RawProfile,
     /// Which part of the run `profile` is, when dumps cut it.
     pub part: Option<emuprof_model::Part>,
+    /// The instructions run before the call tree started (a late start).
+    pub started_at: Option<u64>,
     /// Every instruction it ran (`profile` has those of its last part).
     pub instructions_run: u64,
     /// Why it ended.
@@ -434,12 +457,15 @@ fn spans_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
     spans
 }
 
-/// Installs every hook on `uc`, sharing `state`.
+/// Installs every hook on `uc`, sharing `state`; `code` is the loaded code
+/// (scanned for Valgrind client requests).
 pub(super) fn install_hooks(
     uc: &mut Unicorn<'static, ()>,
     state: &hooks::Shared,
+    code: &CodeSnapshot,
 ) -> Result<(), EmuError> {
     let err = |e| EmuError::unicorn("installing hooks", e);
+    super::client_request_hook::install(uc, state, code).map_err(err)?;
     let s = Rc::clone(state);
     uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s))
         .map_err(err)?;

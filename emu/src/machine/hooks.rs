@@ -38,7 +38,10 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
         let _ = uc.emu_stop();
         return;
     }
-    st.feed.syscall();
+    // (Before a late start the call tree has no context to count it in.)
+    if st.fast_forward.is_none() {
+        st.feed.syscall();
+    }
     syscall_dispatch::dispatch(uc, &mut st);
     super::code_changes::forget_noted_changes(&mut st);
     // The block hook looks at the quantum when a batch of events is full;

@@ -2,7 +2,9 @@
 //! installs the hooks and runs the guest to the end.
 
 mod block_hook;
+mod client_request_hook;
 mod code_changes;
+mod fast_forward;
 mod guest_process;
 mod guest_symbols;
 mod hooks;
@@ -19,6 +21,7 @@ mod syscall_dispatch;
 mod threads;
 mod user_mode;
 
+pub use fast_forward::StartPoint;
 pub use guest_symbols::LoadedLibrary;
 pub use options::{RunHandles, RunOptions, UnsupportedSyscalls};
 pub use stop::{BlockedThread, StopReason};
@@ -62,6 +65,11 @@ pub struct RunOutcome {
     /// When the run was cut into parts ([`RunHandles::dumps`]): which part
     /// `profile` is (the last one). `None` when it is the whole run.
     pub part: Option<emuprof_model::Part>,
+    /// After a late start ([`RunOptions::start`]): the instructions run
+    /// before the call tree started. `None` for a tree from the first
+    /// instruction, and when the start point was never reached (the
+    /// profile is then empty; a note says so).
+    pub started_at: Option<u64>,
 }
 
 /// One process image after the first: its profile and what symbolicates it.

@@ -50,6 +50,9 @@ pub struct RunOptions {
     /// Cache and branch simulation (`--cache-sim`, `--branch-sim`); none
     /// by default.
     pub simulation: crate::sim::SimulationOptions,
+    /// Start the call tree late, at this point of the first program
+    /// (`--start-at`, `--start-after`); `None`: at the first instruction.
+    pub start: Option<super::StartPoint>,
 }
 
 impl RunOptions {
@@ -67,6 +70,7 @@ impl RunOptions {
             cpus: crate::cpu::DEFAULT_CPUS,
             exec_native: false,
             simulation: crate::sim::SimulationOptions::default(),
+            start: None,
         }
     }
 }

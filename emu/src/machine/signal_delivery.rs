@@ -120,7 +120,9 @@ pub fn deliver(
     view.write_u64(frame, action.restorer)?;
 
     st.signal_contexts.push(saved);
-    st.feed.signal_handler();
+    if st.fast_forward.is_none() {
+        st.feed.signal_handler();
+    }
     let set = |uc: &mut Unicorn<'_, ()>, r, v| uc.reg_write(r, v).map_err(|_| Errno::EFAULT);
     set(uc, RegisterX86::RDI, sig)?;
     set(uc, RegisterX86::RSI, info_addr)?;

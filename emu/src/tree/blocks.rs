@@ -41,6 +41,33 @@ pub enum Terminator {
 }
 
 impl Terminator {
+    /// A small number for the terminator (see [`Terminator::from_code`]).
+    pub fn code(self) -> u64 {
+        match self {
+            Terminator::Call { indirect: false } => 0,
+            Terminator::Call { indirect: true } => 1,
+            Terminator::Return => 2,
+            Terminator::Jump => 3,
+            Terminator::IndirectJump => 4,
+            Terminator::Syscall => 5,
+            Terminator::Other => 6,
+        }
+    }
+
+    /// The terminator with this [`Terminator::code`] (`Other` for any
+    /// other number).
+    pub fn from_code(code: u64) -> Terminator {
+        match code {
+            0 => Terminator::Call { indirect: false },
+            1 => Terminator::Call { indirect: true },
+            2 => Terminator::Return,
+            3 => Terminator::Jump,
+            4 => Terminator::IndirectJump,
+            5 => Terminator::Syscall,
+            _ => Terminator::Other,
+        }
+    }
+
     /// Whether the next block runs in the same call (a branch, a jump or
     /// fall-through, or the return from a system call), unless it starts a
     /// function.
@@ -60,7 +87,8 @@ pub struct BlockInfo {
     pub address: u64,
     /// Size in bytes as Unicorn reported it.
     pub size: u32,
-    /// Number of instructions (each `rep` iteration is a separate block run).
+    /// Number of instructions (each `rep` iteration is a separate block
+    /// run; a Valgrind client request sequence is one).
     pub instructions: u32,
     /// Cycles of one run of the block, by the cost model: the sum of
     /// `instruction_cycles`.
@@ -142,7 +170,7 @@ impl BlockCache {
         self.insert_decoded(BlockInfo {
             address,
             size,
-            instructions: decoded.cycles.len() as u32,
+            instructions: instruction_count(&decoded.cycles, code),
             cycles: decoded.cycles.iter().sum(),
             instruction_cycles: decoded.cycles,
             instruction_offsets: decoded.offsets,
@@ -217,6 +245,26 @@ impl BlockCache {
         self.blocks
     }
 
+    /// How many instructions capstone decodes in `code`, loaded at
+    /// `address` (each instruction of a client request sequence counted).
+    pub fn decoded_instructions(&self, address: u64, code: &[u8]) -> usize {
+        if code.is_empty() {
+            return 0;
+        }
+        self.capstone
+            .disasm_all(code, address)
+            .map_or(0, |insns| insns.len())
+    }
+
+    /// How many instructions `code`, loaded at `address`, holds, counted as
+    /// blocks are.
+    pub fn instructions_in(&self, address: u64, code: &[u8]) -> u32 {
+        if code.is_empty() {
+            return 0;
+        }
+        instruction_count(&self.decode(address, code).cycles, code)
+    }
+
     /// Each instruction's cycles and offset, and how the block ends.
     fn decode(&self, address: u64, code: &[u8]) -> Decoded {
         // Undecodable bytes still ran: count them as one instruction of one
@@ -283,6 +331,15 @@ fn conditional_target(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Opti
             },
             _ => None,
         })
+}
+
+/// The instructions of a block of `code` with these per-instruction
+/// cycles: a Valgrind client request's five count as one, as in Callgrind
+/// (see `client_requests`).
+fn instruction_count(instruction_cycles: &[u32], code: &[u8]) -> u32 {
+    (instruction_cycles.len() as u32)
+        .saturating_sub(crate::client_requests::uncounted_in(code))
+        .max(1)
 }
 
 #[inline]

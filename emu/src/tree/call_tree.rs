@@ -20,6 +20,12 @@
 //!   start. Calls still open when the run ends are closed at the end. Cycles
 //!   (the cost model's, priced per block when it is decoded) are counted the
 //!   same way, beside instructions.
+//! * While collection is off (Valgrind client requests: see
+//!   [`CallTreeBuilder::set_collecting`]) blocks still move the call tree
+//!   (calls, returns, call counts) but their instructions and cycles count
+//!   nowhere: costs are differences of a *counted* clock that stands still
+//!   then, while the *executed* clock (instructions), which the guest's
+//!   virtual time, the instruction limit and `--dump-every` follow, goes on.
 //!
 //! The builder never panics on an inconsistent stack; the worst a strange
 //! control flow can do is attribute cost to an unexpected context.
@@ -59,17 +65,26 @@ pub struct CallTreeBuilder {
     exited: Vec<bool>,
     /// `total` when the running thread last started running.
     running_since: Costs,
-    /// Instructions and cycles executed so far, over all threads.
+    /// The counted clock: instructions and cycles executed while collection
+    /// was on, over all threads. Every cost is a difference of two readings
+    /// of it.
     total: Costs,
+    /// The executed clock: every instruction executed.
+    executed: u64,
+    /// `u64::MAX` while collection is on, 0 while it is off: a block's
+    /// costs are added to `total` through it.
+    counted_mask: u64,
     /// `total` when the innermost frame last changed: the costs since then
     /// are self cost of the innermost context, credited when it changes (not
     /// on every block).
     self_mark: Costs,
     /// `total` where the current part began (0 until the first dump).
     part_start: Costs,
-    /// The builder thread looks at the tree once `total.instructions`
-    /// reaches this (the instruction limit, the next `--dump-every` cut, or
-    /// 0 after a return of the `--dump-at` function); see [`parts`].
+    /// `executed` where the current part began.
+    part_start_executed: u64,
+    /// The builder thread looks at the tree once `executed` reaches this (the
+    /// instruction limit, the next `--dump-every` cut, or 0 after a return
+    /// of the `--dump-at` function); see [`parts`].
     attention_at: u64,
     /// Entry of the `--dump-at` function (`u64::MAX`: none).
     watched_entry: u64,
@@ -122,8 +137,11 @@ impl CallTreeBuilder {
             exited: vec![false],
             running_since: Costs::default(),
             total: Costs::default(),
+            executed: 0,
+            counted_mask: u64::MAX,
             self_mark: Costs::default(),
             part_start: Costs::default(),
+            part_start_executed: 0,
             attention_at: u64::MAX,
             watched_entry: u64::MAX,
         }
@@ -153,10 +171,12 @@ impl CallTreeBuilder {
         } else {
             self.transition(block, read_sp)
         };
+        self.executed += u64::from(block.instructions);
         self.total += Costs {
             instructions: u64::from(block.instructions),
             cycles: u64::from(block.cycles),
-        };
+        }
+        .masked(self.counted_mask);
         self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
         entered_by_call
@@ -188,9 +208,54 @@ impl CallTreeBuilder {
     }
 
     /// Instructions executed so far.
+    /// Instructions executed so far (counted or not).
     #[inline]
     pub fn total_instructions(&self) -> u64 {
-        self.total.instructions
+        self.executed
+    }
+
+    /// Switches collection on or off from the next block on (see the
+    /// module doc).
+    pub fn set_collecting(&mut self, on: bool) {
+        self.counted_mask = if on { u64::MAX } else { 0 };
+    }
+
+    /// Starts a tree that begins late (`--start-at`): `executed`
+    /// instructions ran before its first block.
+    pub fn start_late(&mut self, executed: u64) {
+        self.executed = executed;
+        self.part_start_executed = executed;
+    }
+
+    /// One call active at a late start, outermost first: entered once,
+    /// costs counted from the start on.
+    pub fn enter_start_frame(&mut self, entry: u64, sp: u64) {
+        self.push(entry, sp, false);
+    }
+
+    /// How the block before a late start ended, and where.
+    pub fn set_start_pending(&mut self, terminator: Terminator, end: u64) {
+        self.thread.set_pending(terminator);
+        self.thread.pending_return = end;
+    }
+
+    /// Takes back the last `instructions` of the block just applied (to
+    /// apply something that happened before them); [`Self::advance`] puts
+    /// them back.
+    pub fn retract(&mut self, costs: Costs) {
+        self.executed -= costs.instructions;
+        self.total = self.total - costs.masked(self.counted_mask);
+    }
+
+    /// Counts `costs` more of the current context's block.
+    pub fn advance(&mut self, costs: Costs) {
+        self.executed += costs.instructions;
+        self.total += costs.masked(self.counted_mask);
+    }
+
+    /// Whether collection is on.
+    pub fn collecting(&self) -> bool {
+        self.counted_mask != 0
     }
 
     /// Entry addresses of the active calls, innermost first.
@@ -223,7 +288,7 @@ impl CallTreeBuilder {
             nodes,
             stacks,
             running: self.running,
-            instructions: self.total.instructions,
+            instructions: self.executed,
         }
     }
 

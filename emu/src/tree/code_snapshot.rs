@@ -36,6 +36,13 @@ impl CodeSnapshot {
         (offset < bytes.len()).then(|| &bytes[offset..end])
     }
 
+    /// Every span: its start address and bytes.
+    pub fn spans(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.spans
+            .iter()
+            .map(|(start, bytes)| (*start, bytes.as_slice()))
+    }
+
     /// The largest span (the program's text, normally): the addresses the
     /// block hook may hand on without looking at them.
     pub fn main_range(&self) -> Range<u64> {

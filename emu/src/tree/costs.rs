@@ -12,6 +12,18 @@ pub struct Costs {
     pub cycles: u64,
 }
 
+impl Costs {
+    /// These costs with `mask` applied to each: themselves for
+    /// `u64::MAX`, nothing for 0 (see the call tree's counted clock).
+    #[inline]
+    pub fn masked(self, mask: u64) -> Costs {
+        Costs {
+            instructions: self.instructions & mask,
+            cycles: self.cycles & mask,
+        }
+    }
+}
+
 impl Add for Costs {
     type Output = Costs;
     #[inline]

@@ -41,7 +41,8 @@ mod cutting;
 mod placement;
 mod waiting;
 
-use crate::tree::blocks::BlockInfo;
+use crate::client_requests::CollectionRequest;
+use crate::tree::blocks::{BlockInfo, Terminator};
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
 use applying::{answer_snapshot, apply_batch, build, FinishedOnDrop};
@@ -70,14 +71,28 @@ const SIGNAL_HANDLER: u64 = SPECIAL | 2;
 const SPAWN_THREAD: u64 = SPECIAL | 3;
 /// Another guest thread runs from the next event on; `sp` holds its index.
 const SWITCH_THREAD: u64 = SPECIAL | 4;
-/// A data access (with `--cache-sim`): the key holds this bit, [`WRITE`]
-/// for a write, the size in bits 48 to 60 and the instruction's address
-/// below; `sp` holds the data address.
-const MEMORY_ACCESS: u64 = SPECIAL | 1 << 62;
+/// A data access (with `--cache-sim`): the key is this, plus [`WRITE`] for
+/// a write, the size in bits 12 to 23 and the (guest-physical, below 2^37)
+/// data address from bit 24; `sp` holds the instruction's address. Bits 61
+/// and 62 stay clear, so no [`START_FRAME`] or [`START_PENDING`] reads as
+/// one.
+const MEMORY_ACCESS: u64 = SPECIAL | 0x200;
 /// Marks a [`MEMORY_ACCESS`] that writes.
-const WRITE: u64 = 1 << 61;
+const WRITE: u64 = 1;
 /// As [`SWITCH_THREAD`], away from a thread that has exited.
 const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
+/// A late start (`--start-at`): `sp` holds the instructions run before.
+const START_LATE: u64 = SPECIAL | 7;
+/// One call active at a late start: the key is this plus its entry, `sp`
+/// its stack pointer.
+const START_FRAME: u64 = SPECIAL | 1 << 62;
+/// How the block before a late start ended: the key is this plus the
+/// terminator's code shifted by 48 plus the block's end.
+const START_PENDING: u64 = SPECIAL | 1 << 61;
+/// A Valgrind client request for the call tree: the key is this plus the
+/// [`CollectionRequest`] number, `sp` holds the address of the request's
+/// marker instruction.
+const CLIENT_REQUEST: u64 = SPECIAL | 0x100;
 
 /// One thing the call-tree builder must see, in guest execution order:
 /// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
@@ -116,18 +131,27 @@ impl TreeEvent {
     pub fn memory_access(pc: u64, address: u64, size: u32, write: bool) -> TreeEvent {
         let write = if write { WRITE } else { 0 };
         TreeEvent {
-            key: MEMORY_ACCESS | write | u64::from(size & 0x1fff) << 48 | (pc & ((1 << 48) - 1)),
-            sp: address,
+            key: MEMORY_ACCESS
+                | write
+                | u64::from(size & 0xfff) << 12
+                | (address & ((1 << 37) - 1)) << 24,
+            sp: pc,
         }
     }
 
-    /// A memory access event's `(pc, size, write)`.
-    fn split_memory_access(key: u64) -> (u64, u32, bool) {
-        (
-            key & ((1 << 48) - 1),
-            ((key >> 48) & 0x1fff) as u32,
-            key & WRITE != 0,
-        )
+    /// A memory access event's `(pc, address, size, write)`; `None` for any
+    /// other event.
+    fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
+        let other_kinds = START_FRAME | START_PENDING;
+        if self.key & (other_kinds & !SPECIAL) != 0 || self.key & 0xffe != MEMORY_ACCESS & 0xfff {
+            return None;
+        }
+        Some((
+            self.sp,
+            self.key >> 24 & ((1 << 37) - 1),
+            (self.key >> 12 & 0xfff) as u32,
+            self.key & WRITE != 0,
+        ))
     }
 
     fn special(key: u64) -> TreeEvent {
@@ -137,6 +161,17 @@ impl TreeEvent {
     fn special_with(key: u64, value: u64) -> TreeEvent {
         TreeEvent { key, sp: value }
     }
+}
+
+/// One call active where a late start begins (see `machine::fast_forward`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StartFrame {
+    /// The called function's entry.
+    pub entry: u64,
+    /// The stack pointer at its first instruction.
+    pub sp: u64,
+    /// Where it returns to.
+    pub return_address: u64,
 }
 
 /// The builder's state as the emulation thread sees it after a sync.
@@ -201,6 +236,10 @@ pub struct TreeFeed {
     memory_events: u64,
     published: Arc<Published>,
     spin: Spin,
+    /// Blocks run while fast-forwarding (see [`TreeFeed::skip_block`]).
+    skipped_blocks: u64,
+    /// Their instructions, until the tree starts.
+    skipped_instructions: u64,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -320,6 +359,8 @@ fn spawn_placed(
         memory_events: 0,
         published: Arc::clone(&published),
         spin: Spin::new(),
+        skipped_blocks: 0,
+        skipped_instructions: 0,
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
@@ -428,10 +469,45 @@ impl TreeFeed {
         self.block(TreeEvent::special_with(key, index as u64));
     }
 
+    /// A client request (`CALLGRIND_TOGGLE_COLLECT`…) whose marker
+    /// instruction at `marker` lies in the block just fed: it applies from
+    /// the instruction after the marker on.
+    pub fn client_request(&mut self, request: CollectionRequest, marker: u64) {
+        self.block(TreeEvent::special_with(
+            CLIENT_REQUEST | request as u64,
+            marker,
+        ));
+    }
+
+    /// A block run while fast-forwarding (`--start-at`): not fed, but it
+    /// counts in [`TreeFeed::position`] and its `instructions` in the
+    /// instructions a sync reports, until [`TreeFeed::start_tree`].
+    #[inline]
+    pub fn skip_block(&mut self, instructions: u64) {
+        self.skipped_blocks += 1;
+        self.skipped_instructions += instructions;
+    }
+
+    /// The call tree starts here, `executed` instructions into the run,
+    /// inside the active calls `frames` (outermost first, without the
+    /// program's entry, which is the tree's root), after a block that ended
+    /// as `pending` says.
+    pub fn start_tree(&mut self, executed: u64, frames: &[StartFrame], pending: (Terminator, u64)) {
+        self.block(TreeEvent::special_with(START_LATE, executed));
+        for frame in frames {
+            self.block(TreeEvent::special_with(START_FRAME | frame.entry, frame.sp));
+        }
+        let (terminator, end) = pending;
+        self.block(TreeEvent::special(
+            START_PENDING | terminator.code() << 48 | end,
+        ));
+        self.skipped_instructions = 0;
+    }
+
     /// How many events have been fed so far: a measure of guest work that
     /// is the same on every run (the scheduler's quantum counts it).
     pub fn position(&self) -> u64 {
-        self.events_sent + self.events.len() as u64 - self.memory_events
+        self.events_sent + self.events.len() as u64 + self.skipped_blocks - self.memory_events
     }
 
     /// Sends the batch if it is full; true when it did (a good moment to
@@ -464,7 +540,8 @@ impl TreeFeed {
         );
         self.spin = spin;
         TreeState {
-            instructions: self.published.instructions.load(Ordering::Acquire),
+            instructions: self.published.instructions.load(Ordering::Acquire)
+                + self.skipped_instructions,
             limit_reached: self.published.limit_reached.load(Ordering::Acquire),
             node: self.published.current_node.load(Ordering::Acquire),
         }

@@ -1,6 +1,7 @@
 //! `emuprof control`, like `callgrind_control`: talks to a running emuprof
 //! through its control socket ([`server`], started by `emuprof run`) to dump
-//! a part, zero the counters, print each guest thread's call stack with its
+//! a part, zero the counters, switch collection on or off, print each guest
+//! thread's call stack with its
 //! costs so far, or stop the run keeping the profile.
 
 mod peer;
@@ -21,6 +22,9 @@ pub enum Request {
     Dump,
     /// Discard the costs since the last part (as SIGUSR1 does).
     Zero,
+    /// Switch collection on or off (`collect on`, `collect off`): while it
+    /// is off, no instruction counts (as Callgrind's `--instr`).
+    Collect,
     /// Print each guest thread's call stack with its costs so far.
     Stack,
     /// Stop the run; the profile collected so far is written.
@@ -34,11 +38,21 @@ impl Request {
         match self {
             Request::Dump => "dump",
             Request::Zero => "zero",
+            Request::Collect => "collect",
             Request::Stack => "stack",
             Request::Stop => "stop",
             Request::Info => "info",
         }
     }
+}
+
+/// `on` or `off`, for `emuprof control collect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// Collection on.
+    On,
+    /// Collection off.
+    Off,
 }
 
 /// Options of `emuprof control`.
@@ -47,6 +61,13 @@ pub struct ControlArgs {
     /// What to ask; without it, lists the running emuprofs.
     #[arg(value_enum, value_name = "REQUEST")]
     pub request: Option<Request>,
+    /// For `collect`: `on` or `off`.
+    #[arg(
+        value_enum,
+        value_name = "SWITCH",
+        required_if_eq("request", "collect")
+    )]
+    pub switch: Option<Switch>,
     /// The emuprof to ask, by process id (needed when several run).
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
@@ -63,7 +84,7 @@ pub fn run(args: ControlArgs) -> Result<i32> {
             );
         }
         for pid in running {
-            match ask(pid, Request::Info) {
+            match ask(pid, Request::Info.word()) {
                 Ok(info) => print!("{}", summary_of(&info)),
                 Err(_) => println!("{pid}: not answering (a stale socket)"),
             }
@@ -87,7 +108,13 @@ pub fn run(args: ControlArgs) -> Result<i32> {
                 .join(", ")
         ),
     };
-    let reply = ask(pid, request)?;
+    let line = match (request, args.switch) {
+        (Request::Collect, Some(Switch::On)) => "collect on",
+        (Request::Collect, Some(Switch::Off)) => "collect off",
+        (Request::Collect, None) => bail!("`emuprof control collect` needs on or off"),
+        (other, _) => other.word(),
+    };
+    let reply = ask(pid, line)?;
     if let Some(message) = reply.strip_prefix("error: ") {
         eprint!("emuprof: emuprof {pid} answered: {message}");
         return Ok(crate::exit_code::EMUPROF_FAILED);
@@ -107,8 +134,9 @@ fn summary_of(info: &str) -> String {
     format!("{}: {}\n", field("pid "), field("command "))
 }
 
-/// Sends `request` to emuprof `pid` and returns its answer.
-fn ask(pid: u32, request: Request) -> Result<String> {
+/// Sends the request line `request` to emuprof `pid` and returns its
+/// answer.
+fn ask(pid: u32, request: &str) -> Result<String> {
     let path = socket_dir::socket_of(pid);
     let mut stream = UnixStream::connect(&path).with_context(|| {
         format!(
@@ -116,7 +144,7 @@ fn ask(pid: u32, request: Request) -> Result<String> {
             path.display()
         )
     })?;
-    writeln!(stream, "{}", request.word())?;
+    writeln!(stream, "{request}")?;
     stream.shutdown(std::net::Shutdown::Write)?;
     let mut reply = String::new();
     stream

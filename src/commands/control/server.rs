@@ -123,6 +123,14 @@ fn answer(stream: UnixStream, controlled: &mut Controlled) -> std::io::Result<()
             controlled.dumps.request_zero();
             Ok("counters zeroed\n".to_string())
         }
+        "collect on" | "collect off" => {
+            let on = line.trim() == "collect on";
+            controlled.dumps.request_collection(on);
+            Ok(format!(
+                "collection switched {}\n",
+                if on { "on" } else { "off" }
+            ))
+        }
         "stack" => stack::render(
             &controlled.snapshots,
             &mut controlled.resolver,
@@ -134,7 +142,7 @@ fn answer(stream: UnixStream, controlled: &mut Controlled) -> std::io::Result<()
             Ok("stopping; the profile collected so far is being written\n".to_string())
         }
         other => Err(format!(
-            "unknown request {other:?}; ask for info, dump, zero, stack or stop"
+            "unknown request {other:?}; ask for info, dump, zero, collect on, collect off, stack or stop"
         )),
     };
     match reply {

@@ -72,20 +72,11 @@ impl RunDumps {
 /// The entry address of the function `name` in the program (or its dynamic
 /// linker), or an error that says what to do.
 fn function_entry(binary: &emuprof_loader::Binary, name: &str) -> Result<u64> {
-    let objects = std::iter::once(binary).chain(binary.interpreter.as_deref());
-    for object in objects {
-        let found = object
-            .symbols
-            .functions()
-            .iter()
-            .find(|f| f.name == name || f.raw_name == name);
-        if let Some(function) = found {
-            return Ok(function.address);
-        }
-    }
-    anyhow::bail!(
-        "--dump-at {name}: the program has no function of that name (a function of a shared \
-         library cannot be named, and one that was inlined has no calls); check the name with \
-         `emuprof report`"
-    )
+    emuprof::start::function_entry(binary, name).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--dump-at {name}: the program has no function of that name (a function of a shared \
+             library cannot be named, and one that was inlined has no calls); check the name with \
+             `emuprof report`"
+        )
+    })
 }

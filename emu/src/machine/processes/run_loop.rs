@@ -514,6 +514,7 @@ impl World {
         }
         Ok(RunOutcome {
             part,
+            started_at: first.started_at,
             profile,
             stop,
             notes,

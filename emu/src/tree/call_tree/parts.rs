@@ -32,10 +32,11 @@ impl CallTreeBuilder {
     /// Whether the builder thread must look at the tree (see the module doc).
     #[inline]
     pub fn needs_attention(&self) -> bool {
-        self.total.instructions >= self.attention_at
+        self.executed >= self.attention_at
     }
 
-    /// Sets when the builder thread looks next: at `total` reaching `at`.
+    /// Sets when the builder thread looks next: at the executed
+    /// instructions reaching `at`.
     pub fn attend_at(&mut self, at: u64) {
         self.attention_at = at;
     }
@@ -56,9 +57,9 @@ impl CallTreeBuilder {
             .any(|f| self.nodes[f.node as usize].entry == self.watched_entry)
     }
 
-    /// The instruction total where the current part began.
+    /// The executed instructions where the current part began.
     pub fn part_start(&self) -> u64 {
-        self.part_start.instructions
+        self.part_start_executed
     }
 
     /// Cuts a part here (see the module doc).
@@ -76,8 +77,11 @@ impl CallTreeBuilder {
             exited: self.exited.clone(),
             running_since: self.running_since,
             total: self.total,
+            executed: self.executed,
+            counted_mask: self.counted_mask,
             self_mark: self.self_mark,
             part_start: self.part_start,
+            part_start_executed: self.part_start_executed,
             attention_at: u64::MAX,
             watched_entry: u64::MAX,
         };
@@ -141,6 +145,7 @@ impl CallTreeBuilder {
             }
         }
         self.part_start = total;
+        self.part_start_executed = self.executed;
         self.self_mark = total;
         self.running_since = total;
     }

@@ -216,3 +216,40 @@ fn random_control_flow_never_panics_and_costs_add_up() {
         }
     }
 }
+
+/// With collection off, calls still build the tree (f is entered and left)
+/// but nothing counts; the executed clock goes on.
+#[test]
+fn collection_off_keeps_the_tree_and_counts_nothing() {
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.on_block(entry(0x100, 3, CALL), || SP0);
+    b.set_collecting(false);
+    b.on_block(entry(0x200, 5, RET), || SP0 - 8); // f, not counted
+    b.on_block(block(0x105, 1, CALL), || SP0);
+    assert!(!b.collecting());
+    b.set_collecting(true);
+    b.on_block(entry(0x200, 4, RET), || SP0 - 8); // f, counted
+    let tail = crate::tree::costs::Costs {
+        instructions: 2,
+        cycles: 6,
+    };
+    b.retract(tail);
+    b.advance(tail);
+    b.on_block(block(0x10a, 2, Terminator::Other), || SP0);
+    assert_eq!(b.total_instructions(), 15, "every instruction ran");
+    let FinishedTree {
+        nodes,
+        total,
+        total_cycles,
+        ..
+    } = b.finish();
+    assert_eq!(total, 3 + 4 + 2);
+    assert_eq!(total_cycles, 3 * total, "cycles are counted alike");
+    let f = node(&nodes, &[0x100, 0x200]);
+    assert_eq!(
+        (f.calls, f.self_instructions, f.inclusive_instructions),
+        (2, 4, 4)
+    );
+    assert_eq!((f.min_instructions, f.max_instructions), (0, 4));
+    assert_eq!(node(&nodes, &[0x100]).self_instructions, 5);
+}

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use emuprof_loader::FunctionStarts;
 
 use super::{
-    BuiltTree, TreeEvent, MEMORY_ACCESS, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, SWITCH_AFTER_EXIT,
-    SWITCH_THREAD, SYSCALL,
+    BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME,
+    START_LATE, START_PENDING, SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
+use crate::client_requests::{CollectionRequest, MARKER_LEN};
 use crate::sim::{SimulationOptions, Simulator};
-use crate::tree::blocks::{BlockCache, BlockInfo};
+use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
+use crate::tree::costs::Costs;
 
 /// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
@@ -42,6 +44,9 @@ pub(super) struct BuilderThread {
     simulator: Option<Box<Simulator>>,
     /// Cuts parts of the run, when dumps are asked for.
     cutter: Option<super::cutting::Cutter>,
+    /// The last client request: its block's id and execution count, and
+    /// the address after its marker.
+    last_request: (usize, u64, u64),
 }
 
 impl BuilderThread {
@@ -64,6 +69,7 @@ impl BuilderThread {
             applying: true,
             simulator: None,
             cutter: None,
+            last_request: (NO_BLOCK, 0, 0),
         }
     }
 
@@ -100,9 +106,8 @@ impl BuilderThread {
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
-                    if event.key & MEMORY_ACCESS == MEMORY_ACCESS {
-                        let (pc, size, write) = TreeEvent::split_memory_access(event.key);
-                        simulator.data(&self.blocks, pc, event.sp, size, write);
+                    if let Some((pc, address, size, write)) = event.split_memory_access() {
+                        simulator.data(&self.blocks, pc, address, size, write);
                         self.tree.add_cycles(simulator.take_penalty());
                         continue;
                     }
@@ -117,6 +122,19 @@ impl BuilderThread {
                     SWITCH_AFTER_EXIT => {
                         self.tree.running_thread_exited();
                         self.tree.switch_thread(event.sp as usize);
+                    }
+                    START_LATE => self.tree.start_late(event.sp),
+                    key if key & !0xff == CLIENT_REQUEST => {
+                        self.client_request(key & 0xff, event.sp)
+                    }
+                    key if key & START_FRAME == START_FRAME => {
+                        let (entry, _) = TreeEvent::split_key(key & !START_FRAME);
+                        self.tree.enter_start_frame(entry, event.sp);
+                    }
+                    key if key & START_PENDING == START_PENDING => {
+                        let (end, code) = TreeEvent::split_key(key & !START_PENDING);
+                        let terminator = Terminator::from_code(u64::from(code));
+                        self.tree.set_start_pending(terminator, end);
                     }
                     _ => unreachable!("unknown tree event {:#x}", event.key),
                 }
@@ -206,11 +224,14 @@ impl BuilderThread {
     }
 
     /// Between two batches (or while waiting for one): cuts or zeroes a
-    /// part when asked to.
+    /// part, or switches collection, when asked to.
     pub(super) fn between_batches(&mut self) {
         let Some(cutter) = &self.cutter else {
             return;
         };
+        if let Some(on) = cutter.dumps.take_collection_request() {
+            self.tree.set_collecting(on);
+        }
         if cutter.dumps.take_zero_request() {
             self.cut("zero", false);
         }
@@ -218,6 +239,80 @@ impl BuilderThread {
             if cutter.dumps.take_dump_request() {
                 self.cut("request", true);
             }
+        }
+    }
+
+    /// A Valgrind client request whose marker instruction is at `marker`,
+    /// in order with the blocks around it. Callgrind counts a block of
+    /// Valgrind's (which ends at a request) when the next one starts, so
+    /// the instructions of the block that makes a request count as the
+    /// request leaves collection: those from the block's start (or the
+    /// previous request in it) on are taken back, the request applied, and
+    /// they count again. A block that starts instrumentation was not
+    /// instrumented itself: only the instructions after its marker count.
+    /// Dumps and zeroes need parts (a run with a live view has none: they
+    /// are ignored there).
+    fn client_request(&mut self, number: u64, marker: u64) {
+        let request = CollectionRequest::from_number(number);
+        let from = match request {
+            Some(CollectionRequest::Start) => marker + MARKER_LEN,
+            _ => self.segment_start(marker),
+        };
+        let moved = self.costs_from(from);
+        self.tree.retract(moved);
+        match request {
+            Some(CollectionRequest::Start) => self.tree.set_collecting(true),
+            Some(CollectionRequest::Stop) => self.tree.set_collecting(false),
+            Some(CollectionRequest::Toggle) => {
+                let on = self.tree.collecting();
+                self.tree.set_collecting(!on);
+            }
+            Some(CollectionRequest::Zero) => self.cut("zero", false),
+            Some(CollectionRequest::Dump) => self.cut("client request", true),
+            None => {}
+        }
+        self.tree.advance(moved);
+        if let Some(block) = self.tracked.get(self.previous) {
+            self.last_request = (self.previous, block.executions, marker + MARKER_LEN);
+        }
+    }
+
+    /// Where the stretch of the last block that ends at the request marker
+    /// at `marker` starts: after the block's previous request, or at its
+    /// start.
+    fn segment_start(&self, marker: u64) -> u64 {
+        let Some(block) = self.tracked.get(self.previous) else {
+            return marker;
+        };
+        let (id, executions, after) = self.last_request;
+        if id == self.previous && executions == block.executions && after <= marker {
+            after
+        } else {
+            block.event.address
+        }
+    }
+
+    /// The costs of the last block from `from` to its end.
+    fn costs_from(&self, from: u64) -> Costs {
+        let Some(tracked) = self.tracked.get(self.previous) else {
+            return Costs::default();
+        };
+        let (start, end) = (tracked.event.address, tracked.event.end);
+        if from < start || from >= end {
+            return Costs::default();
+        }
+        let Some(code) = self.code.read(start, (end - start) as usize) else {
+            return Costs::default();
+        };
+        let split = ((from - start) as usize).min(code.len());
+        let (before, after) = code.split_at(split);
+        let skipped = self.blocks.decoded_instructions(start, before);
+        // (Tracked blocks and decoded blocks share their ids.)
+        let block = self.blocks.get(self.previous as u32);
+        let cycles = block.instruction_cycles.iter().skip(skipped);
+        Costs {
+            instructions: u64::from(self.blocks.instructions_in(from, after)),
+            cycles: cycles.map(|&c| u64::from(c)).sum(),
         }
     }
 

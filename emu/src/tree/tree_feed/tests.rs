@@ -190,3 +190,29 @@ fn changed_code_is_counted_as_it_was_when_it_ran() {
     assert_eq!(built.blocks[2].instructions, 3);
     assert_eq!(built.tree.finish().total, 5 + 3 * 2 + 2 * 3);
 }
+
+/// A data access event carries its instruction, address, size and kind, and
+/// no other event (a late start's frames and pending block) reads as one.
+#[test]
+fn memory_access_events_round_trip_and_stay_apart() {
+    let event = TreeEvent::memory_access(0x40_1234, 0x1_2345_6789, 16, true);
+    assert_eq!(
+        event.split_memory_access(),
+        Some((0x40_1234, 0x1_2345_6789, 16, true))
+    );
+    let read = TreeEvent::memory_access(0x40_1000, 0x8000, 1, false);
+    assert_eq!(
+        read.split_memory_access(),
+        Some((0x40_1000, 0x8000, 1, false))
+    );
+    for key in [
+        START_FRAME | 0x200 | 7 << 48,
+        START_PENDING | 0x201,
+        SYSCALL,
+        CLIENT_REQUEST | 2,
+    ] {
+        let other = TreeEvent::special_with(key, 0x7000);
+        assert_eq!(other.split_memory_access(), None, "{key:#x}");
+    }
+    assert_ne!(event.key & SPECIAL, 0);
+}
