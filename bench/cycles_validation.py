@@ -9,8 +9,10 @@ branches, qsort, matrix multiply, floating division, CRC, string functions,
 hashing, a sieve; the fib test program; the Rust benchmark program; BusyBox
 gzip, bzip2, sort, md5sum and awk on generated text) natively N times (median
 wall time, empty environment) and once under emuprof (its totals are
-deterministic). For each metric (`instructions` alone and the cost model's
-`cycles`) it fits one rate through the origin, metric per second, minimising
+deterministic), and once more with `--cache-sim --branch-sim`. For each metric
+(`instructions` alone, the cost model's `cycles`, and `cycles+sim`: the cost
+model's cycles with the simulation's miss and misprediction penalties) it fits
+one rate through the origin, metric per second, minimising
 the squared relative errors, and prints per program the native median, the
 metric, the time the fit predicts and its relative error, then the suite's
 Spearman rank correlation between metric and native time, and the median
@@ -34,7 +36,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-METRICS = ["instructions", "cycles"]
+METRICS = ["instructions", "cycles", "cycles+sim"]
+SIMULATION = ["--cache-sim", "--branch-sim"]
 
 
 def build_suite(scratch: Path) -> Path:
@@ -99,13 +102,16 @@ def native_median(argv, repeats: int, cwd: Path) -> float:
     return statistics.median(times)
 
 
-def emuprof_totals(emuprof: str, argv, scratch: Path) -> dict:
+def emuprof_totals(emuprof: str, argv, scratch: Path, flags=()) -> dict:
+    """The profile's totals, and emuprof's wall time as `seconds`."""
     profile = scratch / "profile.json"
+    start = time.perf_counter()
     subprocess.run(
-        [emuprof, "--quiet", "-o", str(profile), "--"] + argv,
+        [emuprof, "--quiet", "-o", str(profile), *flags, "--"] + argv,
         env={}, cwd=scratch, stdout=subprocess.DEVNULL, check=True,
     )
-    return json.loads(profile.read_text())["totals"]
+    seconds = time.perf_counter() - start
+    return {**json.loads(profile.read_text())["totals"], "seconds": seconds}
 
 
 def ranks(values):
@@ -151,18 +157,22 @@ def main() -> int:
             if args.only and not any(o in label for o in args.only.split(",")):
                 continue
             totals = emuprof_totals(args.emuprof, argv, scratch)
+            simulated = emuprof_totals(args.emuprof, argv, scratch, SIMULATION)
+            totals["cycles+sim"] = simulated["cycles"]
+            totals["slowdown"] = simulated["seconds"] / totals["seconds"]
             seconds = native_median(argv, args.repeats, scratch)
             rows.append((label, seconds, totals))
             print(f"{label}: {seconds * 1000:.1f} ms, {totals['instructions']:,} instructions, "
-                  f"{totals['cycles']:,} cycles", file=sys.stderr)
+                  f"{totals['cycles']:,} cycles, {totals['cycles+sim']:,} with simulation "
+                  f"({totals['slowdown']:.1f}x the time)", file=sys.stderr)
 
     seconds = [r[1] for r in rows]
     summary = []
     print(f"\n{len(rows)} programs, native median of {args.repeats} runs; "
           f"host: {cpu_name()}\n")
-    print("| program | native ms | instructions | cycles | cycles/instr "
-          "| error (instructions fit) | error (cycles fit) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| program | native ms | instructions | cycles | cycles with --cache-sim --branch-sim "
+          "| cycles/instr | error (instructions fit) | error (cycles fit) | error (cycles+sim fit) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     errors = {}
     rates = {}
     for metric in METRICS:
@@ -174,13 +184,17 @@ def main() -> int:
                         max(abs(e) for e in errors[metric])))
     for i, (label, s, totals) in enumerate(rows):
         print(f"| {label} | {s * 1000:.1f} | {totals['instructions']:,} | {totals['cycles']:,} "
-              f"| {totals['cycles'] / totals['instructions']:.2f} "
-              f"| {errors['instructions'][i]:+.0%} | {errors['cycles'][i]:+.0%} |")
+              f"| {totals['cycles+sim']:,} | {totals['cycles'] / totals['instructions']:.2f} "
+              f"| {errors['instructions'][i]:+.0%} | {errors['cycles'][i]:+.0%} "
+              f"| {errors['cycles+sim'][i]:+.0%} |")
     print("\n| metric | Spearman ρ with native time | fitted rate (per second) "
           "| median abs. error | largest abs. error |")
     print("|---|---:|---:|---:|---:|")
     for metric, rho, rate, median_error, max_error in summary:
         print(f"| {metric} | {rho:.3f} | {rate / 1e9:.2f} G | {median_error:.0%} | {max_error:.0%} |")
+    slowdowns = [r[2]["slowdown"] for r in rows]
+    print(f"\nemuprof with --cache-sim --branch-sim took {statistics.median(slowdowns):.1f}x the time "
+          f"of its default mode (median; {min(slowdowns):.1f}x to {max(slowdowns):.1f}x).")
     return 0
 
 

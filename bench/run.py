@@ -3,6 +3,7 @@
 
     python3 bench/run.py [--repeats N] [--no-build] [--scaling] [--modes two-cpus,one-cpu,loaded]
     python3 bench/run.py --serve [--repeats N] [--only LABEL]   # --serve with a slow viewer (bench/serve.py)
+    python3 bench/run.py --cache-sim [--repeats N] [--only LABEL]   # cost of --cache-sim (bench/cache_sim.py)
 
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
@@ -409,6 +410,8 @@ def main():
                         help="also time emuprof at about 1e8, 1e9 and 1e10 instructions")
     parser.add_argument("--serve", action="store_true",
                         help="instead: emuprof without vs with --serve and a slow viewer (bench/serve.py)")
+    parser.add_argument("--cache-sim", action="store_true",
+                        help="instead: emuprof without vs with --cache-sim --branch-sim, and Cachegrind")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: " + ", ".join(f"{m} ({d})" for m, d in MODES.items())
                         + "; default all")
@@ -469,6 +472,13 @@ def main():
                 sys.exit("bench: --serve needs a working emuprof")
             print(f"Machine: {machine_description(tools)}.\n")
             print(serve.compare(cases, args.repeats, tools["emuprof"], run_once, log))
+            return
+        if args.cache_sim:
+            import cache_sim
+            if tools["emuprof"] is None:
+                sys.exit("bench: --cache-sim needs a working emuprof")
+            print(f"Machine: {machine_description(tools)}.\n")
+            print(cache_sim.compare(cases, args.repeats, tools["emuprof"], tools.get("valgrind"), run_once, log))
             return
         results = {mode: run_mode(mode, cases, tools, args.repeats) for mode in modes}
 

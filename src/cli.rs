@@ -112,6 +112,26 @@ pub struct GuestArgs {
     /// input like any argument: its length can change counts.
     #[arg(long, value_name = "NAME")]
     pub argv0: Option<String>,
+    /// Simulate the caches as Cachegrind does and count Callgrind's Dr, Dw,
+    /// I1mr, D1mr, D1mw, ILmr, DLmr and DLmw per context and instruction;
+    /// cycles then include miss penalties. Several times slower.
+    #[arg(long)]
+    pub cache_sim: bool,
+    /// Simulate branch prediction as Cachegrind does and count Bc, Bcm, Bi
+    /// and Bim; cycles then include misprediction penalties.
+    #[arg(long)]
+    pub branch_sim: bool,
+    /// L1 instruction cache for --cache-sim, as Valgrind takes it
+    /// (default: Skylake's 32768,8,64).
+    #[arg(long = "I1", value_name = "SIZE,ASSOC,LINE", value_parser = emuprof_emu::geometry::parse)]
+    pub i1: Option<emuprof_emu::CacheGeometry>,
+    /// L1 data cache for --cache-sim (default: Skylake's 32768,8,64).
+    #[arg(long = "D1", value_name = "SIZE,ASSOC,LINE", value_parser = emuprof_emu::geometry::parse)]
+    pub d1: Option<emuprof_emu::CacheGeometry>,
+    /// Last-level cache for --cache-sim (default: Skylake's L3,
+    /// 8388608,16,64).
+    #[arg(long = "LL", value_name = "SIZE,ASSOC,LINE", value_parser = emuprof_emu::geometry::parse)]
+    pub ll: Option<emuprof_emu::CacheGeometry>,
     /// What the profile counts (--collect, --exclude).
     #[command(flatten)]
     pub collection: CollectArgs,

@@ -233,6 +233,7 @@ fn restrict_image(
         if !counts[index] {
             node.self_instructions = 0;
             node.self_cycles = 0;
+            node.self_events.iter_mut().for_each(|n| *n = 0);
             node.syscalls = 0;
         }
     }
@@ -406,6 +407,10 @@ fn restrict_blocks(profile: &mut Profile, full: &[u64], kept: &[u64]) {
             .checked_sub(1);
         let (kept, full) = function.map_or((0, 0), |f| (kept[f], full[f]));
         block.executions = apportion(block.executions, &[kept, full - kept])[0];
+        // Simulated events are divided in the same proportion.
+        for events in &mut block.events {
+            *events = apportion(*events, &[kept, full - kept])[0];
+        }
         block.executions > 0
     });
 }

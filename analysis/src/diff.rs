@@ -33,6 +33,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use emuprof_model::SimEvent;
 use serde::Serialize;
 
 use crate::error::Result;
@@ -53,6 +54,11 @@ pub struct FunctionCosts {
     pub self_cycles: u64,
     /// Inclusive cycles, summed over the functions of this name.
     pub inclusive_cycles: u64,
+    /// Self simulated events, by `SimEvent as usize` (0 for events the
+    /// profile does not record).
+    pub self_events: [u64; SimEvent::ALL.len()],
+    /// Inclusive simulated events, likewise.
+    pub inclusive_events: [u64; SimEvent::ALL.len()],
 }
 
 /// Costs of every function of `profile` by name (functions sharing a name are
@@ -66,6 +72,13 @@ pub fn costs_by_name(profile: &Profile) -> BTreeMap<&str, FunctionCosts> {
         costs.calls += f.calls;
         costs.self_cycles += f.self_cycles;
         costs.inclusive_cycles += f.inclusive_cycles;
+        if let Some(simulation) = &profile.simulation {
+            for (column, &event) in simulation.events.iter().enumerate() {
+                let i = event as usize;
+                costs.self_events[i] += f.self_events.get(column).copied().unwrap_or(0);
+                costs.inclusive_events[i] += f.inclusive_events.get(column).copied().unwrap_or(0);
+            }
+        }
     }
     by_name
 }

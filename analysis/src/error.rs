@@ -50,6 +50,30 @@ pub enum AnalysisError {
     )]
     NoCycles,
 
+    /// A metric the profile's simulation did not count.
+    #[error(
+        "the profile records no {metric} (its simulated events: {}); profile the program \
+         again with --cache-sim (cache events, estimated_cycles) or --branch-sim (branch events)",
+        if recorded.is_empty() { "none" } else { recorded.as_str() }
+    )]
+    NoEvent {
+        /// The metric asked for.
+        metric: &'static str,
+        /// The events the profile records, comma-separated.
+        recorded: String,
+    },
+
+    /// A profile already measured in one event is asked for another metric.
+    #[error(
+        "the profile is already measured in {chosen}; read it again to measure it in {wanted}"
+    )]
+    MetricChosen {
+        /// The metric the profile is measured in.
+        chosen: &'static str,
+        /// The metric asked for.
+        wanted: &'static str,
+    },
+
     /// A per-thread view asks for a thread the profile does not have.
     #[error("the profile has no thread {id}; its threads are {}", list_ids(known))]
     UnknownThread {

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metric::Metric;
 use crate::profile::Profile;
 
 /// One frame of the inline chain at an address.
@@ -73,6 +74,9 @@ pub struct InstructionCost {
     /// Its cycles by the cost model, over all its runs (0 in profiles
     /// before cycles); its executions in a profile measured in cycles.
     pub cycles: u64,
+    /// Its simulated events over all its runs, in the profile's
+    /// `simulation` order (empty without simulation).
+    pub events: Vec<u64>,
     /// Index into [`InstructionCosts::functions`].
     pub function: u32,
     /// Assembly text; `(undecodable)` when the bytes could not be decoded.
@@ -119,6 +123,8 @@ pub struct InstructionCosts {
     pub functions: Vec<CodeFunction>,
     /// Instructions, sorted by address, one per address.
     pub instructions: Vec<InstructionCost>,
+    /// What [`InstructionCost::executions`] counts: the profile's metric.
+    pub metric: Metric,
 }
 
 impl InstructionCosts {
@@ -128,8 +134,21 @@ impl InstructionCosts {
     /// the rest to its first instruction), so totals stay exact; the same
     /// holds for cycles.
     pub fn build(profile: &Profile, code: &dyn CodeMap) -> InstructionCosts {
-        let mut counts: BTreeMap<u64, (u64, u64, String)> = BTreeMap::new();
+        let mut counts: BTreeMap<u64, (u64, u64, Vec<u64>, String)> = BTreeMap::new();
+        let simulation = profile.simulation.as_ref();
+        let width = simulation.map_or(0, |s| s.events.len());
         for block in &profile.blocks {
+            // Each instruction's events; the undecoded ones' go to the first.
+            let events_of = |range: std::ops::Range<usize>| -> Vec<u64> {
+                let mut sums = vec![0; width];
+                for index in range {
+                    let row = block.events.get(index * width..(index + 1) * width);
+                    for (sum, n) in sums.iter_mut().zip(row.unwrap_or(&[])) {
+                        *sum += n;
+                    }
+                }
+                sums
+            };
             let mut decoded = code.decode(block.address, block.size);
             decoded.truncate(block.instructions as usize);
             let mut missing = u64::from(block.instructions) - decoded.len() as u64;
@@ -149,14 +168,31 @@ impl InstructionCosts {
             };
             // The first instruction also carries the undecoded ones' cycles.
             let missing_cycles = cycles_of(decoded_count..block.cycles.len());
+            let recorded = block.instructions as usize;
             for (index, instruction) in decoded.into_iter().enumerate() {
                 let extra = if index == 0 { missing } else { 0 };
                 let extra_cycles = if index == 0 { missing_cycles } else { 0 };
+                let events = if index == 0 {
+                    let mut first = events_of(0..1);
+                    for (sum, n) in first.iter_mut().zip(events_of(decoded_count..recorded)) {
+                        *sum += n;
+                    }
+                    first
+                } else {
+                    events_of(index..index + 1)
+                };
+                // With simulation, cycles carry the penalties of the misses
+                // and mispredictions the instruction caused.
+                let penalty = simulation.map_or(0, |s| s.penalty(&events));
                 let entry = counts
                     .entry(instruction.address)
-                    .or_insert_with(|| (0, 0, instruction.text));
+                    .or_insert_with(|| (0, 0, vec![0; width], instruction.text));
                 entry.0 += block.executions * (1 + extra);
-                entry.1 += block.executions * (cycles_of(index..index + 1) + extra_cycles);
+                entry.1 +=
+                    block.executions * (cycles_of(index..index + 1) + extra_cycles) + penalty;
+                for (sum, n) in entry.2.iter_mut().zip(events) {
+                    *sum += n;
+                }
             }
         }
 
@@ -177,25 +213,44 @@ impl InstructionCosts {
             .into_iter()
             .map(|(address, name)| CodeFunction { address, name })
             .collect();
-        let in_cycles = profile.metric == crate::metric::Metric::Cycles;
+        let metric = profile.metric;
         let instructions = counts
             .into_iter()
             .zip(owner)
-            .map(
-                |((address, (executions, cycles, text)), start)| InstructionCost {
+            .map(|((address, (executions, cycles, events, text)), start)| {
+                // In a profile measured in another metric every cost is
+                // that metric.
+                let (executions, cycles) = match metric {
+                    Metric::Instructions => (executions, cycles),
+                    Metric::Cycles => (cycles, executions),
+                    Metric::Event(event) => (
+                        simulation
+                            .and_then(|s| s.index_of(event))
+                            .and_then(|i| events.get(i))
+                            .copied()
+                            .unwrap_or(0),
+                        cycles,
+                    ),
+                    Metric::EstimatedCycles => (
+                        simulation.map_or(0, |s| s.estimated_cycles(executions, &events)),
+                        cycles,
+                    ),
+                };
+                InstructionCost {
                     address,
-                    // In a profile measured in cycles every cost is cycles.
-                    executions: if in_cycles { cycles } else { executions },
-                    cycles: if in_cycles { executions } else { cycles },
+                    executions,
+                    cycles,
+                    events,
                     function: functions.partition_point(|f| f.address < start) as u32,
                     text,
                     frames: code.frames(address),
-                },
-            )
+                }
+            })
             .collect();
         InstructionCosts {
             functions,
             instructions,
+            metric,
         }
     }
 
@@ -356,6 +411,7 @@ pub(crate) mod tests {
                 instructions,
                 executions,
                 cycles: (1..=instructions).collect(),
+                events: Vec::new(),
             })
             .collect();
         profile

@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 
+use emuprof_model::Simulation;
 use serde::{Deserialize, Serialize};
 
 use crate::code_table::CodeTable;
@@ -108,6 +109,18 @@ pub struct Profile {
     /// file's top level) has them; empty for a run of one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub processes: Vec<Profile>,
+    /// The cache and branch simulation's settings and event order, when
+    /// the run made one (`--cache-sim`, `--branch-sim`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<Simulation>,
+    /// The whole run's simulated events, in `simulation`'s order (empty
+    /// without simulation).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "emuprof_model::simulation::count_list"
+    )]
+    pub event_totals: Vec<u64>,
     /// What the cost fields count: instructions as recorded, or cycles in
     /// a profile [`Profile::measured_in`] made. Never written.
     #[serde(skip)]
@@ -178,6 +191,21 @@ pub struct Function {
     /// `inclusive_instructions`).
     #[serde(default)]
     pub inclusive_cycles: u64,
+    /// Simulated events in the function itself (the profile's
+    /// `simulation` order; empty without simulation).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "emuprof_model::simulation::count_list"
+    )]
+    pub self_events: Vec<u64>,
+    /// Simulated events, inclusive, recursion counted once.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "emuprof_model::simulation::count_list"
+    )]
+    pub inclusive_events: Vec<u64>,
     /// Times the function was called, recursive calls included.
     pub calls: u64,
     /// Concurrency (Trin-Trin): how many distinct threads ran the function,
@@ -238,6 +266,22 @@ pub struct CallNode {
     /// Cycles spent in this context and everything it called.
     #[serde(default)]
     pub inclusive_cycles: u64,
+    /// Simulated events in this context itself (the profile's
+    /// `simulation` order; empty without simulation).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "emuprof_model::simulation::count_list"
+    )]
+    pub self_events: Vec<u64>,
+    /// Simulated events in this context and its subtree (everything it
+    /// called, and the threads it spawned).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "emuprof_model::simulation::count_list"
+    )]
+    pub inclusive_events: Vec<u64>,
     /// System calls made directly from this context.
     pub syscalls: u64,
     /// Of `calls`, how many came through an indirect `call`.

@@ -95,6 +95,8 @@ impl Profile {
                 max_instructions: node.max_instructions,
                 self_cycles: node.self_cycles,
                 inclusive_cycles: node.inclusive_cycles,
+                self_events: node.self_events.clone(),
+                inclusive_events: Vec::new(),
                 syscalls: node.syscalls,
                 indirect_calls: node.indirect_calls,
                 max_stack_bytes: node.max_stack_bytes,
@@ -114,6 +116,8 @@ impl Profile {
                 inclusive_instructions: 0,
                 self_cycles: 0,
                 inclusive_cycles: 0,
+                self_events: Vec::new(),
+                inclusive_events: Vec::new(),
                 calls: 0,
                 concurrency: 0,
             })
@@ -154,6 +158,8 @@ impl Profile {
             collection: Vec::new(),
             started: None,
             code: None,
+            simulation: raw.simulation.clone(),
+            event_totals: Vec::new(),
             metric: crate::metric::Metric::Instructions,
         };
         if profile.threads.is_empty() {
@@ -192,7 +198,8 @@ pub(crate) fn derive_totals(profile: &mut Profile) {
         function.inclusive_cycles = 0;
         function.calls = 0;
     }
-    for (node, is_outermost) in nodes.iter().zip(outer.is_outermost) {
+    let outer_flags = outer.is_outermost;
+    for (node, &is_outermost) in nodes.iter().zip(&outer_flags) {
         let function = &mut profile.functions[node.function as usize];
         function.self_instructions += node.self_instructions;
         function.self_cycles += node.self_cycles;
@@ -214,6 +221,54 @@ pub(crate) fn derive_totals(profile: &mut Profile) {
         function.concurrency = count;
     }
     fill_start_functions(profile);
+    derive_events(profile, &outer_flags);
+}
+
+/// The simulated events' sums, as [`derive_totals`] makes the
+/// instructions': each context's inclusive events (its subtree), each
+/// function's self and inclusive events (recursion counted once) and the
+/// run's totals. Nothing without simulation.
+fn derive_events(profile: &mut Profile, is_outermost: &[bool]) {
+    let Some(width) = profile.simulation.as_ref().map(|s| s.events.len()) else {
+        return;
+    };
+    let nodes = &mut profile.call_tree;
+    for node in nodes.iter_mut() {
+        node.self_events.resize(width, 0);
+        node.inclusive_events.clone_from(&node.self_events);
+    }
+    // Parents come before children: adding each node to its parent from
+    // the last one up sums every subtree.
+    for index in (1..nodes.len()).rev() {
+        if let Some(parent) = nodes[index].parent {
+            let (before, after) = nodes.split_at_mut(index);
+            add(
+                &mut before[parent as usize].inclusive_events,
+                &after[0].inclusive_events,
+            );
+        }
+    }
+    for function in &mut profile.functions {
+        function.self_events = vec![0; width];
+        function.inclusive_events = vec![0; width];
+    }
+    let mut totals = vec![0; width];
+    for (node, &outermost) in nodes.iter().zip(is_outermost) {
+        let function = &mut profile.functions[node.function as usize];
+        add(&mut function.self_events, &node.self_events);
+        if outermost {
+            add(&mut function.inclusive_events, &node.inclusive_events);
+        }
+        add(&mut totals, &node.self_events);
+    }
+    profile.event_totals = totals;
+}
+
+/// Adds `more` to `sums`, element by element.
+fn add(sums: &mut [u64], more: &[u64]) {
+    for (sum, more) in sums.iter_mut().zip(more) {
+        *sum += more;
+    }
 }
 
 #[cfg(test)]

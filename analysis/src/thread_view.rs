@@ -158,6 +158,8 @@ impl Profile {
             code: self.code.clone(),
             process: self.process.clone(),
             processes: Vec::new(),
+            simulation: self.simulation.clone(),
+            event_totals: Vec::new(),
             collection: self.collection.clone(),
             metric: self.metric,
         };
@@ -226,8 +228,15 @@ impl BlockSplit {
                     .iter()
                     .find(|&&(thread, _)| thread as usize == index)
                     .map_or(0, |&(_, part)| part);
+                // Simulated events are not divided: a block shared by
+                // threads keeps none in each thread's view.
                 (executions > 0).then(|| Block {
                     executions,
+                    events: if executions == block.executions {
+                        block.events.clone()
+                    } else {
+                        Vec::new()
+                    },
                     ..block.clone()
                 })
             })
@@ -394,6 +403,7 @@ mod tests {
             instructions: 2,
             executions: 50,
             cycles: Vec::new(),
+            events: Vec::new(),
         }];
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
         assert_eq!(profile.thread_view(4242).expect("main thread"), profile);
@@ -415,6 +425,7 @@ mod tests {
                 instructions: 4,
                 executions: 150,
                 cycles: Vec::new(),
+                events: Vec::new(),
             },
             Block {
                 address: helper + 8,
@@ -422,6 +433,7 @@ mod tests {
                 instructions: 2,
                 executions: 30,
                 cycles: Vec::new(),
+                events: Vec::new(),
             },
         ];
         let profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");

@@ -61,6 +61,7 @@ fn profile_with_blocks() -> (Profile, Code) {
             instructions: 1,
             executions: f.self_instructions,
             cycles: Vec::new(),
+            events: Vec::new(),
         })
         .collect();
     let profile = Profile::from_raw(&raw, &resolver, "0.1.0").expect("consistent");

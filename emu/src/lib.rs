@@ -25,14 +25,17 @@ mod initial_stack;
 pub mod live;
 mod machine;
 mod memory;
+pub mod sim;
 mod syscalls;
 mod tree;
 
 pub use cpu::DEFAULT_CPUS;
+pub use emuprof_model::{CacheConfig, CacheGeometry};
 pub use error::EmuError;
 pub use machine::{
     run, BlockedThread, LoadedLibrary, ProcessImage, RunHandles, RunOptions, RunOutcome,
     StartPoint, StopReason, UnsupportedSyscalls, DEFAULT_QUANTUM, MAX_CPUS,
 };
+pub use sim::{geometry, SimulationOptions, PENALTIES};
 pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};

@@ -20,6 +20,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod simulation;
+pub use simulation::{CacheConfig, CacheGeometry, Penalties, SimEvent, Simulation};
+
 /// Index of a calling context in [`RawProfile::nodes`] (and in the analysis
 /// profile's call tree, which keeps the ids).
 pub type NodeId = u32;
@@ -48,6 +51,9 @@ pub struct RawNode {
     pub self_cycles: u64,
     /// Cycles spent in this context and everything it called.
     pub inclusive_cycles: u64,
+    /// Simulated events in this context itself, in the order of
+    /// [`RawProfile::simulation`]'s events (empty without simulation).
+    pub self_events: Vec<u64>,
     /// System calls made directly from this context.
     pub syscalls: u64,
     /// Of `calls`, how many came through an indirect `call` (register or memory
@@ -78,35 +84,24 @@ pub struct Block {
     /// The cost model's cycles of each of the block's instructions, for one
     /// run of the block (empty in profiles older than cycles). Stored as one
     /// string of space-separated numbers.
-    #[serde(default, with = "cycle_list")]
+    #[serde(default, with = "simulation::count_list")]
     pub cycles: Vec<u32>,
+    /// Simulated events of each instruction over all the block's runs:
+    /// `instructions` rows of the profile's events (in
+    /// [`Simulation::events`] order), one after the other. Empty without
+    /// simulation (and then not written).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "simulation::count_list"
+    )]
+    pub events: Vec<u64>,
 }
 
 impl Block {
     /// Cycles of one run of the block: the sum of its instructions'.
     pub fn cycles_per_run(&self) -> u64 {
         self.cycles.iter().map(|&c| u64::from(c)).sum()
-    }
-}
-
-/// A list of cycle counts as one JSON string, `"1 0 3"`: a profile holds one
-/// per block, and a JSON array would take a line per number.
-mod cycle_list {
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(cycles: &[u32], serializer: S) -> Result<S::Ok, S::Error> {
-        let text: Vec<String> = cycles.iter().map(u32::to_string).collect();
-        serializer.serialize_str(&text.join(" "))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u32>, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.split_whitespace()
-            .map(|n| {
-                n.parse()
-                    .map_err(|_| D::Error::custom(format!("block cycles {n:?} is not a number")))
-            })
-            .collect()
     }
 }
 
@@ -204,6 +199,8 @@ pub struct RawProfile {
     pub blocks: Vec<Block>,
     /// Which process image this is (the first program's by default).
     pub process: RawProcess,
+    /// The cache and branch simulation's settings, when one ran.
+    pub simulation: Option<Simulation>,
 }
 
 /// Where one part of a run split by dumps (`--dump-every`, `--dump-at`, a

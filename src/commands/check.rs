@@ -76,6 +76,26 @@ pub struct CheckArgs {
     pub command: Vec<String>,
 }
 
+/// Fails when the limits name a simulated event the profile does not
+/// count (a limit on it would always hold).
+fn records_limited_events(profile: &Profile, limits: &Limits) -> Result<()> {
+    let recorded = profile.simulation.as_ref().map(|s| s.events.as_slice());
+    let missing: Vec<&str> = limits
+        .events()
+        .into_iter()
+        .filter(|e| !recorded.unwrap_or(&[]).contains(e))
+        .map(|e| e.name())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "the limits file limits {}, which the profile does not count; profile with \
+             --cache-sim (cache events) or --branch-sim (branch events)",
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Runs the check and returns the exit status.
 pub fn run(args: CheckArgs) -> Result<i32> {
     let text = emuprof::input::read_to_string(&args.limits)
@@ -93,6 +113,7 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     };
     let run = obtain_profile(&args, json_target.iter())?;
     let mut profile = checked_process(&run, &args, &limits)?;
+    records_limited_events(&profile, &limits)?;
     for pattern in profile.restrict(&limits.collection)? {
         eprintln!(
             "emuprof: the limits file's collect/exclude pattern {pattern:?} matches no function \

@@ -61,6 +61,10 @@ pub struct DiffArgs {
     /// below PCT of A's total too.
     #[arg(long, value_name = "PCT", default_value_t = 0.5)]
     pub threshold: f64,
+    /// Sort by the change in this metric (cycles, D1mr, … as --metric takes
+    /// them), which the table then shows.
+    #[arg(long, value_name = "METRIC")]
+    pub sort: Option<String>,
     /// Write to FILE instead of stdout (`-` is stdout too).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -94,8 +98,12 @@ pub fn run(args: DiffArgs) -> Result<i32> {
     } else {
         (profile_file::read(&args.a)?, profile_file::read(&args.b)?)
     };
-    let a = args.part.select(whole_a).context("in profile A")?;
-    let b = args.part.select(whole_b).context("in profile B")?;
+    let mut part = args.part.clone();
+    if let Some(metric) = &args.sort {
+        part.sort_by(metric)?;
+    }
+    let a = part.select(whole_a).context("in profile A")?;
+    let b = part.select(whole_b).context("in profile B")?;
     for (label, profile) in [("A", &a), ("B", &b)] {
         if let Some(reason) = &profile.partial {
             eprintln!("emuprof: note: profile {label} is partial ({reason}); its costs cover only part of the run");

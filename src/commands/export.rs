@@ -115,7 +115,20 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         .unwrap_or_else(|| PathBuf::from(args.format.default_file()));
     let target = OutputTarget::open(&output)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    let profile = profile_file::read_selected(&args.profile, &args.part)?;
+    let profile = if args.format == ExportFormat::Callgrind {
+        // Callgrind files carry every metric, the chosen one first; the
+        // other formats show the chosen one.
+        let part = profile_file::ProfilePart {
+            metric: "instructions".into(),
+            ..args.part.clone()
+        };
+        let profile = profile_file::read_selected(&args.profile, &part)?;
+        // Fails as other exports do when the profile lacks the metric.
+        profile.clone().measured_in(args.part.metric()?)?;
+        profile
+    } else {
+        profile_file::read_selected(&args.profile, &args.part)?
+    };
     let bytes = export_bytes(&profile, &args)?;
     target
         .write(|w| w.write_all(&bytes))
@@ -167,6 +180,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
             options.inline = args.code.inline();
             options.object = Some(program_object(profile, &args.code));
             options.thread = args.part.thread;
+            options.first = args.part.metric()?;
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,

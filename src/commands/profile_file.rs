@@ -24,9 +24,12 @@ pub struct ProfilePart {
     /// all threads, each spawned thread under the call that started it.
     #[arg(long, value_name = "ID")]
     pub thread: Option<u64>,
-    /// What the costs count: `instructions` (Callgrind's `Ir`) or `cycles`
-    /// (the instruction cost model's estimate for Intel Skylake).
-    #[arg(long, default_value = "instructions", value_parser = clap::builder::PossibleValuesParser::new(emuprof_analysis::Metric::NAMES))]
+    /// What the costs count: `instructions` (Callgrind's `Ir`), `cycles`
+    /// (the instruction cost model's estimate for Intel Skylake), or, in a
+    /// profile made with --cache-sim/--branch-sim, a simulated event (Dr, Dw,
+    /// I1mr, D1mr, D1mw, ILmr, DLmr, DLmw, Bc, Bcm, Bi, Bim) or
+    /// `estimated_cycles` (gungraun's L1 hits + 5 LL hits + 35 RAM hits).
+    #[arg(long, default_value = "instructions", value_name = "METRIC")]
     pub metric: String,
 }
 
@@ -51,6 +54,21 @@ impl ProfilePart {
             Some(id) => image.thread_view(id)?,
         };
         Ok(part.measured_in(self.metric()?)?)
+    }
+
+    /// Sorting by a metric (`--sort cycles`) measures in it: `metric`
+    /// becomes the chosen one. Fails when `--metric` chose another.
+    pub fn sort_by(&mut self, metric: &str) -> Result<()> {
+        let wanted: Metric = metric.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+        let chosen = self.metric()?;
+        if chosen != Metric::Instructions && chosen != wanted {
+            anyhow::bail!(
+                "--sort {metric} and --metric {} disagree; give one of them",
+                chosen.name()
+            );
+        }
+        self.metric = metric.to_string();
+        Ok(())
     }
 
     /// The chosen metric (instructions when none was given).

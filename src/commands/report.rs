@@ -66,8 +66,10 @@ pub struct ReportArgs {
     /// Machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Sort key of the flat report.
-    #[arg(long, default_value = "self", value_parser = clap::builder::PossibleValuesParser::new(flat::SortKey::NAMES))]
+    /// Sort key of the flat report: self, inclusive, calls, self-per-call,
+    /// inclusive-per-call, name, address, or a metric (cycles, D1mr, … as
+    /// --metric takes them): self cost in that metric.
+    #[arg(long, default_value = "self", value_name = "KEY")]
     pub sort: String,
     /// Show at most N functions in the flat report.
     #[arg(long, value_name = "N")]
@@ -115,7 +117,19 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     if args.processes {
         return process_map(&args);
     }
-    let profile = profile_file::read_selected(&args.profile, &args.part)?;
+    let mut part = args.part.clone();
+    let sort = if args.sort.parse::<flat::SortKey>().is_ok() {
+        args.sort.clone()
+    } else {
+        part.sort_by(&args.sort).map_err(|e| {
+            anyhow::anyhow!(
+                "{e} (--sort also takes {})",
+                flat::SortKey::NAMES.join(", ")
+            )
+        })?;
+        "self".to_string()
+    };
+    let profile = profile_file::read_selected(&args.profile, &part)?;
     let graph = CallGraph::new(&profile);
     let stdout = io::stdout();
     // Text goes to a terminal: names from the binary get their control
@@ -164,7 +178,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         }
     } else {
         let mut o = flat::FlatOptions::default();
-        o.sort = args.sort.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+        o.sort = sort.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
         o.limit = args.limit;
         if args.json {
             flat::write_json(&graph, &o, &mut out)?

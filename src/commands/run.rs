@@ -246,6 +246,25 @@ impl<'p> Prepared<'p> {
     }
 }
 
+/// The cache and branch simulation the guest options ask for.
+fn simulation_options(guest: &GuestArgs) -> Result<emuprof_emu::SimulationOptions> {
+    let geometry_given = guest.i1.is_some() || guest.d1.is_some() || guest.ll.is_some();
+    anyhow::ensure!(
+        guest.cache_sim || !geometry_given,
+        "--I1, --D1 and --LL set the simulated caches: add --cache-sim to simulate them"
+    );
+    let defaults = emuprof_emu::geometry::SKYLAKE;
+    let caches = guest.cache_sim.then(|| emuprof_emu::CacheConfig {
+        i1: guest.i1.unwrap_or(defaults.i1),
+        d1: guest.d1.unwrap_or(defaults.d1),
+        ll: guest.ll.unwrap_or(defaults.ll),
+    });
+    Ok(emuprof_emu::SimulationOptions {
+        caches,
+        branches: guest.branch_sim,
+    })
+}
+
 /// Applies the guest options on top of what [`emuprof::Run::new`] set up
 /// (argv, the executable's path for `/proc/self/exe`).
 pub(super) fn configure_run(
@@ -278,6 +297,7 @@ pub(super) fn configure_run(
     options.cpus = guest.cpus;
     options.quantum = guest.quantum;
     options.max_instructions = guest.max_instructions;
+    options.simulation = simulation_options(guest)?;
     options.unsupported_syscalls = match guest.unsupported_syscalls {
         UnsupportedPolicy::Stop => UnsupportedSyscalls::Stop,
         UnsupportedPolicy::Enosys => UnsupportedSyscalls::Enosys,

@@ -65,8 +65,9 @@ pub fn write_source<W: Write>(
     writeln!(out, "{rule}")?;
     writeln!(
         out,
-        "-- {what}: {} instructions ({} of the run's {}); percentages are of {}",
+        "-- {what}: {} {} ({} of the run's {}); percentages are of {}",
         grouped(shown),
+        costs.metric.name(),
         percent(ratio(shown, costs.total()) * 100.0),
         grouped(costs.total()),
         grouped(shown)
@@ -90,8 +91,9 @@ pub fn write_source<W: Write>(
         }
         writeln!(
             out,
-            "\n-- File: {file} ({} instructions, {})",
+            "\n-- File: {file} ({} {}, {})",
             grouped(*file_cost),
+            costs.metric.name(),
             percent(ratio(*file_cost, shown) * 100.0)
         )?;
         let text = read_source(file);

@@ -144,6 +144,7 @@ fn blocks_keep_the_executions_of_counted_functions() {
             instructions: 2,
             executions: 9,
             cycles: Vec::new(),
+            events: Vec::new(),
         },
         crate::Block {
             address: setup,
@@ -151,6 +152,7 @@ fn blocks_keep_the_executions_of_counted_functions() {
             instructions: 2,
             executions: 7,
             cycles: Vec::new(),
+            events: Vec::new(),
         },
     ];
     profile.restrict(&collect(&["fib"])).expect("restricts");

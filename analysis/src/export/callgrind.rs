@@ -38,8 +38,13 @@
 //!   [`CallgrindOptions::thread`] set: the file then says `thread: ID`, as each
 //!   of Callgrind's `--separate-threads=yes` files does (callgrind_annotate
 //!   reads one part per file).
-//! - The event is `Ir`, or `Cycles` for a profile measured in cycles
-//!   ([`Profile::measured_in`]): one event per file.
+//! - Events: every metric the profile records, [`CallgrindOptions::first`]
+//!   first (callgrind_annotate sorts by the first): `Ir`, `Cycles` (the cost
+//!   model's, with simulation including its penalties) and, with
+//!   simulation, Callgrind's own event names (`Dr` ... `Bim`) and
+//!   `EstCycles` (gungraun's estimate, with `--cache-sim`). A profile
+//!   without simulation exported with `Ir` first is the one-event file it
+//!   always was. The profile must be measured in instructions or cycles.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -66,6 +71,8 @@ pub struct CallgrindOptions {
     /// The `thread:` header line: the guest thread id of a one-thread view.
     /// Default: none (the file covers the whole process).
     pub thread: Option<u64>,
+    /// The event listed first. Default: instructions (`Ir`).
+    pub first: Metric,
 }
 
 impl Default for CallgrindOptions {
@@ -74,8 +81,114 @@ impl Default for CallgrindOptions {
             inline: true,
             object: None,
             thread: None,
+            first: Metric::Instructions,
         }
     }
+}
+
+/// Costs of one line, one per event column.
+type Costs = Vec<u64>;
+
+/// The file's event columns and how to read each from the profile.
+struct Columns<'a> {
+    metrics: Vec<Metric>,
+    profile: &'a Profile,
+}
+
+impl<'a> Columns<'a> {
+    /// `first`, then every other metric the profile records.
+    fn new(profile: &'a Profile, first: Metric) -> Columns<'a> {
+        let mut metrics = vec![first, Metric::Instructions];
+        // Profiles before cycles record none; a profile without simulation
+        // exported in instructions keeps its one-event (`Ir`) file.
+        let simulated = profile.simulation.is_some();
+        if profile.totals.cycles > 0 && (simulated || first != Metric::Instructions) {
+            metrics.push(Metric::Cycles);
+        }
+        if let Some(simulation) = &profile.simulation {
+            metrics.extend(simulation.events.iter().map(|&e| Metric::Event(e)));
+            if simulation.caches.is_some() {
+                metrics.push(Metric::EstimatedCycles);
+            }
+        }
+        let mut seen = Vec::new();
+        metrics.retain(|m| {
+            let new = !seen.contains(m);
+            seen.push(*m);
+            new
+        });
+        Columns { metrics, profile }
+    }
+
+    /// Callgrind's name of each column.
+    fn names(&self) -> Vec<&'static str> {
+        self.metrics
+            .iter()
+            .map(|m| match m {
+                Metric::Instructions => "Ir",
+                Metric::Cycles => "Cycles",
+                Metric::EstimatedCycles => "EstCycles",
+                Metric::Event(e) => e.name(),
+            })
+            .collect()
+    }
+
+    /// The columns from (instructions, cycles, events), as the profile's
+    /// metric stores them.
+    fn of(&self, first: u64, second: u64, events: &[u64]) -> Costs {
+        let (instructions, cycles) = match self.profile.metric {
+            Metric::Cycles => (second, first),
+            _ => (first, second),
+        };
+        let simulation = self.profile.simulation.as_ref();
+        self.metrics
+            .iter()
+            .map(|m| match m {
+                Metric::Instructions => instructions,
+                Metric::Cycles => cycles,
+                Metric::Event(e) => simulation
+                    .and_then(|s| s.index_of(*e))
+                    .and_then(|i| events.get(i))
+                    .copied()
+                    .unwrap_or(0),
+                Metric::EstimatedCycles => {
+                    simulation.map_or(0, |s| s.estimated_cycles(instructions, events))
+                }
+            })
+            .collect()
+    }
+
+    fn instruction(&self, i: &InstructionCost) -> Costs {
+        self.of(i.executions, i.cycles, &i.events)
+    }
+
+    fn inclusive(&self, node: &crate::profile::CallNode) -> Costs {
+        self.of(
+            node.inclusive_instructions,
+            node.inclusive_cycles,
+            &node.inclusive_events,
+        )
+    }
+
+    fn zero(&self) -> Costs {
+        vec![0; self.metrics.len()]
+    }
+}
+
+/// Adds `more` to `sums`, column by column.
+fn add(sums: &mut Costs, more: &[u64]) {
+    if sums.len() < more.len() {
+        sums.resize(more.len(), 0);
+    }
+    for (sum, more) in sums.iter_mut().zip(more) {
+        *sum += more;
+    }
+}
+
+/// Costs as a cost line writes them.
+fn text(costs: &[u64]) -> String {
+    let text: Vec<String> = costs.iter().map(u64::to_string).collect();
+    text.join(" ")
 }
 
 /// A source position: file and line.
@@ -86,10 +199,10 @@ type Position = (String, u32);
 type CostPosition = (String, u64, u32);
 
 /// One call line: how often, and its inclusive cost.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct CallCost {
     calls: u64,
-    cost: u64,
+    cost: Costs,
 }
 
 /// Everything written for one function.
@@ -98,7 +211,7 @@ struct FunctionEntry {
     /// The file named by `fl=`.
     home: Option<String>,
     /// Self cost per instruction.
-    lines: BTreeMap<CostPosition, u64>,
+    lines: BTreeMap<CostPosition, Costs>,
     /// Calls per (callee, call instruction position).
     calls: BTreeMap<(String, CostPosition), CallCost>,
 }
@@ -127,9 +240,10 @@ pub fn write_callgrind<W: Write>(
     options: &CallgrindOptions,
     out: W,
 ) -> io::Result<()> {
+    let columns = Columns::new(profile, options.first);
     let mut functions: BTreeMap<String, FunctionEntry> = BTreeMap::new();
-    add_self_and_inline_costs(costs, options.inline, &mut functions);
-    add_calls(profile, costs, &mut functions);
+    add_self_and_inline_costs(costs, &columns, options.inline, &mut functions);
+    add_calls(profile, costs, &columns, &mut functions);
     for function in &profile.functions {
         if let Some(entry) = functions.get_mut(&function.name) {
             if entry.home.is_none() {
@@ -137,7 +251,11 @@ pub fn write_callgrind<W: Write>(
             }
         }
     }
-    Writer::new(out).write(profile, costs.total(), options, &functions)
+    let mut total = columns.zero();
+    for instruction in &costs.instructions {
+        add(&mut total, &columns.instruction(instruction));
+    }
+    Writer::new(out).write(profile, &columns, &total, options, &functions)
 }
 
 fn position_of(instruction: &InstructionCost, inline: bool) -> Position {
@@ -149,6 +267,7 @@ fn position_of(instruction: &InstructionCost, inline: bool) -> Position {
 
 fn add_self_and_inline_costs(
     costs: &InstructionCosts,
+    columns: &Columns,
     inline: bool,
     functions: &mut BTreeMap<String, FunctionEntry>,
 ) {
@@ -161,12 +280,16 @@ fn add_self_and_inline_costs(
             Vec::new()
         };
         let name = inlined.last().copied().unwrap_or(own.as_str());
-        *functions
-            .entry(name.to_string())
-            .or_default()
-            .lines
-            .entry(at(position_of(instruction, inline), instruction.address))
-            .or_default() += instruction.executions;
+        let cost = columns.instruction(instruction);
+        add(
+            functions
+                .entry(name.to_string())
+                .or_default()
+                .lines
+                .entry(at(position_of(instruction, inline), instruction.address))
+                .or_default(),
+            &cost,
+        );
 
         // Inline sites: own -> inlined[0] -> inlined[1] ..., each at the position
         // of the outer frame (frames are innermost first).
@@ -189,7 +312,7 @@ fn add_self_and_inline_costs(
                 .entry((callee.to_string(), at(position, address)))
                 .or_default();
             call.calls = call.calls.max(instruction.executions);
-            call.cost += instruction.executions;
+            add(&mut call.cost, &cost);
             caller = callee;
         }
     }
@@ -200,6 +323,7 @@ fn add_self_and_inline_costs(
 fn add_calls(
     profile: &Profile,
     costs: &InstructionCosts,
+    columns: &Columns,
     functions: &mut BTreeMap<String, FunctionEntry>,
 ) {
     let sites = call_sites(costs);
@@ -212,9 +336,9 @@ fn add_calls(
         let caller = profile.function_of(&profile.call_tree[parent as usize]);
         let callee = profile.function_of(node);
         let cost = if outermost[node.id as usize] {
-            node.inclusive_instructions
+            columns.inclusive(node)
         } else {
-            0
+            columns.zero()
         };
         let recorded = profile.call_site(node).and_then(|address| {
             let index = costs
@@ -234,7 +358,7 @@ fn add_calls(
             .entry((callee.name.clone(), position))
             .or_default();
         call.calls += node.calls;
-        call.cost += cost;
+        add(&mut call.cost, &cost);
         functions.entry(callee.name.clone()).or_default();
     }
 }
@@ -321,7 +445,8 @@ impl<W: Write> Writer<W> {
     fn write(
         mut self,
         profile: &Profile,
-        total: u64,
+        columns: &Columns,
+        total: &[u64],
         options: &CallgrindOptions,
         functions: &BTreeMap<String, FunctionEntry>,
     ) -> io::Result<()> {
@@ -338,17 +463,21 @@ impl<W: Write> Writer<W> {
         }
         writeln!(self.out)?;
         writeln!(self.out, "positions: instr line")?;
-        match profile.metric {
-            Metric::Instructions => writeln!(self.out, "events: Ir")?,
-            Metric::Cycles => {
-                writeln!(
-                    self.out,
-                    "event: Cycles : Estimated cycles (emuprof cost model, Intel Skylake)"
-                )?;
-                writeln!(self.out, "events: Cycles")?;
-            }
+        let names = columns.names();
+        if names.contains(&"Cycles") {
+            writeln!(
+                self.out,
+                "event: Cycles : Estimated cycles (emuprof cost model, Intel Skylake)"
+            )?;
         }
-        writeln!(self.out, "summary: {total}")?;
+        if names.contains(&"EstCycles") {
+            writeln!(
+                self.out,
+                "event: EstCycles : L1 hits + 5 LL hits + 35 RAM hits (gungraun's estimate)"
+            )?;
+        }
+        writeln!(self.out, "events: {}", names.join(" "))?;
+        writeln!(self.out, "summary: {}", text(total))?;
         writeln!(self.out)?;
         if let Some(object) = &options.object {
             writeln!(self.out, "ob=(1) {object}")?;
@@ -377,7 +506,7 @@ impl<W: Write> Writer<W> {
                     writeln!(self.out, "{key}={id}")?;
                     current = file.clone();
                 }
-                writeln!(self.out, "{address:#x} {line} {cost}")?;
+                writeln!(self.out, "{address:#x} {line} {}", text(cost))?;
             }
             for ((callee, (file, address, line)), CallCost { calls, cost }) in &entry.calls {
                 if *file != current {
@@ -402,12 +531,13 @@ impl<W: Write> Writer<W> {
                 writeln!(
                     self.out,
                     "cfn={cfn}\ncalls={calls} {callee_address:#x} {callee_line}\n\
-                     {address:#x} {line} {cost}"
+                     {address:#x} {line} {}",
+                    text(cost)
                 )?;
             }
             writeln!(self.out)?;
         }
-        writeln!(self.out, "totals: {total}")?;
+        writeln!(self.out, "totals: {}", text(total))?;
         self.out.flush()
     }
 }

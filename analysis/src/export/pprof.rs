@@ -109,7 +109,9 @@ fn build(
         }
     }
 
-    let instructions = builder.string("instructions");
+    // The sample type names the metric the profile is measured in
+    // (`instructions`, `cycles`, `D1mr`...).
+    let instructions = builder.string(profile.metric.name());
     let count = builder.string("count");
     let binary = builder.string(profile.command.first().map_or("", String::as_str));
     let comment = builder.string(&format!(

@@ -1,5 +1,6 @@
 //! Checking a profile (and optionally a baseline) against [`Limits`].
 
+use emuprof_model::SimEvent;
 use serde::Serialize;
 
 use super::{FunctionLimits, GrowthMetric, Limits};
@@ -27,11 +28,26 @@ pub enum Metric {
     SelfCycles,
     /// A function's inclusive cycles.
     InclusiveCycles,
+    /// A simulated event of the whole run (`[total]` only).
+    Event(SimEvent),
+    /// A function's own simulated event.
+    SelfEvent(SimEvent),
+    /// A function's inclusive simulated event.
+    InclusiveEvent(SimEvent),
 }
 
 impl Metric {
     /// Short name for the table.
-    pub fn label(self) -> &'static str {
+    pub fn label(self) -> String {
+        match self {
+            Metric::Event(e) => e.name().to_string(),
+            Metric::SelfEvent(e) => format!("self {}", e.name()),
+            Metric::InclusiveEvent(e) => format!("inclusive {}", e.name()),
+            _ => self.plain_label().to_string(),
+        }
+    }
+
+    fn plain_label(self) -> &'static str {
         match self {
             Metric::Instructions => "instructions",
             Metric::Calls => "calls",
@@ -40,11 +56,21 @@ impl Metric {
             Metric::Cycles => "cycles",
             Metric::SelfCycles => "self cycles",
             Metric::InclusiveCycles => "inclusive cycles",
+            Metric::Event(_) | Metric::SelfEvent(_) | Metric::InclusiveEvent(_) => "",
         }
     }
 
     /// Words for messages ("inclusive instructions are …").
-    pub fn words(self) -> &'static str {
+    pub fn words(self) -> String {
+        match self {
+            Metric::Event(e) => format!("{} events", e.name()),
+            Metric::SelfEvent(e) => format!("self {} events", e.name()),
+            Metric::InclusiveEvent(e) => format!("inclusive {} events", e.name()),
+            _ => self.plain_words().to_string(),
+        }
+    }
+
+    fn plain_words(self) -> &'static str {
         match self {
             Metric::Instructions => "instructions",
             Metric::Calls => "calls",
@@ -53,6 +79,7 @@ impl Metric {
             Metric::Cycles => "cycles",
             Metric::SelfCycles => "self cycles",
             Metric::InclusiveCycles => "inclusive cycles",
+            Metric::Event(_) | Metric::SelfEvent(_) | Metric::InclusiveEvent(_) => "",
         }
     }
 
@@ -63,6 +90,8 @@ impl Metric {
             Metric::SelfInstructions => costs.self_instructions,
             Metric::Cycles | Metric::InclusiveCycles => costs.inclusive_cycles,
             Metric::SelfCycles => costs.self_cycles,
+            Metric::SelfEvent(e) => costs.self_events[e as usize],
+            Metric::Event(e) | Metric::InclusiveEvent(e) => costs.inclusive_events[e as usize],
         }
     }
 }
@@ -218,12 +247,22 @@ impl CheckOutcome {
 pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) -> CheckOutcome {
     let mut rows = Vec::new();
     if let Some(total) = &limits.total {
-        let costs = |p: &Profile| FunctionCosts {
-            self_instructions: p.totals.instructions,
-            inclusive_instructions: p.totals.instructions,
-            calls: p.totals.calls,
-            self_cycles: p.totals.cycles,
-            inclusive_cycles: p.totals.cycles,
+        let costs = |p: &Profile| {
+            let mut events = [0; SimEvent::ALL.len()];
+            if let Some(simulation) = &p.simulation {
+                for (&event, &n) in simulation.events.iter().zip(&p.event_totals) {
+                    events[event as usize] = n;
+                }
+            }
+            FunctionCosts {
+                self_instructions: p.totals.instructions,
+                inclusive_instructions: p.totals.instructions,
+                calls: p.totals.calls,
+                self_cycles: p.totals.cycles,
+                inclusive_cycles: p.totals.cycles,
+                self_events: events,
+                inclusive_events: events,
+            }
         };
         let (now, base) = (costs(profile), baseline.map(costs));
         let mut push =
@@ -245,6 +284,9 @@ pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) 
         }
         if let Some(max) = total.max_cycles_growth_percent {
             push(Metric::Cycles, LimitKind::MaxGrowthPercent(max));
+        }
+        for (&event, &max) in &total.max_events {
+            push(Metric::Event(event), LimitKind::Max(max));
         }
     }
     let now_costs = costs_by_name(profile);
@@ -283,6 +325,16 @@ pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) 
 /// The (metric, limit) pairs one `[[function]]` entry sets, in a fixed order.
 fn function_limits(entry: &FunctionLimits) -> Vec<(Metric, LimitKind)> {
     let growth = Metric::from(entry.growth_metric);
+    let events = entry
+        .max_self_events
+        .iter()
+        .map(|(&e, &m)| (Metric::SelfEvent(e), LimitKind::Max(m)))
+        .chain(
+            entry
+                .max_inclusive_events
+                .iter()
+                .map(|(&e, &m)| (Metric::InclusiveEvent(e), LimitKind::Max(m))),
+        );
     [
         entry
             .max_inclusive
@@ -304,6 +356,7 @@ fn function_limits(entry: &FunctionLimits) -> Vec<(Metric, LimitKind)> {
     ]
     .into_iter()
     .flatten()
+    .chain(events)
     .collect()
 }
 

@@ -20,6 +20,9 @@
 //! max_growth = 50_000               # soft: same, absolute
 //! max_cycles = 4_000_000            # hard: all cycles of the run (cost model)
 //! max_cycles_growth_percent = 2.0   # soft: total cycles vs the baseline
+//! max_events = { D1mr = 50_000, Bcm = 9_000 }  # hard: simulated events of
+//!                                   # the run (profiles made with --cache-sim
+//!                                   # or --branch-sim; Callgrind's names)
 //!
 //! [[function]]
 //! name = "fib"                      # exact demangled name …
@@ -32,6 +35,8 @@
 //!                                   # "inclusive_cycles" or "self_cycles"
 //! max_inclusive_cycles = 900_000    # hard: inclusive cycles
 //! max_self_cycles = 700_000         # hard: self cycles
+//! max_self_events = { D1mr = 4_000 }          # hard: self simulated events
+//! max_inclusive_events = { DLmr = 900 }       # hard: inclusive ones
 //!
 //! [[function]]
 //! regex = "^qsort"                  # … or a regex; each match is checked alone
@@ -64,7 +69,10 @@ mod render;
 pub use evaluate::{evaluate, CheckOutcome, CheckRow, LimitKind, Status};
 pub use render::{write_json, write_text};
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use emuprof_model::SimEvent;
 
 use regex::Regex;
 use serde::Deserialize;
@@ -93,7 +101,7 @@ pub enum LimitsError {
         source: regex::Error,
     },
     /// An entry sets no limit at all (probably a misspelt key).
-    #[error("{what} sets no limit; use max_self, max_inclusive, max_calls, max_self_cycles, max_inclusive_cycles, max_growth or max_growth_percent")]
+    #[error("{what} sets no limit; use max_self, max_inclusive, max_calls, max_self_cycles, max_inclusive_cycles, max_self_events, max_inclusive_events, max_growth or max_growth_percent")]
     NoLimit {
         /// `[total]` or the function entry.
         what: String,
@@ -144,6 +152,9 @@ pub struct TotalLimits {
     pub max_cycles: Option<u64>,
     /// Soft: most growth of total cycles vs the baseline, in percent.
     pub max_cycles_growth_percent: Option<f64>,
+    /// Hard: most of each simulated event the whole run may count.
+    #[serde(default)]
+    pub max_events: BTreeMap<SimEvent, u64>,
 }
 
 /// Which figure of a function a growth limit watches.
@@ -207,6 +218,10 @@ pub struct FunctionLimits {
     pub max_self_cycles: Option<u64>,
     /// Hard: most inclusive cycles.
     pub max_inclusive_cycles: Option<u64>,
+    /// Hard: most of each simulated event in the function itself.
+    pub max_self_events: BTreeMap<SimEvent, u64>,
+    /// Hard: most of each simulated event, inclusive.
+    pub max_inclusive_events: BTreeMap<SimEvent, u64>,
     /// Soft: most growth of [`FunctionLimits::growth_metric`] vs the baseline, percent.
     pub max_growth_percent: Option<f64>,
     /// Soft: most growth of [`FunctionLimits::growth_metric`] vs the baseline, absolute.
@@ -241,6 +256,10 @@ struct FunctionEntry {
     max_calls: Option<u64>,
     max_self_cycles: Option<u64>,
     max_inclusive_cycles: Option<u64>,
+    #[serde(default)]
+    max_self_events: BTreeMap<SimEvent, u64>,
+    #[serde(default)]
+    max_inclusive_events: BTreeMap<SimEvent, u64>,
     max_growth_percent: Option<f64>,
     max_growth: Option<u64>,
     #[serde(default)]
@@ -304,7 +323,11 @@ impl Limits {
                 entry.max_inclusive_cycles,
                 entry.max_growth,
             ];
-            if limits.iter().all(Option::is_none) && entry.max_growth_percent.is_none() {
+            if limits.iter().all(Option::is_none)
+                && entry.max_growth_percent.is_none()
+                && entry.max_self_events.is_empty()
+                && entry.max_inclusive_events.is_empty()
+            {
                 return Err(LimitsError::NoLimit { what });
             }
             check_percent(&what, entry.max_growth_percent)?;
@@ -315,6 +338,8 @@ impl Limits {
                 max_calls: entry.max_calls,
                 max_self_cycles: entry.max_self_cycles,
                 max_inclusive_cycles: entry.max_inclusive_cycles,
+                max_self_events: entry.max_self_events,
+                max_inclusive_events: entry.max_inclusive_events,
                 max_growth_percent: entry.max_growth_percent,
                 max_growth: entry.max_growth,
                 growth_metric: entry.growth_metric,
@@ -330,6 +355,17 @@ impl Limits {
             total: file.total,
             functions,
         })
+    }
+
+    /// The simulated events some limit names: the profile must record them.
+    pub fn events(&self) -> BTreeSet<SimEvent> {
+        let total = self.total.iter().flat_map(|t| t.max_events.keys());
+        let functions = self.functions.iter().flat_map(|f| {
+            f.max_self_events
+                .keys()
+                .chain(f.max_inclusive_events.keys())
+        });
+        total.chain(functions).copied().collect()
     }
 
     /// True when some limit needs a baseline (`max_growth*`).

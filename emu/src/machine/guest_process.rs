@@ -170,6 +170,7 @@ impl GuestProcess {
             progress: Arc::clone(&handles.progress),
             snapshots: handles.snapshots.clone(),
             pid: identity.pid,
+            simulation: options.simulation,
             dumps: handles.dumps.clone().map(|dumps| tree_feed::PartSetup {
                 dumps,
                 command: options.args.clone(),
@@ -296,8 +297,13 @@ impl GuestProcess {
         let sys = state.into_inner().sys;
         let built = builder.join().map_err(|_| EmuError::BuilderPanicked)?;
         let stop = with_call_stack(stop, &built.tree, &symbols);
-        let blocks = recorded::block_table(&built.blocks, &built.executions);
+        let blocks =
+            recorded::block_table(&built.blocks, &built.executions, built.simulation.as_ref());
         let finished = built.tree.finish();
+        let mut nodes = finished.nodes;
+        let simulation = built
+            .simulation
+            .map(|counts| recorded::attach_events(&mut nodes, &counts));
         let threads = recorded::thread_table(&finished.threads, &tids);
         let profile = RawProfile {
             command,
@@ -305,10 +311,11 @@ impl GuestProcess {
             partial: stop.partial_reason(),
             total_instructions: finished.total,
             total_cycles: finished.total_cycles,
-            nodes: finished.nodes,
+            nodes,
             threads,
             blocks,
             process: identity,
+            simulation,
         };
         Ok(FinishedImage {
             profile,
@@ -494,16 +501,25 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
-    let (cursor, builder_is_inline) = {
+    let (cursor, builder_is_inline, simulates_caches) = {
         let st = state.borrow();
-        (st.feed.trace_cursor(), st.feed.builder_is_inline())
+        (
+            st.feed.trace_cursor(),
+            st.feed.builder_is_inline(),
+            st.options.simulation.caches.is_some(),
+        )
     };
-    // Only for a builder on this thread: see `block_trace` for why.
-    if builder_is_inline {
+    // Only for a builder on this thread (see `block_trace` for why), and
+    // not with the cache simulation: its memory hook feeds accesses between
+    // the block events, which the inline trace would write around.
+    if builder_is_inline && !simulates_caches {
         // SAFETY: a live engine with the block hook just installed; the
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
         unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
+    }
+    if simulates_caches {
+        super::memory_hook::install(uc, user_data)?;
     }
     for (insn, callback) in [
         (

@@ -10,6 +10,7 @@ mod guest_process;
 mod guest_symbols;
 mod hooks;
 mod host_limits;
+mod memory_hook;
 mod options;
 mod own_syscalls;
 mod processes;

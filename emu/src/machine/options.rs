@@ -47,6 +47,9 @@ pub struct RunOptions {
     /// unprofiled, passing its exit status back. Escapes `--root` and
     /// `--read-only`: the command line refuses the combination.
     pub exec_native: bool,
+    /// Cache and branch simulation (`--cache-sim`, `--branch-sim`); none
+    /// by default.
+    pub simulation: crate::sim::SimulationOptions,
     /// Start the call tree late, at this point of the first program
     /// (`--start-at`, `--start-after`); `None`: at the first instruction.
     pub start: Option<super::StartPoint>,
@@ -66,6 +69,7 @@ impl RunOptions {
             quantum: super::threads::DEFAULT_QUANTUM,
             cpus: crate::cpu::DEFAULT_CPUS,
             exec_native: false,
+            simulation: crate::sim::SimulationOptions::default(),
             start: None,
         }
     }

@@ -96,6 +96,12 @@ pub struct BlockInfo {
     /// The cost model's cycles of each instruction of one run (one entry per
     /// instruction).
     pub instruction_cycles: Vec<u32>,
+    /// Where each instruction starts, in bytes from `address` (for the
+    /// cache simulation's instruction fetches).
+    pub instruction_offsets: Vec<u16>,
+    /// The target of the conditional branch (`jcc`, `loop`, `jrcxz`) that
+    /// ends the block, if one does (for the branch simulation).
+    pub conditional_target: Option<u64>,
     /// The kind of the last instruction.
     pub terminator: Terminator,
     /// True when a symbol starts a function here. (The call-tree builder
@@ -160,14 +166,16 @@ impl BlockCache {
         code: &[u8],
         is_function_start: bool,
     ) -> BlockId {
-        let (instruction_cycles, terminator) = self.decode(address, code);
+        let decoded = self.decode(address, code);
         self.insert_decoded(BlockInfo {
             address,
             size,
-            instructions: instruction_count(&instruction_cycles, code),
-            cycles: instruction_cycles.iter().sum(),
-            instruction_cycles,
-            terminator,
+            instructions: instruction_count(&decoded.cycles, code),
+            cycles: decoded.cycles.iter().sum(),
+            instruction_cycles: decoded.cycles,
+            instruction_offsets: decoded.offsets,
+            conditional_target: decoded.conditional_target,
+            terminator: decoded.terminator,
             is_function_start,
         })
     }
@@ -254,30 +262,75 @@ impl BlockCache {
         if code.is_empty() {
             return 0;
         }
-        instruction_count(&self.decode(address, code).0, code)
+        instruction_count(&self.decode(address, code).cycles, code)
     }
 
-    /// Each instruction's cycles (one entry per instruction) and how the
-    /// block ends.
-    fn decode(&self, address: u64, code: &[u8]) -> (Vec<u32>, Terminator) {
+    /// Each instruction's cycles and offset, and how the block ends.
+    fn decode(&self, address: u64, code: &[u8]) -> Decoded {
         // Undecodable bytes still ran: count them as one instruction of one
         // cycle.
-        let undecodable = (vec![1], Terminator::Other);
+        let undecodable = Decoded {
+            cycles: vec![1],
+            offsets: vec![0],
+            terminator: Terminator::Other,
+            conditional_target: None,
+        };
         let Ok(insns) = self.capstone.disasm_all(code, address) else {
             return undecodable;
         };
         let Some(last) = insns.iter().last() else {
             return undecodable;
         };
-        let terminator = match self.capstone.insn_detail(last) {
-            Ok(detail) => classify(last.mnemonic().unwrap_or(""), &detail),
-            Err(_) => Terminator::Other,
+        let (terminator, conditional_target) = match self.capstone.insn_detail(last) {
+            Ok(detail) => {
+                let mnemonic = last.mnemonic().unwrap_or("");
+                (
+                    classify(mnemonic, &detail),
+                    conditional_target(mnemonic, &detail),
+                )
+            }
+            Err(_) => (Terminator::Other, None),
         };
-        (
-            self.costs.block(&self.capstone, &insns, terminator),
+        Decoded {
+            cycles: self.costs.block(&self.capstone, &insns, terminator),
+            offsets: insns
+                .iter()
+                .map(|i| (i.address() - address) as u16)
+                .collect(),
             terminator,
-        )
+            conditional_target,
+        }
     }
+}
+
+/// What decoding tells about a block.
+struct Decoded {
+    cycles: Vec<u32>,
+    offsets: Vec<u16>,
+    terminator: Terminator,
+    conditional_target: Option<u64>,
+}
+
+/// The target of a conditional branch: a jump-group instruction other than
+/// `jmp`, with an immediate target.
+fn conditional_target(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Option<u64> {
+    let jump = detail
+        .groups()
+        .contains(&InsnGroupId(InsnGroupType::CS_GRP_JUMP as u8));
+    if !jump || mnemonic == "jmp" || mnemonic == "ljmp" {
+        return None;
+    }
+    detail
+        .arch_detail()
+        .operands()
+        .iter()
+        .find_map(|op| match op {
+            ArchOperand::X86Operand(x) => match x.op_type {
+                X86OperandType::Imm(target) => Some(target as u64),
+                _ => None,
+            },
+            _ => None,
+        })
 }
 
 /// The instructions of a block of `code` with these per-instruction
@@ -364,6 +417,19 @@ mod tests {
         assert_eq!(decode(&[0x75, 0x00]), (1, Terminator::Other));
         // rep movsb counts once
         assert_eq!(decode(&[0xf3, 0xa4]), (1, Terminator::Other));
+    }
+
+    #[test]
+    fn conditional_branches_know_their_target() {
+        let mut cache = BlockCache::new().unwrap();
+        // xor eax, eax; jne +0x10
+        let id = cache.insert(0x1000, 4, &[0x31, 0xc0, 0x75, 0x10], false);
+        let b = cache.get(id);
+        assert_eq!(b.instruction_offsets, [0, 2]);
+        assert_eq!(b.conditional_target, Some(0x1014));
+        // jmp +0x10 is no conditional branch
+        let id = cache.insert(0x2000, 2, &[0xeb, 0x10], false);
+        assert_eq!(cache.get(id).conditional_target, None);
     }
 
     #[test]

@@ -200,6 +200,14 @@ impl CallTreeBuilder {
         self.thread.top().node
     }
 
+    /// Adds `cycles` (the simulation's penalties) to the innermost
+    /// context's cost, now.
+    #[inline]
+    pub fn add_cycles(&mut self, cycles: u64) {
+        self.total.cycles += cycles;
+    }
+
+    /// Instructions executed so far.
     /// Instructions executed so far (counted or not).
     #[inline]
     pub fn total_instructions(&self) -> u64 {

@@ -1,8 +1,9 @@
 //! The tables a profile (or a part of one) records about blocks and threads,
 //! made from what the call-tree thread tracked.
 
-use emuprof_model::{Block, RawThread};
+use emuprof_model::{Block, RawNode, RawThread, Simulation};
 
+use crate::sim::SimulationCounts;
 use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::ThreadRecord;
 
@@ -23,21 +24,48 @@ pub(crate) fn thread_table(records: &[ThreadRecord], tids: &[u64]) -> Vec<RawThr
         .collect()
 }
 
+/// Gives each context its simulated events (`counts.nodes`, by node id;
+/// contexts the simulation never saw get zeros) and returns the settings
+/// the profile records.
+pub(crate) fn attach_events(nodes: &mut [RawNode], counts: &SimulationCounts) -> Simulation {
+    let width = counts.settings.events.len();
+    for (id, node) in nodes.iter_mut().enumerate() {
+        node.self_events = counts.nodes.get(id).cloned().unwrap_or_default();
+        node.self_events.resize(width, 0);
+    }
+    counts.settings.clone()
+}
+
 /// The block table: every block that ran. Code that changed while the guest
 /// ran may have several decodes at one address and size: one row per
 /// distinct instruction count and cycles (a decode of unchanged code again,
-/// after a re-protection, joins its first row).
-pub(crate) fn block_table(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block> {
+/// after a re-protection, joins its first row). With a simulation, each row
+/// carries its instructions' events.
+pub(crate) fn block_table(
+    blocks: &[BlockInfo],
+    executions: &[u64],
+    simulation: Option<&SimulationCounts>,
+) -> Vec<Block> {
+    let events_of = |id: usize, b: &BlockInfo| -> Vec<u64> {
+        let Some(counts) = simulation else {
+            return Vec::new();
+        };
+        let mut events = counts.blocks.get(id).cloned().unwrap_or_default();
+        events.resize(b.instructions as usize * counts.settings.events.len(), 0);
+        events
+    };
     let mut blocks: Vec<Block> = blocks
         .iter()
         .zip(executions)
-        .filter(|(_, &executions)| executions > 0)
-        .map(|(b, &executions)| Block {
+        .enumerate()
+        .filter(|(_, (_, &executions))| executions > 0)
+        .map(|(id, (b, &executions))| Block {
             address: b.address,
             size: b.size,
             instructions: b.instructions,
             executions,
             cycles: b.instruction_cycles.clone(),
+            events: events_of(id, b),
         })
         .collect();
     let key = |b: &Block| (b.address, b.size, b.instructions);
@@ -46,6 +74,9 @@ pub(crate) fn block_table(blocks: &[BlockInfo], executions: &[u64]) -> Vec<Block
         let same = key(later) == key(kept) && later.cycles == kept.cycles;
         if same {
             kept.executions += later.executions;
+            for (kept, later) in kept.events.iter_mut().zip(&later.events) {
+                *kept += later;
+            }
         }
         same
     });

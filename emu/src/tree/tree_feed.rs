@@ -74,6 +74,14 @@ const SIGNAL_HANDLER: u64 = SPECIAL | 2;
 const SPAWN_THREAD: u64 = SPECIAL | 3;
 /// Another guest thread runs from the next event on; `sp` holds its index.
 const SWITCH_THREAD: u64 = SPECIAL | 4;
+/// A data access (with `--cache-sim`): the key is this, plus [`WRITE`] for
+/// a write, the size in bits 12 to 23 and the (guest-physical, below 2^37)
+/// data address from bit 24; `sp` holds the instruction's address. Bits 61
+/// and 62 stay clear, so no [`START_FRAME`] or [`START_PENDING`] reads as
+/// one.
+const MEMORY_ACCESS: u64 = SPECIAL | 0x200;
+/// Marks a [`MEMORY_ACCESS`] that writes.
+const WRITE: u64 = 1;
 /// As [`SWITCH_THREAD`], away from a thread that has exited.
 const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
 /// A late start (`--start-at`): `sp` holds the instructions run before.
@@ -123,6 +131,35 @@ impl TreeEvent {
     /// The `(address, size)` of a block event's key.
     fn split_key(key: u64) -> (u64, u32) {
         (key & ((1 << 48) - 1), (key >> 48) as u32)
+    }
+
+    /// A data access of `size` bytes at `address` by the instruction at
+    /// `pc`.
+    #[inline]
+    pub fn memory_access(pc: u64, address: u64, size: u32, write: bool) -> TreeEvent {
+        let write = if write { WRITE } else { 0 };
+        TreeEvent {
+            key: MEMORY_ACCESS
+                | write
+                | u64::from(size & 0xfff) << 12
+                | (address & ((1 << 37) - 1)) << 24,
+            sp: pc,
+        }
+    }
+
+    /// A memory access event's `(pc, address, size, write)`; `None` for any
+    /// other event.
+    fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
+        let other_kinds = START_FRAME | START_PENDING;
+        if self.key & (other_kinds & !SPECIAL) != 0 || self.key & 0xffe != MEMORY_ACCESS & 0xfff {
+            return None;
+        }
+        Some((
+            self.sp,
+            self.key >> 24 & ((1 << 37) - 1),
+            (self.key >> 12 & 0xfff) as u32,
+            self.key & WRITE != 0,
+        ))
     }
 
     fn special(key: u64) -> TreeEvent {
@@ -203,6 +240,8 @@ pub struct TreeFeed {
     batches_sent: u64,
     /// Events in the batches sent so far.
     events_sent: u64,
+    /// Data-access events fed so far (not guest work for the scheduler).
+    memory_events: u64,
     published: Arc<Published>,
     spin: Spin,
     /// Blocks run while fast-forwarding (see [`TreeFeed::skip_block`]).
@@ -265,6 +304,8 @@ pub struct BuilderSetup {
     /// The process whose events the builder applies (a live view shows one
     /// process's tree, and only the calls of others).
     pub pid: u64,
+    /// The cache and branch simulation to run, if any.
+    pub simulation: crate::sim::SimulationOptions,
     /// When to cut parts of the run (the first program's image only).
     pub dumps: Option<PartSetup>,
 }
@@ -288,6 +329,8 @@ pub struct BuiltTree {
     pub blocks: Vec<BlockInfo>,
     /// How many times each block ran, by block id (in the last part).
     pub executions: Vec<u64>,
+    /// The simulation's counts, when one ran.
+    pub simulation: Option<crate::sim::SimulationCounts>,
     /// Which part the tree is, when dumps cut the run.
     pub last_part: Option<emuprof_model::Part>,
 }
@@ -321,6 +364,7 @@ fn spawn_placed(
         recycled,
         batches_sent: 0,
         events_sent: 0,
+        memory_events: 0,
         published: Arc::clone(&published),
         spin: Spin::new(),
         skipped_blocks: 0,
@@ -400,6 +444,14 @@ impl TreeFeed {
         self.changed_code.push((start, len));
     }
 
+    /// A data access (`--cache-sim`): `size` bytes at `address` by the
+    /// instruction at `pc`.
+    #[inline]
+    pub fn memory_access(&mut self, pc: u64, address: u64, size: u32, write: bool) {
+        self.memory_events += 1;
+        self.block(TreeEvent::memory_access(pc, address, size, write));
+    }
+
     /// A system call from the current context.
     pub fn syscall(&mut self) {
         self.block(TreeEvent::special(SYSCALL));
@@ -466,7 +518,7 @@ impl TreeFeed {
     /// How many events have been fed so far: a measure of guest work that
     /// is the same on every run (the scheduler's quantum counts it).
     pub fn position(&self) -> u64 {
-        self.events_sent + self.events.len() as u64 + self.skipped_blocks
+        self.events_sent + self.events.len() as u64 + self.skipped_blocks - self.memory_events
     }
 
     /// Sends the batch if it is full; true when it did (a good moment to

@@ -188,6 +188,7 @@ impl GuestProcess {
             progress: Arc::new(Default::default()),
             snapshots: self.snapshots.clone(),
             pid,
+            simulation: options.simulation,
             dumps: None,
         })
         .map_err(EmuError::BuilderStart)?;

@@ -66,9 +66,13 @@ pub(super) fn build(
         progress,
         snapshots,
         pid,
+        simulation,
         dumps,
     } = setup;
     let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
+    if simulation.any() {
+        builder.simulate(simulation);
+    }
     if let Some(dumps) = dumps {
         builder.cut_parts(dumps, snapshots.clone());
     }

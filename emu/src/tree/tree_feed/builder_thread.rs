@@ -10,6 +10,7 @@ use super::{
     START_LATE, START_PENDING, SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
 use crate::client_requests::{CollectionRequest, MARKER_LEN};
+use crate::sim::{SimulationOptions, Simulator};
 use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
 use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -39,6 +40,8 @@ pub(super) struct BuilderThread {
     instruction_limit: u64,
     previous: usize,
     applying: bool,
+    /// The cache and branch simulation, when one runs.
+    simulator: Option<Box<Simulator>>,
     /// Cuts parts of the run, when dumps are asked for.
     cutter: Option<super::cutting::Cutter>,
     /// The last client request: its block's id and execution count, and
@@ -64,9 +67,15 @@ impl BuilderThread {
             instruction_limit,
             previous: NO_BLOCK,
             applying: true,
+            simulator: None,
             cutter: None,
             last_request: (NO_BLOCK, 0, 0),
         }
+    }
+
+    /// Runs the cache and branch simulation on every event from now on.
+    pub(super) fn simulate(&mut self, options: SimulationOptions) {
+        self.simulator = Some(Box::new(Simulator::new(options)));
     }
 
     /// The code in `[start, start + len)` changed: its blocks are decoded
@@ -96,6 +105,15 @@ impl BuilderThread {
                 break;
             }
             if event.key & SPECIAL != 0 {
+                if let Some(simulator) = &mut self.simulator {
+                    if let Some((pc, address, size, write)) = event.split_memory_access() {
+                        simulator.data(&self.blocks, pc, address, size, write);
+                        self.tree.add_cycles(simulator.take_penalty());
+                        continue;
+                    }
+                    simulator.interrupted(&self.blocks);
+                    self.tree.add_cycles(simulator.take_penalty());
+                }
                 match event.key {
                     SYSCALL => self.tree.on_syscall(),
                     SIGNAL_HANDLER => self.tree.enter_signal_handler(),
@@ -124,10 +142,17 @@ impl BuilderThread {
             }
             let id = self.block_id(event.key);
             self.previous = id;
+            if let Some(simulator) = &mut self.simulator {
+                simulator.block_starts(&self.blocks, TreeEvent::split_key(event.key).0);
+                self.tree.add_cycles(simulator.take_penalty());
+            }
             let block = &mut self.tracked[id];
             block.executions += 1;
             if self.tree.on_block(block.event, || event.sp) {
                 block.event.is_function_start = true;
+            }
+            if let Some(simulator) = &mut self.simulator {
+                simulator.block_runs(id, self.tree.current_node());
             }
             if self.tree.needs_attention() && self.attend() {
                 self.applying = false;
@@ -156,13 +181,19 @@ impl BuilderThread {
         self.tree.snapshot()
     }
 
-    pub(super) fn finish(self) -> BuiltTree {
+    pub(super) fn finish(mut self) -> BuiltTree {
         let executions = self.tracked.iter().map(|r| r.executions).collect();
+        let simulation = self.simulator.take().map(|mut simulator| {
+            simulator.interrupted(&self.blocks);
+            self.tree.add_cycles(simulator.take_penalty());
+            simulator.take_counts()
+        });
         let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
             tree: self.tree,
             blocks: self.blocks.into_blocks(),
             executions,
+            simulation,
             last_part,
         }
     }
@@ -307,10 +338,13 @@ impl BuilderThread {
             return;
         };
         let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
+        // Parts carry the events counted since the last cut, as their costs.
+        let events = self.simulator.as_mut().map(|s| s.take_counts());
         cutter.cut(
             &mut self.tree,
             self.blocks.blocks(),
             &executions,
+            events.as_ref(),
             cut_by,
             keep,
         );

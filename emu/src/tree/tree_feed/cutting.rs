@@ -8,6 +8,7 @@ use emuprof_model::{NodeId, Part, RawProfile};
 use super::PartSetup;
 use crate::dumps::{Dumps, RawPart};
 use crate::live::SnapshotSlot;
+use crate::sim::SimulationCounts;
 use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::recorded;
@@ -76,6 +77,7 @@ impl Cutter {
         tree: &mut CallTreeBuilder,
         blocks: &[BlockInfo],
         executions: &[u64],
+        events: Option<&SimulationCounts>,
         cut_by: &str,
         keep: bool,
     ) {
@@ -87,6 +89,8 @@ impl Cutter {
         }
         self.delivered += 1;
         let tids = self.thread_ids();
+        let mut nodes = cut.tree.nodes;
+        let simulation = events.map(|counts| recorded::attach_events(&mut nodes, counts));
         let mut profile = RawProfile {
             command: self.command.clone(),
             exit_status: None,
@@ -94,9 +98,10 @@ impl Cutter {
             total_instructions: cut.tree.total,
             total_cycles: cut.tree.total_cycles,
             threads: recorded::thread_table(&cut.tree.threads, &tids),
-            nodes: cut.tree.nodes,
-            blocks: recorded::block_table(blocks, executions),
+            nodes,
+            blocks: recorded::block_table(blocks, executions, events),
             process: self.process.clone(),
+            simulation,
         };
         let mut part = Part {
             index: self.delivered,

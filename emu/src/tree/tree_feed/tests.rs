@@ -43,6 +43,7 @@ fn run_placed(
         progress: Arc::default(),
         snapshots: None,
         pid: 1,
+        simulation: Default::default(),
         dumps: None,
     };
     let (mut feed, handle) = spawn_placed(setup, placement).expect("a thread");
@@ -143,6 +144,8 @@ fn defined_blocks_need_no_snapshot() {
             instructions: 2,
             cycles: 2,
             instruction_cycles: vec![1, 1],
+            instruction_offsets: vec![0, 1],
+            conditional_target: None,
             terminator: crate::tree::blocks::Terminator::Other,
             is_function_start: false,
         });
@@ -163,6 +166,8 @@ fn changed_code_is_counted_as_it_was_when_it_ran() {
         instructions,
         cycles: instructions,
         instruction_cycles: vec![1; instructions as usize],
+        instruction_offsets: (0..instructions as u16).collect(),
+        conditional_target: None,
         terminator: crate::tree::blocks::Terminator::Other,
         is_function_start: false,
     };
@@ -184,4 +189,30 @@ fn changed_code_is_counted_as_it_was_when_it_ran() {
     assert_eq!(built.blocks[0].instructions, 2);
     assert_eq!(built.blocks[2].instructions, 3);
     assert_eq!(built.tree.finish().total, 5 + 3 * 2 + 2 * 3);
+}
+
+/// A data access event carries its instruction, address, size and kind, and
+/// no other event (a late start's frames and pending block) reads as one.
+#[test]
+fn memory_access_events_round_trip_and_stay_apart() {
+    let event = TreeEvent::memory_access(0x40_1234, 0x1_2345_6789, 16, true);
+    assert_eq!(
+        event.split_memory_access(),
+        Some((0x40_1234, 0x1_2345_6789, 16, true))
+    );
+    let read = TreeEvent::memory_access(0x40_1000, 0x8000, 1, false);
+    assert_eq!(
+        read.split_memory_access(),
+        Some((0x40_1000, 0x8000, 1, false))
+    );
+    for key in [
+        START_FRAME | 0x200 | 7 << 48,
+        START_PENDING | 0x201,
+        SYSCALL,
+        CLIENT_REQUEST | 2,
+    ] {
+        let other = TreeEvent::special_with(key, 0x7000);
+        assert_eq!(other.split_memory_access(), None, "{key:#x}");
+    }
+    assert_ne!(event.key & SPECIAL, 0);
 }
