@@ -280,7 +280,8 @@ impl GuestProcess {
         let mut notes = std::mem::take(&mut st.notes);
         if st.feed.fast_forwarding() {
             notes.push(
-                "the start point (--start-at/--start-after) was never reached: nothing was                  collected; check the function name and count with a full profile"
+                "the start point (--start-at/--start-after) was never reached: nothing was \
+                 collected; check the function name and count with a full profile"
                     .to_string(),
             );
         }

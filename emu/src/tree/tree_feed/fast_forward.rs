@@ -227,14 +227,12 @@ impl FastForward {
     fn fill_slot(&mut self, key: u64, address: u64, size: u32) -> Slot {
         let id = match self.blocks.lookup(address, size) {
             Some(id) => id,
-            None => {
-                let mut bytes = vec![0u8; size as usize];
-                if let Some(loaded) = self.code.read(address, bytes.len()) {
-                    bytes[..loaded.len()].copy_from_slice(loaded);
-                }
-                let is_start = self.function_starts.contains(address);
-                self.blocks.insert(address, size, &bytes, is_start)
-            }
+            None => super::builder_thread::decode_from_snapshot(
+                &mut self.blocks,
+                &self.code,
+                &self.function_starts,
+                (address, size),
+            ),
         };
         let info = self.blocks.get(id);
         let slot = Slot {
