@@ -99,9 +99,6 @@ unsafe extern "C" fn on_block_slow(
         return;
     };
     let st = &mut *guard;
-    if st.fast_forward.is_some() && !super::fast_forward::on_block(st, uc, address, size, sp) {
-        return;
-    }
     if st.feed.make_room() {
         check_stop_requests(st, uc);
         if st.stop.is_none() && super::threads::quantum_used(st) {

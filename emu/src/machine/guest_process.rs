@@ -13,7 +13,6 @@ use emuprof_loader::{Binary, Image};
 use emuprof_model::{RawProcess, RawProfile};
 use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 
-use super::fast_forward::FastForward;
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
 use super::processes::ProcessTable;
 use super::stack_pointer::StackPointerSource;
@@ -162,7 +161,7 @@ impl GuestProcess {
             });
             slot.thread_started(0, identity.pid);
         }
-        let (feed, builder) = tree_feed::spawn(BuilderSetup {
+        let (mut feed, builder) = tree_feed::spawn(BuilderSetup {
             code: Arc::clone(&code),
             function_starts: Arc::clone(&function_starts),
             tree: CallTreeBuilder::new(start, stack.sp),
@@ -190,15 +189,17 @@ impl GuestProcess {
         };
         let pid = identity.pid;
         let snapshots = handles.snapshots.clone();
-        // Only the first program starts late (an exec'd one inherits state).
         let snapshot_text = text;
-        let mut text = text;
-        let fast_forward = match options.start {
-            Some(point) if first_program => {
-                Some(FastForward::new(point, &mut text, start, stack.sp))
-            }
-            _ => None,
-        };
+        // Only the first program starts late (an exec'd one inherits state).
+        if let (Some(point), true) = (options.start, first_program) {
+            feed.fast_forward_to(
+                point,
+                (start, stack.sp),
+                Arc::clone(&code),
+                Arc::clone(&function_starts),
+                instruction_limit,
+            );
+        }
         let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
             blocks: BlockCache::new()?,
@@ -220,8 +221,6 @@ impl GuestProcess {
             table,
             request: None,
             others_runnable: false,
-            fast_forward,
-            started_at: None,
         }));
         install_hooks(&mut uc, &state, &code)?;
         Ok(GuestProcess {
@@ -280,13 +279,14 @@ impl GuestProcess {
             },
         };
         let mut notes = std::mem::take(&mut st.notes);
-        if st.fast_forward.is_some() {
+        if st.feed.fast_forwarding() {
             notes.push(
-                "the start point (--start-at/--start-after) was never reached: nothing was                  collected; check the function name and count with a full profile"
+                "the start point (--start-at/--start-after) was never reached: nothing was \
+                 collected; check the function name and count with a full profile"
                     .to_string(),
             );
         }
-        let started_at = st.started_at;
+        let started_at = st.feed.started_at();
         let symbols = st.symbols.clone();
         let command = st.options.args.clone();
         let tids: Vec<u64> = st.threads.threads.iter().map(|t| t.tid).collect();

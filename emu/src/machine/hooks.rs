@@ -39,7 +39,7 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
         return;
     }
     // (Before a late start the call tree has no context to count it in.)
-    if st.fast_forward.is_none() {
+    if !st.feed.fast_forwarding() {
         st.feed.syscall();
     }
     syscall_dispatch::dispatch(uc, &mut st);
@@ -47,7 +47,7 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
     // The block hook looks at the quantum when a batch of events is full;
     // when batches fill at syscalls, a process looping on syscalls would
     // never give way to the other processes, so look here too.
-    if st.others_runnable && !st.reschedule && super::threads::quantum_used(&st) {
+    if st.others_runnable && !st.reschedule && super::threads::quantum_used(&mut st) {
         super::threads::request_switch(&mut st);
     }
     if st.stop.is_some() || st.reschedule {

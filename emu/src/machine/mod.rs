@@ -5,7 +5,6 @@ mod block_hook;
 mod block_trace;
 mod client_request_hook;
 mod code_changes;
-mod fast_forward;
 mod guest_process;
 mod guest_symbols;
 mod hooks;
@@ -22,7 +21,7 @@ mod syscall_dispatch;
 mod threads;
 mod user_mode;
 
-pub use fast_forward::StartPoint;
+pub use crate::tree::tree_feed::StartPoint;
 pub use guest_symbols::LoadedLibrary;
 pub use options::{RunHandles, RunOptions, UnsupportedSyscalls};
 pub use stop::{BlockedThread, StopReason};

@@ -120,7 +120,7 @@ pub fn deliver(
     view.write_u64(frame, action.restorer)?;
 
     st.signal_contexts.push(saved);
-    if st.fast_forward.is_none() {
+    if !st.feed.fast_forwarding() {
         st.feed.signal_handler();
     }
     let set = |uc: &mut Unicorn<'_, ()>, r, v| uc.reg_write(r, v).map_err(|_| Errno::EFAULT);

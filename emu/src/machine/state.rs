@@ -96,11 +96,6 @@ pub struct MachineState {
     /// Whether a thread of another process could run: the quantum then
     /// applies across processes too (set by the run loop).
     pub others_runnable: bool,
-    /// Until the start point of `--start-at`/`--start-after`: the run goes
-    /// on without the call tree (see `fast_forward`).
-    pub fast_forward: Option<super::fast_forward::FastForward>,
-    /// Instructions run before the call tree started (after a late start).
-    pub started_at: Option<u64>,
 }
 
 impl MachineState {

@@ -39,17 +39,20 @@ mod applying;
 mod builder_thread;
 mod cutting;
 mod event_buffer;
+mod fast_forward;
 mod placement;
 mod waiting;
 
 use crate::client_requests::CollectionRequest;
-use crate::tree::blocks::{BlockInfo, Terminator};
+use crate::tree::blocks::BlockInfo;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
 use applying::{answer_snapshot, apply_batch, build, FinishedOnDrop};
 use builder_thread::BuilderThread;
 use event_buffer::EventBuffer;
 pub use event_buffer::TraceCursor;
+use fast_forward::FastForward;
+pub use fast_forward::StartPoint;
 pub use placement::Placement;
 use waiting::{send_spinning, Spin};
 
@@ -171,7 +174,7 @@ impl TreeEvent {
     }
 }
 
-/// One call active where a late start begins (see `machine::fast_forward`).
+/// One call active where a late start begins (see [`fast_forward`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StartFrame {
     /// The called function's entry.
@@ -244,10 +247,12 @@ pub struct TreeFeed {
     memory_events: u64,
     published: Arc<Published>,
     spin: Spin,
-    /// Blocks run while fast-forwarding (see [`TreeFeed::skip_block`]).
+    /// Blocks run while fast-forwarding, dropped from the batches.
     skipped_blocks: u64,
-    /// Their instructions, until the tree starts.
-    skipped_instructions: u64,
+    /// Until the start point of a late start (`--start-at`).
+    fast_forward: Option<Box<FastForward>>,
+    /// Instructions run before a late start, once it started.
+    started_at: Option<u64>,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -368,7 +373,8 @@ fn spawn_placed(
         published: Arc::clone(&published),
         spin: Spin::new(),
         skipped_blocks: 0,
-        skipped_instructions: 0,
+        fast_forward: None,
+        started_at: None,
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
@@ -490,34 +496,101 @@ impl TreeFeed {
         ));
     }
 
-    /// A block run while fast-forwarding (`--start-at`): not fed, but it
-    /// counts in [`TreeFeed::position`] and its `instructions` in the
-    /// instructions a sync reports, until [`TreeFeed::start_tree`].
-    #[inline]
-    pub fn skip_block(&mut self, instructions: u64) {
-        self.skipped_blocks += 1;
-        self.skipped_instructions += instructions;
+    /// Starts the run late: until `start`, blocks are counted instead of
+    /// fed (see [`fast_forward`]). The program is entered at `entry` with
+    /// stack pointer `sp`; its blocks are decoded from `code`.
+    pub fn fast_forward_to(
+        &mut self,
+        start: StartPoint,
+        (entry, sp): (u64, u64),
+        code: Arc<CodeSnapshot>,
+        function_starts: Arc<FunctionStarts>,
+        instruction_limit: u64,
+    ) {
+        self.fast_forward = Some(Box::new(FastForward::new(
+            start,
+            entry,
+            sp,
+            code,
+            function_starts,
+            instruction_limit,
+        )));
     }
 
-    /// The call tree starts here, `executed` instructions into the run,
-    /// inside the active calls `frames` (outermost first, without the
-    /// program's entry, which is the tree's root), after a block that ended
-    /// as `pending` says.
-    pub fn start_tree(&mut self, executed: u64, frames: &[StartFrame], pending: (Terminator, u64)) {
-        self.block(TreeEvent::special_with(START_LATE, executed));
-        for frame in frames {
-            self.block(TreeEvent::special_with(START_FRAME | frame.entry, frame.sp));
+    /// Whether the run has not reached its start point yet (as of every
+    /// event fed so far).
+    pub fn fast_forwarding(&mut self) -> bool {
+        self.catch_up();
+        self.fast_forward.is_some()
+    }
+
+    /// The instructions run before a late start, once it started.
+    pub fn started_at(&self) -> Option<u64> {
+        self.started_at
+    }
+
+    /// While fast-forwarding: counts the blocks fed since the last call and
+    /// drops them from the batch; at the start point, ships what came
+    /// before with the call stack there, and the builder applies the rest.
+    fn catch_up(&mut self) {
+        let Some(ff) = self.fast_forward.as_mut() else {
+            return;
+        };
+        for &(start, len) in &self.changed_code[ff.seen.changes..] {
+            ff.forget(start, len);
         }
-        let (terminator, end) = pending;
-        self.block(TreeEvent::special(
+        ff.seen.changes = self.changed_code.len();
+        for info in &self.new_blocks[ff.seen.blocks..] {
+            ff.define(info);
+        }
+        ff.seen.blocks = self.new_blocks.len();
+        if ff.limit_reached {
+            // Nothing after the limit counts (the builder would stop too).
+            let seen = ff.seen.events;
+            self.events.edit(|events| events.truncate(seen));
+            return;
+        }
+        let from = ff.seen.events;
+        let counted = self.events.edit(|events| ff.count(events, from));
+        self.skipped_blocks += (counted.end - from - (counted.kept - from)) as u64;
+        if counted.start {
+            self.start_tree(counted.kept, counted.end);
+        } else {
+            self.events.edit(|events| events.truncate(counted.kept));
+            ff.seen.events = counted.kept;
+        }
+    }
+
+    /// The start point is the event at `at`; the `kept` events before it
+    /// go to the builder first, then the call stack fast-forwarding found.
+    #[cold]
+    fn start_tree(&mut self, kept: usize, at: usize) {
+        let Some(ff) = self.fast_forward.take() else {
+            return;
+        };
+        let frames = &ff.stack[1..];
+        // A batch of its own (of the usual capacity when it fits, so the
+        // recycled batches keep theirs).
+        let mut head = Vec::with_capacity(BATCH.max(kept + frames.len() + 2));
+        self.events
+            .edit(|events| head.extend_from_slice(&events[..kept]));
+        head.push(TreeEvent::special_with(START_LATE, ff.executed));
+        for frame in frames {
+            head.push(TreeEvent::special_with(START_FRAME | frame.entry, frame.sp));
+        }
+        let (terminator, end) = ff.pending;
+        head.push(TreeEvent::special(
             START_PENDING | terminator.code() << 48 | end,
         ));
-        self.skipped_instructions = 0;
+        self.events.edit(|events| drop(events.drain(..at)));
+        self.started_at = Some(ff.executed);
+        self.ship(head);
     }
 
     /// How many events have been fed so far: a measure of guest work that
     /// is the same on every run (the scheduler's quantum counts it).
-    pub fn position(&self) -> u64 {
+    pub fn position(&mut self) -> u64 {
+        self.catch_up();
         self.events_sent + self.events.len() as u64 + self.skipped_blocks - self.memory_events
     }
 
@@ -535,6 +608,10 @@ impl TreeFeed {
     /// batches it has applied so far).
     pub fn limit_reached(&self) -> bool {
         self.published.limit_reached.load(Ordering::Relaxed)
+            || self
+                .fast_forward
+                .as_ref()
+                .is_some_and(|ff| ff.limit_reached)
     }
 
     /// Sends everything collected so far and waits until the builder has
@@ -550,10 +627,13 @@ impl TreeFeed {
             |feed| feed.block_until_applied(),
         );
         self.spin = spin;
+        let (skipped, skipped_to_limit) = self
+            .fast_forward
+            .as_ref()
+            .map_or((0, false), |ff| (ff.executed, ff.limit_reached));
         TreeState {
-            instructions: self.published.instructions.load(Ordering::Acquire)
-                + self.skipped_instructions,
-            limit_reached: self.published.limit_reached.load(Ordering::Acquire),
+            instructions: self.published.instructions.load(Ordering::Acquire) + skipped,
+            limit_reached: self.published.limit_reached.load(Ordering::Acquire) || skipped_to_limit,
             node: self.published.current_node.load(Ordering::Acquire),
         }
     }
@@ -597,47 +677,79 @@ impl TreeFeed {
     #[cold]
     #[inline(never)]
     fn send(&mut self) {
+        if self.fast_forward.is_some() {
+            self.catch_up();
+            if let Some(ff) = self.fast_forward.as_mut() {
+                if self.events.is_empty()
+                    && self.new_blocks.is_empty()
+                    && self.changed_code.is_empty()
+                {
+                    return;
+                }
+                ff.seen = fast_forward::Seen::default();
+            }
+        }
+        let events = self.events.take();
+        let next = self.ship(events);
+        self.events.refill(next);
+    }
+
+    /// Hands `events` (with the code changes and blocks decoded since the
+    /// last batch) to the builder; returns an empty batch to fill next.
+    fn ship(&mut self, events: Vec<TreeEvent>) -> Vec<TreeEvent> {
         if let Some(inline) = &mut self.inline {
             let batch = Batch {
                 changed_code: std::mem::take(&mut self.changed_code),
                 new_blocks: std::mem::take(&mut self.new_blocks),
-                events: self.events.take(),
+                events,
             };
             self.events_sent += batch.events.len() as u64;
-            self.events.refill(apply_batch(
+            let next = apply_batch(
                 &mut inline.builder,
                 batch,
                 &self.published,
                 &inline.progress,
-            ));
+            );
             answer_snapshot(inline.snapshots.as_deref(), inline.pid, &inline.builder);
-            return;
+            return usual_capacity(next);
         }
         let Some(batches) = &self.batches else {
             // The builder is gone; joining it reports why. Keep collecting
             // nothing.
-            self.events.clear();
+            let mut events = events;
+            events.clear();
             self.changed_code.clear();
             self.new_blocks.clear();
-            return;
+            return usual_capacity(events);
         };
         publish_streaming_writes();
         let next = self
             .recycled
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-        self.events_sent += self.events.len() as u64;
+        self.events_sent += events.len() as u64;
         let batch = Batch {
             changed_code: std::mem::take(&mut self.changed_code),
             new_blocks: std::mem::take(&mut self.new_blocks),
-            events: self.events.take(),
+            events,
         };
-        self.events.refill(next);
         if send_spinning(batches, batch, &mut self.spin).is_ok() {
             self.batches_sent += 1;
         } else {
             self.batches = None;
         }
+        usual_capacity(next)
+    }
+}
+
+/// `batch` when it has the usual capacity, else a new one that has: how
+/// many events fit decides where batches end, which must not depend on
+/// which batch came back.
+fn usual_capacity(batch: Vec<TreeEvent>) -> Vec<TreeEvent> {
+    if batch.capacity() == BATCH {
+        batch
+    } else {
+        Vec::with_capacity(BATCH)
     }
 }
 

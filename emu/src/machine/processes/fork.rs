@@ -219,8 +219,6 @@ impl GuestProcess {
             table: Rc::clone(&parent.table),
             request: None,
             others_runnable: false,
-            fast_forward: None,
-            started_at: None,
         }));
         drop(parent);
         install_hooks(&mut uc, &state, &self.code)?;

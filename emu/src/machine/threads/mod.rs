@@ -312,7 +312,7 @@ pub fn request_switch(st: &mut MachineState) {
 
 /// Whether the running thread has used its quantum while another could run:
 /// asked when a batch of events is full.
-pub fn quantum_used(st: &MachineState) -> bool {
+pub fn quantum_used(st: &mut MachineState) -> bool {
     st.feed.position() - st.quantum_start >= st.threads.quantum
         && (st.threads.others_runnable() || st.others_runnable)
 }

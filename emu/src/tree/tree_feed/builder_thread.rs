@@ -377,21 +377,32 @@ impl BuilderThread {
     /// Decodes a block from the code snapshot and caches it.
     #[cold]
     fn decode(&mut self, address: u64, size: u32) -> usize {
-        // Bytes missing from the snapshot read as zeros, as unreadable code
-        // always did (a block of them cannot have run far).
-        let mut bytes = vec![0u8; size as usize];
-        if let Some(loaded) = self.code.read(address, bytes.len()) {
-            bytes[..loaded.len()].copy_from_slice(loaded);
-        }
-        let id = self.blocks.insert(
-            address,
-            size,
-            &bytes,
-            self.function_starts.contains(address),
+        let id = decode_from_snapshot(
+            &mut self.blocks,
+            &self.code,
+            &self.function_starts,
+            (address, size),
         );
         self.tracked.push(TrackedBlock::new(self.blocks.get(id)));
         id as usize
     }
+}
+
+/// Decodes the block at `address` of `size` bytes from the code snapshot
+/// into `blocks` (the builder's cache, or the fast-forward's).
+pub(super) fn decode_from_snapshot(
+    blocks: &mut BlockCache,
+    code: &CodeSnapshot,
+    function_starts: &FunctionStarts,
+    (address, size): (u64, u32),
+) -> crate::tree::blocks::BlockId {
+    // Bytes missing from the snapshot read as zeros, as unreadable code
+    // always did (a block of them cannot have run far).
+    let mut bytes = vec![0u8; size as usize];
+    if let Some(loaded) = code.read(address, bytes.len()) {
+        bytes[..loaded.len()].copy_from_slice(loaded);
+    }
+    blocks.insert(address, size, &bytes, function_starts.contains(address))
 }
 
 impl TrackedBlock {

@@ -118,12 +118,31 @@ impl EventBuffer {
         self.aim();
     }
 
-    /// Drops the events filled so far.
-    pub(super) fn clear(&mut self) {
-        self.aim();
+    /// Points the cursor at the start and end of `events`' allocation.
+    /// Lets `edit` change the events recorded so far (drop, reorder,
+    /// shorten) as a `Vec`, then aims the cursor after what is left. `edit`
+    /// must not grow the batch beyond its capacity (it would move).
+    pub(super) fn edit<R>(&mut self, edit: impl FnOnce(&mut Vec<TreeEvent>) -> R) -> R {
+        let len = self.len();
+        let start = self.events.as_ptr();
+        // SAFETY: the cursor only ever advances over initialized events
+        // from the start of `events` (see `len`), so the first `len` are
+        // initialized; `TreeEvent` is `Copy`, so nothing is dropped twice.
+        unsafe { self.events.set_len(len) };
+        let result = edit(&mut self.events);
+        assert_eq!(start, self.events.as_ptr(), "an edit moved the batch");
+        let kept = self.events.len();
+        // SAFETY: as above: the events stay where they were; the cursor
+        // goes on after the `kept` ones (`aim` puts it at the start).
+        unsafe {
+            self.events.set_len(0);
+            self.aim();
+            let cursor = self.cursor.as_ptr();
+            (*cursor).next = (*cursor).next.add(kept);
+        }
+        result
     }
 
-    /// Points the cursor at the start and end of `events`' allocation.
     fn aim(&mut self) {
         let start = self.events.as_mut_ptr();
         // SAFETY: the cursor is owned and live (see `has_room`); `start +
