@@ -24,7 +24,7 @@
 //! program, CPU time), the trace saved 3–11 % there, while with a builder
 //! thread on the other CPU it cost up to half as much again (`30 fib` 1.71
 //! s against 1.13 s, BusyBox `gzip` 2.89 s against 2.49 s). The hook writes
-//! events with non-temporal stores (`tree_feed::write_streaming`); the
+//! events with non-temporal stores (`tree_feed::event_buffer::write_streaming`); the
 //! translated code's plain stores must first fetch every line of a recycled
 //! batch back from the builder's core (the likely cause; not measured
 //! apart).

@@ -40,6 +40,7 @@ mod builder_thread;
 mod cutting;
 mod event_buffer;
 mod fast_forward;
+mod late_start;
 mod placement;
 mod waiting;
 
@@ -49,8 +50,8 @@ use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
 use applying::{answer_snapshot, apply_batch, build, FinishedOnDrop};
 use builder_thread::BuilderThread;
-use event_buffer::EventBuffer;
 pub use event_buffer::TraceCursor;
+use event_buffer::{publish_streaming_writes, EventBuffer};
 use fast_forward::FastForward;
 pub use fast_forward::StartPoint;
 pub use placement::Placement;
@@ -496,97 +497,6 @@ impl TreeFeed {
         ));
     }
 
-    /// Starts the run late: until `start`, blocks are counted instead of
-    /// fed (see [`fast_forward`]). The program is entered at `entry` with
-    /// stack pointer `sp`; its blocks are decoded from `code`.
-    pub fn fast_forward_to(
-        &mut self,
-        start: StartPoint,
-        (entry, sp): (u64, u64),
-        code: Arc<CodeSnapshot>,
-        function_starts: Arc<FunctionStarts>,
-        instruction_limit: u64,
-    ) {
-        self.fast_forward = Some(Box::new(FastForward::new(
-            start,
-            entry,
-            sp,
-            code,
-            function_starts,
-            instruction_limit,
-        )));
-    }
-
-    /// Whether the run has not reached its start point yet (as of every
-    /// event fed so far).
-    pub fn fast_forwarding(&mut self) -> bool {
-        self.catch_up();
-        self.fast_forward.is_some()
-    }
-
-    /// The instructions run before a late start, once it started.
-    pub fn started_at(&self) -> Option<u64> {
-        self.started_at
-    }
-
-    /// While fast-forwarding: counts the blocks fed since the last call and
-    /// drops them from the batch; at the start point, ships what came
-    /// before with the call stack there, and the builder applies the rest.
-    fn catch_up(&mut self) {
-        let Some(ff) = self.fast_forward.as_mut() else {
-            return;
-        };
-        for &(start, len) in &self.changed_code[ff.seen.changes..] {
-            ff.forget(start, len);
-        }
-        ff.seen.changes = self.changed_code.len();
-        for info in &self.new_blocks[ff.seen.blocks..] {
-            ff.define(info);
-        }
-        ff.seen.blocks = self.new_blocks.len();
-        if ff.limit_reached {
-            // Nothing after the limit counts (the builder would stop too).
-            let seen = ff.seen.events;
-            self.events.edit(|events| events.truncate(seen));
-            return;
-        }
-        let from = ff.seen.events;
-        let counted = self.events.edit(|events| ff.count(events, from));
-        self.skipped_blocks += (counted.end - from - (counted.kept - from)) as u64;
-        if counted.start {
-            self.start_tree(counted.kept, counted.end);
-        } else {
-            self.events.edit(|events| events.truncate(counted.kept));
-            ff.seen.events = counted.kept;
-        }
-    }
-
-    /// The start point is the event at `at`; the `kept` events before it
-    /// go to the builder first, then the call stack fast-forwarding found.
-    #[cold]
-    fn start_tree(&mut self, kept: usize, at: usize) {
-        let Some(ff) = self.fast_forward.take() else {
-            return;
-        };
-        let frames = &ff.stack[1..];
-        // A batch of its own (of the usual capacity when it fits, so the
-        // recycled batches keep theirs).
-        let mut head = Vec::with_capacity(BATCH.max(kept + frames.len() + 2));
-        self.events
-            .edit(|events| head.extend_from_slice(&events[..kept]));
-        head.push(TreeEvent::special_with(START_LATE, ff.executed));
-        for frame in frames {
-            head.push(TreeEvent::special_with(START_FRAME | frame.entry, frame.sp));
-        }
-        let (terminator, end) = ff.pending;
-        head.push(TreeEvent::special(
-            START_PENDING | terminator.code() << 48 | end,
-        ));
-        self.events.edit(|events| drop(events.drain(..at)));
-        self.started_at = Some(ff.executed);
-        self.ship(head);
-    }
-
     /// How many events have been fed so far: a measure of guest work that
     /// is the same on every run (the scheduler's quantum counts it).
     pub fn position(&mut self) -> u64 {
@@ -762,43 +672,6 @@ impl Drop for TreeFeed {
             *built = Some(inline.builder.finish());
         }
     }
-}
-
-/// Writes an event without pulling its cache line into this core's cache
-/// (`movnti`). The other thread reads each batch once; with ordinary stores
-/// every reused batch line had to be fetched back from the reading core
-/// first, which made the emulation thread up to 2.5 times slower when the
-/// two threads ran on distant cores.
-///
-/// # Safety
-/// `slot` must be valid for writes and 8-byte aligned.
-#[inline(always)]
-unsafe fn write_streaming(slot: *mut TreeEvent, event: TreeEvent) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let words = slot.cast::<i64>();
-        // SAFETY: the caller's contract: `slot` (two 8-byte words) is valid
-        // for writes and 8-byte aligned; SSE2 is part of x86-64.
-        unsafe {
-            core::arch::x86_64::_mm_stream_si64(words, event.key as i64);
-            core::arch::x86_64::_mm_stream_si64(words.add(1), event.sp as i64);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's contract: `slot` is valid for writes and aligned.
-    unsafe {
-        slot.write(event)
-    };
-}
-
-/// Orders the streaming writes before the batch is handed over (they are
-/// not ordered by the channel's own synchronisation).
-fn publish_streaming_writes() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `sfence` has no preconditions.
-    unsafe {
-        core::arch::x86_64::_mm_sfence()
-    };
 }
 
 #[cfg(test)]
