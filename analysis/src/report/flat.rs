@@ -227,6 +227,16 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
     }
     columns.extend([("function", Align::Left), ("location", Align::Left)]);
     let mut table = Table::new(&columns);
+    // The profile records the cheapest and dearest call in instructions
+    // only: under another metric the bounds are unknown.
+    let bounds_known = graph.profile.metric == crate::Metric::Instructions;
+    let per_call_bound = |value: u64| {
+        if bounds_known {
+            grouped(value)
+        } else {
+            "-".to_string()
+        }
+    };
     for row in &report.functions {
         let mut cells = vec![
             percent(row.self_percent),
@@ -236,8 +246,8 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &FlatOptions, mut out: W
             grouped(row.calls),
             grouped_decimal(row.self_per_call),
             grouped_decimal(row.inclusive_per_call),
-            grouped(row.min_per_call),
-            grouped(row.max_per_call),
+            per_call_bound(row.min_per_call),
+            per_call_bound(row.max_per_call),
         ];
         if let Some(threads) = row.concurrency {
             cells.push(grouped(u64::from(threads)));
