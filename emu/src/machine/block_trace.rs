@@ -48,7 +48,7 @@ use std::ffi::{c_int, c_void};
 use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
-use crate::tree::tree_feed::{TraceCursor, TreeEvent};
+use crate::tree::tree_feed::{InlineMode, TraceCursor, TreeEvent};
 
 /// Set to `off` in emuprof's environment: no inline trace, the block hook
 /// sees every block (everything else as with the patched build).
@@ -56,9 +56,12 @@ const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
 
 /// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
 const CTL_BLOCK_TRACE: c_int = 0x6570;
-/// `UC_CTL_IO_WRITE << 30 | 4 << 26` (four arguments), as `UC_CTL_WRITE`
+/// `UC_EMUPROF_FUNCTION_START` from the patched `unicorn.h`, added to a
+/// counting block's mode.
+const FUNCTION_START: c_int = 0x100;
+/// `UC_CTL_IO_WRITE << 30 | 5 << 26` (five arguments), as `UC_CTL_WRITE`
 /// builds it.
-const CTL_WRITE_FOUR_ARGS: u32 = 1 << 30 | 4 << 26;
+const CTL_WRITE_FIVE_ARGS: u32 = 1 << 30 | 5 << 26;
 
 unsafe extern "C" {
     /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
@@ -87,26 +90,30 @@ pub(crate) unsafe fn install(
     }
     let ask: unsafe extern "C" fn(*mut c_void, u64) -> c_int = traces_inline;
     let key: extern "C" fn(*mut c_void, u64, u32) -> u64 = trace_key;
-    // SAFETY: the caller's contract; the four arguments are what the
-    // control reads (`uc_emuprof_block_trace *`, the two callbacks, their
-    // user data). Stock Unicorn reads none of them and returns UC_ERR_ARG.
+    let count: unsafe extern "C" fn(*mut c_void, u64, u32) -> u64 = inline_count;
+    // SAFETY: the caller's contract; the five arguments are what the
+    // control reads (`uc_emuprof_block_trace *`, two callbacks, their user
+    // data, the third callback). Stock Unicorn reads none of them and
+    // returns UC_ERR_ARG.
     let rc = unsafe {
         uc_ctl_raw(
             uc,
-            CTL_WRITE_FOUR_ARGS | CTL_BLOCK_TRACE as u32,
+            CTL_WRITE_FIVE_ARGS | CTL_BLOCK_TRACE as u32,
             cursor,
             ask,
             key,
             state as *mut c_void,
+            count,
         )
     };
     rc == 0
 }
 
-/// Whether the block at `address` may be recorded inline: the block hook's
-/// fast-path test. Unicorn calls it while it translates (inside
-/// `emu_start`, never from a hook); when the state is in use anyway the
-/// answer is no, which only costs a hook call per run.
+/// How the block at `address` reports its runs ([`InlineMode`]): inline
+/// only inside the text (the block hook's fast-path test), as the feed
+/// says. Unicorn calls it while it translates (inside `emu_start`, never
+/// from a hook); when the state is in use anyway the answer is the hook,
+/// which only costs a hook call per run.
 ///
 /// # Safety
 /// `user_data` must point to the live `RefCell<MachineState>` passed to
@@ -114,9 +121,29 @@ pub(crate) unsafe fn install(
 unsafe extern "C" fn traces_inline(user_data: *mut c_void, address: u64) -> c_int {
     // SAFETY: the caller's contract.
     let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
-    cell.try_borrow()
-        .is_ok_and(|st| st.text.contains(address))
-        .into()
+    let (mode, function_start) = match cell.try_borrow() {
+        Ok(st) if st.text.contains(address) => st.feed.inline_mode(address),
+        _ => (InlineMode::Hook, false),
+    };
+    let start = if function_start { FUNCTION_START } else { 0 };
+    mode as c_int | start
+}
+
+/// What a block answered [`InlineMode::Count`] counts (see
+/// `tree_feed::inline_count`). Asked right after [`traces_inline`], in the
+/// same translation; should the state be in use or the block not be
+/// countable after all, all ones tells the engine to send every counting
+/// block to the hook from then on, which counts them instead.
+///
+/// # Safety
+/// As for [`traces_inline`].
+unsafe extern "C" fn inline_count(user_data: *mut c_void, address: u64, size: u32) -> u64 {
+    // SAFETY: the caller's contract.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
+    cell.try_borrow_mut()
+        .ok()
+        .and_then(|mut st| st.feed.inline_count(address, size))
+        .unwrap_or(u64::MAX)
 }
 
 /// The key translated code stores for runs of the block at `address` of

@@ -40,6 +40,7 @@ mod builder_thread;
 mod cutting;
 mod event_buffer;
 mod fast_forward;
+mod inline_count;
 mod late_start;
 mod placement;
 mod waiting;
@@ -54,6 +55,7 @@ pub use event_buffer::TraceCursor;
 use event_buffer::{publish_streaming_writes, EventBuffer};
 use fast_forward::FastForward;
 pub use fast_forward::StartPoint;
+pub use inline_count::InlineMode;
 pub use placement::Placement;
 use waiting::{send_spinning, Spin};
 
@@ -175,8 +177,10 @@ impl TreeEvent {
     }
 }
 
-/// One call active where a late start begins (see [`fast_forward`]).
+/// One call active where a late start begins (see [`fast_forward`]); the
+/// layout of `uc_emuprof_frame` in the patched `unicorn.h`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct StartFrame {
     /// The called function's entry.
     pub entry: u64,
@@ -254,6 +258,9 @@ pub struct TreeFeed {
     fast_forward: Option<Box<FastForward>>,
     /// Instructions run before a late start, once it started.
     started_at: Option<u64>,
+    /// Whether blocks are counted in the translated code until the start
+    /// point (see [`inline_count`]).
+    counting_inline: bool,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -376,6 +383,7 @@ fn spawn_placed(
         skipped_blocks: 0,
         fast_forward: None,
         started_at: None,
+        counting_inline: false,
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
@@ -417,6 +425,10 @@ impl TreeFeed {
     /// A run of a block. The caller makes room first (see [`TreeFeed::make_room`]).
     #[inline]
     pub fn block(&mut self, event: TreeEvent) {
+        if self.counting_inline {
+            self.feed_while_counting(event);
+            return;
+        }
         if !self.events.push(event) {
             self.make_room();
             self.events.push(event);
@@ -537,10 +549,11 @@ impl TreeFeed {
             |feed| feed.block_until_applied(),
         );
         self.spin = spin;
-        let (skipped, skipped_to_limit) = self
+        let skipped = self.skipped_instructions();
+        let skipped_to_limit = self
             .fast_forward
             .as_ref()
-            .map_or((0, false), |ff| (ff.executed, ff.limit_reached));
+            .is_some_and(|ff| ff.limit_reached);
         TreeState {
             instructions: self.published.instructions.load(Ordering::Acquire) + skipped,
             limit_reached: self.published.limit_reached.load(Ordering::Acquire) || skipped_to_limit,

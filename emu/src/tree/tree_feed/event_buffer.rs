@@ -11,15 +11,38 @@
 
 use std::ptr::NonNull;
 
-use super::TreeEvent;
+use super::{StartFrame, TreeEvent};
 
 /// Where the next event of the current batch goes: the layout of
 /// `uc_emuprof_block_trace` in the patched `unicorn.h` (`next < end` while
-/// there is room).
+/// there is room), and what blocks counted in the translated code share
+/// with emuprof while fast-forwarding (`emu/unicorn/0007`, see
+/// [`super::inline_count`]).
 #[repr(C)]
 pub struct TraceCursor {
     next: *mut TreeEvent,
     end: *mut TreeEvent,
+    counting: Counting,
+}
+
+/// What counting blocks share with emuprof (see [`TraceCursor`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub(super) struct Counting {
+    /// Instructions run so far.
+    pub executed: u64,
+    /// Blocks call the hook from this count on.
+    pub limit: u64,
+    /// How the last block ended: its end address, its terminator's code
+    /// shifted by 48.
+    pub last: u64,
+    /// The fast-forward's call stack: `depth` frames of room for
+    /// `capacity`.
+    pub frames: *mut StartFrame,
+    /// Frames on the stack.
+    pub depth: u64,
+    /// Frames the stack has room for.
+    pub capacity: u64,
 }
 
 /// The current batch: a buffer of `capacity` events filled through a
@@ -38,6 +61,14 @@ impl EventBuffer {
         let cursor = Box::new(TraceCursor {
             next: std::ptr::null_mut(),
             end: std::ptr::null_mut(),
+            counting: Counting {
+                executed: 0,
+                limit: u64::MAX,
+                last: 0,
+                frames: std::ptr::null_mut(),
+                depth: 0,
+                capacity: 0,
+            },
         });
         let mut buffer = EventBuffer {
             events: Vec::new(),
@@ -62,6 +93,56 @@ impl EventBuffer {
         unsafe {
             let cursor = self.cursor.as_ptr();
             (*cursor).next < (*cursor).end
+        }
+    }
+
+    /// The counting blocks' shared state.
+    #[inline]
+    pub(super) fn counting(&self) -> Counting {
+        // SAFETY: as in `has_room`.
+        unsafe { (*self.cursor.as_ptr()).counting }
+    }
+
+    /// Sets the counting blocks' shared state.
+    #[inline]
+    pub(super) fn set_counting(&mut self, counting: Counting) {
+        // SAFETY: as in `has_room`.
+        unsafe { (*self.cursor.as_ptr()).counting = counting };
+    }
+
+    /// Slots counting blocks took off the end of the buffer since it was
+    /// last aimed: blocks that ran without a record.
+    pub(super) fn slots_taken(&self) -> usize {
+        // SAFETY: as in `len`: `end` points into (or just past) the
+        // allocation `events` owns, at or before its capacity's end.
+        unsafe {
+            let start = self.events.as_ptr();
+            let end = (*self.cursor.as_ptr()).end;
+            self.events.capacity() - end.offset_from(start) as usize
+        }
+    }
+
+    /// Leaves no room until the buffer is next aimed (taken, refilled or
+    /// edited): the next block that can call the hook does, on its slow
+    /// path.
+    pub(super) fn close_room(&mut self) {
+        // SAFETY: as in `has_room`; `end` moves back to `next`, inside the
+        // allocation.
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            (*cursor).end = (*cursor).next;
+        }
+    }
+
+    /// Takes one slot off the end, as a block counted inline does: a
+    /// block run that stores nothing. There must be room.
+    pub(super) fn take_slot(&mut self) {
+        debug_assert!(self.has_room());
+        // SAFETY: as in `has_room`; with room, `end - 1` is still at or
+        // after `next`, inside the allocation.
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            (*cursor).end = (*cursor).end.sub(1);
         }
     }
 

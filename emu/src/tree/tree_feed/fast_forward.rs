@@ -77,12 +77,15 @@ const SLOTS: usize = 1 << 14;
 /// before (a [`BlockInfo`] spans several cache lines, and predicting a
 /// block from the one before chains every lookup to the previous one).
 #[derive(Debug, Clone, Copy)]
-struct Slot {
+pub(super) struct Slot {
     /// The block's event key ([`SPECIAL`] for an empty slot: no block has it).
     key: u64,
-    instructions: u32,
-    terminator: Terminator,
-    is_function_start: bool,
+    /// Its instructions.
+    pub instructions: u32,
+    /// How it ends.
+    pub terminator: Terminator,
+    /// Whether a function starts at it.
+    pub is_function_start: bool,
 }
 
 const EMPTY: Slot = Slot {
@@ -100,14 +103,15 @@ fn slot_of(key: u64) -> usize {
 pub(super) struct FastForward {
     start: StartPoint,
     /// The start point's function entry, or `u64::MAX`.
-    start_entry: u64,
+    pub start_entry: u64,
     /// The start point's instruction count, or `u64::MAX`.
     start_after: u64,
     blocks: BlockCache,
     slots: Box<[Slot]>,
     code: Arc<CodeSnapshot>,
     function_starts: Arc<FunctionStarts>,
-    instruction_limit: u64,
+    /// `--max-instructions`, or `u64::MAX`.
+    pub instruction_limit: u64,
     /// Instructions run so far.
     pub executed: u64,
     entries_seen: u64,
@@ -159,6 +163,11 @@ impl FastForward {
         }
     }
 
+    /// The start point's instruction count, or `u64::MAX`.
+    pub(super) fn start_after(&self) -> u64 {
+        self.start_after
+    }
+
     /// A block the emulation thread decoded (one outside the snapshot).
     pub(super) fn define(&mut self, info: &BlockInfo) {
         if self.blocks.lookup(info.address, info.size).is_none() {
@@ -198,10 +207,7 @@ impl FastForward {
                 start = true;
                 break;
             }
-            let mut block = self.slots[slot_of(event.key)];
-            if block.key != event.key {
-                block = self.fill_slot(event.key, address, size);
-            }
+            let block = self.block(event.key);
             self.track(pending, address, event.sp, block.is_function_start);
             pending = (block.terminator, address + u64::from(size));
             executed += u64::from(block.instructions);
@@ -218,6 +224,23 @@ impl FastForward {
             end: next,
             start,
         }
+    }
+
+    /// What counting needs of the block event `key`.
+    #[inline]
+    pub(super) fn block(&mut self, key: u64) -> Slot {
+        let block = self.slots[slot_of(key)];
+        if block.key == key {
+            return block;
+        }
+        let (address, size) = TreeEvent::split_key(key);
+        self.fill_slot(key, address, size)
+    }
+
+    /// Whether a function starts at `address`, as the blocks decoded here
+    /// say.
+    pub(super) fn is_function_start(&self, address: u64) -> bool {
+        self.function_starts.contains(address)
     }
 
     /// Puts the block event `key` in its slot of the counting table,
@@ -246,8 +269,8 @@ impl FastForward {
     }
 
     /// Whether the block at `address`, run after `executed` instructions,
-    /// is the start point.
-    fn starts_at(&mut self, address: u64, executed: u64) -> bool {
+    /// is the start point (counts the entries of the start function).
+    pub(super) fn starts_at(&mut self, address: u64, executed: u64) -> bool {
         match self.start {
             StartPoint::Function { entry, nth } => {
                 if address == entry {
@@ -263,7 +286,7 @@ impl FastForward {
     /// returns into the block at `address`, entered with stack pointer
     /// `sp` after a block that ended as `pending` says.
     #[inline]
-    fn track(
+    pub(super) fn track(
         &mut self,
         pending: (Terminator, u64),
         address: u64,

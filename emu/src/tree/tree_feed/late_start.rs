@@ -59,6 +59,10 @@ impl TreeFeed {
             ff.define(info);
         }
         ff.seen.blocks = self.new_blocks.len();
+        if self.counting_inline && !ff.limit_reached {
+            self.catch_up_counted();
+            return;
+        }
         if ff.limit_reached {
             // Nothing after the limit counts (the builder would stop too).
             let seen = ff.seen.events;
@@ -79,7 +83,7 @@ impl TreeFeed {
     /// The start point is the event at `at`; the `kept` events before it
     /// go to the builder first, then the call stack fast-forwarding found.
     #[cold]
-    fn start_tree(&mut self, kept: usize, at: usize) {
+    pub(super) fn start_tree(&mut self, kept: usize, at: usize) {
         let Some(ff) = self.fast_forward.take() else {
             return;
         };
