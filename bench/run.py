@@ -4,6 +4,7 @@
     python3 bench/run.py [--repeats N] [--no-build] [--scaling] [--modes two-cpus,one-cpu,loaded]
     python3 bench/run.py --serve [--repeats N] [--only LABEL]   # --serve with a slow viewer (bench/serve.py)
     python3 bench/run.py --cache-sim [--repeats N] [--only LABEL]   # cost of --cache-sim (bench/cache_sim.py)
+    python3 bench/run.py --fast-forward [--repeats N] [--modes two-cpus,one-cpu]   # --start-at speed (bench/fast_forward.py)
 
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
@@ -412,6 +413,8 @@ def main():
                         help="instead: emuprof without vs with --serve and a slow viewer (bench/serve.py)")
     parser.add_argument("--cache-sim", action="store_true",
                         help="instead: emuprof without vs with --cache-sim --branch-sim, and Cachegrind")
+    parser.add_argument("--fast-forward", action="store_true",
+                        help="instead: emuprof's full profile vs fast-forwarding the whole run (bench/fast_forward.py)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: " + ", ".join(f"{m} ({d})" for m, d in MODES.items())
                         + "; default all")
@@ -479,6 +482,14 @@ def main():
                 sys.exit("bench: --cache-sim needs a working emuprof")
             print(f"Machine: {machine_description(tools)}.\n")
             print(cache_sim.compare(cases, args.repeats, tools["emuprof"], tools.get("valgrind"), run_once, log))
+            return
+        if args.fast_forward:
+            import fast_forward
+            if tools["emuprof"] is None:
+                sys.exit("bench: --fast-forward needs a working emuprof")
+            print(f"Machine: {machine_description(tools)}.\n")
+            print(fast_forward.compare(cases, args.repeats, tools["emuprof"],
+                                       [mode for mode in modes if mode != "loaded"], run_once, log))
             return
         results = {mode: run_mode(mode, cases, tools, args.repeats) for mode in modes}
 

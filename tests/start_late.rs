@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{run_emuprof, testprog, EmuprofRun, Libc};
+use common::{run_emuprof, testprog, EmuprofCommand, EmuprofRun, Libc};
 use serde_json::Value;
 
 /// Every context of `profile`'s call tree at or below a call of `function`,
@@ -167,4 +167,67 @@ fn a_start_point_that_does_not_exist_or_never_comes_is_reported() {
         "{}",
         bad.stderr
     );
+}
+
+/// With emuprof's Unicorn build the blocks of the program's text count
+/// themselves and keep the fast-forward's call stack in the translated code
+/// (`emu/src/tree/tree_feed/inline_count.rs`); with the block hook on every
+/// block (`EMUPROF_BLOCK_TRACE=off`, as with stock Unicorn) emuprof walks
+/// every block instead. Both must give the same profile, byte for byte:
+/// tail calls, `longjmp`, threads, a stack deeper than the engine's first
+/// room, self-modifying code, a dynamically linked program (whose library
+/// blocks reach the hook), the instruction limit during and after the
+/// fast-forward.
+#[test]
+fn counting_in_translated_code_gives_the_walks_profiles() {
+    let cases: &[(&str, Libc, &[&str], &[&str])] = &[
+        ("fib", Libc::Glibc, &["20"], &["--start-at", "fib:3"]),
+        ("fib", Libc::Glibc, &["20"], &["--start-after", "100000"]),
+        ("fib", Libc::Dyn, &["20"], &["--start-at", "fib:3"]),
+        ("tailcall", Libc::Glibc, &[], &["--start-at", "is_odd:100"]),
+        ("longjmp", Libc::Glibc, &[], &["--start-at", "level2"]),
+        ("threads", Libc::Glibc, &[], &["--start-at", "worker:2"]),
+        ("threads", Libc::Glibc, &[], &["--start-after", "500000"]),
+        (
+            "deeprec",
+            Libc::Glibc,
+            &[],
+            &["--start-at", "descend:50000"],
+        ),
+        ("smc", Libc::Glibc, &[], &["--start-at", "run_version:5"]),
+        (
+            "fib",
+            Libc::Glibc,
+            &["20"],
+            &["--start-after", "100000", "--max-instructions", "200000"],
+        ),
+        (
+            "fib",
+            Libc::Glibc,
+            &["20"],
+            &["--start-at", "fib:100000", "--max-instructions", "300000"],
+        ),
+    ];
+    for &(program, libc, args, flags) in cases {
+        let variant = testprog(program, libc, "O2");
+        let profile = |trace: &str| {
+            let run = EmuprofCommand::new(&variant.path)
+                .args(args)
+                .flags(&[&["--quiet"], flags].concat())
+                .host_env("EMUPROF_BLOCK_TRACE", trace)
+                .run();
+            (
+                run.status.code(),
+                run.stdout.clone(),
+                run.profile_bytes.expect("profile written"),
+            )
+        };
+        let counted = profile("on");
+        let walked = profile("off");
+        assert!(
+            counted == walked,
+            "{} {flags:?}: the profiles differ between counting inline and walking every block",
+            variant.name()
+        );
+    }
 }

@@ -1,6 +1,12 @@
 //! Starting late (`--start-at FUNC[:N]`, `--start-after N`): until the start
 //! point the guest runs without the call tree.
 //!
+//! This is the walk that defines what fast-forwarding keeps. With emuprof's
+//! Unicorn build the blocks of the program's text do the same work
+//! themselves as they run, and only the rest comes here
+//! ([`super::inline_count`]); with stock Unicorn (or
+//! `EMUPROF_BLOCK_TRACE=off`) every block does, as follows.
+//!
 //! While fast-forwarding, the block hook runs exactly as in a full run: it
 //! appends each block to the feed's batch. Where the feed would ship a
 //! batch (it is full, or the guest syncs: a system call, a clock read, a

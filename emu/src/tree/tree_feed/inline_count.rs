@@ -134,9 +134,9 @@ impl TreeFeed {
     #[cold]
     #[inline(never)]
     pub(super) fn feed_while_counting(&mut self, event: TreeEvent) {
-        // The blocks decoded and code changed since, and room: making it
-        // catches up.
-        self.catch_up();
+        // The blocks decoded and code changed since, and room (making it
+        // catches up, where a walk of every block would).
+        self.learn_code_changes();
         if !self.events.has_room() {
             self.make_room();
         }

@@ -48,17 +48,10 @@ impl TreeFeed {
     /// drops them from the batch; at the start point, ships what came
     /// before with the call stack there, and the builder applies the rest.
     pub(super) fn catch_up(&mut self) {
+        self.learn_code_changes();
         let Some(ff) = self.fast_forward.as_mut() else {
             return;
         };
-        for &(start, len) in &self.changed_code[ff.seen.changes..] {
-            ff.forget(start, len);
-        }
-        ff.seen.changes = self.changed_code.len();
-        for info in &self.new_blocks[ff.seen.blocks..] {
-            ff.define(info);
-        }
-        ff.seen.blocks = self.new_blocks.len();
         if self.counting_inline && !ff.limit_reached {
             self.catch_up_counted();
             return;
@@ -78,6 +71,22 @@ impl TreeFeed {
             self.events.edit(|events| events.truncate(counted.kept));
             ff.seen.events = counted.kept;
         }
+    }
+
+    /// Tells the fast-forward of the code that changed and the blocks the
+    /// emulation thread decoded since it last looked.
+    pub(super) fn learn_code_changes(&mut self) {
+        let Some(ff) = self.fast_forward.as_mut() else {
+            return;
+        };
+        for &(start, len) in &self.changed_code[ff.seen.changes..] {
+            ff.forget(start, len);
+        }
+        ff.seen.changes = self.changed_code.len();
+        for info in &self.new_blocks[ff.seen.blocks..] {
+            ff.define(info);
+        }
+        ff.seen.blocks = self.new_blocks.len();
     }
 
     /// The start point is the event at `at`; the `kept` events before it
