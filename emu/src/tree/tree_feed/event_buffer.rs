@@ -15,26 +15,61 @@ use super::{StartFrame, TreeEvent};
 
 /// Where the next event of the current batch goes: the layout of
 /// `uc_emuprof_block_trace` in the patched `unicorn.h` (`next < end` while
-/// there is room), and what blocks counted in the translated code share
+/// there is room), then what blocks counted in the translated code share
 /// with emuprof while fast-forwarding (`emu/unicorn/0007`, see
-/// [`super::inline_count`]).
+/// [`super::inline_count`]), then emuprof's own side of that.
 #[repr(C)]
 pub struct TraceCursor {
     next: *mut TreeEvent,
     end: *mut TreeEvent,
-    counting: Counting,
+    /// What counting blocks may still run before they call the hook: see
+    /// [`Tally`]. All ones while nothing counts inline.
+    budget: u64,
+    /// How the last block ended: its terminator's code in the low byte,
+    /// its end address above.
+    last: u64,
+    /// The fast-forward's call stack: `depth` frames of room for
+    /// `capacity`.
+    frames: *mut StartFrame,
+    depth: u64,
+    capacity: u64,
+    /// Emuprof's side of the budget, while blocks count inline.
+    tally: Option<Tally>,
 }
 
-/// What counting blocks share with emuprof (see [`TraceCursor`]).
+/// Emuprof's side of the counting blocks' budget.
+///
+/// The budget is one word, so that a block checks and pays it with one
+/// load: instructions in its low 32 bits, blocks in its high 32. Each
+/// counting block first calls the hook if bit 31 or bit 63 is set, then
+/// adds its instructions and one block. Armed, each half is 2^31 minus what
+/// may still run (instructions before the limit, blocks before the batch
+/// is full; at most 2^31 each), so its top bit sets exactly when that is
+/// used up; neither half carries into the other (a block adds under 2^16).
+/// Emuprof settles before it looks: the progress since arming moves into
+/// the executed count and into the batch (a slot off its end per block, as
+/// if each block had taken one), and the budget is armed again.
+#[derive(Debug, Clone, Copy)]
+struct Tally {
+    /// Instructions run, as of the last settling.
+    executed: u64,
+    /// The instruction count at which blocks call the hook.
+    limit: u64,
+    /// The budget as last armed.
+    armed: u64,
+}
+
+/// Half of the budget: 2^31.
+const HALF: u64 = 1 << 31;
+
+/// What counting blocks share with emuprof, settled (see [`Tally`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C)]
 pub(super) struct Counting {
     /// Instructions run so far.
     pub executed: u64,
     /// Blocks call the hook from this count on.
     pub limit: u64,
-    /// How the last block ended: its end address, its terminator's code
-    /// shifted by 48.
+    /// How the last block ended (see [`TraceCursor`]'s `last`).
     pub last: u64,
     /// The fast-forward's call stack: `depth` frames of room for
     /// `capacity`.
@@ -61,14 +96,12 @@ impl EventBuffer {
         let cursor = Box::new(TraceCursor {
             next: std::ptr::null_mut(),
             end: std::ptr::null_mut(),
-            counting: Counting {
-                executed: 0,
-                limit: u64::MAX,
-                last: 0,
-                frames: std::ptr::null_mut(),
-                depth: 0,
-                capacity: 0,
-            },
+            budget: u64::MAX,
+            last: 0,
+            frames: std::ptr::null_mut(),
+            depth: 0,
+            capacity: 0,
+            tally: None,
         });
         let mut buffer = EventBuffer {
             events: Vec::new(),
@@ -87,6 +120,7 @@ impl EventBuffer {
     /// Whether another event fits.
     #[inline]
     pub(super) fn has_room(&self) -> bool {
+        self.settle();
         // SAFETY: the cursor is owned by this buffer and live; nothing else
         // runs while this thread reads it (translated code runs on this
         // thread, never during a call into emuprof's own code).
@@ -96,23 +130,113 @@ impl EventBuffer {
         }
     }
 
-    /// The counting blocks' shared state.
+    /// Blocks count inline from now on, with the hook called from `limit`
+    /// instructions on.
+    pub(super) fn start_counting(&mut self, limit: u64) {
+        // SAFETY: as in `has_room`.
+        unsafe {
+            (*self.cursor.as_ptr()).tally = Some(Tally {
+                executed: 0,
+                limit,
+                armed: 0,
+            })
+        };
+        self.arm();
+    }
+
+    /// Blocks no longer count inline: any that still could calls the hook.
+    pub(super) fn stop_counting(&mut self) {
+        self.settle();
+        // SAFETY: as in `has_room`.
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            (*cursor).tally = None;
+            (*cursor).budget = u64::MAX;
+        }
+    }
+
+    /// The counting blocks' shared state (zeros when nothing counts).
     #[inline]
     pub(super) fn counting(&self) -> Counting {
+        self.settle();
         // SAFETY: as in `has_room`.
-        unsafe { (*self.cursor.as_ptr()).counting }
+        unsafe {
+            let cursor = &*self.cursor.as_ptr();
+            let tally = cursor.tally.unwrap_or(Tally {
+                executed: 0,
+                limit: 0,
+                armed: 0,
+            });
+            Counting {
+                executed: tally.executed,
+                limit: tally.limit,
+                last: cursor.last,
+                frames: cursor.frames,
+                depth: cursor.depth,
+                capacity: cursor.capacity,
+            }
+        }
     }
 
     /// Sets the counting blocks' shared state.
     #[inline]
     pub(super) fn set_counting(&mut self, counting: Counting) {
+        self.settle();
         // SAFETY: as in `has_room`.
-        unsafe { (*self.cursor.as_ptr()).counting = counting };
+        unsafe {
+            let cursor = &mut *self.cursor.as_ptr();
+            if let Some(tally) = &mut cursor.tally {
+                tally.executed = counting.executed;
+                tally.limit = counting.limit;
+            }
+            cursor.last = counting.last;
+            cursor.frames = counting.frames;
+            cursor.depth = counting.depth;
+            cursor.capacity = counting.capacity;
+        }
+        self.arm();
+    }
+
+    /// Moves what counting blocks ran since the budget was armed into the
+    /// executed count and the batch, and arms it again (see [`Tally`]).
+    #[inline]
+    fn settle(&self) {
+        // SAFETY: as in `has_room`; the blocks since arming are at most
+        // the room there was then, so `end` stays at or after `next`.
+        unsafe {
+            let cursor = &mut *self.cursor.as_ptr();
+            let Some(tally) = &mut cursor.tally else {
+                return;
+            };
+            let progress = cursor.budget.wrapping_sub(tally.armed);
+            tally.executed += progress & 0xffff_ffff;
+            cursor.end = cursor.end.sub((progress >> 32) as usize);
+        }
+        self.arm();
+    }
+
+    /// Arms the budget for what may run from here: instructions up to the
+    /// limit, blocks up to a full batch.
+    #[inline]
+    fn arm(&self) {
+        // SAFETY: as in `has_room`; `next` and `end` lie in the same
+        // allocation, `next <= end`.
+        unsafe {
+            let cursor = &mut *self.cursor.as_ptr();
+            let Some(tally) = &mut cursor.tally else {
+                return;
+            };
+            let room = cursor.end.offset_from(cursor.next).max(0) as u64;
+            let instructions = tally.limit.saturating_sub(tally.executed).min(HALF);
+            tally.armed = (HALF - room.min(HALF)) << 32 | (HALF - instructions);
+            cursor.budget = tally.armed;
+        }
     }
 
     /// Slots counting blocks took off the end of the buffer since it was
     /// last aimed: blocks that ran without a record.
     pub(super) fn slots_taken(&self) -> usize {
+        self.settle();
         // SAFETY: as in `len`: `end` points into (or just past) the
         // allocation `events` owns, at or before its capacity's end.
         unsafe {
@@ -126,12 +250,14 @@ impl EventBuffer {
     /// edited): the next block that can call the hook does, on its slow
     /// path.
     pub(super) fn close_room(&mut self) {
+        self.settle();
         // SAFETY: as in `has_room`; `end` moves back to `next`, inside the
         // allocation.
         unsafe {
             let cursor = self.cursor.as_ptr();
             (*cursor).end = (*cursor).next;
         }
+        self.arm();
     }
 
     /// Takes one slot off the end, as a block counted inline does: a
@@ -144,6 +270,7 @@ impl EventBuffer {
             let cursor = self.cursor.as_ptr();
             (*cursor).end = (*cursor).end.sub(1);
         }
+        self.arm();
     }
 
     /// Events in the buffer.
@@ -177,12 +304,14 @@ impl EventBuffer {
             write_streaming((*cursor).next, event);
             (*cursor).next = (*cursor).next.add(1);
         }
+        self.arm();
         true
     }
 
     /// Hands out the filled events and leaves the buffer with no room until
     /// [`EventBuffer::refill`].
     pub(super) fn take(&mut self) -> Vec<TreeEvent> {
+        self.settle();
         let len = self.len();
         let mut filled = std::mem::take(&mut self.events);
         // SAFETY: the first `len` slots were written (by `push` or by
@@ -204,6 +333,7 @@ impl EventBuffer {
     /// shorten) as a `Vec`, then aims the cursor after what is left. `edit`
     /// must not grow the batch beyond its capacity (it would move).
     pub(super) fn edit<R>(&mut self, edit: impl FnOnce(&mut Vec<TreeEvent>) -> R) -> R {
+        self.settle();
         let len = self.len();
         let start = self.events.as_ptr();
         // SAFETY: the cursor only ever advances over initialized events
@@ -221,6 +351,7 @@ impl EventBuffer {
             let cursor = self.cursor.as_ptr();
             (*cursor).next = (*cursor).next.add(kept);
         }
+        self.arm();
         result
     }
 
@@ -233,6 +364,7 @@ impl EventBuffer {
             (*cursor).next = start;
             (*cursor).end = start.add(self.events.capacity());
         }
+        self.arm();
     }
 }
 

@@ -52,12 +52,12 @@ const STACK_ROOM: usize = 1 << 14;
 
 /// `last` for a block that ended as `terminator` at `end`.
 fn pack_last((terminator, end): (Terminator, u64)) -> u64 {
-    end | terminator.code() << 48
+    end << 8 | terminator.code()
 }
 
 /// How the block `last` describes ended, and where.
 fn unpack_last(last: u64) -> (Terminator, u64) {
-    (Terminator::from_code(last >> 48), last & ((1 << 48) - 1))
+    (Terminator::from_code(last & 0xff), last >> 8)
 }
 
 impl TreeFeed {
@@ -69,14 +69,10 @@ impl TreeFeed {
             return;
         };
         ff.stack.reserve(STACK_ROOM);
-        let mut counting = Counting {
-            executed: 0,
-            limit: ff.instruction_limit.min(ff.start_after()),
-            last: pack_last(ff.pending),
-            frames: std::ptr::null_mut(),
-            depth: 0,
-            capacity: 0,
-        };
+        let limit = ff.instruction_limit.min(ff.start_after());
+        self.events.start_counting(limit);
+        let mut counting = self.events.counting();
+        counting.last = pack_last(ff.pending);
         stack_to_engine(ff, &mut counting);
         self.events.set_counting(counting);
         self.counting_inline = true;
@@ -192,9 +188,7 @@ impl TreeFeed {
         self.skipped_blocks += self.events.slots_taken() as u64;
         let kept = self.events.len();
         self.events.push(event);
-        let mut counting = self.events.counting();
-        counting.limit = 0;
-        self.events.set_counting(counting);
+        self.events.stop_counting();
         self.counting_inline = false;
         self.start_tree(kept, kept);
     }
