@@ -19,7 +19,14 @@
 //! block with one array load, measured 3 % slower than the builder's
 //! prediction from the block before.)
 //!
-//! Only when the builder runs on the emulation thread (one CPU, see
+//! While a late start fast-forwards (`--start-at`, `--start-after`) the
+//! same control makes the blocks of the text count themselves instead
+//! (`emu/unicorn/0007`, [`InlineMode::Count`], see
+//! `tree_feed::inline_count`): the trace is installed for that on any
+//! number of CPUs, and blocks translated after the start point are
+//! answered as below.
+//!
+//! Records only when the builder runs on the emulation thread (one CPU, see
 //! `tree_feed::Placement`): measured with `bench/run.py` (three runs of each
 //! program, CPU time), the trace saved 3–11 % there, while with a builder
 //! thread on the other CPU it cost up to half as much again (`30 fib` 1.71

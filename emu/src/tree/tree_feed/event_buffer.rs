@@ -13,6 +13,11 @@ use std::ptr::NonNull;
 
 use super::{StartFrame, TreeEvent};
 
+mod budget;
+
+pub(super) use budget::Counting;
+use budget::Tally;
+
 /// Where the next event of the current batch goes: the layout of
 /// `uc_emuprof_block_trace` in the patched `unicorn.h` (`next < end` while
 /// there is room), then what blocks counted in the translated code share
@@ -35,49 +40,6 @@ pub struct TraceCursor {
     capacity: u64,
     /// Emuprof's side of the budget, while blocks count inline.
     tally: Option<Tally>,
-}
-
-/// Emuprof's side of the counting blocks' budget.
-///
-/// The budget is one word, so that a block checks and pays it with one
-/// load: instructions in its low 32 bits, blocks in its high 32. Each
-/// counting block first calls the hook if bit 31 or bit 63 is set, then
-/// adds its instructions and one block. Armed, each half is 2^31 minus what
-/// may still run (instructions before the limit, blocks before the batch
-/// is full; at most 2^31 each), so its top bit sets exactly when that is
-/// used up; neither half carries into the other (a block adds under 2^16).
-/// Emuprof settles before it looks: the progress since arming moves into
-/// the executed count and into the batch (a slot off its end per block, as
-/// if each block had taken one), and the budget is armed again.
-#[derive(Debug, Clone, Copy)]
-struct Tally {
-    /// Instructions run, as of the last settling.
-    executed: u64,
-    /// The instruction count at which blocks call the hook.
-    limit: u64,
-    /// The budget as last armed.
-    armed: u64,
-}
-
-/// Half of the budget: 2^31.
-const HALF: u64 = 1 << 31;
-
-/// What counting blocks share with emuprof, settled (see [`Tally`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Counting {
-    /// Instructions run so far.
-    pub executed: u64,
-    /// Blocks call the hook from this count on.
-    pub limit: u64,
-    /// How the last block ended (see [`TraceCursor`]'s `last`).
-    pub last: u64,
-    /// The fast-forward's call stack: `depth` frames of room for
-    /// `capacity`.
-    pub frames: *mut StartFrame,
-    /// Frames on the stack.
-    pub depth: u64,
-    /// Frames the stack has room for.
-    pub capacity: u64,
 }
 
 /// The current batch: a buffer of `capacity` events filled through a
@@ -128,149 +90,6 @@ impl EventBuffer {
             let cursor = self.cursor.as_ptr();
             (*cursor).next < (*cursor).end
         }
-    }
-
-    /// Blocks count inline from now on, with the hook called from `limit`
-    /// instructions on.
-    pub(super) fn start_counting(&mut self, limit: u64) {
-        // SAFETY: as in `has_room`.
-        unsafe {
-            (*self.cursor.as_ptr()).tally = Some(Tally {
-                executed: 0,
-                limit,
-                armed: 0,
-            })
-        };
-        self.arm();
-    }
-
-    /// Blocks no longer count inline: any that still could calls the hook.
-    pub(super) fn stop_counting(&mut self) {
-        self.settle();
-        // SAFETY: as in `has_room`.
-        unsafe {
-            let cursor = self.cursor.as_ptr();
-            (*cursor).tally = None;
-            (*cursor).budget = u64::MAX;
-        }
-    }
-
-    /// The counting blocks' shared state (zeros when nothing counts).
-    #[inline]
-    pub(super) fn counting(&self) -> Counting {
-        self.settle();
-        // SAFETY: as in `has_room`.
-        unsafe {
-            let cursor = &*self.cursor.as_ptr();
-            let tally = cursor.tally.unwrap_or(Tally {
-                executed: 0,
-                limit: 0,
-                armed: 0,
-            });
-            Counting {
-                executed: tally.executed,
-                limit: tally.limit,
-                last: cursor.last,
-                frames: cursor.frames,
-                depth: cursor.depth,
-                capacity: cursor.capacity,
-            }
-        }
-    }
-
-    /// Sets the counting blocks' shared state.
-    #[inline]
-    pub(super) fn set_counting(&mut self, counting: Counting) {
-        self.settle();
-        // SAFETY: as in `has_room`.
-        unsafe {
-            let cursor = &mut *self.cursor.as_ptr();
-            if let Some(tally) = &mut cursor.tally {
-                tally.executed = counting.executed;
-                tally.limit = counting.limit;
-            }
-            cursor.last = counting.last;
-            cursor.frames = counting.frames;
-            cursor.depth = counting.depth;
-            cursor.capacity = counting.capacity;
-        }
-        self.arm();
-    }
-
-    /// Moves what counting blocks ran since the budget was armed into the
-    /// executed count and the batch, and arms it again (see [`Tally`]).
-    #[inline]
-    fn settle(&self) {
-        // SAFETY: as in `has_room`; the blocks since arming are at most
-        // the room there was then, so `end` stays at or after `next`.
-        unsafe {
-            let cursor = &mut *self.cursor.as_ptr();
-            let Some(tally) = &mut cursor.tally else {
-                return;
-            };
-            let progress = cursor.budget.wrapping_sub(tally.armed);
-            tally.executed += progress & 0xffff_ffff;
-            cursor.end = cursor.end.sub((progress >> 32) as usize);
-        }
-        self.arm();
-    }
-
-    /// Arms the budget for what may run from here: instructions up to the
-    /// limit, blocks up to a full batch.
-    #[inline]
-    fn arm(&self) {
-        // SAFETY: as in `has_room`; `next` and `end` lie in the same
-        // allocation, `next <= end`.
-        unsafe {
-            let cursor = &mut *self.cursor.as_ptr();
-            let Some(tally) = &mut cursor.tally else {
-                return;
-            };
-            let room = cursor.end.offset_from(cursor.next).max(0) as u64;
-            let instructions = tally.limit.saturating_sub(tally.executed).min(HALF);
-            tally.armed = (HALF - room.min(HALF)) << 32 | (HALF - instructions);
-            cursor.budget = tally.armed;
-        }
-    }
-
-    /// Slots counting blocks took off the end of the buffer since it was
-    /// last aimed: blocks that ran without a record.
-    pub(super) fn slots_taken(&self) -> usize {
-        self.settle();
-        // SAFETY: as in `len`: `end` points into (or just past) the
-        // allocation `events` owns, at or before its capacity's end.
-        unsafe {
-            let start = self.events.as_ptr();
-            let end = (*self.cursor.as_ptr()).end;
-            self.events.capacity() - end.offset_from(start) as usize
-        }
-    }
-
-    /// Leaves no room until the buffer is next aimed (taken, refilled or
-    /// edited): the next block that can call the hook does, on its slow
-    /// path.
-    pub(super) fn close_room(&mut self) {
-        self.settle();
-        // SAFETY: as in `has_room`; `end` moves back to `next`, inside the
-        // allocation.
-        unsafe {
-            let cursor = self.cursor.as_ptr();
-            (*cursor).end = (*cursor).next;
-        }
-        self.arm();
-    }
-
-    /// Takes one slot off the end, as a block counted inline does: a
-    /// block run that stores nothing. There must be room.
-    pub(super) fn take_slot(&mut self) {
-        debug_assert!(self.has_room());
-        // SAFETY: as in `has_room`; with room, `end - 1` is still at or
-        // after `next`, inside the allocation.
-        unsafe {
-            let cursor = self.cursor.as_ptr();
-            (*cursor).end = (*cursor).end.sub(1);
-        }
-        self.arm();
     }
 
     /// Events in the buffer.
