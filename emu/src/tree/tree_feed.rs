@@ -423,7 +423,7 @@ impl TreeFeed {
     }
 
     /// A run of a block. The caller makes room first (see [`TreeFeed::make_room`]).
-    #[inline]
+    #[inline(always)]
     pub fn block(&mut self, event: TreeEvent) {
         if self.counting_inline {
             self.feed_while_counting(event);

@@ -117,8 +117,23 @@ impl EventBuffer {
 
     /// Moves what counting blocks ran since the budget was armed into the
     /// executed count and the batch, and arms it again (see [`Tally`]).
-    #[inline]
+    #[inline(always)]
     pub(super) fn settle(&self) {
+        if self.counts_inline() {
+            self.settle_counted();
+        }
+    }
+
+    /// Whether blocks count inline (the one test the hot paths pay).
+    #[inline(always)]
+    fn counts_inline(&self) -> bool {
+        // SAFETY: as in `has_room`.
+        unsafe { (*self.cursor.as_ptr()).tally.is_some() }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_counted(&self) {
         // SAFETY: as in `has_room`; the blocks since arming are at most
         // the room there was then, so `end` stays at or after `next`.
         unsafe {
@@ -135,8 +150,16 @@ impl EventBuffer {
 
     /// Arms the budget for what may run from here: instructions up to the
     /// limit, blocks up to a full batch.
-    #[inline]
+    #[inline(always)]
     pub(super) fn arm(&self) {
+        if self.counts_inline() {
+            self.arm_counted();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn arm_counted(&self) {
         // SAFETY: as in `has_room`; `next` and `end` lie in the same
         // allocation, `next <= end`.
         unsafe {
