@@ -214,16 +214,24 @@ fn stop_blocked(
 /// signal.
 #[test]
 fn signals_end_a_run_blocked_in_a_host_read() {
+    let partial_reason = |profile: &std::path::Path| {
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(profile).unwrap()).unwrap();
+        json["partial"].as_str().unwrap_or_default().to_string()
+    };
     let (status, profile, stderr) = stop_blocked_run(libc::SIGINT);
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(profile.is_file(), "no partial profile: {stderr}");
     assert!(stderr.contains("partial profile written"), "{stderr}");
+    assert_eq!(partial_reason(&profile), "interrupted by Ctrl-C");
 
     for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
         let (status, profile, stderr) = stop_blocked_run(signal);
         assert_eq!(status.signal(), Some(signal), "{stderr}");
         assert!(profile.is_file(), "no partial profile: {stderr}");
         assert!(stderr.contains(&format!("stopped by {name}")), "{stderr}");
+        // The profile says so too (it said Ctrl-C).
+        assert_eq!(partial_reason(&profile), format!("stopped by {name}"));
     }
 }
 

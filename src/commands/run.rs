@@ -52,6 +52,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
     } else {
         profile_with_dumps(&args, protected)?
     };
+    let mut outcome = outcome;
+    if let (StopReason::Interrupted, Some(reason)) = (&outcome.stop, stop_request()) {
+        // The engine only knows the run was asked to stop.
+        set_partial_reason(&mut outcome.profile, &reason);
+    }
     let profile = &outcome.profile;
     let written_to = target.describe();
     target
@@ -81,19 +86,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
                 .unwrap_or(exit_code::EMUPROF_FAILED)
         }
         StopReason::Interrupted => {
-            match termination::termination_signal() {
-                Some(signal) => eprintln!(
-                    "emuprof: stopped by {signal}; partial profile written to {written_to}"
-                ),
-                None if super::control::server::stopped_by_control() => eprintln!(
-                    "emuprof: stopped by `emuprof control stop`; partial profile written to \
-                     {written_to}"
-                ),
-                None => eprintln!(
-                    "emuprof: {}; partial profile written to {written_to}",
-                    outcome.stop
-                ),
-            }
+            let reason = stop_request().unwrap_or_else(|| outcome.stop.to_string());
+            eprintln!("emuprof: {reason}; partial profile written to {written_to}");
             termination::die_of_termination_signal();
             exit_code::INTERRUPTED
         }
@@ -303,4 +297,28 @@ pub(super) fn configure_run(
         UnsupportedPolicy::Enosys => UnsupportedSyscalls::Enosys,
     };
     Ok(())
+}
+
+/// What asked an interrupted run to stop, when it was not Ctrl-C: SIGTERM,
+/// SIGHUP or `emuprof control stop`.
+fn stop_request() -> Option<String> {
+    match termination::termination_signal() {
+        Some(signal) => Some(format!("stopped by {signal}")),
+        None if super::control::server::stopped_by_control() => {
+            Some("stopped by `emuprof control stop`".to_string())
+        }
+        None => None,
+    }
+}
+
+/// Records `reason` as why the run is partial, in the profile and in each
+/// process image that stopped early.
+fn set_partial_reason(profile: &mut emuprof_analysis::Profile, reason: &str) {
+    let partial = |image: &mut emuprof_analysis::Profile| {
+        if image.partial.is_some() {
+            image.partial = Some(reason.to_string());
+        }
+    };
+    profile.processes.iter_mut().for_each(partial);
+    partial(profile);
 }
