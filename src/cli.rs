@@ -150,8 +150,8 @@ pub struct CollectArgs {
     #[arg(long, value_name = "FUNC|REGEX")]
     pub exclude: Vec<String>,
     /// Start collecting at the N-th entry of FUNC (the first without :N).
-    /// Until then the program runs without building the call tree, several
-    /// times faster; the profile's root path is the call stack there.
+    /// Until then the program runs without building the call tree, about
+    /// twice as fast; the profile's root path is the call stack there.
     #[arg(long, value_name = "FUNC[:N]", conflicts_with = "start_after",
           value_parser = emuprof::start::Start::parse_function)]
     pub start_at: Option<emuprof::start::Start>,

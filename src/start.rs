@@ -61,7 +61,7 @@ impl Start {
 
     /// What the profile records once the tree started `instruction`
     /// instructions into the run.
-    pub(crate) fn started(&self, instruction: u64) -> Started {
+    pub fn started(&self, instruction: u64) -> Started {
         let at = match self {
             Start::Function { name, nth } => format!("{name}:{nth}"),
             Start::Instructions(n) => format!("instruction {n}"),

@@ -313,3 +313,61 @@ fn bad_input_exits_125_with_a_message() {
     );
     assert_eq!(escape.code, EMUPROF_FAILED);
 }
+
+/// `start_at` in the limits file: `check -- PROGRAM` starts the run late
+/// there (what ran before fib's third entry is not counted, so a total
+/// one below the whole run's holds), and a profile that started elsewhere,
+/// or at the beginning, is refused.
+#[test]
+fn the_limits_file_says_where_the_profile_starts() {
+    let dir = tempdir();
+    let whole = emuprof(dir.path(), &["-q", "-o", "whole.json", &fib()]);
+    assert_eq!(whole.code, 0, "{}", whole.stderr);
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("whole.json")).unwrap()).unwrap();
+    let total = profile["totals"]["instructions"].as_u64().unwrap();
+    write_limits(
+        dir.path(),
+        &format!(
+            "start_at = \"fib:3\"\n\n[total]\nmax_instructions = {}\n",
+            total - 1
+        ),
+    );
+    let out = emuprof(
+        dir.path(),
+        &["check", "--limits", "emuprof.toml", "--", &fib()],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+
+    let other_start = emuprof(
+        dir.path(),
+        &[
+            "check",
+            "--limits",
+            "emuprof.toml",
+            "--start-at",
+            "fib:2",
+            "--",
+            &fib(),
+        ],
+    );
+    assert_eq!(other_start.code, 125, "{}", other_start.stderr);
+    assert!(
+        other_start
+            .stderr
+            .contains("the limits file's costs start at fib:3, but this profile started at fib:2"),
+        "{}",
+        other_start.stderr
+    );
+
+    let refused = emuprof(
+        dir.path(),
+        &["check", "--limits", "emuprof.toml", "whole.json"],
+    );
+    assert_eq!(refused.code, 125, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("this profile is of the whole run"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use emuprof::output::{write_atomically, OutputTarget};
+use emuprof::start::Start;
 use emuprof_analysis::limits::{self, Limits};
 use emuprof_analysis::Profile;
 
@@ -111,8 +112,11 @@ pub fn run(args: CheckArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let run = obtain_profile(&args, json_target.iter())?;
+    let start = limits_start(&limits)?;
+    let guest = guest_starting(&args.guest, start.as_ref());
+    let run = obtain_profile(&args, &guest, json_target.iter())?;
     let mut profile = checked_process(&run, &args, &limits)?;
+    started_where_the_limits_say(&profile, start.as_ref())?;
     records_limited_events(&profile, &limits)?;
     for pattern in profile.restrict(&limits.collection)? {
         eprintln!(
@@ -224,6 +228,7 @@ fn load_baseline(args: &CheckArgs) -> Result<Option<Profile>> {
 /// process). `also_written` are the other output targets, which the guest must not write.
 fn obtain_profile<'t>(
     args: &CheckArgs,
+    guest: &GuestArgs,
     also_written: impl Iterator<Item = &'t OutputTarget>,
 ) -> Result<Profile> {
     let profile = match (&args.profile, args.command.split_first()) {
@@ -247,12 +252,8 @@ fn obtain_profile<'t>(
                 .iter()
                 .filter_map(OutputTarget::protected_path)
                 .chain(also_written.filter_map(OutputTarget::protected_path));
-            let run = profile_program(
-                Path::new(program),
-                program_args,
-                &args.guest,
-                protected.collect(),
-            )?;
+            let run =
+                profile_program(Path::new(program), program_args, guest, protected.collect())?;
             for note in &run.notes {
                 eprintln!("emuprof: {note}");
             }
@@ -268,6 +269,55 @@ fn obtain_profile<'t>(
         (None, None) => bail!("give a profile, or a program to run after `--`"),
     };
     Ok(profile)
+}
+
+/// Where the limits file says the profile starts (`start_at`,
+/// `start_after`).
+fn limits_start(limits: &Limits) -> Result<Option<Start>> {
+    match (&limits.start_at, limits.start_after) {
+        (Some(at), _) => Start::parse_function(at)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("the limits file's start_at: {e}")),
+        (None, Some(n)) => Ok(Some(Start::Instructions(n))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The guest options of the run to check: the limits file's start point
+/// unless the command line names one (which must then be the same, see
+/// [`started_where_the_limits_say`]).
+fn guest_starting(guest: &GuestArgs, start: Option<&Start>) -> GuestArgs {
+    let mut guest = guest.clone();
+    let named = guest.collection.start_at.is_some() || guest.collection.start_after.is_some();
+    match start {
+        Some(Start::Instructions(n)) if !named => guest.collection.start_after = Some(*n),
+        Some(function) if !named => guest.collection.start_at = Some(function.clone()),
+        _ => {}
+    }
+    guest
+}
+
+/// Fails when the limits file says where the profile starts and the checked
+/// profile started elsewhere (or at the beginning): its costs are not the
+/// ones the limits were written for.
+fn started_where_the_limits_say(profile: &Profile, start: Option<&Start>) -> Result<()> {
+    let Some(start) = start else {
+        return Ok(());
+    };
+    let wanted = start.started(0).at;
+    match &profile.started {
+        Some(started) if started.at == wanted => Ok(()),
+        Some(started) => bail!(
+            "the limits file's costs start at {wanted}, but this profile started at {}; \
+             profile with the limits file's start point (or check -- PROGRAM, which uses it)",
+            started.at
+        ),
+        None => bail!(
+            "the limits file's costs start at {wanted}, but this profile is of the whole run; \
+             profile with --start-at/--start-after as the limits file says (or check -- \
+             PROGRAM, which uses it)"
+        ),
+    }
 }
 
 /// The process of `run` whose costs are checked: `--pid`, the limits file's

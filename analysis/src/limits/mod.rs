@@ -12,6 +12,8 @@
 //! process = "sort"                  # optional: the process that started this program
 //! collect = ["run_benchmark"]       # optional: count only these functions' subtrees
 //! exclude = ["setup"]               # optional: leave these subtrees out (crate::collect)
+//! start_at = "run_benchmark:1"      # optional: the profile starts late there (FUNC[:N],
+//!                                   # as --start-at; or start_after = N instructions)
 //!
 //! [total]
 //! max_instructions = 5_000_000      # hard: all instructions of the run
@@ -106,6 +108,9 @@ pub enum LimitsError {
         /// `[total]` or the function entry.
         what: String,
     },
+    /// Both `start_at` and `start_after`.
+    #[error("start_at and start_after are both set: a profile starts at one point")]
+    TwoStarts,
     /// A percentage is negative or not a number.
     #[error("{what}: max_growth_percent must be a number >= 0, not {value}")]
     BadPercent {
@@ -130,6 +135,12 @@ pub struct Limits {
     /// is restricted with [`Profile::restrict`](crate::Profile::restrict)
     /// first, so `[total]` can limit one function of a larger program.
     pub collection: crate::Collection,
+    /// Where the limited profile starts late (top-level `start_at =
+    /// "FUNC[:N]"`, as `--start-at`): `check -- PROGRAM` runs it so, and a
+    /// checked profile must have started there.
+    pub start_at: Option<String>,
+    /// The same with `start_after = N` instructions (`--start-after`).
+    pub start_after: Option<u64>,
     /// Whole-run limits (`[total]`), if any.
     pub total: Option<TotalLimits>,
     /// Per-function limits (`[[function]]`), in file order.
@@ -241,6 +252,8 @@ struct LimitsFile {
     collect: Vec<String>,
     #[serde(default)]
     exclude: Vec<String>,
+    start_at: Option<String>,
+    start_after: Option<u64>,
     total: Option<TotalLimits>,
     #[serde(default)]
     function: Vec<FunctionEntry>,
@@ -346,12 +359,17 @@ impl Limits {
                 required: entry.required,
             });
         }
+        if file.start_at.is_some() && file.start_after.is_some() {
+            return Err(LimitsError::TwoStarts);
+        }
         Ok(Limits {
             process: file.process,
             collection: crate::Collection {
                 collect: file.collect,
                 exclude: file.exclude,
             },
+            start_at: file.start_at,
+            start_after: file.start_after,
             total: file.total,
             functions,
         })
