@@ -4,26 +4,27 @@
 //! [`fast_forward`](super::fast_forward) walks every block of the skipped
 //! part of the run after the fact. With emuprof's Unicorn build the blocks
 //! of the program's text do that work themselves as they run, in a few
-//! inline operations and without calling emuprof: each adds its instruction
-//! count to the cursor's `executed`, takes one slot off the end of the batch
-//! (so batches fill after exactly as many blocks as before, and the
-//! scheduler's quantum, which counts them, ends at the same block), and
-//! follows the block before it on the fast-forward's call stack, which
-//! lives where the engine can reach it: a push after a call, one pop after
-//! a return or an indirect jump (the walk's rules, [`FastForward::track`]).
-//! How the block before ended (its end and terminator) is in the cursor's
-//! `last`.
+//! inline operations and without calling emuprof: each pays its
+//! instructions and itself out of the cursor's budget (instructions left
+//! before the start point or the limit, blocks left before the batch would
+//! be full: see `event_buffer::budget`, so batches still end after exactly
+//! as many blocks as before and the scheduler's quantum, checked there,
+//! ends at the same block), and follows the block before it on the
+//! fast-forward's call stack, which lives where the engine can reach it: a
+//! push after a call or a tail call, up to three pops after a return or an
+//! indirect jump (the walk's rules, [`FastForward::track`]). How the block
+//! before ended (its end and terminator) is in the cursor's `last`.
 //!
 //! Everything else reaches the block hook before the block changes
-//! anything, and is done here with the walk's own code: blocks outside the
-//! text and the start function's entry (which always call the hook), a
-//! second pop, a jump into a function start (a tail call), a full stack or
-//! batch, and every block once `executed` reaches the cursor's `limit` —
-//! the start point of `--start-after` or the instruction limit — so both
-//! are found at the exact block, and `--start-at` at the exact entry. At
-//! the start point the limit drops to 0: every counting block then calls
-//! the hook first thing, which feeds it as in a full run, and blocks
-//! translated afterwards are translated as in a full run.
+//! anything but the frames it popped, and is done here with the walk's own
+//! code: blocks outside the text and the start function's entry (which
+//! always call the hook), a fourth pop, a full stack, and any block once
+//! the budget is used up — so the start point of `--start-after` and the
+//! instruction limit are found at the exact block, and `--start-at` at the
+//! exact entry. At the start point the budget is spent for good: every
+//! counting block then calls the hook first thing, which feeds it as in a
+//! full run, and blocks translated afterwards are translated as in a full
+//! run.
 //!
 //! The result is the walk's, so profiles are the same bytes with stock
 //! Unicorn (`tests/start_late.rs` compares them).
