@@ -260,3 +260,13 @@ pub fn worker_threads() -> RawTreeBuilder {
     }
     tree
 }
+
+/// The function of `profile` named `name`; panics when there is none (for
+/// tests).
+pub fn function<'p>(profile: &'p crate::Profile, name: &str) -> &'p crate::Function {
+    profile
+        .functions
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no function {name} in the profile"))
+}

@@ -248,19 +248,11 @@ impl BlockSplit {
 mod tests {
     use super::*;
     use crate::callgraph::CallGraph;
-    use crate::sample::{worker_threads, FIRST_ADDRESS};
+    use crate::sample::{function, worker_threads, FIRST_ADDRESS};
 
     fn merged() -> Profile {
         let (raw, resolver) = worker_threads().finish();
         Profile::from_raw(&raw, &resolver, "test").expect("consistent")
-    }
-
-    fn function<'p>(profile: &'p Profile, name: &str) -> &'p crate::Function {
-        profile
-            .functions
-            .iter()
-            .find(|f| f.name == name)
-            .unwrap_or_else(|| panic!("{name} is in the profile"))
     }
 
     #[test]

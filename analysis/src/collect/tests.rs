@@ -1,5 +1,5 @@
 use super::*;
-use crate::sample::{worker_threads, RawTreeBuilder};
+use crate::sample::{function, worker_threads, RawTreeBuilder};
 
 /// main(10) → setup(1000) → fill(500); main → fib(20) → fib(30) → add(5);
 /// main → report(7) → fib(40).
@@ -14,14 +14,6 @@ fn setup_then_fib() -> Profile {
     tree.call(report, "fib", 1, 40);
     let (raw, resolver) = tree.finish();
     Profile::from_raw(&raw, &resolver, "test").expect("consistent")
-}
-
-fn function<'p>(profile: &'p Profile, name: &str) -> &'p crate::Function {
-    profile
-        .functions
-        .iter()
-        .find(|f| f.name == name)
-        .unwrap_or_else(|| panic!("no {name}"))
 }
 
 fn collect(patterns: &[&str]) -> Collection {

@@ -258,9 +258,6 @@ pub struct TreeFeed {
     fast_forward: Option<Box<FastForward>>,
     /// Instructions run before a late start, once it started.
     started_at: Option<u64>,
-    /// Whether blocks are counted in the translated code until the start
-    /// point (see [`inline_count`]).
-    counting_inline: bool,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -383,7 +380,6 @@ fn spawn_placed(
         skipped_blocks: 0,
         fast_forward: None,
         started_at: None,
-        counting_inline: false,
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
@@ -416,16 +412,18 @@ fn spawn_placed(
 }
 
 impl TreeFeed {
-    /// Whether the current batch has room for another event.
+    /// Whether the block hook may append a block itself: the current batch
+    /// has room, and blocks do not count inline (the hook's slow path feeds
+    /// those, see [`inline_count`]).
     #[inline]
     pub fn has_room(&self) -> bool {
-        self.events.has_room()
+        !self.events.counts_inline() && self.events.has_room()
     }
 
     /// A run of a block. The caller makes room first (see [`TreeFeed::make_room`]).
     #[inline(always)]
     pub fn block(&mut self, event: TreeEvent) {
-        if self.counting_inline {
+        if self.events.counts_inline() {
             self.feed_while_counting(event);
             return;
         }
@@ -519,7 +517,7 @@ impl TreeFeed {
     /// Sends the batch if it is full; true when it did (a good moment to
     /// look at [`TreeFeed::limit_reached`]).
     pub fn make_room(&mut self) -> bool {
-        if self.has_room() {
+        if self.events.has_room_settled() {
             return false;
         }
         self.send();

@@ -79,10 +79,10 @@ impl EventBuffer {
         self.cursor.as_ptr()
     }
 
-    /// Whether another event fits.
+    /// Whether another event fits. While blocks count inline this is as of
+    /// the last settling: ask [`EventBuffer::has_room_settled`] then.
     #[inline]
     pub(super) fn has_room(&self) -> bool {
-        self.settle();
         // SAFETY: the cursor is owned by this buffer and live; nothing else
         // runs while this thread reads it (translated code runs on this
         // thread, never during a call into emuprof's own code).
@@ -110,6 +110,7 @@ impl EventBuffer {
     }
 
     /// Appends `event` when there is room; false when the buffer is full.
+    /// While blocks count inline, [`EventBuffer::push_counted`] instead.
     #[inline]
     pub(super) fn push(&mut self, event: TreeEvent) -> bool {
         if !self.has_room() {
@@ -123,7 +124,6 @@ impl EventBuffer {
             write_streaming((*cursor).next, event);
             (*cursor).next = (*cursor).next.add(1);
         }
-        self.arm();
         true
     }
 

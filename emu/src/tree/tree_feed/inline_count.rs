@@ -76,7 +76,6 @@ impl TreeFeed {
         counting.last = pack_last(ff.pending);
         stack_to_engine(ff, &mut counting);
         self.events.set_counting(counting);
-        self.counting_inline = true;
     }
 
     /// How the block at `address` of the program's text reports its runs,
@@ -84,7 +83,7 @@ impl TreeFeed {
     /// of a counting block).
     pub fn inline_mode(&self, address: u64) -> (InlineMode, bool) {
         match &self.fast_forward {
-            Some(ff) if self.counting_inline => {
+            Some(ff) if self.events.counts_inline() => {
                 if address == ff.start_entry {
                     (InlineMode::Hook, false)
                 } else {
@@ -108,7 +107,7 @@ impl TreeFeed {
     /// Instructions run while fast-forwarding.
     pub(super) fn skipped_instructions(&self) -> u64 {
         match &self.fast_forward {
-            Some(_) if self.counting_inline => self.events.counting().executed,
+            Some(_) if self.events.counts_inline() => self.events.counting().executed,
             Some(ff) => ff.executed,
             None => 0,
         }
@@ -134,11 +133,11 @@ impl TreeFeed {
         // The blocks decoded and code changed since, and room (making it
         // catches up, where a walk of every block would).
         self.learn_code_changes();
-        if !self.events.has_room() {
+        if !self.events.has_room_settled() {
             self.make_room();
         }
         if event.key & SPECIAL != 0 {
-            self.events.push(event);
+            self.events.push_counted(event);
             return;
         }
         let Some(ff) = self.fast_forward.as_mut() else {
@@ -182,15 +181,14 @@ impl TreeFeed {
     }
 
     /// `event` is the start point: the call tree starts there, after the
-    /// events kept so far. Counting blocks call the hook from now on (a
-    /// limit of 0).
+    /// events kept so far. Counting blocks call the hook from now on (the
+    /// budget is spent for good).
     #[cold]
     fn start_counted(&mut self, event: TreeEvent) {
         self.skipped_blocks += self.events.slots_taken() as u64;
         let kept = self.events.len();
-        self.events.push(event);
+        self.events.push_counted(event);
         self.events.stop_counting();
-        self.counting_inline = false;
         self.start_tree(kept, kept);
     }
 }

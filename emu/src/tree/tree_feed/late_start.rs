@@ -52,7 +52,7 @@ impl TreeFeed {
         let Some(ff) = self.fast_forward.as_mut() else {
             return;
         };
-        if self.counting_inline && !ff.limit_reached {
+        if self.events.counts_inline() && !ff.limit_reached {
             self.catch_up_counted();
             return;
         }

@@ -2,7 +2,7 @@
 //! batch stays exact while blocks counted in the translated code run
 //! without calling it.
 
-use super::{EventBuffer, StartFrame};
+use super::{EventBuffer, StartFrame, TreeEvent};
 
 /// Emuprof's side of the counting blocks' budget.
 ///
@@ -34,8 +34,6 @@ const HALF: u64 = 1 << 31;
 pub(in super::super) struct Counting {
     /// Instructions run so far.
     pub executed: u64,
-    /// Blocks call the hook from this count on.
-    pub limit: u64,
     /// How the last block ended (see [`TraceCursor`]'s `last`).
     pub last: u64,
     /// The fast-forward's call stack: `depth` frames of room for
@@ -60,6 +58,22 @@ impl EventBuffer {
             })
         };
         self.arm();
+    }
+
+    /// Whether another event fits, with what counting blocks ran since the
+    /// last look taken into account.
+    pub(in super::super) fn has_room_settled(&self) -> bool {
+        self.settle();
+        self.has_room()
+    }
+
+    /// [`EventBuffer::push`] while blocks count inline: they get the room
+    /// that is left.
+    pub(in super::super) fn push_counted(&mut self, event: TreeEvent) -> bool {
+        self.settle();
+        let pushed = self.push(event);
+        self.arm();
+        pushed
     }
 
     /// Blocks no longer count inline: any that still could calls the hook.
@@ -87,7 +101,6 @@ impl EventBuffer {
             });
             Counting {
                 executed: tally.executed,
-                limit: tally.limit,
                 last: cursor.last,
                 frames: cursor.frames,
                 depth: cursor.depth,
@@ -105,7 +118,6 @@ impl EventBuffer {
             let cursor = &mut *self.cursor.as_ptr();
             if let Some(tally) = &mut cursor.tally {
                 tally.executed = counting.executed;
-                tally.limit = counting.limit;
             }
             cursor.last = counting.last;
             cursor.frames = counting.frames;
@@ -126,7 +138,7 @@ impl EventBuffer {
 
     /// Whether blocks count inline (the one test the hot paths pay).
     #[inline(always)]
-    fn counts_inline(&self) -> bool {
+    pub(in super::super) fn counts_inline(&self) -> bool {
         // SAFETY: as in `has_room`.
         unsafe { (*self.cursor.as_ptr()).tally.is_some() }
     }
@@ -249,15 +261,16 @@ mod tests {
 
         // Without a limit, the fourth block fills the batch of four; an
         // event emuprof pushes takes a slot too.
-        let mut counting = buffer.counting();
-        counting.limit = u64::MAX;
-        buffer.set_counting(counting);
-        assert!(!run_block(&buffer, 1));
+        let mut buffer = EventBuffer::with_capacity(4);
+        buffer.start_counting(u64::MAX);
+        for _ in 0..4 {
+            assert!(!run_block(&buffer, 1));
+        }
         assert!(run_block(&buffer, 1));
-        assert!(!buffer.has_room());
-        assert_eq!(buffer.counting().executed, 13);
+        assert!(!buffer.has_room_settled());
+        assert_eq!(buffer.counting().executed, 4);
         buffer.edit(|_| ());
-        assert!(buffer.push(super::super::TreeEvent::block(0x1000, 4, 0)));
+        assert!(buffer.push_counted(super::TreeEvent::block(0x1000, 4, 0)));
         assert!(!run_block(&buffer, 1));
         assert!(!run_block(&buffer, 1));
         assert!(!run_block(&buffer, 1));
