@@ -13,6 +13,9 @@
 //! With emuprof's Unicorn build the translated code does the fast path's
 //! work itself for the blocks it applies to ([`super::block_trace`]), and
 //! calls this hook for those blocks only when the batch is full.
+//! While a late start fast-forwards with blocks counted inline, every
+//! block that reaches this hook takes the slow path, which feeds it to the
+//! fast-forward (`tree_feed::inline_count`).
 
 use std::cell::RefCell;
 use std::ffi::c_void;
