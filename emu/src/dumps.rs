@@ -114,6 +114,16 @@ impl Dumps {
         self.cut.load(Ordering::Acquire)
     }
 
+    /// Whether a dump or a zero is asked for and not yet taken.
+    pub(crate) fn cut_pending(&self) -> bool {
+        self.dump_requested.load(Ordering::Relaxed) || self.zero_requested.load(Ordering::Relaxed)
+    }
+
+    /// Whether parts are cut only when asked (no `every`, no `at`).
+    pub fn only_on_request(&self) -> bool {
+        self.every.is_none() && self.at.is_none()
+    }
+
     /// Takes a pending dump request.
     pub(crate) fn take_dump_request(&self) -> bool {
         self.dump_requested.swap(false, Ordering::Relaxed)

@@ -124,7 +124,16 @@ unsafe extern "C" fn on_block_slow(
         );
         return;
     }
-    st.feed.block(TreeEvent::block(address, size, sp));
+    let event = TreeEvent::block(address, size, sp);
+    if st.feed.sends_events_only() {
+        let decoded = match st.text.contains(address) {
+            true => None,
+            false => st.blocks.lookup(address, size).map(|id| st.blocks.get(id)),
+        };
+        st.feed.block_with_events_only(event, decoded);
+        return;
+    }
+    st.feed.block(event);
 }
 
 /// After every batch (a few thousand blocks): the instruction limit, as far

@@ -55,7 +55,7 @@ use std::ffi::{c_int, c_void};
 use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
-use crate::tree::tree_feed::{InlineMode, TraceCursor, TreeEvent};
+use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
 
 /// Set to `off` in emuprof's environment: no inline trace, the block hook
 /// sees every block (everything else as with the patched build).
@@ -66,9 +66,9 @@ const CTL_BLOCK_TRACE: c_int = 0x6570;
 /// `UC_EMUPROF_FUNCTION_START` from the patched `unicorn.h`, added to a
 /// counting block's mode.
 const FUNCTION_START: c_int = 0x100;
-/// `UC_CTL_IO_WRITE << 30 | 5 << 26` (five arguments), as `UC_CTL_WRITE`
+/// `UC_CTL_IO_WRITE << 30 | 6 << 26` (six arguments), as `UC_CTL_WRITE`
 /// builds it.
-const CTL_WRITE_FIVE_ARGS: u32 = 1 << 30 | 5 << 26;
+const CTL_WRITE_SIX_ARGS: u32 = 1 << 30 | 6 << 26;
 
 unsafe extern "C" {
     /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
@@ -98,19 +98,22 @@ pub(crate) unsafe fn install(
     let ask: unsafe extern "C" fn(*mut c_void, u64) -> c_int = traces_inline;
     let key: extern "C" fn(*mut c_void, u64, u32) -> u64 = trace_key;
     let count: unsafe extern "C" fn(*mut c_void, u64, u32) -> u64 = inline_count;
-    // SAFETY: the caller's contract; the five arguments are what the
+    let constants: unsafe extern "C" fn(*mut c_void, u64, u32, *mut BlockConstants) -> c_int =
+        block_constants;
+    // SAFETY: the caller's contract; the six arguments are what the
     // control reads (`uc_emuprof_block_trace *`, two callbacks, their user
-    // data, the third callback). Stock Unicorn reads none of them and
+    // data, two more callbacks). Stock Unicorn reads none of them and
     // returns UC_ERR_ARG.
     let rc = unsafe {
         uc_ctl_raw(
             uc,
-            CTL_WRITE_FIVE_ARGS | CTL_BLOCK_TRACE as u32,
+            CTL_WRITE_SIX_ARGS | CTL_BLOCK_TRACE as u32,
             cursor,
             ask,
             key,
             state as *mut c_void,
             count,
+            constants,
         )
     };
     rc == 0
@@ -151,6 +154,35 @@ unsafe extern "C" fn inline_count(user_data: *mut c_void, address: u64, size: u3
         .ok()
         .and_then(|mut st| st.feed.inline_count(address, size))
         .unwrap_or(u64::MAX)
+}
+
+/// The constants of a block answered [`InlineMode::Events`] (see
+/// `tree_feed::events_only`), written to `out`: 0 when it counts itself,
+/// else it calls the hook on every run, which counts it instead. Asked
+/// right after [`traces_inline`], in the same translation.
+///
+/// # Safety
+/// As for [`traces_inline`]; `out` must be valid for writes.
+unsafe extern "C" fn block_constants(
+    user_data: *mut c_void,
+    address: u64,
+    size: u32,
+    out: *mut BlockConstants,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
+    let constants = cell
+        .try_borrow_mut()
+        .ok()
+        .and_then(|mut st| st.feed.block_constants(address, size));
+    match constants {
+        Some(constants) => {
+            // SAFETY: the caller's contract.
+            unsafe { out.write(constants) };
+            0
+        }
+        None => 1,
+    }
 }
 
 /// The key translated code stores for runs of the block at `address` of

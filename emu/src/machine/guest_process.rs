@@ -501,26 +501,29 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
-    let (cursor, builder_is_inline, fast_forwarding, simulates_caches) = {
+    let (cursor, builder_is_inline, fast_forwarding, simulates_caches, events_only) = {
         let mut st = state.borrow_mut();
         (
             st.feed.trace_cursor(),
             st.feed.builder_is_inline(),
             st.feed.fast_forwarding(),
             st.options.simulation.caches.is_some(),
+            st.feed.may_send_events_only(),
         )
     };
     // Records only for a builder on this thread (see `block_trace` for
     // why), counting while fast-forwarding; not with the cache simulation:
     // its memory hook feeds accesses between the block events, which the
     // inline trace would write around.
-    if (builder_is_inline || fast_forwarding) && !simulates_caches {
+    if (builder_is_inline || fast_forwarding || events_only) && !simulates_caches {
         // SAFETY: a live engine with the block hook just installed; the
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
         let taken = unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
         if taken && fast_forwarding {
             state.borrow_mut().feed.count_inline();
+        } else if taken && events_only {
+            state.borrow_mut().feed.send_events_only();
         }
     }
     if simulates_caches {

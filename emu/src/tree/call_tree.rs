@@ -154,13 +154,36 @@ impl CallTreeBuilder {
     /// remember that a function starts here.
     #[inline]
     pub fn on_block(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+        let entered_by_call = self.enter(block, read_sp);
+        self.count(u64::from(block.instructions), u64::from(block.cycles));
+        self.thread.set_pending(block.terminator);
+        self.thread.pending_return = block.end;
+        entered_by_call
+    }
+
+    /// Counts `instructions` and `cycles` run in the current context.
+    #[inline(always)]
+    pub fn count(&mut self, instructions: u64, cycles: u64) {
+        self.executed += instructions;
+        self.total += Costs {
+            instructions,
+            cycles,
+        }
+        .masked(self.counted_mask);
+    }
+
+    /// The transition into `block` after the block before (see
+    /// [`CallTreeBuilder::set_start_pending`]), without counting it: true
+    /// when a call entered it.
+    #[inline(always)]
+    pub fn enter(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
         // Most blocks follow a branch or fall-through inside one function
         // (nothing to do but count), a call, or a return to the innermost
         // call's return address: those three stay inline.
         // (A flag first, not a match: a jump table over the terminator was
         // the builder's most mispredicted branch.)
         let pending = self.thread.pending;
-        let entered_by_call = if self.thread.pending_stays && !block.is_function_start {
+        if self.thread.pending_stays && !block.is_function_start {
             false
         } else if let Terminator::Call { indirect } = pending {
             self.call(block.address, read_sp(), indirect);
@@ -170,16 +193,7 @@ impl CallTreeBuilder {
             false
         } else {
             self.transition(block, read_sp)
-        };
-        self.executed += u64::from(block.instructions);
-        self.total += Costs {
-            instructions: u64::from(block.instructions),
-            cycles: u64::from(block.cycles),
         }
-        .masked(self.counted_mask);
-        self.thread.set_pending(block.terminator);
-        self.thread.pending_return = block.end;
-        entered_by_call
     }
 
     /// Records a system call made from the current context.

@@ -39,6 +39,7 @@ mod applying;
 mod builder_thread;
 mod cutting;
 mod event_buffer;
+mod events_only;
 mod fast_forward;
 mod inline_count;
 mod late_start;
@@ -55,6 +56,7 @@ pub use event_buffer::TraceCursor;
 use event_buffer::{publish_streaming_writes, EventBuffer};
 use fast_forward::FastForward;
 pub use fast_forward::StartPoint;
+pub use events_only::BlockConstants;
 pub use inline_count::InlineMode;
 pub use placement::Placement;
 use waiting::{send_spinning, Spin};
@@ -208,6 +210,20 @@ struct Batch {
     changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
     events: Vec<TreeEvent>,
+    /// While blocks send events only where the call tree can change: the
+    /// events are pairs, and these are the full clocks (instructions,
+    /// cycles) at the batch's end and the blocks' runs counted since the
+    /// last batch that had them, by key (see [`events_only`]).
+    events_only: Option<EventsOnly>,
+}
+
+/// What a batch of events sent only where the call tree can change adds.
+struct EventsOnly {
+    clocks: (u64, u64),
+    runs: Vec<(u64, u64)>,
+    /// Whether `runs` are all the runs so far, taken because a part is to
+    /// be cut (the builder cuts only after such a batch).
+    runs_for_cut: bool,
 }
 
 /// What the builder publishes after every batch.
@@ -258,6 +274,20 @@ pub struct TreeFeed {
     fast_forward: Option<Box<FastForward>>,
     /// Instructions run before a late start, once it started.
     started_at: Option<u64>,
+    /// Events in a batch (twice [`BATCH`] while blocks send events only
+    /// where the call tree can change: two slots each).
+    batch_capacity: usize,
+    /// The blocks' run counters, while blocks send events only where the
+    /// call tree can change.
+    counters: Option<Box<events_only::RunCounters>>,
+    /// Runs taken from the counters, for the next batch.
+    runs: Vec<(u64, u64)>,
+    /// Slots (blocks and events) of the batches sent while blocks send
+    /// events only where the call tree can change.
+    slots_sent: u64,
+    /// What sending events only where the call tree can change needs, when
+    /// this run may (no simulation and no parts: both need every block).
+    events_only_setup: Option<events_only::Setup>,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -380,6 +410,11 @@ fn spawn_placed(
         skipped_blocks: 0,
         fast_forward: None,
         started_at: None,
+        batch_capacity: BATCH,
+        counters: None,
+        runs: Vec::new(),
+        slots_sent: 0,
+        events_only_setup: events_only::Setup::of(&setup),
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
@@ -424,7 +459,11 @@ impl TreeFeed {
     #[inline(always)]
     pub fn block(&mut self, event: TreeEvent) {
         if self.events.counts_inline() {
-            self.feed_while_counting(event);
+            if self.counters.is_some() {
+                self.feed_with_events_only(event);
+            } else {
+                self.feed_while_counting(event);
+            }
             return;
         }
         if !self.events.push(event) {
@@ -455,9 +494,11 @@ impl TreeFeed {
     /// blocks there again when they next run. Everything fed before is
     /// applied with the old decodes: the current batch goes first.
     pub fn code_changed(&mut self, start: u64, len: u64) {
-        if !self.events.is_empty() || !self.new_blocks.is_empty() {
+        self.take_runs();
+        if !self.events.is_empty() || !self.new_blocks.is_empty() || !self.runs.is_empty() {
             self.send();
         }
+        self.forget_counted(start, len);
         self.changed_code.push((start, len));
     }
 
@@ -477,6 +518,7 @@ impl TreeFeed {
     /// A signal handler starts with the next block.
     pub fn signal_handler(&mut self) {
         self.block(TreeEvent::special(SIGNAL_HANDLER));
+        self.enter_handler_last();
     }
 
     /// The running guest thread made a `clone` that started a thread with
@@ -495,6 +537,7 @@ impl TreeFeed {
             SWITCH_THREAD
         };
         self.block(TreeEvent::special_with(key, index as u64));
+        self.switch_last(index);
     }
 
     /// A client request (`CALLGRIND_TOGGLE_COLLECT`…) whose marker
@@ -510,6 +553,10 @@ impl TreeFeed {
     /// How many events have been fed so far: a measure of guest work that
     /// is the same on every run (the scheduler's quantum counts it).
     pub fn position(&mut self) -> u64 {
+        if self.counters.is_some() {
+            let in_batch = self.events.len() + self.events.slots_taken();
+            return self.slots_sent + in_batch as u64 / 2;
+        }
         self.catch_up();
         self.events_sent + self.events.len() as u64 + self.skipped_blocks - self.memory_events
     }
@@ -537,7 +584,12 @@ impl TreeFeed {
     /// Sends everything collected so far and waits until the builder has
     /// applied it.
     pub fn sync(&mut self) -> TreeState {
-        if !self.events.is_empty() || !self.new_blocks.is_empty() || !self.changed_code.is_empty() {
+        if !self.events.is_empty()
+            || !self.new_blocks.is_empty()
+            || !self.changed_code.is_empty()
+            || !self.runs.is_empty()
+            || self.counters.is_some()
+        {
             self.send();
         }
         let mut spin = self.spin.clone();
@@ -590,6 +642,7 @@ impl TreeFeed {
 
     /// Syncs and tells the builder thread the run is over.
     pub fn close(&mut self) -> TreeState {
+        self.take_runs();
         let state = self.sync();
         self.batches = None;
         state
@@ -610,19 +663,39 @@ impl TreeFeed {
                 ff.seen = fast_forward::Seen::default();
             }
         }
+        if self.counters.is_some() {
+            let in_batch = self.events.len() + self.events.slots_taken();
+            self.slots_sent += in_batch as u64 / 2;
+        }
         let events = self.events.take();
         let next = self.ship(events);
         self.events.refill(next);
     }
 
+    /// The clocks and runs a batch carries while blocks send events only
+    /// where the call tree can change.
+    fn events_only_part(&mut self) -> Option<EventsOnly> {
+        self.counters.as_ref()?;
+        let runs_for_cut = self.runs_for_cut();
+        let (instructions, cycles, _) = self.events.clocks();
+        Some(EventsOnly {
+            clocks: (instructions, cycles),
+            runs: std::mem::take(&mut self.runs),
+            runs_for_cut,
+        })
+    }
+
     /// Hands `events` (with the code changes and blocks decoded since the
     /// last batch) to the builder; returns an empty batch to fill next.
     fn ship(&mut self, events: Vec<TreeEvent>) -> Vec<TreeEvent> {
+        let events_only = self.events_only_part();
+        let capacity = self.batch_capacity;
         if let Some(inline) = &mut self.inline {
             let batch = Batch {
                 changed_code: std::mem::take(&mut self.changed_code),
                 new_blocks: std::mem::take(&mut self.new_blocks),
                 events,
+                events_only,
             };
             self.events_sent += batch.events.len() as u64;
             let next = apply_batch(
@@ -632,7 +705,7 @@ impl TreeFeed {
                 &inline.progress,
             );
             answer_snapshot(inline.snapshots.as_deref(), inline.pid, &inline.builder);
-            return usual_capacity(next);
+            return usual_capacity(next, capacity);
         }
         let Some(batches) = &self.batches else {
             // The builder is gone; joining it reports why. Keep collecting
@@ -641,36 +714,37 @@ impl TreeFeed {
             events.clear();
             self.changed_code.clear();
             self.new_blocks.clear();
-            return usual_capacity(events);
+            return usual_capacity(events, capacity);
         };
         publish_streaming_writes();
         let next = self
             .recycled
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            .unwrap_or_else(|_| Vec::with_capacity(capacity));
         self.events_sent += events.len() as u64;
         let batch = Batch {
             changed_code: std::mem::take(&mut self.changed_code),
             new_blocks: std::mem::take(&mut self.new_blocks),
             events,
+            events_only,
         };
         if send_spinning(batches, batch, &mut self.spin).is_ok() {
             self.batches_sent += 1;
         } else {
             self.batches = None;
         }
-        usual_capacity(next)
+        usual_capacity(next, capacity)
     }
 }
 
 /// `batch` when it has the usual capacity, else a new one that has: how
 /// many events fit decides where batches end, which must not depend on
 /// which batch came back.
-fn usual_capacity(batch: Vec<TreeEvent>) -> Vec<TreeEvent> {
-    if batch.capacity() == BATCH {
+fn usual_capacity(batch: Vec<TreeEvent>, capacity: usize) -> Vec<TreeEvent> {
+    if batch.capacity() == capacity {
         batch
     } else {
-        Vec::with_capacity(BATCH)
+        Vec::with_capacity(capacity)
     }
 }
 

@@ -24,7 +24,17 @@ pub(super) fn apply_batch(
     for info in batch.new_blocks {
         builder.define(info);
     }
-    if builder.apply(&batch.events) {
+    let limit_reached = match &batch.events_only {
+        Some(events_only) => {
+            for &(key, runs) in &events_only.runs {
+                builder.add_runs(key, runs);
+            }
+            builder.may_cut(events_only.runs_for_cut);
+            builder.apply_events_only(&batch.events, events_only.clocks)
+        }
+        None => builder.apply(&batch.events),
+    };
+    if limit_reached {
         published.limit_reached.store(true, Ordering::Release);
     }
     builder.between_batches();

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use emuprof_loader::FunctionStarts;
 
+use super::events_only::COUNTED_BY_BUILDER;
 use super::{
     BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME,
     START_LATE, START_PENDING, SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
@@ -47,6 +48,13 @@ pub(super) struct BuilderThread {
     /// The last client request: its block's id and execution count, and
     /// the address after its marker.
     last_request: (usize, u64, u64),
+    /// The clocks (instructions, cycles) as far as events sent only where
+    /// the call tree can change have been credited.
+    clocks: (u64, u64),
+    /// Whether a part asked for may be cut now: not while blocks send
+    /// events only where the call tree can change and their runs since
+    /// the last batch are still in the run counters.
+    cut_allowed: bool,
 }
 
 impl BuilderThread {
@@ -70,6 +78,8 @@ impl BuilderThread {
             simulator: None,
             cutter: None,
             last_request: (NO_BLOCK, 0, 0),
+            clocks: (0, 0),
+            cut_allowed: true,
         }
     }
 
@@ -114,30 +124,7 @@ impl BuilderThread {
                     simulator.interrupted(&self.blocks);
                     self.tree.add_cycles(simulator.take_penalty());
                 }
-                match event.key {
-                    SYSCALL => self.tree.on_syscall(),
-                    SIGNAL_HANDLER => self.tree.enter_signal_handler(),
-                    SPAWN_THREAD => self.tree.spawn_thread(event.sp),
-                    SWITCH_THREAD => self.tree.switch_thread(event.sp as usize),
-                    SWITCH_AFTER_EXIT => {
-                        self.tree.running_thread_exited();
-                        self.tree.switch_thread(event.sp as usize);
-                    }
-                    START_LATE => self.tree.start_late(event.sp),
-                    key if key & !0xff == CLIENT_REQUEST => {
-                        self.client_request(key & 0xff, event.sp)
-                    }
-                    key if key & START_FRAME == START_FRAME => {
-                        let (entry, _) = TreeEvent::split_key(key & !START_FRAME);
-                        self.tree.enter_start_frame(entry, event.sp);
-                    }
-                    key if key & START_PENDING == START_PENDING => {
-                        let (end, code) = TreeEvent::split_key(key & !START_PENDING);
-                        let terminator = Terminator::from_code(u64::from(code));
-                        self.tree.set_start_pending(terminator, end);
-                    }
-                    _ => unreachable!("unknown tree event {:#x}", event.key),
-                }
+                self.special(*event);
                 continue;
             }
             let id = self.block_id(event.key);
@@ -159,6 +146,103 @@ impl BuilderThread {
             }
         }
         !self.applying
+    }
+
+    /// Applies an event that is not a block.
+    fn special(&mut self, event: TreeEvent) {
+        match event.key {
+            SYSCALL => self.tree.on_syscall(),
+            SIGNAL_HANDLER => self.tree.enter_signal_handler(),
+            SPAWN_THREAD => self.tree.spawn_thread(event.sp),
+            SWITCH_THREAD => self.tree.switch_thread(event.sp as usize),
+            SWITCH_AFTER_EXIT => {
+                self.tree.running_thread_exited();
+                self.tree.switch_thread(event.sp as usize);
+            }
+            START_LATE => self.tree.start_late(event.sp),
+            key if key & !0xff == CLIENT_REQUEST => {
+                self.client_request(key & 0xff, event.sp)
+            }
+            key if key & START_FRAME == START_FRAME => {
+                let (entry, _) = TreeEvent::split_key(key & !START_FRAME);
+                self.tree.enter_start_frame(entry, event.sp);
+            }
+            key if key & START_PENDING == START_PENDING => {
+                let (end, code) = TreeEvent::split_key(key & !START_PENDING);
+                let terminator = Terminator::from_code(u64::from(code));
+                self.tree.set_start_pending(terminator, end);
+            }
+            _ => unreachable!("unknown tree event {:#x}", event.key),
+        }
+    }
+
+    /// Applies `events`, pairs of `{ key, sp }` and `{ last, clocks }` sent
+    /// only where the call tree can change (see `events_only`), and credits
+    /// what ran after the last of them up to `clocks` (instructions,
+    /// cycles) to the current context; stops for good at the instruction
+    /// limit (returns whether it did).
+    pub(super) fn apply_events_only(&mut self, events: &[TreeEvent], clocks: (u64, u64)) -> bool {
+        for pair in events.chunks_exact(2) {
+            if !self.applying {
+                break;
+            }
+            let (event, after) = (pair[0], pair[1]);
+            let instructions = u64::from((after.sp as u32).wrapping_sub(self.clocks.0 as u32));
+            let cycles = u64::from(((after.sp >> 32) as u32).wrapping_sub(self.clocks.1 as u32));
+            self.credit(instructions, cycles);
+            if !self.applying {
+                break;
+            }
+            let last = after.key & !COUNTED_BY_BUILDER;
+            self.tree
+                .set_start_pending(Terminator::from_code(last & 0xff), last >> 8);
+            if event.key & SPECIAL != 0 {
+                self.special(event);
+                continue;
+            }
+            let id = self.block_id(event.key);
+            self.previous = id;
+            let block = &mut self.tracked[id];
+            if after.key & COUNTED_BY_BUILDER != 0 {
+                block.executions += 1;
+            }
+            if self.tree.enter(block.event, || event.sp) {
+                block.event.is_function_start = true;
+            }
+        }
+        if self.applying {
+            self.credit(clocks.0 - self.clocks.0, clocks.1 - self.clocks.1);
+        }
+        !self.applying
+    }
+
+    /// Counts what ran since the last credit in the current context, and
+    /// stops at the instruction limit.
+    #[inline]
+    fn credit(&mut self, instructions: u64, cycles: u64) {
+        self.clocks.0 += instructions;
+        self.clocks.1 += cycles;
+        self.tree.count(instructions, cycles);
+        if self.tree.needs_attention() && self.attend() {
+            self.applying = false;
+        }
+    }
+
+    /// Whether the batch just received had every run so far: only then
+    /// may a part asked for be cut after it.
+    pub(super) fn may_cut(&mut self, runs_for_cut: bool) {
+        self.cut_allowed = runs_for_cut;
+    }
+
+    /// Runs of the block with this key counted elsewhere (by its counter
+    /// in the translated code).
+    pub(super) fn add_runs(&mut self, key: u64, runs: u64) {
+        let (address, size) = TreeEvent::split_key(key);
+        let id = match self.blocks.lookup(address, size) {
+            Some(id) => id as usize,
+            None => self.decode(address, size),
+        };
+        self.tracked[id].executions += runs;
     }
 
     /// Instructions applied so far.
@@ -231,6 +315,9 @@ impl BuilderThread {
         };
         if let Some(on) = cutter.dumps.take_collection_request() {
             self.tree.set_collecting(on);
+        }
+        if !self.cut_allowed {
+            return;
         }
         if cutter.dumps.take_zero_request() {
             self.cut("zero", false);

@@ -38,6 +38,11 @@ pub struct TraceCursor {
     frames: *mut StartFrame,
     depth: u64,
     capacity: u64,
+    /// Instructions and cycles run so far, while blocks send events only
+    /// where the call tree can change (`emu/unicorn/0008`, see
+    /// [`super::events_only`]).
+    instructions: u64,
+    cycles: u64,
     /// Emuprof's side of the budget, while blocks count inline.
     tally: Option<Tally>,
 }
@@ -63,6 +68,8 @@ impl EventBuffer {
             frames: std::ptr::null_mut(),
             depth: 0,
             capacity: 0,
+            instructions: 0,
+            cycles: 0,
             tally: None,
         });
         let mut buffer = EventBuffer {

@@ -45,6 +45,9 @@ pub enum InlineMode {
     Record = 1,
     /// It counts itself (see this module).
     Count = 2,
+    /// It counts itself and sends events only where the call tree can
+    /// change (see `events_only`).
+    Events = 3,
 }
 
 /// Frames the call stack has room for before the engine leaves pushes to
@@ -90,6 +93,7 @@ impl TreeFeed {
                     (InlineMode::Count, ff.is_function_start(address))
                 }
             }
+            _ if self.counters.is_some() => (InlineMode::Events, false),
             _ if self.inline.is_some() => (InlineMode::Record, false),
             _ => (InlineMode::Hook, false),
         }

@@ -24,6 +24,12 @@ pub(super) struct Tally {
     limit: u64,
     /// The budget as last armed.
     armed: u64,
+    /// Whether blocks send events (two slots each, see
+    /// [`EventBuffer::start_sending_events`]) rather than only count.
+    pairs: bool,
+    /// `next` when the budget was last armed (events since then are blocks
+    /// that took their slot at `next`, not off the end).
+    armed_next: *mut TreeEvent,
 }
 
 /// Half of the budget: 2^31.
@@ -49,15 +55,86 @@ impl EventBuffer {
     /// Blocks count inline from now on, with the hook called from `limit`
     /// instructions on.
     pub(in super::super) fn start_counting(&mut self, limit: u64) {
+        self.start_tally(limit, false);
+    }
+
+    /// Blocks count inline and send an event where the call tree can
+    /// change, from now on, with the hook called from `limit` instructions
+    /// on. An event takes two slots (`{ key, sp }`, `{ last, clocks }`), so
+    /// a block takes two either way: at `next` with an event, off the end
+    /// without; the buffer's capacity must be even.
+    pub(in super::super) fn start_sending_events(&mut self, limit: u64) {
+        debug_assert_eq!(self.events.capacity() % 2, 0);
+        self.start_tally(limit, true);
+    }
+
+    fn start_tally(&mut self, limit: u64, pairs: bool) {
         // SAFETY: as in `has_room`.
         unsafe {
-            (*self.cursor.as_ptr()).tally = Some(Tally {
+            let cursor = self.cursor.as_ptr();
+            (*cursor).tally = Some(Tally {
                 executed: 0,
                 limit,
                 armed: 0,
+                pairs,
+                armed_next: (*cursor).next,
             })
         };
         self.arm();
+    }
+
+    /// Whether blocks send events (see [`EventBuffer::start_sending_events`]).
+    #[inline]
+    pub(in super::super) fn sends_events(&self) -> bool {
+        // SAFETY: as in `has_room`.
+        unsafe { (*self.cursor.as_ptr()).tally.is_some_and(|t| t.pairs) }
+    }
+
+    /// The instructions and cycles blocks sending events have run, and how
+    /// the last block ended.
+    #[inline]
+    pub(in super::super) fn clocks(&self) -> (u64, u64, u64) {
+        // SAFETY: as in `has_room`.
+        unsafe {
+            let cursor = &*self.cursor.as_ptr();
+            (cursor.instructions, cursor.cycles, cursor.last)
+        }
+    }
+
+    /// A block emuprof fed while blocks send events: its costs on the
+    /// clocks, and how it ended in `last`.
+    pub(in super::super) fn fed(&mut self, instructions: u32, cycles: u32, last: u64) {
+        self.settle();
+        // SAFETY: as in `has_room`.
+        unsafe {
+            let cursor = &mut *self.cursor.as_ptr();
+            cursor.instructions += u64::from(instructions);
+            cursor.cycles += u64::from(cycles);
+            cursor.last = last;
+            if let Some(tally) = &mut cursor.tally {
+                tally.executed += u64::from(instructions);
+            }
+        }
+        self.arm();
+    }
+
+    /// Sets how the last block ended (another guest thread runs, a signal
+    /// handler is entered).
+    pub(in super::super) fn set_last(&mut self, last: u64) {
+        // SAFETY: as in `has_room`.
+        unsafe { (*self.cursor.as_ptr()).last = last };
+    }
+
+    /// Whether the instructions run have reached the limit blocks count
+    /// inline to.
+    pub(in super::super) fn limit_passed(&self) -> bool {
+        self.settle();
+        // SAFETY: as in `has_room`.
+        unsafe {
+            (*self.cursor.as_ptr())
+                .tally
+                .is_some_and(|t| t.executed >= t.limit)
+        }
     }
 
     /// Whether another event fits, with what counting blocks ran since the
@@ -98,6 +175,8 @@ impl EventBuffer {
                 executed: 0,
                 limit: 0,
                 armed: 0,
+                pairs: false,
+                armed_next: std::ptr::null_mut(),
             });
             Counting {
                 executed: tally.executed,
@@ -155,7 +234,15 @@ impl EventBuffer {
             };
             let progress = cursor.budget.wrapping_sub(tally.armed);
             tally.executed += progress & 0xffff_ffff;
-            cursor.end = cursor.end.sub((progress >> 32) as usize);
+            let blocks = (progress >> 32) as usize;
+            let taken = if tally.pairs {
+                // Blocks with an event took their two slots at `next`.
+                let events = cursor.next.offset_from(tally.armed_next) as usize / 2;
+                2 * (blocks - events)
+            } else {
+                blocks
+            };
+            cursor.end = cursor.end.sub(taken);
         }
         self.arm();
     }
@@ -179,7 +266,11 @@ impl EventBuffer {
             let Some(tally) = &mut cursor.tally else {
                 return;
             };
-            let room = cursor.end.offset_from(cursor.next).max(0) as u64;
+            let mut room = cursor.end.offset_from(cursor.next).max(0) as u64;
+            if tally.pairs {
+                room /= 2;
+            }
+            tally.armed_next = cursor.next;
             let instructions = tally.limit.saturating_sub(tally.executed).min(HALF);
             tally.armed = (HALF - room.min(HALF)) << 32 | (HALF - instructions);
             cursor.budget = tally.armed;
@@ -216,13 +307,25 @@ impl EventBuffer {
     /// Takes one slot off the end, as a block counted inline does: a
     /// block run that stores nothing. There must be room.
     pub(in super::super) fn take_slot(&mut self) {
+        self.settle();
         debug_assert!(self.has_room());
-        // SAFETY: as in `has_room`; with room, `end - 1` is still at or
-        // after `next`, inside the allocation.
+        let slot = if self.sends_events() { 2 } else { 1 };
+        // SAFETY: as in `has_room`; with room (two slots at least while
+        // blocks send events, as `next` and `end` move by two then), `end -
+        // slot` is still at or after `next`, inside the allocation.
         unsafe {
             let cursor = self.cursor.as_ptr();
-            (*cursor).end = (*cursor).end.sub(1);
+            (*cursor).end = (*cursor).end.sub(slot);
         }
+        self.arm();
+    }
+
+    /// Appends an event of two slots while blocks send events: there must
+    /// be room.
+    pub(in super::super) fn push_pair(&mut self, first: TreeEvent, second: TreeEvent) {
+        self.settle();
+        let pushed = self.push(first) && self.push(second);
+        debug_assert!(pushed, "no room for an event");
         self.arm();
     }
 }
