@@ -160,9 +160,7 @@ impl BuilderThread {
                 self.tree.switch_thread(event.sp as usize);
             }
             START_LATE => self.tree.start_late(event.sp),
-            key if key & !0xff == CLIENT_REQUEST => {
-                self.client_request(key & 0xff, event.sp)
-            }
+            key if key & !0xff == CLIENT_REQUEST => self.client_request(key & 0xff, event.sp),
             key if key & START_FRAME == START_FRAME => {
                 let (entry, _) = TreeEvent::split_key(key & !START_FRAME);
                 self.tree.enter_start_frame(entry, event.sp);

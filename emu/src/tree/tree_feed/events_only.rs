@@ -87,8 +87,7 @@ impl RunCounters {
     fn counter(&mut self, id: u32) -> *mut u64 {
         let (chunk, index) = (id as usize / CHUNK, id as usize % CHUNK);
         while self.chunks.len() <= chunk {
-            self.chunks
-                .push(vec![0u64; 2 * CHUNK].into_boxed_slice());
+            self.chunks.push(vec![0u64; 2 * CHUNK].into_boxed_slice());
         }
         &mut self.chunks[chunk][2 * index]
     }
@@ -253,7 +252,12 @@ impl TreeFeed {
         let (_, _, last) = self.events.clocks();
         let after = Terminator::from_code(last & 0xff);
         let (costs, terminator, sends, mark) = match decoded {
-            Some(info) => ((info.instructions, info.cycles), info.terminator, true, COUNTED_BY_BUILDER),
+            Some(info) => (
+                (info.instructions, info.cycles),
+                info.terminator,
+                true,
+                COUNTED_BY_BUILDER,
+            ),
             None => {
                 let id = counters.block(address, size);
                 let counter = counters.counter(id);
@@ -276,7 +280,8 @@ impl TreeFeed {
             self.events.take_slot();
         }
         let end = address + u64::from(size);
-        self.events.fed(costs.0, costs.1, end << 8 | terminator.code());
+        self.events
+            .fed(costs.0, costs.1, end << 8 | terminator.code());
     }
 
     /// Appends `event` with `last` and the clocks as they are now.

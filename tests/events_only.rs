@@ -1,0 +1,67 @@
+//! Blocks that count themselves and send events only where the call tree
+//! can change (`EMUPROF_BLOCK_TRACE=events`, Unicorn patch `0008`) give the
+//! same profile bytes as blocks that each send an event.
+
+mod common;
+
+use common::{testprog, EmuprofCommand, Libc};
+
+/// The profile, exit status and output of `program` with the block trace
+/// set to `trace`.
+fn profile(
+    variant: &common::Variant,
+    args: &[&str],
+    flags: &[&str],
+    trace: &str,
+) -> (Option<i32>, Vec<u8>, Vec<u8>) {
+    let run = EmuprofCommand::new(&variant.path)
+        .args(args)
+        .flags(&[&["--quiet"], flags].concat())
+        .host_env("EMUPROF_BLOCK_TRACE", trace)
+        .run();
+    (
+        run.status.code(),
+        run.stdout.clone(),
+        run.profile_bytes.expect("profile written"),
+    )
+}
+
+/// Calls, returns, tail calls (learned and from symbols), `longjmp`,
+/// function pointers, threads switching by quantum, signals, self-modifying
+/// code, a deep recursion, a dynamically linked program (whose library
+/// blocks call the hook), a PIE, and the instruction limit.
+#[test]
+fn sending_events_only_where_the_tree_can_change_gives_the_same_profiles() {
+    let cases: &[(&str, Libc, &[&str], &[&str])] = &[
+        ("fib", Libc::Musl, &["20"], &[]),
+        (
+            "fib",
+            Libc::Glibc,
+            &["20"],
+            &["--max-instructions", "300000"],
+        ),
+        ("fib", Libc::Dyn, &["20"], &[]),
+        ("tailcall", Libc::Glibc, &[], &[]),
+        ("tailcall", Libc::Musl, &[], &[]),
+        ("longjmp", Libc::Glibc, &[], &[]),
+        ("fnptr", Libc::Pie, &[], &[]),
+        ("qsortcb", Libc::Musl, &[], &[]),
+        ("mutual", Libc::Musl, &[], &[]),
+        ("threads", Libc::Glibc, &[], &[]),
+        ("threads", Libc::Musl, &[], &[]),
+        ("deeprec", Libc::Glibc, &[], &[]),
+        ("smc", Libc::Glibc, &[], &[]),
+        ("nondet", Libc::Musl, &[], &[]),
+        ("cpuheavy", Libc::Musl, &["1", "text"], &[]),
+    ];
+    for &(program, libc, args, flags) in cases {
+        let variant = testprog(program, libc, "O2");
+        let events = profile(&variant, args, flags, "events");
+        let every_block = profile(&variant, args, flags, "on");
+        assert!(
+            events == every_block,
+            "{} {flags:?}: the profiles differ between events only where the tree can change and an event per block",
+            variant.name()
+        );
+    }
+}
