@@ -1,6 +1,7 @@
 //! Blocks that count themselves and send events only where the call tree
-//! can change (`EMUPROF_BLOCK_TRACE=events`, Unicorn patch `0008`) give the
-//! same profile bytes as blocks that each send an event.
+//! can change (the default with emuprof's Unicorn build, patch `0008`) give
+//! the same profile bytes as blocks that each send an event
+//! (`EMUPROF_BLOCK_TRACE=record`).
 
 mod common;
 
@@ -29,7 +30,8 @@ fn profile(
 /// Calls, returns, tail calls (learned and from symbols), `longjmp`,
 /// function pointers, threads switching by quantum, signals, self-modifying
 /// code, a deep recursion, a dynamically linked program (whose library
-/// blocks call the hook), a PIE, and the instruction limit.
+/// blocks call the hook), a PIE, forks and execs, and the instruction
+/// limit.
 #[test]
 fn sending_events_only_where_the_tree_can_change_gives_the_same_profiles() {
     let cases: &[(&str, Libc, &[&str], &[&str])] = &[
@@ -53,11 +55,13 @@ fn sending_events_only_where_the_tree_can_change_gives_the_same_profiles() {
         ("smc", Libc::Glibc, &[], &[]),
         ("nondet", Libc::Musl, &[], &[]),
         ("cpuheavy", Libc::Musl, &["1", "text"], &[]),
+        ("processes", Libc::Musl, &[], &[]),
+        ("processes", Libc::Glibc, &[], &[]),
     ];
     for &(program, libc, args, flags) in cases {
         let variant = testprog(program, libc, "O2");
-        let events = profile(&variant, args, flags, "events");
-        let every_block = profile(&variant, args, flags, "on");
+        let events = profile(&variant, args, flags, "on");
+        let every_block = profile(&variant, args, flags, "record");
         assert!(
             events == every_block,
             "{} {flags:?}: the profiles differ between events only where the tree can change and an event per block",

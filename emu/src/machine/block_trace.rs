@@ -47,7 +47,10 @@
 //! every block, as it always did. `EMUPROF_BLOCK_HOOK_REGISTER_API` (see
 //! [`super::stack_pointer`]) turns the trace off too, so the stock path is
 //! testable with the patched build; `EMUPROF_BLOCK_TRACE=off` turns off
-//! only the trace (to measure it, `tests/stock_unicorn_path.rs`).
+//! only the trace (to measure it, `tests/stock_unicorn_path.rs`), and
+//! `EMUPROF_BLOCK_TRACE=record` keeps a record per block in a full profile
+//! instead of events only where the call tree can change
+//! (`tree_feed::events_only`; `tests/events_only.rs` compares the two).
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -58,8 +61,15 @@ use super::state::MachineState;
 use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
 
 /// Set to `off` in emuprof's environment: no inline trace, the block hook
-/// sees every block (everything else as with the patched build).
+/// sees every block (everything else as with the patched build); set to
+/// `record`: a record per block in a full profile.
 const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
+
+/// Whether a full profile may send events only where the call tree can
+/// change (unless the environment asks for a record per block).
+pub(crate) fn events_only_wanted() -> bool {
+    std::env::var_os(TRACE_SWITCH).is_none_or(|v| v != "record")
+}
 
 /// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
 const CTL_BLOCK_TRACE: c_int = 0x6570;

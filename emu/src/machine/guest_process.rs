@@ -508,7 +508,7 @@ pub(super) fn install_hooks(
             st.feed.builder_is_inline(),
             st.feed.fast_forwarding(),
             st.options.simulation.caches.is_some(),
-            st.feed.may_send_events_only(),
+            st.feed.may_send_events_only() && block_trace::events_only_wanted(),
         )
     };
     // Records only for a builder on this thread (see `block_trace` for

@@ -587,7 +587,6 @@ impl TreeFeed {
         if !self.events.is_empty()
             || !self.new_blocks.is_empty()
             || !self.changed_code.is_empty()
-            || !self.runs.is_empty()
             || self.counters.is_some()
         {
             self.send();

@@ -128,12 +128,6 @@ impl RunCounters {
     }
 }
 
-/// Set to `events` in emuprof's environment to send events only where the
-/// call tree can change. Not yet the default: a program that forks crashes
-/// emuprof in the translated code after its first child exits (not found
-/// yet; every other test program gives the same profile bytes).
-const SWITCH: &str = "EMUPROF_BLOCK_TRACE";
-
 /// What sending events only where the call tree can change needs.
 pub(super) struct Setup {
     code: Arc<CodeSnapshot>,
@@ -145,10 +139,8 @@ pub(super) struct Setup {
 impl Setup {
     /// What a run set up as `setup` needs, unless it needs every block (a
     /// cache or branch simulation, parts cut at instruction counts or
-    /// returns, Valgrind client requests) or the environment does not say
-    /// `events`.
+    /// returns, Valgrind client requests).
     pub(super) fn of(setup: &super::BuilderSetup) -> Option<Setup> {
-        let recording = std::env::var_os(SWITCH).is_none_or(|v| v != "events");
         let dumps = setup.dumps.as_ref().map(|part| Arc::clone(&part.dumps));
         let cuts_anywhere = dumps.as_ref().is_some_and(|d| !d.only_on_request());
         // A client request moves costs across the block that makes it, and
@@ -157,7 +149,7 @@ impl Setup {
             .code
             .spans()
             .any(|(start, bytes)| !crate::client_requests::markers_in(start, bytes).is_empty());
-        (!recording && !setup.simulation.any() && !cuts_anywhere && !requests).then(|| Setup {
+        (!setup.simulation.any() && !cuts_anywhere && !requests).then(|| Setup {
             code: Arc::clone(&setup.code),
             function_starts: Arc::clone(&setup.function_starts),
             instruction_limit: setup.instruction_limit,
