@@ -579,6 +579,7 @@ impl TreeFeed {
                 .fast_forward
                 .as_ref()
                 .is_some_and(|ff| ff.limit_reached)
+            || self.counters.as_ref().is_some_and(|c| c.limit_reached)
     }
 
     /// Sends everything collected so far and waits until the builder has

@@ -62,7 +62,7 @@ pub(super) struct RunCounters {
     /// running thread's is in the cursor).
     lasts: Vec<u64>,
     running: usize,
-    /// Whether the instruction limit was reached.
+    /// Whether the instruction limit was reached (no block runs after).
     pub(super) limit_reached: bool,
 }
 
@@ -190,9 +190,7 @@ impl TreeFeed {
         }));
         // Two slots per block: a batch still ends after `BATCH` blocks.
         self.batch_capacity = 2 * BATCH;
-        let events = self.events.take();
         self.events.refill(Vec::with_capacity(self.batch_capacity));
-        drop(events);
         self.events.set_last(NO_BLOCK_YET);
         self.events.start_sending_events(instruction_limit);
     }
@@ -204,8 +202,9 @@ impl TreeFeed {
     }
 
     /// The constants of the block of `size` bytes at `address` of the
-    /// program's text, for the engine; `None` when it calls the hook on
-    /// every run instead (it holds a client request).
+    /// program's text, for the engine; `None` when blocks do not send
+    /// events only where the call tree can change (the block then calls
+    /// the hook on every run).
     pub fn block_constants(&mut self, address: u64, size: u32) -> Option<BlockConstants> {
         let counters = self.counters.as_mut()?;
         let id = counters.block(address, size);

@@ -385,4 +385,51 @@ mod tests {
         buffer.edit(|_| ());
         assert!(run_block(&buffer, 1));
     }
+    /// An event as a block sending events stores it (`emu/unicorn/0008`):
+    /// two slots at `next`.
+    fn store_event(buffer: &EventBuffer) {
+        let cursor = buffer.cursor();
+        // SAFETY: the buffer's live cursor; the budget left room for the
+        // block, so both slots lie inside the batch.
+        unsafe {
+            (*cursor).next.write(super::TreeEvent::block(0x1000, 4, 0));
+            (*cursor)
+                .next
+                .add(1)
+                .write(super::TreeEvent::block(0, 0, 0));
+            (*cursor).next = (*cursor).next.add(2);
+        }
+    }
+
+    /// While blocks send events, a block takes two slots either way (an
+    /// event at `next`, or two off the end), so a batch of eight slots
+    /// holds four blocks, as a batch of four did with a slot per block.
+    #[test]
+    fn blocks_sending_events_take_two_slots_each() {
+        let mut buffer = EventBuffer::with_capacity(8);
+        buffer.start_sending_events(u64::MAX);
+        assert!(!run_block(&buffer, 1));
+        assert!(!run_block(&buffer, 1));
+        store_event(&buffer);
+        assert!(!run_block(&buffer, 1));
+        assert!(!run_block(&buffer, 1));
+        store_event(&buffer);
+        assert!(run_block(&buffer, 1));
+        assert_eq!(buffer.len(), 4);
+        assert_eq!(buffer.slots_taken(), 4);
+        assert!(!buffer.has_room_settled());
+
+        // An event emuprof pushes takes two slots too, a block it feeds
+        // without one two off the end.
+        let batch = buffer.take();
+        buffer.refill(batch);
+        buffer.push_pair(
+            super::TreeEvent::block(0x1000, 4, 0),
+            super::TreeEvent::block(0, 0, 0),
+        );
+        buffer.take_slot();
+        assert!(!run_block(&buffer, 1));
+        assert!(!run_block(&buffer, 1));
+        assert!(run_block(&buffer, 1));
+    }
 }
