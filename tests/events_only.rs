@@ -5,27 +5,7 @@
 
 mod common;
 
-use common::{testprog, EmuprofCommand, Libc};
-
-/// The profile, exit status and output of `program` with the block trace
-/// set to `trace`.
-fn profile(
-    variant: &common::Variant,
-    args: &[&str],
-    flags: &[&str],
-    trace: &str,
-) -> (Option<i32>, Vec<u8>, Vec<u8>) {
-    let run = EmuprofCommand::new(&variant.path)
-        .args(args)
-        .flags(&[&["--quiet"], flags].concat())
-        .host_env("EMUPROF_BLOCK_TRACE", trace)
-        .run();
-    (
-        run.status.code(),
-        run.stdout.clone(),
-        run.profile_bytes.expect("profile written"),
-    )
-}
+use common::{run_with_block_trace, testprog, Libc};
 
 /// Calls, returns, tail calls (learned and from symbols), `longjmp`,
 /// function pointers, threads switching by quantum, signals, self-modifying
@@ -60,8 +40,8 @@ fn sending_events_only_where_the_tree_can_change_gives_the_same_profiles() {
     ];
     for &(program, libc, args, flags) in cases {
         let variant = testprog(program, libc, "O2");
-        let events = profile(&variant, args, flags, "on");
-        let every_block = profile(&variant, args, flags, "record");
+        let events = run_with_block_trace(&variant, args, flags, "on");
+        let every_block = run_with_block_trace(&variant, args, flags, "record");
         assert!(
             events == every_block,
             "{} {flags:?}: the profiles differ between events only where the tree can change and an event per block",

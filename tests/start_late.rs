@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{run_emuprof, testprog, EmuprofCommand, EmuprofRun, Libc};
+use common::{run_emuprof, run_with_block_trace, testprog, EmuprofRun, Libc};
 use serde_json::Value;
 
 /// Every context of `profile`'s call tree at or below a call of `function`,
@@ -210,20 +210,8 @@ fn counting_in_translated_code_gives_the_walks_profiles() {
     ];
     for &(program, libc, args, flags) in cases {
         let variant = testprog(program, libc, "O2");
-        let profile = |trace: &str| {
-            let run = EmuprofCommand::new(&variant.path)
-                .args(args)
-                .flags(&[&["--quiet"], flags].concat())
-                .host_env("EMUPROF_BLOCK_TRACE", trace)
-                .run();
-            (
-                run.status.code(),
-                run.stdout.clone(),
-                run.profile_bytes.expect("profile written"),
-            )
-        };
-        let counted = profile("on");
-        let walked = profile("off");
+        let counted = run_with_block_trace(&variant, args, flags, "on");
+        let walked = run_with_block_trace(&variant, args, flags, "off");
         assert!(
             counted == walked,
             "{} {flags:?}: the profiles differ between counting inline and walking every block",

@@ -32,7 +32,9 @@ pub mod tmux;
 pub mod tools;
 
 pub use callgrind::{parse_callgrind, run_callgrind, run_callgrind_parts, CallgrindProfile};
-pub use process::{emuprof_stdout, run_emuprof, run_native, EmuprofCommand, EmuprofRun};
+pub use process::{
+    emuprof_stdout, run_emuprof, run_native, run_with_block_trace, EmuprofCommand, EmuprofRun,
+};
 pub use testprogs::{testprog, testprog_variants, Libc, ProgramSpec, Variant, PROGRAMS};
 
 use std::path::{Path, PathBuf};

@@ -265,3 +265,24 @@ pub fn emuprof_stdout(args: &[&str]) -> String {
     );
     String::from_utf8(output.stdout).expect("UTF-8 output")
 }
+
+/// What a user sees of a quiet run of `variant` with `EMUPROF_BLOCK_TRACE`
+/// set to `trace`: exit status, output and the profile's bytes (to compare
+/// the ways the engine reports blocks, which must give the same).
+pub fn run_with_block_trace(
+    variant: &Variant,
+    args: &[&str],
+    flags: &[&str],
+    trace: &str,
+) -> (Option<i32>, Vec<u8>, Vec<u8>) {
+    let run = EmuprofCommand::new(&variant.path)
+        .args(args)
+        .flags(&[&["--quiet"], flags].concat())
+        .host_env("EMUPROF_BLOCK_TRACE", trace)
+        .run();
+    (
+        run.status.code(),
+        run.stdout.clone(),
+        run.profile_bytes.expect("profile written"),
+    )
+}
