@@ -4,7 +4,7 @@
 //! same bytes: checked here by forcing each placement
 //! (`EMUPROF_TREE_BUILDER`) on a recursive program, a call-heavy one, a
 //! threaded one, one that forks, one that rewrites its code, and a run cut
-//! short by `--max-instructions`.
+//! short by `--max-instructions`, and with the cache and branch simulation.
 
 mod common;
 
@@ -66,4 +66,28 @@ fn both_builder_placements_stop_at_the_same_instruction() {
         .as_u64()
         .expect("an instruction total");
     assert!((100_000..101_000).contains(&total), "{total} instructions");
+}
+
+#[test]
+fn both_builder_placements_simulate_caches_and_branches() {
+    // The inline builder once left the simulation out and aborted emuprof
+    // on the first memory access (one CPU, or `EMUPROF_TREE_BUILDER=inline`).
+    let variant = testprog("qsortcb", Libc::Glibc, "O2");
+    let command =
+        EmuprofCommand::for_variant(&variant).flags(&["--quiet", "--cache-sim", "--branch-sim"]);
+    let status = variant.spec.exit_status;
+    let inline = profile_with_builder(&command, "inline", status);
+    assert!(
+        profile_with_builder(&command, "thread", status) == inline,
+        "the profiles differ between the builder thread and the inline builder"
+    );
+    let profile: serde_json::Value = serde_json::from_slice(&inline).expect("JSON");
+    // `event_totals` follows `simulation.events`: Dr, Dw, I1mr, D1mr, ...
+    let totals: Vec<u64> = profile["event_totals"]
+        .as_str()
+        .expect("simulated event totals")
+        .split(' ')
+        .map(|n| n.parse().expect("a count"))
+        .collect();
+    assert!(totals[3] > 0, "no simulated D1 read misses: {totals:?}");
 }

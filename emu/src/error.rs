@@ -42,8 +42,9 @@ pub enum EmuError {
         /// What the emulator needs.
         needed_mib: u64,
     },
-    /// The thread that builds the call tree panicked (a bug in emuprof).
-    #[error("internal error: the call-tree thread failed; please report this with the program that caused it")]
+    /// The call-tree builder panicked, on its thread or inline (a bug in
+    /// emuprof).
+    #[error("internal error: the call-tree builder failed; please report this with the program that caused it")]
     BuilderPanicked,
 }
 

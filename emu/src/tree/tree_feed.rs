@@ -294,11 +294,10 @@ pub struct TreeFeed {
 /// its tree when the feed is dropped.
 struct InlineBuilder {
     builder: BuilderThread,
-    progress: Arc<AtomicU64>,
-    /// Where `emuprof control` asks for the call stacks (answered after
-    /// each batch: the emulation thread has no idle moments to answer in).
-    snapshots: Option<Arc<crate::live::SnapshotSlot>>,
-    pid: u64,
+    /// Progress, and where `emuprof control` asks for the call stacks
+    /// (answered after each batch: the emulation thread has no idle
+    /// moments to answer in).
+    ends: applying::BuilderEnds,
     built: Arc<Mutex<Option<BuiltTree>>>,
 }
 
@@ -418,20 +417,10 @@ fn spawn_placed(
     };
     if placement == Placement::Inline {
         let built = Arc::new(Mutex::new(None));
-        let mut builder = BuilderThread::new(
-            setup.tree,
-            setup.code,
-            setup.function_starts,
-            setup.instruction_limit,
-        );
-        if let Some(dumps) = setup.dumps {
-            builder.cut_parts(dumps, setup.snapshots.clone());
-        }
+        let (builder, ends) = applying::start_builder(setup);
         feed.inline = Some(Box::new(InlineBuilder {
             builder,
-            progress: setup.progress,
-            snapshots: setup.snapshots,
-            pid: setup.pid,
+            ends,
             built: Arc::clone(&built),
         }));
         return Ok((feed, BuilderHandle::Inline(built)));
@@ -698,14 +687,27 @@ impl TreeFeed {
                 events_only,
             };
             self.events_sent += batch.events.len() as u64;
-            let next = apply_batch(
-                &mut inline.builder,
-                batch,
-                &self.published,
-                &inline.progress,
-            );
-            answer_snapshot(inline.snapshots.as_deref(), inline.pid, &inline.builder);
-            return usual_capacity(next, capacity);
+            let published = &*self.published;
+            // A panic must not unwind through Unicorn's C frames (that
+            // aborts emuprof): the builder is dropped as a panicked builder
+            // thread would be, and joining it reports the failure.
+            let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let next =
+                    apply_batch(&mut inline.builder, batch, published, &inline.ends.progress);
+                answer_snapshot(
+                    inline.ends.snapshots.as_deref(),
+                    inline.ends.pid,
+                    &inline.builder,
+                );
+                next
+            }));
+            return match applied {
+                Ok(next) => usual_capacity(next, capacity),
+                Err(_) => {
+                    self.inline = None;
+                    Vec::with_capacity(capacity)
+                }
+            };
         }
         let Some(batches) = &self.batches else {
             // The builder is gone; joining it reports why. Keep collecting

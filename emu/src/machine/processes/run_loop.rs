@@ -47,6 +47,9 @@ struct World {
     current: usize,
     /// Why the whole run stopped early, if it did.
     run_stop: Option<StopReason>,
+    /// The first error that left an image without a profile (a builder
+    /// that failed): what the run reports when that image is the first.
+    failure: Option<EmuError>,
     /// The live view's slot (of the first image), told which process runs.
     snapshots: Option<Arc<SnapshotSlot>>,
 }
@@ -68,6 +71,7 @@ pub fn run_all(
         table,
         current: 0,
         run_stop: None,
+        failure: None,
         snapshots,
     };
     world.run()?;
@@ -262,6 +266,7 @@ impl World {
             Ok(finished) => finished,
             Err(e) => {
                 self.run_stop = Some(StopReason::Internal(e.to_string()));
+                self.failure.get_or_insert(e);
                 return;
             }
         };
@@ -479,10 +484,10 @@ impl World {
     /// The run's outcome: image 0's profile, every other image in order.
     fn outcome(self, first_pid: u64) -> Result<RunOutcome, EmuError> {
         let mut images = self.finished.into_iter();
-        let first = images
-            .next()
-            .flatten()
-            .ok_or_else(|| EmuError::Layout("the first program left no profile".into()))?;
+        let failure = self.failure;
+        let first = images.next().flatten().ok_or_else(|| {
+            failure.unwrap_or_else(|| EmuError::Layout("the first program left no profile".into()))
+        })?;
         let more: Vec<FinishedImage> = images.flatten().collect();
         let mut notes = Vec::new();
         for note in std::iter::once(&first.notes)

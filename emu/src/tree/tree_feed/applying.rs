@@ -61,13 +61,16 @@ impl Drop for FinishedOnDrop<'_> {
     }
 }
 
-/// The builder thread: applies every event in order.
-pub(super) fn build(
-    setup: BuilderSetup,
-    incoming: &Receiver<Batch>,
-    give_back: &Sender<Vec<TreeEvent>>,
-    published: &Published,
-) -> BuiltTree {
+/// What the builder needs besides the builder itself, wherever it runs.
+pub(super) struct BuilderEnds {
+    pub(super) progress: std::sync::Arc<AtomicU64>,
+    pub(super) snapshots: Option<std::sync::Arc<crate::live::SnapshotSlot>>,
+    pub(super) pid: u64,
+}
+
+/// The builder `setup` asks for (its simulation and parts included),
+/// whichever thread it runs on.
+pub(super) fn start_builder(setup: BuilderSetup) -> (BuilderThread, BuilderEnds) {
     let BuilderSetup {
         code,
         function_starts,
@@ -86,6 +89,27 @@ pub(super) fn build(
     if let Some(dumps) = dumps {
         builder.cut_parts(dumps, snapshots.clone());
     }
+    let ends = BuilderEnds {
+        progress,
+        snapshots,
+        pid,
+    };
+    (builder, ends)
+}
+
+/// The builder thread: applies every event in order.
+pub(super) fn build(
+    setup: BuilderSetup,
+    incoming: &Receiver<Batch>,
+    give_back: &Sender<Vec<TreeEvent>>,
+    published: &Published,
+) -> BuiltTree {
+    let (mut builder, ends) = start_builder(setup);
+    let BuilderEnds {
+        progress,
+        snapshots,
+        pid,
+    } = ends;
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
     let mut spin = Spin::new();
     while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
