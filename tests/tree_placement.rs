@@ -1,5 +1,6 @@
-//! The call-tree builder runs on its own thread, or on the emulation thread
-//! when the process may use only one CPU (`emu/src/tree/tree_feed/placement.rs`).
+//! The call-tree builder runs on its own thread, on the emulation thread
+//! when the process may use only one CPU, or starts there and moves to its
+//! own thread when it is busy (`emu/src/tree/tree_feed/placement.rs`).
 //! Both apply the same events in the same order, so the profiles are the
 //! same bytes: checked here by forcing each placement
 //! (`EMUPROF_TREE_BUILDER`) on a recursive program, a call-heavy one, a
@@ -35,12 +36,16 @@ fn both_builder_placements_write_the_same_profiles() {
         let variant = testprog(program, libc, "O2");
         let command = EmuprofCommand::for_variant(&variant).flags(&["--quiet"]);
         let status = variant.spec.exit_status;
-        assert!(
-            profile_with_builder(&command, "thread", status)
-                == profile_with_builder(&command, "inline", status),
-            "{}: the profiles differ between the builder thread and the inline builder",
-            variant.name()
-        );
+        let inline = profile_with_builder(&command, "inline", status);
+        // `moving`: an adaptive builder that moves to its own thread after
+        // its first batch, mid-run.
+        for placement in ["thread", "adaptive", "moving"] {
+            assert!(
+                profile_with_builder(&command, placement, status) == inline,
+                "{}: the profiles differ between the {placement} builder and the inline builder",
+                variant.name()
+            );
+        }
     }
 }
 

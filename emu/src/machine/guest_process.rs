@@ -501,11 +501,11 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
-    let (cursor, builder_is_inline, fast_forwarding, simulates_caches, events_only) = {
+    let (cursor, builder_stays_inline, fast_forwarding, simulates_caches, events_only) = {
         let mut st = state.borrow_mut();
         (
             st.feed.trace_cursor(),
-            st.feed.builder_is_inline(),
+            st.feed.builder_stays_inline(),
             st.feed.fast_forwarding(),
             st.options.simulation.caches.is_some(),
             st.feed.may_send_events_only() && block_trace::events_only_wanted(),
@@ -515,7 +515,7 @@ pub(super) fn install_hooks(
     // why), counting while fast-forwarding; not with the cache simulation:
     // its memory hook feeds accesses between the block events, which the
     // inline trace would write around.
-    if (builder_is_inline || fast_forwarding || events_only) && !simulates_caches {
+    if (builder_stays_inline || fast_forwarding || events_only) && !simulates_caches {
         // SAFETY: a live engine with the block hook just installed; the
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
@@ -526,6 +526,7 @@ pub(super) fn install_hooks(
             state.borrow_mut().feed.send_events_only();
         }
     }
+    state.borrow_mut().feed.settle_placement();
     if simulates_caches {
         super::memory_hook::install(uc, user_data)?;
     }

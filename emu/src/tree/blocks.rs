@@ -109,6 +109,30 @@ pub struct BlockInfo {
     pub is_function_start: bool,
 }
 
+/// A decoder owned by one cache: used by one thread at a time, and moved
+/// between threads only with its cache (an adaptive builder moves to its
+/// own thread, `tree_feed::migration`).
+struct OwnedDecoder(Capstone);
+
+// SAFETY: a Capstone handle has no thread affinity: the C library keeps
+// the handle's state in its own allocation and reads only immutable
+// global tables, so a handle may be used from any thread as long as no two
+// threads use it at once (capstone-engine/capstone#987). capstone-rs makes
+// `Capstone` `!Send` as a conservative default (capstone-rust/capstone-rs#204
+// argues for `Send`). Here the decoder is private to its `BlockCache`, is
+// reached only through `&mut self`/`&self` of that cache (no `Insns`
+// outlive a method call), and the cache is not `Sync`; moving the cache
+// moves the sole user.
+unsafe impl Send for OwnedDecoder {}
+
+impl std::ops::Deref for OwnedDecoder {
+    type Target = Capstone;
+
+    fn deref(&self) -> &Capstone {
+        &self.0
+    }
+}
+
 /// Index of a block in the [`BlockCache`].
 pub type BlockId = u32;
 
@@ -118,7 +142,7 @@ const FAST_SLOTS: usize = 1 << 14;
 /// Decoded blocks, keyed by `(address, size)`, with a direct-mapped cache in
 /// front of the hash map so the common lookup is one array access.
 pub struct BlockCache {
-    capstone: Capstone,
+    capstone: OwnedDecoder,
     costs: CostModel,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
@@ -137,7 +161,7 @@ impl BlockCache {
             .detail(true)
             .build()?;
         Ok(BlockCache {
-            capstone,
+            capstone: OwnedDecoder(capstone),
             costs: CostModel::default(),
             index: FxHashMap::default(),
             blocks: Vec::new(),

@@ -43,6 +43,7 @@ mod events_only;
 mod fast_forward;
 mod inline_count;
 mod late_start;
+mod migration;
 mod placement;
 mod waiting;
 
@@ -288,6 +289,10 @@ pub struct TreeFeed {
     /// What sending events only where the call tree can change needs, when
     /// this run may (no simulation and no parts: both need every block).
     events_only_setup: Option<events_only::Setup>,
+    /// While an adaptive builder runs inline: its share of the time.
+    migration: Option<migration::Migration>,
+    /// The thread an adaptive builder moved to.
+    moved: Option<JoinHandle<()>>,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -382,7 +387,10 @@ pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, BuilderHandle)> 
     // A live view or stream (never with dumps) wants its snapshots while
     // the guest waits too, which only a thread can give; a plain run's
     // `emuprof control` (with dumps) is answered after each batch.
-    let placement = Placement::choose(setup.snapshots.is_some() && setup.dumps.is_none());
+    let placement = Placement::choose(
+        setup.snapshots.is_some() && setup.dumps.is_none(),
+        events_only::Setup::of(&setup).is_some(),
+    );
     spawn_placed(setup, placement)
 }
 
@@ -414,8 +422,13 @@ fn spawn_placed(
         runs: Vec::new(),
         slots_sent: 0,
         events_only_setup: events_only::Setup::of(&setup),
+        migration: None,
+        moved: None,
     };
-    if placement == Placement::Inline {
+    if let Placement::Adaptive { eager } = placement {
+        feed.migration = Some(migration::Migration::new(eager));
+    }
+    if matches!(placement, Placement::Inline | Placement::Adaptive { .. }) {
         let built = Arc::new(Mutex::new(None));
         let (builder, ends) = applying::start_builder(setup);
         feed.inline = Some(Box::new(InlineBuilder {
@@ -468,9 +481,10 @@ impl TreeFeed {
         self.events.cursor()
     }
 
-    /// Whether the builder runs on this thread ([`Placement::Inline`]).
-    pub fn builder_is_inline(&self) -> bool {
-        self.inline.is_some()
+    /// Whether the builder runs on this thread for good
+    /// ([`Placement::Inline`]; an adaptive builder may move).
+    pub fn builder_stays_inline(&self) -> bool {
+        self.inline.is_some() && self.migration.is_none()
     }
 
     /// A block the builder cannot find in the code snapshot, decoded here;
@@ -679,35 +693,14 @@ impl TreeFeed {
     fn ship(&mut self, events: Vec<TreeEvent>) -> Vec<TreeEvent> {
         let events_only = self.events_only_part();
         let capacity = self.batch_capacity;
-        if let Some(inline) = &mut self.inline {
+        if self.inline.is_some() {
             let batch = Batch {
                 changed_code: std::mem::take(&mut self.changed_code),
                 new_blocks: std::mem::take(&mut self.new_blocks),
                 events,
                 events_only,
             };
-            self.events_sent += batch.events.len() as u64;
-            let published = &*self.published;
-            // A panic must not unwind through Unicorn's C frames (that
-            // aborts emuprof): the builder is dropped as a panicked builder
-            // thread would be, and joining it reports the failure.
-            let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let next =
-                    apply_batch(&mut inline.builder, batch, published, &inline.ends.progress);
-                answer_snapshot(
-                    inline.ends.snapshots.as_deref(),
-                    inline.ends.pid,
-                    &inline.builder,
-                );
-                next
-            }));
-            return match applied {
-                Ok(next) => usual_capacity(next, capacity),
-                Err(_) => {
-                    self.inline = None;
-                    Vec::with_capacity(capacity)
-                }
-            };
+            return self.apply_inline(batch, capacity);
         }
         let Some(batches) = &self.batches else {
             // The builder is gone; joining it reports why. Keep collecting
@@ -737,6 +730,38 @@ impl TreeFeed {
         }
         usual_capacity(next, capacity)
     }
+
+    /// Applies `batch` with the builder on this thread; returns an empty
+    /// batch to fill next.
+    fn apply_inline(&mut self, batch: Batch, capacity: usize) -> Vec<TreeEvent> {
+        let Some(inline) = &mut self.inline else {
+            return Vec::with_capacity(capacity);
+        };
+        self.events_sent += batch.events.len() as u64;
+        let started = self.migration.is_some().then(std::time::Instant::now);
+        let published = &*self.published;
+        // A panic must not unwind through Unicorn's C frames (that aborts
+        // emuprof): the builder is dropped as a panicked builder thread
+        // would be, and joining it reports the failure.
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let next = apply_batch(&mut inline.builder, batch, published, &inline.ends.progress);
+            answer_snapshot(
+                inline.ends.snapshots.as_deref(),
+                inline.ends.pid,
+                &inline.builder,
+            );
+            next
+        }));
+        let Ok(next) = applied else {
+            self.inline = None;
+            self.migration = None;
+            return Vec::with_capacity(capacity);
+        };
+        if let Some(started) = started {
+            self.observe_inline_builder(started.elapsed());
+        }
+        usual_capacity(next, capacity)
+    }
 }
 
 /// `batch` when it has the usual capacity, else a new one that has: how
@@ -751,12 +776,19 @@ fn usual_capacity(batch: Vec<TreeEvent>, capacity: usize) -> Vec<TreeEvent> {
 }
 
 impl Drop for TreeFeed {
-    /// Leaves an inline builder's tree for [`BuilderHandle::join`]. Events
+    /// Leaves an inline (or moved) builder's tree for
+    /// [`BuilderHandle::join`]. Events
     /// not yet sent are dropped, as a builder thread never sees them.
     fn drop(&mut self) {
         if let Some(inline) = self.inline.take() {
             let mut built = inline.built.lock().unwrap_or_else(|e| e.into_inner());
             *built = Some(inline.builder.finish());
+        }
+        // A builder that moved to its own thread leaves its tree there once
+        // its channel closes.
+        self.batches = None;
+        if let Some(moved) = self.moved.take() {
+            let _ = moved.join();
         }
     }
 }

@@ -104,7 +104,20 @@ pub(super) fn build(
     give_back: &Sender<Vec<TreeEvent>>,
     published: &Published,
 ) -> BuiltTree {
-    let (mut builder, ends) = start_builder(setup);
+    let (builder, ends) = start_builder(setup);
+    apply_batches(builder, &ends, incoming, give_back, published)
+}
+
+/// The builder thread's loop, from its first batch or from the batch after
+/// the emulation thread handed it over: applies every batch that comes,
+/// and answers snapshot requests while it waits.
+pub(super) fn apply_batches(
+    mut builder: BuilderThread,
+    ends: &BuilderEnds,
+    incoming: &Receiver<Batch>,
+    give_back: &Sender<Vec<TreeEvent>>,
+    published: &Published,
+) -> BuiltTree {
     let BuilderEnds {
         progress,
         snapshots,
@@ -114,10 +127,10 @@ pub(super) fn build(
     let mut spin = Spin::new();
     while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
         builder.between_batches();
-        answer_snapshot(snapshots.as_deref(), pid, &builder);
+        answer_snapshot(snapshots.as_deref(), *pid, &builder);
     }) {
-        let events = apply_batch(&mut builder, batch, published, &progress);
-        answer_snapshot(snapshots.as_deref(), pid, &builder);
+        let events = apply_batch(&mut builder, batch, published, progress);
+        answer_snapshot(snapshots.as_deref(), *pid, &builder);
         published.batches_done.fetch_add(1, Ordering::SeqCst);
         published.wake_sync();
         let _ = give_back.send(events);

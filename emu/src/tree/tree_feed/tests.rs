@@ -117,6 +117,39 @@ fn batches_and_syncs_do_not_change_the_tree() {
     assert_eq!(nodes[0].syscalls, n as u64);
 }
 
+/// An adaptive builder that moves to its own thread between two batches
+/// (`migration`) builds the tree an inline builder builds, and so does one
+/// that moves before the first block (`settle_placement`).
+#[test]
+fn an_adaptive_builder_builds_the_same_tree_after_it_moves() {
+    let n = 3 * BATCH;
+    let events = |feed: &mut TreeFeed, move_after: usize| {
+        rounds(feed, move_after);
+        feed.sync();
+        assert!(feed.inline.is_some(), "adaptive builders start inline");
+        feed.move_builder_to_thread();
+        assert!(feed.moved.is_some(), "the builder moved to a thread");
+        rounds(feed, n - move_after);
+    };
+    let (inline, inline_state) = run_placed(u64::MAX, |feed| rounds(feed, n), Placement::Inline);
+    let inline_executions = inline.executions;
+    let inline_tree = format!("{:?}", inline.tree.finish());
+    for move_after in [0, 10, BATCH + 7] {
+        let (moved, state) = run_placed(
+            u64::MAX,
+            |feed| events(feed, move_after),
+            Placement::Adaptive { eager: false },
+        );
+        assert_eq!(state, inline_state, "moved after {move_after} rounds");
+        assert_eq!(moved.executions, inline_executions);
+        assert_eq!(
+            format!("{:?}", moved.tree.finish()),
+            inline_tree,
+            "moved after {move_after} rounds"
+        );
+    }
+}
+
 /// The builder stops at the block that reaches the limit, whatever the
 /// emulation thread sends after it.
 #[test]
