@@ -198,7 +198,7 @@ impl BuilderThread {
                 self.special(event);
                 continue;
             }
-            let id = self.block_id(event.key);
+            let id = self.event_block_id(event.key);
             self.previous = id;
             let block = &mut self.tracked[id];
             if after.key & COUNTED_BY_BUILDER != 0 {
@@ -457,6 +457,20 @@ impl BuilderThread {
             previous.next_id = id as u32;
         }
         id
+    }
+
+    /// The index of the block with this event key, for events sent only
+    /// where the call tree can change: straight from the block cache's
+    /// direct-mapped table. (The prediction from the block before, which
+    /// pays when every block is an event, mostly misses here: the event
+    /// after a block depends on how deep the recursion is.)
+    #[inline(always)]
+    fn event_block_id(&mut self, key: u64) -> usize {
+        let (address, size) = TreeEvent::split_key(key);
+        match self.blocks.lookup(address, size) {
+            Some(id) => id as usize,
+            None => self.decode(address, size),
+        }
     }
 
     /// Decodes a block from the code snapshot and caches it.
