@@ -42,7 +42,7 @@ pub enum Terminator {
 
 impl Terminator {
     /// A small number for the terminator (see [`Terminator::from_code`]).
-    pub fn code(self) -> u64 {
+    pub const fn code(self) -> u64 {
         match self {
             Terminator::Call { indirect: false } => 0,
             Terminator::Call { indirect: true } => 1,

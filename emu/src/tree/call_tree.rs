@@ -196,6 +196,19 @@ impl CallTreeBuilder {
         }
     }
 
+    /// After a `ret` (see [`CallTreeBuilder::set_start_pending`]): pops the
+    /// innermost call when the block at `address` is where it returns to,
+    /// the common case, which needs nothing of the block but its address;
+    /// false when the return needs [`CallTreeBuilder::enter`].
+    #[inline(always)]
+    pub fn return_to_innermost(&mut self, address: u64) -> bool {
+        let returns = self.returns_to_innermost(address);
+        if returns {
+            self.pop_innermost();
+        }
+        returns
+    }
+
     /// Records a system call made from the current context.
     pub fn on_syscall(&mut self) {
         let node = self.thread.top().node;

@@ -17,6 +17,9 @@ use crate::tree::call_tree::{BlockEvent, CallTreeBuilder};
 use crate::tree::code_snapshot::CodeSnapshot;
 use crate::tree::costs::Costs;
 
+/// The code of a block ending in `ret` in an event's `last`.
+const RETURN: u64 = Terminator::Return.code();
+
 /// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
 
@@ -192,6 +195,17 @@ impl BuilderThread {
                 break;
             }
             let last = after.key & !COUNTED_BY_BUILDER;
+            if last == after.key && last & 0xff == RETURN && event.key & SPECIAL == 0 {
+                // Half the events of a call-heavy program: a return to the
+                // innermost call's return address needs no block looked up.
+                self.tree.set_start_pending(Terminator::Return, last >> 8);
+                if self
+                    .tree
+                    .return_to_innermost(TreeEvent::split_key(event.key).0)
+                {
+                    continue;
+                }
+            }
             self.tree
                 .set_start_pending(Terminator::from_code(last & 0xff), last >> 8);
             if event.key & SPECIAL != 0 {
