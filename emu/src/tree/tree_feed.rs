@@ -24,8 +24,11 @@
 //!
 //! With a single CPU the two threads could only take turns, so the feed
 //! does not start a thread at all: the emulation thread applies each batch
-//! itself when it is full ([`Placement::Inline`]). The events, their order
-//! and the builder are the same, so the profile is the same bytes.
+//! itself when it is full ([`Placement::Inline`]). With several CPUs and
+//! events only where the call tree can change, the builder starts inline
+//! and moves to its own thread when it is busy ([`Placement::Adaptive`],
+//! [`migration`]). The events, their order and the builder are the same,
+//! so the profile is the same bytes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
