@@ -114,13 +114,19 @@ impl Request {
     }
 }
 
+/// The search for [`SEQUENCE`], built once.
+static SEQUENCE_FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(&SEQUENCE));
+
 /// Addresses of the `xchg rbx, rbx` of every request sequence in `code`,
 /// which is loaded at `address`.
+/// (A SIMD substring search: the text of a large static binary is scanned
+/// at every start. The sequence cannot overlap itself, so the search's
+/// non-overlapping matches are all of them.)
 pub fn markers_in(address: u64, code: &[u8]) -> Vec<u64> {
-    code.windows(SEQUENCE.len())
-        .enumerate()
-        .filter(|(_, window)| *window == SEQUENCE)
-        .map(|(offset, _)| address + offset as u64 + MARKER_OFFSET)
+    SEQUENCE_FINDER
+        .find_iter(code)
+        .map(|offset| address + offset as u64 + MARKER_OFFSET)
         .collect()
 }
 
@@ -130,10 +136,7 @@ pub fn uncounted_in(code: &[u8]) -> u32 {
     if code.len() < SEQUENCE.len() {
         return 0;
     }
-    let sequences = code
-        .windows(SEQUENCE.len())
-        .filter(|w| *w == SEQUENCE)
-        .count();
+    let sequences = SEQUENCE_FINDER.find_iter(code).count();
     sequences as u32 * EXTRA_INSTRUCTIONS
 }
 

@@ -390,17 +390,30 @@ pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, BuilderHandle)> 
     // A live view or stream (never with dumps) wants its snapshots while
     // the guest waits too, which only a thread can give; a plain run's
     // `emuprof control` (with dumps) is answered after each batch.
+    let events_only_setup = events_only::Setup::of(&setup);
     let placement = Placement::choose(
         setup.snapshots.is_some() && setup.dumps.is_none(),
-        events_only::Setup::of(&setup).is_some(),
+        events_only_setup.is_some(),
     );
-    spawn_placed(setup, placement)
+    spawn_with(setup, placement, events_only_setup)
 }
 
 /// [`spawn`] with the builder where `placement` says.
+#[cfg(test)]
 fn spawn_placed(
     setup: BuilderSetup,
     placement: Placement,
+) -> std::io::Result<(TreeFeed, BuilderHandle)> {
+    let events_only_setup = events_only::Setup::of(&setup);
+    spawn_with(setup, placement, events_only_setup)
+}
+
+/// [`spawn`] with the builder where `placement` says and what sending
+/// events only where the call tree can change needs, if this run may.
+fn spawn_with(
+    setup: BuilderSetup,
+    placement: Placement,
+    events_only_setup: Option<events_only::Setup>,
 ) -> std::io::Result<(TreeFeed, BuilderHandle)> {
     let (batches, incoming) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let (give_back, recycled) = mpsc::channel();
@@ -424,7 +437,7 @@ fn spawn_placed(
         counters: None,
         runs: Vec::new(),
         slots_sent: 0,
-        events_only_setup: events_only::Setup::of(&setup),
+        events_only_setup,
         migration: None,
         moved: None,
     };

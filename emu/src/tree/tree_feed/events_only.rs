@@ -93,10 +93,11 @@ impl RunCounters {
     }
 
     /// The block at `address` of `size` bytes: its id, decoded the first
-    /// time, with its counter marked where a symbol starts a function.
-    fn block(&mut self, address: u64, size: u32) -> u32 {
+    /// time (then also true), with its counter marked where a symbol starts
+    /// a function.
+    fn block(&mut self, address: u64, size: u32) -> (u32, bool) {
         if let Some(id) = self.blocks.lookup(address, size) {
-            return id;
+            return (id, false);
         }
         let id = decode_from_snapshot(
             &mut self.blocks,
@@ -107,7 +108,7 @@ impl RunCounters {
         let starts = u64::from(self.blocks.get(id).is_function_start);
         // SAFETY: `counter` points at two words of a live chunk.
         unsafe { *self.counter(id).add(1) = starts };
-        id
+        (id, true)
     }
 
     /// The runs counted since the last call, by block key; the counters
@@ -207,9 +208,15 @@ impl TreeFeed {
     /// the hook on every run).
     pub fn block_constants(&mut self, address: u64, size: u32) -> Option<BlockConstants> {
         let counters = self.counters.as_mut()?;
-        let id = counters.block(address, size);
+        let (id, new) = counters.block(address, size);
         let counter = counters.counter(id);
         let block = counters.blocks.get(id);
+        if new {
+            // The builder defines it from this decode instead of decoding
+            // it again (the batch's new blocks come after its code
+            // changes, see `code_changed`).
+            self.new_blocks.push(block.clone());
+        }
         Some(BlockConstants {
             counter,
             key: TreeEvent::block(address, size, 0).key(),
@@ -250,7 +257,10 @@ impl TreeFeed {
                 COUNTED_BY_BUILDER,
             ),
             None => {
-                let id = counters.block(address, size);
+                let (id, new) = counters.block(address, size);
+                if new {
+                    self.new_blocks.push(counters.blocks.get(id).clone());
+                }
                 let counter = counters.counter(id);
                 // SAFETY: two words of a live chunk; no guest code runs now.
                 let starts = unsafe {
