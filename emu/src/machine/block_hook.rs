@@ -94,46 +94,52 @@ unsafe extern "C" fn on_block_slow(
     user_data: *mut c_void,
     sp: u64,
 ) {
-    // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
-    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
-    let Ok(mut guard) = cell.try_borrow_mut() else {
-        // A block that is not counted would make the profile wrong: stop.
-        super::stop::fail_from_hook(uc, "the block hook ran while the machine state was in use");
-        return;
-    };
-    let st = &mut *guard;
-    if st.feed.make_room() {
-        check_stop_requests(st, uc);
-        if st.stop.is_none() && super::threads::quantum_used(st) {
-            // Stopping here stops before the block runs (Unicorn checks for
-            // a stop request after the block hook): the thread resumes with
-            // this block, which is fed then.
-            super::threads::request_switch(st);
-            // SAFETY: `uc` is the live engine the hook was called with.
-            unsafe { unicorn_engine::uc_emu_stop(uc) };
+    // A panic must not unwind into Unicorn (that aborts emuprof).
+    super::stop::contain_panic(uc, (), || {
+        // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
+        let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
+        let Ok(mut guard) = cell.try_borrow_mut() else {
+            // A block that is not counted would make the profile wrong: stop.
+            super::stop::fail_from_hook(
+                uc,
+                "the block hook ran while the machine state was in use",
+            );
+            return;
+        };
+        let st = &mut *guard;
+        if st.feed.make_room() {
+            check_stop_requests(st, uc);
+            if st.stop.is_none() && super::threads::quantum_used(st) {
+                // Stopping here stops before the block runs (Unicorn checks for
+                // a stop request after the block hook): the thread resumes with
+                // this block, which is fed then.
+                super::threads::request_switch(st);
+                // SAFETY: `uc` is the live engine the hook was called with.
+                unsafe { unicorn_engine::uc_emu_stop(uc) };
+                return;
+            }
+        }
+        if !st.text.contains(address)
+            && !decoded_as_it_is(st, uc, address, size)
+            && !define_block(st, uc, address, size)
+        {
+            super::stop::fail_from_hook(
+                uc,
+                "the block hook could not read the code of a block that runs",
+            );
             return;
         }
-    }
-    if !st.text.contains(address)
-        && !decoded_as_it_is(st, uc, address, size)
-        && !define_block(st, uc, address, size)
-    {
-        super::stop::fail_from_hook(
-            uc,
-            "the block hook could not read the code of a block that runs",
-        );
-        return;
-    }
-    let event = TreeEvent::block(address, size, sp);
-    if st.feed.sends_events_only() {
-        let decoded = match st.text.contains(address) {
-            true => None,
-            false => st.blocks.lookup(address, size).map(|id| st.blocks.get(id)),
-        };
-        st.feed.block_with_events_only(event, decoded);
-        return;
-    }
-    st.feed.block(event);
+        let event = TreeEvent::block(address, size, sp);
+        if st.feed.sends_events_only() {
+            let decoded = match st.text.contains(address) {
+                true => None,
+                false => st.blocks.lookup(address, size).map(|id| st.blocks.get(id)),
+            };
+            st.feed.block_with_events_only(event, decoded);
+            return;
+        }
+        st.feed.block(event);
+    });
 }
 
 /// After every batch (a few thousand blocks): the instruction limit, as far

@@ -466,15 +466,25 @@ pub(super) fn install_hooks(
 ) -> Result<(), EmuError> {
     let err = |e| EmuError::unicorn("installing hooks", e);
     super::client_request_hook::install(uc, state, code).map_err(err)?;
+    // (Each through `contain_panic`: see there.)
     let s = Rc::clone(state);
-    uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| hooks::on_syscall(uc, &s))
-        .map_err(err)?;
+    uc.add_insn_sys_hook(X86Insn::SYSCALL, 1, 0, move |uc| {
+        let handle = uc.get_handle();
+        stop::contain_panic(handle, (), || hooks::on_syscall(uc, &s));
+    })
+    .map_err(err)?;
     let s = Rc::clone(state);
-    uc.add_intr_hook(move |uc, intno| hooks::on_interrupt(uc, &s, intno))
-        .map_err(err)?;
+    uc.add_intr_hook(move |uc, intno| {
+        let handle = uc.get_handle();
+        stop::contain_panic(handle, (), || hooks::on_interrupt(uc, &s, intno));
+    })
+    .map_err(err)?;
     let s = Rc::clone(state);
-    uc.add_insn_invalid_hook(move |uc| hooks::on_invalid_instruction(uc, &s))
-        .map_err(err)?;
+    uc.add_insn_invalid_hook(move |uc| {
+        let handle = uc.get_handle();
+        stop::contain_panic(handle, false, || hooks::on_invalid_instruction(uc, &s))
+    })
+    .map_err(err)?;
     // The block hook runs for every block and rdtsc/rdtscp need to return
     // "skip", so these three use the raw API. The state outlives `uc` (it is
     // dropped after `uc`).

@@ -236,6 +236,28 @@ pub(crate) fn fail_from_hook(uc: *mut unicorn_engine::uc_engine, why: &'static s
     unsafe { unicorn_engine::uc_emu_stop(uc) };
 }
 
+/// Runs a hook's `body`. A panic in it (a bug in emuprof) must not unwind
+/// into Unicorn's C frames, where it aborts emuprof with no profile: the
+/// run stops instead, as after any failure in a hook (the panic's message
+/// is on stderr), the profile so far is written, marked partial, and the
+/// hook returns `fallback`.
+pub(crate) fn contain_panic<T>(
+    uc: *mut unicorn_engine::uc_engine,
+    fallback: T,
+    body: impl FnOnce() -> T,
+) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(_) => {
+            fail_from_hook(
+                uc,
+                "internal error (the panic above); please report it with the program that caused it",
+            );
+            fallback
+        }
+    }
+}
+
 /// The failure a hook recorded during the last `emu_start` on this thread, if any.
 pub(crate) fn take_hook_failure() -> Option<StopReason> {
     HOOK_FAILURE
