@@ -37,8 +37,8 @@ fn both_builder_placements_write_the_same_profiles() {
         let command = EmuprofCommand::for_variant(&variant).flags(&["--quiet"]);
         let status = variant.spec.exit_status;
         let inline = profile_with_builder(&command, "inline", status);
-        // `moving`: an adaptive builder that moves to its own thread after
-        // its first batch, mid-run.
+        // `moving`: an adaptive builder that moves to its own thread and
+        // back after every batch.
         for placement in ["thread", "adaptive", "moving"] {
             assert!(
                 profile_with_builder(&command, placement, status) == inline,

@@ -238,6 +238,12 @@ struct Published {
     current_node: std::sync::atomic::AtomicU32,
     limit_reached: AtomicBool,
     finished: AtomicBool,
+    /// Nanoseconds the builder thread spent applying batches (an adaptive
+    /// builder's share, see [`migration`]).
+    busy_nanos: AtomicU64,
+    /// Set when an adaptive builder on its own thread is to come back to
+    /// the emulation thread once its channel closes.
+    wanted_back: AtomicBool,
     /// Set while the emulation thread blocks in a sync; the builder then
     /// signals `progressed` after each batch.
     sync_waiting: AtomicBool,
@@ -295,7 +301,8 @@ pub struct TreeFeed {
     /// While an adaptive builder runs inline: its share of the time.
     migration: Option<migration::Migration>,
     /// The thread an adaptive builder moved to.
-    moved: Option<JoinHandle<()>>,
+    /// It hands the builder back when it was wanted back.
+    moved: Option<JoinHandle<Option<Box<InlineBuilder>>>>,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -442,7 +449,7 @@ fn spawn_with(
         moved: None,
     };
     if let Placement::Adaptive { eager } = placement {
-        feed.migration = Some(migration::Migration::new(eager));
+        feed.migration = Some(migration::Migration::new(eager, 0));
     }
     if matches!(placement, Placement::Inline | Placement::Adaptive { .. }) {
         let built = Arc::new(Mutex::new(None));
@@ -743,6 +750,9 @@ impl TreeFeed {
             self.batches_sent += 1;
         } else {
             self.batches = None;
+        }
+        if self.moved.is_some() {
+            self.observe_builder_thread();
         }
         usual_capacity(next, capacity)
     }

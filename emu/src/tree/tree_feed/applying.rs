@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
+use std::time::Instant;
 
 use super::builder_thread::BuilderThread;
 use super::waiting::{recv_spinning, Spin};
@@ -104,20 +105,21 @@ pub(super) fn build(
     give_back: &Sender<Vec<TreeEvent>>,
     published: &Published,
 ) -> BuiltTree {
-    let (builder, ends) = start_builder(setup);
-    apply_batches(builder, &ends, incoming, give_back, published)
+    let (mut builder, ends) = start_builder(setup);
+    apply_batches(&mut builder, &ends, incoming, give_back, published);
+    builder.finish()
 }
 
 /// The builder thread's loop, from its first batch or from the batch after
-/// the emulation thread handed it over: applies every batch that comes,
-/// and answers snapshot requests while it waits.
+/// the emulation thread handed it over: applies every batch that comes
+/// until the channel closes, and answers snapshot requests while it waits.
 pub(super) fn apply_batches(
-    mut builder: BuilderThread,
+    builder: &mut BuilderThread,
     ends: &BuilderEnds,
     incoming: &Receiver<Batch>,
     give_back: &Sender<Vec<TreeEvent>>,
     published: &Published,
-) -> BuiltTree {
+) {
     let BuilderEnds {
         progress,
         snapshots,
@@ -127,15 +129,17 @@ pub(super) fn apply_batches(
     let mut spin = Spin::new();
     while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
         builder.between_batches();
-        answer_snapshot(snapshots.as_deref(), *pid, &builder);
+        answer_snapshot(snapshots.as_deref(), *pid, builder);
     }) {
-        let events = apply_batch(&mut builder, batch, published, progress);
-        answer_snapshot(snapshots.as_deref(), *pid, &builder);
+        let started = Instant::now();
+        let events = apply_batch(builder, batch, published, progress);
+        answer_snapshot(snapshots.as_deref(), *pid, builder);
+        let busy = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        published.busy_nanos.fetch_add(busy, Ordering::Relaxed);
         published.batches_done.fetch_add(1, Ordering::SeqCst);
         published.wake_sync();
         let _ = give_back.send(events);
     }
-    builder.finish()
 }
 
 /// Answers a live view's request: with the whole tree when the view shows

@@ -4,7 +4,8 @@
 /// When set in emuprof's environment to `thread`, `inline` or `adaptive`,
 /// every builder runs there whatever the CPUs (for measurements, and for
 /// the tests that compare them: `tests/tree_placement.rs`); `moving` is an
-/// adaptive builder that moves to its own thread after its first batch.
+/// adaptive builder that moves to its own thread after its first batch,
+/// back after the next, and so on.
 pub const PLACEMENT_VARIABLE: &str = "EMUPROF_TREE_BUILDER";
 
 /// Where a call-tree builder runs. Both apply the same events in the same
@@ -18,11 +19,12 @@ pub enum Placement {
     /// no hand-over, no waiting, nothing for a second CPU to do.
     Inline,
     /// Inline while the builder takes a small share of the emulation
-    /// thread's time, moved to its own thread once it takes a large share
-    /// (see [`super::migration`]); its own thread from the start when
-    /// blocks do not send events only where the call tree can change.
+    /// thread's time, on its own thread while it takes a large share (see
+    /// [`super::migration`]); its own thread from the start when blocks do
+    /// not send events only where the call tree can change.
     Adaptive {
-        /// Moves after the first batch whatever its share (for tests).
+        /// Moves after every batch, both ways, whatever its share (for
+        /// tests).
         eager: bool,
     },
 }

@@ -118,8 +118,8 @@ fn batches_and_syncs_do_not_change_the_tree() {
 }
 
 /// An adaptive builder that moves to its own thread between two batches
-/// (`migration`) builds the tree an inline builder builds, and so does one
-/// that moves before the first block (`settle_placement`).
+/// and back (`migration`) builds the tree an inline builder builds, and so
+/// does one that moves before the first block (`settle_placement`).
 #[test]
 fn an_adaptive_builder_builds_the_same_tree_after_it_moves() {
     let n = 3 * BATCH;
@@ -129,7 +129,13 @@ fn an_adaptive_builder_builds_the_same_tree_after_it_moves() {
         assert!(feed.inline.is_some(), "adaptive builders start inline");
         feed.move_builder_to_thread();
         assert!(feed.moved.is_some(), "the builder moved to a thread");
-        rounds(feed, n - move_after);
+        rounds(feed, BATCH / 2);
+        feed.bring_builder_back();
+        assert!(feed.inline.is_some(), "the builder came back");
+        rounds(feed, BATCH + 3);
+        feed.move_builder_to_thread();
+        assert!(feed.moved.is_some(), "the builder moved again");
+        rounds(feed, n - move_after - BATCH / 2 - BATCH - 3);
     };
     let (inline, inline_state) = run_placed(u64::MAX, |feed| rounds(feed, n), Placement::Inline);
     let inline_executions = inline.executions;
