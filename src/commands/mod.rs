@@ -8,6 +8,7 @@ pub mod dumps;
 pub mod export;
 mod graphviz;
 mod live;
+mod private_socket;
 pub mod profile_file;
 mod program_path;
 mod progress;

@@ -3,7 +3,6 @@
 //! answering one request per connection with lines of text.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,10 +57,8 @@ impl ControlServer {
         socket_dir::create()?;
         let path = socket_dir::socket_of(std::process::id());
         let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path)
+        let listener = crate::commands::private_socket::listen_privately(&path)
             .with_context(|| format!("cannot create the control socket {}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot protect the control socket {}", path.display()))?;
         listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let theirs = Arc::clone(&stop);

@@ -4,7 +4,7 @@
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -86,9 +86,8 @@ impl Listener {
             }
             Address::Unix(path) => {
                 remove_stale_socket(path)?;
-                let listener = UnixListener::bind(path)
+                let listener = crate::commands::private_socket::listen_privately(path)
                     .with_context(|| format!("cannot listen on unix:{}", path.display()))?;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
                 listener.set_nonblocking(true)?;
                 Listener::Unix(listener, path.clone())
             }
