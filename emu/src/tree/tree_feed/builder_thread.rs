@@ -212,8 +212,7 @@ impl BuilderThread {
                 self.special(event);
                 continue;
             }
-            let id = self.event_block_id(event.key);
-            self.previous = id;
+            let id = self.cached_block_id(event.key);
             let block = &mut self.tracked[id];
             if after.key & COUNTED_BY_BUILDER != 0 {
                 block.executions += 1;
@@ -249,11 +248,7 @@ impl BuilderThread {
     /// Runs of the block with this key counted elsewhere (by its counter
     /// in the translated code).
     pub(super) fn add_runs(&mut self, key: u64, runs: u64) {
-        let (address, size) = TreeEvent::split_key(key);
-        let id = match self.blocks.lookup(address, size) {
-            Some(id) => id as usize,
-            None => self.decode(address, size),
-        };
+        let id = self.cached_block_id(key);
         self.tracked[id].executions += runs;
     }
 
@@ -461,11 +456,7 @@ impl BuilderThread {
                 return previous.next_id as usize;
             }
         }
-        let (address, size) = TreeEvent::split_key(key);
-        let id = match self.blocks.lookup(address, size) {
-            Some(id) => id as usize,
-            None => self.decode(address, size),
-        };
+        let id = self.cached_block_id(key);
         if let Some(previous) = self.tracked.get_mut(self.previous) {
             previous.next_key = key;
             previous.next_id = id as u32;
@@ -473,13 +464,14 @@ impl BuilderThread {
         id
     }
 
-    /// The index of the block with this event key, for events sent only
-    /// where the call tree can change: straight from the block cache's
-    /// direct-mapped table. (The prediction from the block before, which
-    /// pays when every block is an event, mostly misses here: the event
-    /// after a block depends on how deep the recursion is.)
+    /// The index of the block with this event key, straight from the block
+    /// cache's direct-mapped table (what events sent only where the call
+    /// tree can change use: [`Self::block_id`]'s prediction from the block
+    /// before, which pays when every block is an event, mostly misses when
+    /// the event after a block depends on how deep the recursion is),
+    /// decoding it from the snapshot the first time.
     #[inline(always)]
-    fn event_block_id(&mut self, key: u64) -> usize {
+    fn cached_block_id(&mut self, key: u64) -> usize {
         let (address, size) = TreeEvent::split_key(key);
         match self.blocks.lookup(address, size) {
             Some(id) => id as usize,

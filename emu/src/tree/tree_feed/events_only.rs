@@ -93,11 +93,13 @@ impl RunCounters {
     }
 
     /// The block at `address` of `size` bytes: its id, decoded the first
-    /// time (then also true), with its counter marked where a symbol starts
-    /// a function.
-    fn block(&mut self, address: u64, size: u32) -> (u32, bool) {
+    /// time, with its counter marked where a symbol starts a function. A
+    /// block decoded now goes to `new_blocks` too: the builder defines it
+    /// from this decode instead of decoding it again (a batch's new blocks
+    /// come after its code changes, see `code_changed`).
+    fn block(&mut self, address: u64, size: u32, new_blocks: &mut Vec<BlockInfo>) -> u32 {
         if let Some(id) = self.blocks.lookup(address, size) {
-            return (id, false);
+            return id;
         }
         let id = decode_from_snapshot(
             &mut self.blocks,
@@ -108,7 +110,8 @@ impl RunCounters {
         let starts = u64::from(self.blocks.get(id).is_function_start);
         // SAFETY: `counter` points at two words of a live chunk.
         unsafe { *self.counter(id).add(1) = starts };
-        (id, true)
+        new_blocks.push(self.blocks.get(id).clone());
+        id
     }
 
     /// The runs counted since the last call, by block key; the counters
@@ -208,15 +211,9 @@ impl TreeFeed {
     /// the hook on every run).
     pub fn block_constants(&mut self, address: u64, size: u32) -> Option<BlockConstants> {
         let counters = self.counters.as_mut()?;
-        let (id, new) = counters.block(address, size);
+        let id = counters.block(address, size, &mut self.new_blocks);
         let counter = counters.counter(id);
         let block = counters.blocks.get(id);
-        if new {
-            // The builder defines it from this decode instead of decoding
-            // it again (the batch's new blocks come after its code
-            // changes, see `code_changed`).
-            self.new_blocks.push(block.clone());
-        }
         Some(BlockConstants {
             counter,
             key: TreeEvent::block(address, size, 0).key(),
@@ -257,10 +254,7 @@ impl TreeFeed {
                 COUNTED_BY_BUILDER,
             ),
             None => {
-                let (id, new) = counters.block(address, size);
-                if new {
-                    self.new_blocks.push(counters.blocks.get(id).clone());
-                }
+                let id = counters.block(address, size, &mut self.new_blocks);
                 let counter = counters.counter(id);
                 // SAFETY: two words of a live chunk; no guest code runs now.
                 let starts = unsafe {

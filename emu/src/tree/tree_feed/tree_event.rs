@@ -1,0 +1,108 @@
+//! The events of the feed: what the call-tree builder must see, in guest
+//! execution order, and the keys of the markers that are not blocks.
+
+/// Marks the events that are not blocks (no block is 2^15 bytes long).
+pub(super) const SPECIAL: u64 = 1 << 63;
+pub(super) const SYSCALL: u64 = SPECIAL | 1;
+pub(super) const SIGNAL_HANDLER: u64 = SPECIAL | 2;
+/// The running guest thread spawned another; `sp` holds the new thread's
+/// stack pointer.
+pub(super) const SPAWN_THREAD: u64 = SPECIAL | 3;
+/// Another guest thread runs from the next event on; `sp` holds its index.
+pub(super) const SWITCH_THREAD: u64 = SPECIAL | 4;
+/// A data access (with `--cache-sim`): the key is this, plus [`WRITE`] for
+/// a write, the size in bits 12 to 23 and the (guest-physical, below 2^37)
+/// data address from bit 24; `sp` holds the instruction's address. Bits 61
+/// and 62 stay clear, so no [`START_FRAME`] or [`START_PENDING`] reads as
+/// one.
+const MEMORY_ACCESS: u64 = SPECIAL | 0x200;
+/// Marks a [`MEMORY_ACCESS`] that writes.
+const WRITE: u64 = 1;
+/// As [`SWITCH_THREAD`], away from a thread that has exited.
+pub(super) const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
+/// A late start (`--start-at`): `sp` holds the instructions run before.
+pub(super) const START_LATE: u64 = SPECIAL | 7;
+/// One call active at a late start: the key is this plus its entry, `sp`
+/// its stack pointer.
+pub(super) const START_FRAME: u64 = SPECIAL | 1 << 62;
+/// How the block before a late start ended: the key is this plus the
+/// terminator's code shifted by 48 plus the block's end.
+pub(super) const START_PENDING: u64 = SPECIAL | 1 << 61;
+/// A Valgrind client request for the call tree: the key is this plus the
+/// [`CollectionRequest`](crate::client_requests::CollectionRequest) number, `sp` holds the address of the request's
+/// marker instruction.
+pub(super) const CLIENT_REQUEST: u64 = SPECIAL | 0x100;
+
+/// One thing the call-tree builder must see, in guest execution order:
+/// 16 bytes, a block's `address | size << 48` and the stack pointer, or a
+/// special marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct TreeEvent {
+    pub(super) key: u64,
+    pub(super) sp: u64,
+}
+
+impl TreeEvent {
+    /// A run of the block at `address` of `size` bytes, entered with stack
+    /// pointer `sp`. (User-space addresses fit in 48 bits, blocks in 15.)
+    #[inline]
+    pub fn block(address: u64, size: u32, sp: u64) -> TreeEvent {
+        // A translation block holds at most 512 instructions of 15 bytes.
+        debug_assert!(
+            size < 1 << 15 && address < 1 << 48,
+            "block {address:#x}+{size} does not fit an event"
+        );
+        TreeEvent {
+            key: address | u64::from(size) << 48,
+            sp,
+        }
+    }
+
+    /// The event's key (for a block, `address | size << 48`).
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// The `(address, size)` of a block event's key.
+    pub(super) fn split_key(key: u64) -> (u64, u32) {
+        (key & ((1 << 48) - 1), (key >> 48) as u32)
+    }
+
+    /// A data access of `size` bytes at `address` by the instruction at
+    /// `pc`.
+    #[inline]
+    pub fn memory_access(pc: u64, address: u64, size: u32, write: bool) -> TreeEvent {
+        let write = if write { WRITE } else { 0 };
+        TreeEvent {
+            key: MEMORY_ACCESS
+                | write
+                | u64::from(size & 0xfff) << 12
+                | (address & ((1 << 37) - 1)) << 24,
+            sp: pc,
+        }
+    }
+
+    /// A memory access event's `(pc, address, size, write)`; `None` for any
+    /// other event.
+    pub(super) fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
+        let other_kinds = START_FRAME | START_PENDING;
+        if self.key & (other_kinds & !SPECIAL) != 0 || self.key & 0xffe != MEMORY_ACCESS & 0xfff {
+            return None;
+        }
+        Some((
+            self.sp,
+            self.key >> 24 & ((1 << 37) - 1),
+            (self.key >> 12 & 0xfff) as u32,
+            self.key & WRITE != 0,
+        ))
+    }
+
+    pub(super) fn special(key: u64) -> TreeEvent {
+        TreeEvent { key, sp: 0 }
+    }
+
+    pub(super) fn special_with(key: u64, value: u64) -> TreeEvent {
+        TreeEvent { key, sp: value }
+    }
+}
