@@ -19,7 +19,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use emuprof_model::{Part, RawProfile};
 
@@ -58,7 +58,8 @@ pub struct Dumps {
     collection_requested: AtomicU8,
     /// Parts cut so far.
     cut: AtomicU32,
-    parts: Sender<RawPart>,
+    /// Where cut parts go; `None` once [`Dumps::close`]d.
+    parts: Mutex<Option<Sender<RawPart>>>,
 }
 
 impl Dumps {
@@ -74,7 +75,7 @@ impl Dumps {
             zero_requested: AtomicBool::new(false),
             collection_requested: AtomicU8::new(NO_SWITCH),
             cut: AtomicU32::new(0),
-            parts,
+            parts: Mutex::new(Some(parts)),
         };
         (Arc::new(dumps), received)
     }
@@ -137,6 +138,15 @@ impl Dumps {
     /// Hands a cut part over (dropped when nobody listens any more).
     pub(crate) fn deliver(&self, part: RawPart) {
         self.cut.fetch_add(1, Ordering::Release);
-        let _ = self.parts.send(part);
+        if let Some(parts) = &*self.parts.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = parts.send(part);
+        }
+    }
+
+    /// No more parts after the run: the receiver gets the parts already
+    /// delivered, then finds the channel closed (it need not poll for the
+    /// end). A part cut later is dropped.
+    pub fn close(&self) {
+        self.parts.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }

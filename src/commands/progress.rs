@@ -43,7 +43,8 @@ impl Progress {
                     "emuprof: {n:.1} M instructions, {:.0} M/s",
                     n / secs
                 )));
-                thread::sleep(Duration::from_millis(100));
+                // Woken early by `finish`.
+                thread::park_timeout(Duration::from_millis(100));
             }
             draw(POP_TITLE);
         });
@@ -57,6 +58,7 @@ impl Progress {
     pub fn finish(mut self) {
         self.done.store(true, Ordering::Relaxed);
         if let Some(handle) = self.handle.take() {
+            handle.thread().unpark();
             let _ = handle.join();
         }
     }

@@ -157,7 +157,7 @@ fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<C
     if let Some(control) = control {
         control.finish();
     }
-    let parts = dumps.writer.finish();
+    let parts = dumps.finish();
     match parts.as_slice() {
         _ if args.quiet => {}
         [] => {}

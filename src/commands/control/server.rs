@@ -2,7 +2,8 @@
 //! (mode 0600 in a 0700 directory, and every connection's user id checked),
 //! answering one request per connection with lines of text.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, PipeReader, PipeWriter, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,7 +48,8 @@ pub struct Controlled {
 /// The listening socket and its thread.
 pub struct ControlServer {
     path: PathBuf,
-    stop: Arc<AtomicBool>,
+    /// Dropped to stop the thread: its end of the pipe then hangs up.
+    stop: PipeWriter,
     thread: JoinHandle<()>,
 }
 
@@ -60,33 +62,56 @@ impl ControlServer {
         let listener = crate::commands::private_socket::listen_privately(&path)
             .with_context(|| format!("cannot create the control socket {}", path.display()))?;
         listener.set_nonblocking(true)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let theirs = Arc::clone(&stop);
+        let (stopped, stop) = std::io::pipe()?;
         let thread = std::thread::Builder::new()
             .name("emuprof-control".into())
-            .spawn(move || serve(&listener, &mut controlled, &theirs))
+            .spawn(move || serve(&listener, &mut controlled, &stopped))
             .context("cannot start the control thread")?;
         Ok(ControlServer { path, stop, thread })
     }
 
     /// Stops answering and removes the socket.
     pub fn finish(self) {
-        self.stop.store(true, Ordering::Release);
+        drop(self.stop);
         let _ = self.thread.join();
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
-fn serve(listener: &UnixListener, controlled: &mut Controlled, stop: &AtomicBool) {
-    while !stop.load(Ordering::Acquire) {
+/// Answers connections until `stopped` hangs up.
+fn serve(listener: &UnixListener, controlled: &mut Controlled, stopped: &PipeReader) {
+    while wait_for_connection(listener, stopped) {
         match listener.accept() {
             Ok((stream, _)) => {
                 let _ = answer(stream, controlled);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // Gone before it was accepted, or a spurious wake-up.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Sleeps until a connection waits on `listener` (true) or `stopped`
+/// hangs up or has data (false): no polling, so the run's end does not wait.
+fn wait_for_connection(listener: &UnixListener, stopped: &PipeReader) -> bool {
+    let entry = |fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let mut fds = [entry(listener.as_raw_fd()), entry(stopped.as_raw_fd())];
+    loop {
+        // SAFETY: `fds` is a valid array of two pollfd entries for the
+        // duration of the call, and both descriptors are open (borrowed).
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if ready > 0 {
+            return fds[1].revents == 0;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // Cannot wait (out of memory): look again a little later.
+            std::thread::sleep(Duration::from_millis(20));
+            return true;
         }
     }
 }

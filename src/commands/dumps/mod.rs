@@ -67,6 +67,13 @@ impl RunDumps {
         let writer = PartWriter::start(parts, program, binary, collection, output)?;
         Ok(RunDumps { dumps, writer })
     }
+
+    /// After the run: no more parts; writes those still queued and returns
+    /// the paths of all parts written.
+    pub fn finish(self) -> Vec<std::path::PathBuf> {
+        self.dumps.close();
+        self.writer.finish()
+    }
 }
 
 /// The entry address of the function `name` in the program (or its dynamic

@@ -2,11 +2,9 @@
 //! atomically (temporary file and rename, like the final profile).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -44,7 +42,6 @@ impl Written {
 /// Writes the parts of one run.
 pub struct PartWriter {
     thread: JoinHandle<()>,
-    done: Arc<AtomicBool>,
     /// What it has written (for `emuprof control dump`).
     pub written: Arc<Written>,
 }
@@ -60,39 +57,29 @@ impl PartWriter {
         collection: emuprof_analysis::Collection,
         output: &Path,
     ) -> Result<PartWriter> {
-        let done = Arc::new(AtomicBool::new(false));
         let written = Arc::new(Written::default());
         let (program, output) = (program.to_path_buf(), output.to_path_buf());
-        let (theirs, their_written) = (Arc::clone(&done), Arc::clone(&written));
+        let their_written = Arc::clone(&written);
         let thread = std::thread::Builder::new()
             .name("emuprof-parts".into())
-            .spawn(move || loop {
-                let part = match parts.recv_timeout(Duration::from_millis(50)) {
-                    Ok(part) => part,
-                    Err(RecvTimeoutError::Timeout) if !theirs.load(Ordering::Acquire) => continue,
-                    Err(_) => match parts.try_recv() {
-                        Ok(part) => part,
-                        Err(_) => return,
-                    },
-                };
-                let path = part_path(&output, part.part.index);
-                match write_part(&program, &binary, &collection, &part, &path) {
-                    Ok(()) => their_written.lock().push(path),
-                    Err(err) => eprintln!("emuprof: {err:#}"),
+            .spawn(move || {
+                // Ends when the run's `Dumps` is closed and every part taken.
+                for part in parts {
+                    let path = part_path(&output, part.part.index);
+                    match write_part(&program, &binary, &collection, &part, &path) {
+                        Ok(()) => their_written.lock().push(path),
+                        Err(err) => eprintln!("emuprof: {err:#}"),
+                    }
                 }
             })
             .context("cannot start the thread that writes the parts")?;
-        Ok(PartWriter {
-            thread,
-            done,
-            written,
-        })
+        Ok(PartWriter { thread, written })
     }
 
-    /// After the run: writes the parts still queued and returns the paths
-    /// of all parts written.
+    /// After the run, once the run's `Dumps` is closed (see
+    /// [`super::RunDumps::finish`]): writes the parts still queued and
+    /// returns the paths of all parts written.
     pub fn finish(self) -> Vec<PathBuf> {
-        self.done.store(true, Ordering::Release);
         let _ = self.thread.join();
         std::mem::take(&mut *self.written.lock())
     }
