@@ -1,6 +1,7 @@
 //! Running a binary and turning the raw recording into a [`Profile`].
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use emuprof_analysis::raw::{ProcessOrigin, RawProfile};
 use emuprof_analysis::{Collection, Function, LoadedObject, Profile};
@@ -20,6 +21,10 @@ pub struct Run {
     handles: RunHandles,
     collection: Collection,
     start: Option<Start>,
+    /// The binary first loaded ([`Run::load`]), with the root its dynamic
+    /// linker was found in: the program file is read and parsed once per
+    /// run, however many parts of emuprof need it.
+    loaded: OnceLock<(Option<PathBuf>, Arc<emuprof_loader::Binary>)>,
 }
 
 impl Run {
@@ -35,6 +40,7 @@ impl Run {
             handles: RunHandles::default(),
             collection: Collection::default(),
             start: None,
+            loaded: OnceLock::new(),
         }
     }
 
@@ -120,13 +126,22 @@ impl Run {
 
     /// Loads the program as the run will: its dynamic linker, if any, is
     /// found inside the guest's root (`--root`), like every guest path.
-    pub fn load(&self) -> Result<emuprof_loader::Binary> {
-        let root = self.options.files.root.as_deref();
-        Ok(emuprof_loader::load_open(
+    /// Loaded once and shared: later calls return the same binary (unless
+    /// the root changed in between).
+    pub fn load(&self) -> Result<Arc<emuprof_loader::Binary>> {
+        let root = &self.options.files.root;
+        if let Some((loaded_root, binary)) = self.loaded.get() {
+            if loaded_root == root {
+                return Ok(Arc::clone(binary));
+            }
+        }
+        let binary = Arc::new(emuprof_loader::load_open(
             emuprof_loader::open_program(&self.program)?,
             &self.program,
-            |interpreter| emuprof_emu::open_in_root(root, interpreter),
-        )?)
+            |interpreter| emuprof_emu::open_in_root(root.as_deref(), interpreter),
+        )?);
+        let _ = self.loaded.set((root.clone(), Arc::clone(&binary)));
+        Ok(binary)
     }
 
     /// What `--collect`/`--exclude` ([`Run::collect`], [`Run::exclude`])
@@ -143,15 +158,16 @@ impl Run {
 
     /// Loads the binary, runs it to the end and symbolicates the profile.
     pub fn execute(mut self) -> Result<CompletedRun> {
-        let binary = std::sync::Arc::new(self.load()?);
+        let binary = self.load()?;
         if let Some(start) = &self.start {
             self.options.start = Some(start.point(&binary)?);
         }
-        let outcome = emuprof_emu::run(std::sync::Arc::clone(&binary), self.options, self.handles)
-            .map_err(|source| Error::Run {
+        let outcome = emuprof_emu::run(Arc::clone(&binary), self.options, self.handles).map_err(
+            |source| Error::Run {
                 path: self.program.clone(),
                 source,
-            })?;
+            },
+        )?;
         let mut profile = symbolicate(&self.program, &binary, &outcome)?;
         if let (Some(start), Some(at)) = (&self.start, outcome.started_at) {
             profile.started = Some(start.started(at));

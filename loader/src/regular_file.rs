@@ -70,6 +70,8 @@ pub(crate) fn read_open(mut file: File, path: &Path) -> Result<Vec<u8>, LoadErro
     file.seek(SeekFrom::Start(0))
         .map_err(|e| unreadable(path, e))?;
     let mut bytes = Vec::new();
+    // Read in one piece when memory allows (else the vector grows as it reads).
+    let _ = bytes.try_reserve_exact(usize::try_from(meta.len()).unwrap_or(usize::MAX));
     file.take(meta.len())
         .read_to_end(&mut bytes)
         .map_err(|e| unreadable(path, e))?;

@@ -54,7 +54,7 @@ impl RunDumps {
     pub fn start(
         args: &DumpArgs,
         program: &Path,
-        binary: emuprof_loader::Binary,
+        binary: Arc<emuprof_loader::Binary>,
         collection: emuprof_analysis::Collection,
         output: &Path,
     ) -> Result<RunDumps> {

@@ -53,7 +53,7 @@ impl PartWriter {
     pub fn start(
         parts: Receiver<RawPart>,
         program: &Path,
-        binary: emuprof_loader::Binary,
+        binary: Arc<emuprof_loader::Binary>,
         collection: emuprof_analysis::Collection,
         output: &Path,
     ) -> Result<PartWriter> {

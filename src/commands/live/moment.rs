@@ -110,14 +110,14 @@ fn with_subtree_inclusive(nodes: &mut [RawNode]) {
 /// reaches an address only after the object holding it was mapped, and the
 /// emulation thread reports a mapping before the call tree gets there.
 pub struct LiveResolver {
-    binary: Binary,
+    binary: std::sync::Arc<Binary>,
     libraries: Vec<LoadedLibrary>,
     cache: RefCell<HashMap<u64, FunctionInfo>>,
 }
 
 impl LiveResolver {
     /// A resolver for the run of `binary` (with its dynamic linker).
-    pub fn new(binary: Binary) -> LiveResolver {
+    pub fn new(binary: std::sync::Arc<Binary>) -> LiveResolver {
         LiveResolver {
             binary,
             libraries: Vec::new(),
