@@ -154,7 +154,7 @@ impl CallTreeBuilder {
     /// remember that a function starts here.
     #[inline]
     pub fn on_block(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
-        let entered_by_call = self.enter(block, read_sp);
+        let entered_by_call = self.enter(&block, read_sp);
         self.count(u64::from(block.instructions), u64::from(block.cycles));
         self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
@@ -176,7 +176,7 @@ impl CallTreeBuilder {
     /// [`CallTreeBuilder::set_start_pending`]), without counting it: true
     /// when a call entered it.
     #[inline(always)]
-    pub fn enter(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+    pub fn enter(&mut self, block: &BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
         // Most blocks follow a branch or fall-through inside one function
         // (nothing to do but count), a call, or a return to the innermost
         // call's return address: those three stay inline.
@@ -257,7 +257,7 @@ impl CallTreeBuilder {
     /// One call active at a late start, outermost first: entered once,
     /// costs counted from the start on.
     pub fn enter_start_frame(&mut self, entry: u64, sp: u64) {
-        self.push(entry, sp, false);
+        self.push(entry, sp, false, 0);
     }
 
     /// How the block before a late start ended, and where.
@@ -368,16 +368,12 @@ impl CallTreeBuilder {
     /// A block entered by a `call` from the block before.
     #[inline]
     fn call(&mut self, entry: u64, sp: u64, indirect: bool) {
-        self.push(entry, sp, indirect);
-        let return_address = self.thread.pending_return;
-        if let Some(top) = self.thread.frames.last_mut() {
-            top.return_address = return_address;
-        }
+        self.push(entry, sp, indirect, self.thread.pending_return);
     }
 
     /// The transitions [`CallTreeBuilder::on_block`] does not handle inline.
     #[inline(never)]
-    fn transition(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+    fn transition(&mut self, block: &BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
         match self.thread.pending {
             Terminator::Other | Terminator::Jump | Terminator::Syscall => {
                 let sp = read_sp();
@@ -393,7 +389,7 @@ impl CallTreeBuilder {
                 if self.unwind_to(sp) == 0 {
                     // A `ret` that returns to no active call is a jump
                     // (Callgrind emulates a call here, and so do we).
-                    self.push(block.address, sp, true);
+                    self.push(block.address, sp, true, 0);
                 }
                 false
             }
@@ -411,11 +407,13 @@ impl CallTreeBuilder {
     fn tail_call(&mut self, target: u64, sp: u64) {
         let current = self.nodes[self.thread.top().node as usize].entry;
         if current != target {
-            self.push(target, sp, false);
+            self.push(target, sp, false, 0);
         }
     }
 
-    fn push(&mut self, entry: u64, sp: u64, indirect: bool) {
+    /// Enters a call of `entry` with stack pointer `sp`; `return_address`
+    /// is where a real `call` returns to, 0 for an inferred call.
+    fn push(&mut self, entry: u64, sp: u64, indirect: bool, return_address: u64) {
         self.settle_self_cost();
         let parent = self.thread.top().node;
         let node = self.child(parent, entry);
@@ -434,7 +432,7 @@ impl CallTreeBuilder {
             node,
             sp,
             entry_total: self.total,
-            return_address: 0,
+            return_address,
         });
     }
 

@@ -264,6 +264,23 @@ const LOCK_PREFIX: u8 = 0xf0;
 /// one. `None` for `rip` and the stack pointer (the stack engine tracks
 /// `rsp` changes by `push`/`pop`/`call`/`ret` outside the dependency chains).
 fn canonical(capstone: &Capstone, reg: RegId) -> Option<u16> {
+    // Worked out once per register: the name is the same in every
+    // capstone handle, and the per-operand string work was a fifth of the
+    // cost model's time.
+    static CANONICAL: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+    let table = CANONICAL.get_or_init(|| {
+        (0..X86Reg::X86_REG_ENDING as u16)
+            .map(|id| canonical_by_name(capstone, RegId(id)))
+            .collect()
+    });
+    match table.get(usize::from(reg.0)) {
+        Some(&slot) => slot,
+        None => canonical_by_name(capstone, reg),
+    }
+}
+
+/// [`canonical`], worked out from the register's name.
+fn canonical_by_name(capstone: &Capstone, reg: RegId) -> Option<u16> {
     if reg.0 == X86Reg::X86_REG_INVALID as u16 {
         return None;
     }

@@ -217,7 +217,7 @@ impl BuilderThread {
             if after.key & COUNTED_BY_BUILDER != 0 {
                 block.executions += 1;
             }
-            if self.tree.enter(block.event, || event.sp) {
+            if self.tree.enter(&block.event, || event.sp) {
                 block.event.is_function_start = true;
             }
         }
