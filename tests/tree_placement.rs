@@ -96,3 +96,22 @@ fn both_builder_placements_simulate_caches_and_branches() {
         .collect();
     assert!(totals[3] > 0, "no simulated D1 read misses: {totals:?}");
 }
+
+#[test]
+fn an_unknown_placement_is_refused_rather_than_ignored() {
+    // A typo would otherwise measure the default placement.
+    let variant = testprog("fib", Libc::Glibc, "O2");
+    let run = EmuprofCommand::for_variant(&variant)
+        .flags(&["--quiet"])
+        .host_env("EMUPROF_TREE_BUILDER", "threads")
+        .run();
+    assert_ne!(run.status.code(), Some(variant.spec.exit_status));
+    assert!(
+        run.stderr.starts_with("emuprof: ")
+            && run.stderr.contains(
+                "EMUPROF_TREE_BUILDER=threads is not one of thread, inline, adaptive, moving"
+            ),
+        "{}",
+        run.stderr
+    );
+}

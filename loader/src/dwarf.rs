@@ -7,6 +7,7 @@
 //! detached debug files have them) are inflated when the context is built;
 //! zstd-compressed sections and split DWARF are not read.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -47,7 +48,14 @@ pub(crate) struct DebugInfo {
     /// Subtracted from a guest address to get a DWARF (link-time) address.
     load_bias: u64,
     /// `None` inside once building the context failed (corrupt DWARF).
-    context: OnceLock<Option<Mutex<Context<Reader>>>>,
+    context: OnceLock<Option<Mutex<Lookup>>>,
+}
+
+/// The lookup context, and the function names demangled so far: an
+/// inlined function's name comes up at every instruction it covers.
+struct Lookup {
+    context: Context<Reader>,
+    demangled: HashMap<String, String>,
 }
 
 impl DebugInfo {
@@ -96,8 +104,8 @@ impl DebugInfo {
     /// File and line of the (biased) address.
     pub(crate) fn location(&self, address: u64) -> Option<SourceLocation> {
         let probe = self.probe(address)?;
-        self.with_context(|context| {
-            let location = context.find_location(probe).ok()??;
+        self.with_context(|lookup| {
+            let location = lookup.context.find_location(probe).ok()??;
             Some(SourceLocation {
                 file: location.file?.to_string(),
                 line: location.line.unwrap_or(0),
@@ -110,7 +118,8 @@ impl DebugInfo {
         let Some(probe) = self.probe(address) else {
             return Vec::new();
         };
-        self.with_context(|context| {
+        self.with_context(|lookup| {
+            let Lookup { context, demangled } = lookup;
             let mut frames = Vec::new();
             let Ok(mut iter) = context.find_frames(probe).skip_all_loads() else {
                 return frames;
@@ -121,7 +130,14 @@ impl DebugInfo {
                         .function
                         .as_ref()
                         .and_then(|f| f.raw_name().ok())
-                        .map(|raw| demangle(raw.as_ref())),
+                        .map(|raw| match demangled.get(raw.as_ref()) {
+                            Some(name) => name.clone(),
+                            None => {
+                                let name = demangle(raw.as_ref());
+                                demangled.insert(raw.into_owned(), name.clone());
+                                name
+                            }
+                        }),
                     file: frame
                         .location
                         .as_ref()
@@ -144,12 +160,17 @@ impl DebugInfo {
     }
 
     /// Runs `query` on the context, building it first if needed.
-    fn with_context<T>(&self, query: impl FnOnce(&Context<Reader>) -> T) -> Option<T> {
-        let context = self
-            .context
-            .get_or_init(|| self.build_context().map(Mutex::new));
-        let guard = context.as_ref()?.lock().ok()?;
-        Some(query(&guard))
+    fn with_context<T>(&self, query: impl FnOnce(&mut Lookup) -> T) -> Option<T> {
+        let context = self.context.get_or_init(|| {
+            self.build_context().map(|context| {
+                Mutex::new(Lookup {
+                    context,
+                    demangled: HashMap::new(),
+                })
+            })
+        });
+        let mut guard = context.as_ref()?.lock().ok()?;
+        Some(query(&mut guard))
     }
 
     fn build_context(&self) -> Option<Context<Reader>> {

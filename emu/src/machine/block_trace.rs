@@ -58,12 +58,13 @@ use std::ffi::{c_int, c_void};
 use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
+use super::stop::contain_panic_translating;
 use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
 
 /// Set to `off` in emuprof's environment: no inline trace, the block hook
 /// sees every block (everything else as with the patched build); set to
 /// `record`: a record per block in a full profile.
-const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
+pub(crate) const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
 
 /// Whether a full profile may send events only where the call tree can
 /// change (unless the environment asks for a record per block).
@@ -141,12 +142,14 @@ pub(crate) unsafe fn install(
 unsafe extern "C" fn traces_inline(user_data: *mut c_void, address: u64) -> c_int {
     // SAFETY: the caller's contract.
     let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
-    let (mode, function_start) = match cell.try_borrow() {
-        Ok(st) if st.text.contains(address) => st.feed.inline_mode(address),
-        _ => (InlineMode::Hook, false),
-    };
-    let start = if function_start { FUNCTION_START } else { 0 };
-    mode as c_int | start
+    contain_panic_translating(InlineMode::Hook as c_int, || {
+        let (mode, function_start) = match cell.try_borrow() {
+            Ok(st) if st.text.contains(address) => st.feed.inline_mode(address),
+            _ => (InlineMode::Hook, false),
+        };
+        let start = if function_start { FUNCTION_START } else { 0 };
+        mode as c_int | start
+    })
 }
 
 /// What a block answered [`InlineMode::Count`] counts (see
@@ -160,10 +163,12 @@ unsafe extern "C" fn traces_inline(user_data: *mut c_void, address: u64) -> c_in
 unsafe extern "C" fn inline_count(user_data: *mut c_void, address: u64, size: u32) -> u64 {
     // SAFETY: the caller's contract.
     let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
-    cell.try_borrow_mut()
-        .ok()
-        .and_then(|mut st| st.feed.inline_count(address, size))
-        .unwrap_or(u64::MAX)
+    contain_panic_translating(u64::MAX, || {
+        cell.try_borrow_mut()
+            .ok()
+            .and_then(|mut st| st.feed.inline_count(address, size))
+            .unwrap_or(u64::MAX)
+    })
 }
 
 /// The constants of a block answered [`InlineMode::Events`] (see
@@ -181,10 +186,11 @@ unsafe extern "C" fn block_constants(
 ) -> c_int {
     // SAFETY: the caller's contract.
     let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
-    let constants = cell
-        .try_borrow_mut()
-        .ok()
-        .and_then(|mut st| st.feed.block_constants(address, size));
+    let constants = contain_panic_translating(None, || {
+        cell.try_borrow_mut()
+            .ok()
+            .and_then(|mut st| st.feed.block_constants(address, size))
+    });
     match constants {
         Some(constants) => {
             // SAFETY: the caller's contract.

@@ -240,7 +240,8 @@ impl GuestProcess {
     /// must end, or the run loop has something to do (a thread switch, a
     /// new process). Errors are Unicorn's.
     pub fn run_slice(&mut self) -> Result<(), unicorn_engine::uc_error> {
-        self.uc.emu_start(self.pc, u64::MAX, 0, 0)
+        let handle = self.uc.get_handle();
+        stop::running(handle, || self.uc.emu_start(self.pc, u64::MAX, 0, 0))
     }
 
     /// Ends the image with `stop` (or the reason its hooks recorded) and

@@ -226,6 +226,24 @@ thread_local! {
     /// emuprof) cannot record a stop reason in it; it leaves its message here
     /// and stops the emulator, and the run ends with [`StopReason::Internal`].
     static HOOK_FAILURE: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+    /// The engine running guest code on this thread ([`running`]), for the
+    /// callbacks Unicorn makes while it translates, which are not given it.
+    static RUNNING_ENGINE: std::cell::Cell<*mut unicorn_engine::uc_engine> =
+        const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// What a contained panic stops the run with.
+const PANIC_STOP: &str =
+    "internal error (the panic above); please report it with the program that caused it";
+
+/// Runs `body`, which runs guest code on the engine `uc` (`emu_start`):
+/// a panic in a translation-time callback can then stop that engine (see
+/// [`contain_panic_translating`]).
+pub(crate) fn running<T>(uc: *mut unicorn_engine::uc_engine, body: impl FnOnce() -> T) -> T {
+    let outer = RUNNING_ENGINE.with(|slot| slot.replace(uc));
+    let result = body();
+    RUNNING_ENGINE.with(|slot| slot.set(outer));
+    result
 }
 
 /// Stops the emulator from inside a hook that cannot reach the machine state,
@@ -249,10 +267,26 @@ pub(crate) fn contain_panic<T>(
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(_) => {
-            fail_from_hook(
-                uc,
-                "internal error (the panic above); please report it with the program that caused it",
-            );
+            fail_from_hook(uc, PANIC_STOP);
+            fallback
+        }
+    }
+}
+
+/// [`contain_panic`] for a callback Unicorn makes while it translates a
+/// block, which is not given the engine: the engine [`running`] guest code
+/// on this thread stops (outside [`running`] the failure is only recorded,
+/// and the run ends at its next stop).
+pub(crate) fn contain_panic_translating<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(value) => value,
+        Err(_) => {
+            let uc = RUNNING_ENGINE.with(std::cell::Cell::get);
+            if uc.is_null() {
+                HOOK_FAILURE.with(|slot| slot.set(Some(PANIC_STOP)));
+            } else {
+                fail_from_hook(uc, PANIC_STOP);
+            }
             fallback
         }
     }
