@@ -17,10 +17,9 @@
 //! sync, before the guest can make another system call. The profile and the
 //! program's visible behaviour are therefore the same on every run.
 //!
-//! When the process may run on more than one CPU, both ends spin briefly
-//! before they block, with a budget that shrinks to nothing while spins do
-//! not pay (see [`waiting`]). Waiting for a [sync](TreeFeed::sync) blocks on
-//! a condition variable after the spin, never in a loop of yields.
+//! Either end that must wait for the other blocks (see [`waiting`]);
+//! waiting for a [sync](TreeFeed::sync) blocks on a condition variable,
+//! never in a loop of yields.
 //!
 //! With a single CPU the two threads could only take turns, so the feed
 //! does not start a thread at all: the emulation thread applies each batch
@@ -69,7 +68,6 @@ use tree_event::{
     CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME, START_LATE, START_PENDING,
     SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
-use waiting::{send_spinning, Spin};
 
 /// Events per batch: large enough that the channel costs nothing per block,
 /// small enough that a batch stays in the CPU caches.
@@ -177,7 +175,6 @@ pub struct TreeFeed {
     /// Data-access events fed so far (not guest work for the scheduler).
     memory_events: u64,
     published: Arc<Published>,
-    spin: Spin,
     /// Blocks run while fast-forwarding, dropped from the batches.
     skipped_blocks: u64,
     /// Until the start point of a late start (`--start-at`).
@@ -336,7 +333,6 @@ fn spawn_with(
         events_sent: 0,
         memory_events: 0,
         published: Arc::clone(&published),
-        spin: Spin::new(),
         skipped_blocks: 0,
         fast_forward: None,
         started_at: None,
@@ -518,13 +514,9 @@ impl TreeFeed {
         {
             self.send();
         }
-        let mut spin = self.spin.clone();
-        spin.wait(
-            &*self,
-            |feed| feed.applied_everything().then_some(()),
-            |feed| feed.block_until_applied(),
-        );
-        self.spin = spin;
+        if !self.applied_everything() {
+            self.block_until_applied();
+        }
         let skipped = self.skipped_instructions();
         let skipped_to_limit = self
             .fast_forward
@@ -646,7 +638,7 @@ impl TreeFeed {
             events,
             events_only,
         };
-        if send_spinning(batches, batch, &mut self.spin).is_ok() {
+        if batches.send(batch).is_ok() {
             self.batches_sent += 1;
         } else {
             self.batches = None;

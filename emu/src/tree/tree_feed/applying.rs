@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
 use super::builder_thread::BuilderThread;
-use super::waiting::{recv_spinning, Spin};
+use super::waiting::receive;
 use super::{Batch, BuilderSetup, BuiltTree, Published, TreeEvent, IDLE_ANSWER};
 
 /// Applies one batch and publishes the builder's state; hands back the
@@ -126,8 +126,7 @@ pub(super) fn apply_batches(
         pid,
     } = ends;
     let idle = snapshots.is_some().then_some(IDLE_ANSWER);
-    let mut spin = Spin::new();
-    while let Some(batch) = recv_spinning(incoming, &mut spin, idle, || {
+    while let Some(batch) = receive(incoming, idle, || {
         builder.between_batches();
         answer_snapshot(snapshots.as_deref(), *pid, builder);
     }) {

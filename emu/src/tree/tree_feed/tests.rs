@@ -64,7 +64,7 @@ fn rounds(feed: &mut TreeFeed, n: usize) {
 }
 
 /// Pinned to one CPU (as `taskset -c 0` does), the process counts as
-/// having one: nothing spins and the builder runs inline.
+/// having one: the builder runs inline.
 #[test]
 fn affinity_of_one_cpu_is_seen() {
     let several = std::thread::spawn(|| {
