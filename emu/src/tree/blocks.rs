@@ -57,15 +57,18 @@ impl Terminator {
     /// The terminator with this [`Terminator::code`] (`Other` for any
     /// other number).
     pub fn from_code(code: u64) -> Terminator {
-        match code {
-            0 => Terminator::Call { indirect: false },
-            1 => Terminator::Call { indirect: true },
-            2 => Terminator::Return,
-            3 => Terminator::Jump,
-            4 => Terminator::IndirectJump,
-            5 => Terminator::Syscall,
-            _ => Terminator::Other,
-        }
+        // A table, not a match: the builder decodes one per event.
+        const BY_CODE: [Terminator; 8] = [
+            Terminator::Call { indirect: false },
+            Terminator::Call { indirect: true },
+            Terminator::Return,
+            Terminator::Jump,
+            Terminator::IndirectJump,
+            Terminator::Syscall,
+            Terminator::Other,
+            Terminator::Other,
+        ];
+        BY_CODE[code.min(7) as usize]
     }
 
     /// Whether the next block runs in the same call (a branch, a jump or
@@ -481,5 +484,26 @@ mod tests {
             "the old decode stays readable"
         );
         assert_eq!(cache.get(new).instructions, 1);
+    }
+
+    /// The code translated blocks store for how a block ended reads back as
+    /// that ending; a number no ending has reads as `Other`.
+    #[test]
+    fn terminator_codes_read_back() {
+        let all = [
+            Terminator::Call { indirect: false },
+            Terminator::Call { indirect: true },
+            Terminator::Return,
+            Terminator::Jump,
+            Terminator::IndirectJump,
+            Terminator::Syscall,
+            Terminator::Other,
+        ];
+        for terminator in all {
+            assert_eq!(Terminator::from_code(terminator.code()), terminator);
+        }
+        for unknown in [7, 8, 255, u64::MAX] {
+            assert_eq!(Terminator::from_code(unknown), Terminator::Other);
+        }
     }
 }
