@@ -63,7 +63,7 @@ use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent}
 
 /// Set to `off` in emuprof's environment: no inline trace, the block hook
 /// sees every block (everything else as with the patched build); set to
-/// `record`: a record per block in a full profile.
+/// `record`: a record per block in a full profile; `on`: the default.
 pub(crate) const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
 
 /// Whether a full profile may send events only where the call tree can

@@ -90,8 +90,8 @@ fn check_switches() -> Result<(), EmuError> {
     let switches = [
         (
             block_trace::TRACE_SWITCH,
-            &["off", "record"][..],
-            "off, record",
+            &["on", "off", "record"][..],
+            "on, off, record",
         ),
         (
             crate::tree::tree_feed::PLACEMENT_VARIABLE,
