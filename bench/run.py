@@ -5,6 +5,7 @@
     python3 bench/run.py --serve [--repeats N] [--only LABEL]   # --serve with a slow viewer (bench/serve.py)
     python3 bench/run.py --cache-sim [--repeats N] [--only LABEL]   # cost of --cache-sim (bench/cache_sim.py)
     python3 bench/run.py --fast-forward [--repeats N] [--modes two-cpus,one-cpu]   # --start-at speed (bench/fast_forward.py)
+    python3 bench/run.py --against OTHER_EMUPROF [--repeats N] [--modes one-cpu]   # against another build (bench/against.py)
 
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
@@ -415,6 +416,8 @@ def main():
                         help="instead: emuprof without vs with --cache-sim --branch-sim, and Cachegrind")
     parser.add_argument("--fast-forward", action="store_true",
                         help="instead: emuprof's full profile vs fast-forwarding the whole run (bench/fast_forward.py)")
+    parser.add_argument("--against", type=Path, metavar="OTHER_EMUPROF",
+                        help="instead: this emuprof against another build of it, in alternation (bench/against.py)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: " + ", ".join(f"{m} ({d})" for m, d in MODES.items())
                         + "; default all")
@@ -490,6 +493,14 @@ def main():
             print(f"Machine: {machine_description(tools)}.\n")
             print(fast_forward.compare(cases, args.repeats, tools["emuprof"],
                                        [mode for mode in modes if mode != "loaded"], run_once, log))
+            return
+        if args.against:
+            import against
+            if tools["emuprof"] is None or not emuprof_usable(args.against):
+                sys.exit("bench: --against needs this emuprof and the other to work")
+            print(f"Machine: {machine_description(tools)}.\n")
+            print(against.compare(cases, args.repeats, tools["emuprof"], str(args.against),
+                                  [mode for mode in modes if mode != "loaded"], run_once, log))
             return
         results = {mode: run_mode(mode, cases, tools, args.repeats) for mode in modes}
 

@@ -1,0 +1,28 @@
+"""This emuprof against another build of it, program by program.
+
+    python3 bench/run.py --against OTHER_EMUPROF [--repeats N] [--only LABEL] [--modes two-cpus,one-cpu]
+
+For each program, in alternation: this emuprof (`--emuprof`, default the
+release build) and OTHER_EMUPROF (e.g. a build of `main` before a change),
+both in their default full-profile mode, so a change's cost or saving is
+measured on the same host at the same moment. In the `one-cpu` mode both
+run under `taskset -c 0`. Prints median wall and CPU times and the ratios
+this / other; below 1 means this build is faster.
+"""
+
+import alternate
+
+
+def compare(cases, repeats, emuprof, other, modes, run_once, log):
+    """Markdown table of median wall and CPU seconds per mode and case."""
+    variants = {
+        "this emuprof": (emuprof, []),
+        "other": (other, []),
+    }
+    lines, ratios = alternate.compare(cases, repeats, variants, modes, run_once, log)
+    lines.append("")
+    for mode in modes:
+        wall, cpu = alternate.medians(ratios, mode)
+        lines.append(f"Median over the programs, {mode}: this emuprof takes {wall:.2f}x the wall time "
+                     f"and {cpu:.2f}x the CPU time of the other.")
+    return "\n".join(lines)
