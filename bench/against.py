@@ -19,10 +19,7 @@ def compare(cases, repeats, emuprof, other, modes, run_once, log):
         "this emuprof": (emuprof, []),
         "other": (other, []),
     }
-    lines, ratios = alternate.compare(cases, repeats, variants, modes, run_once, log)
-    lines.append("")
-    for mode in modes:
-        wall, cpu = alternate.medians(ratios, mode)
-        lines.append(f"Median over the programs, {mode}: this emuprof takes {wall:.2f}x the wall time "
-                     f"and {cpu:.2f}x the CPU time of the other.")
-    return "\n".join(lines)
+    return alternate.compare(
+        cases, repeats, variants, modes, run_once, log,
+        lambda mode, wall, cpu: f"Median over the programs, {mode}: this emuprof takes {wall:.2f}x the wall "
+                                f"time and {cpu:.2f}x the CPU time of the other.")

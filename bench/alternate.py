@@ -12,10 +12,11 @@ import tempfile
 from pathlib import Path
 
 
-def compare(cases, repeats, variants, modes, run_once, log):
+def compare(cases, repeats, variants, modes, run_once, log, summary):
     """Markdown table of median wall and CPU seconds of the two `variants`
-    ({name: (binary, flags)}) per mode and case, and each row's ratios
-    first / second; returns (table lines, {mode: [(wall ratio, CPU ratio)]})."""
+    ({name: (binary, flags)}) per mode and case, each row's ratios first /
+    second, and per mode `summary(mode, wall, cpu)` of the median ratios
+    over the programs."""
     (first, _), (second, _) = variants.items()
     lines = [f"Median of {repeats} runs (seconds), wall / CPU:", "",
              f"| mode | program | {first} | {second} | {first} / {second} (wall) | (CPU) |",
@@ -41,11 +42,9 @@ def compare(cases, repeats, variants, modes, run_once, log):
             lines.append(f"| {mode} | {case.label} | {a_wall:.3f} / {a_cpu:.3f} | {b_wall:.3f} / {b_cpu:.3f}"
                          f" | {a_wall / b_wall:.2f} | {a_cpu / b_cpu:.2f} |")
             log(f"{mode} {case.label}: {first} / {second} CPU {a_cpu / b_cpu:.2f}")
-    return lines, ratios
-
-
-def medians(ratios, mode):
-    """The median wall and CPU ratios of `mode` over the programs."""
-    walls = [wall for wall, _ in ratios[mode]]
-    cpus = [cpu for _, cpu in ratios[mode]]
-    return statistics.median(walls), statistics.median(cpus)
+    lines.append("")
+    for mode in modes:
+        walls = [wall for wall, _ in ratios[mode]]
+        cpus = [cpu for _, cpu in ratios[mode]]
+        lines.append(summary(mode, statistics.median(walls), statistics.median(cpus)))
+    return "\n".join(lines)
