@@ -72,12 +72,7 @@ fn cycles_are_counted_everywhere_and_repeat_exactly() {
         .expect("blocks")
         .iter()
         .map(|b| {
-            let per_run: Vec<u64> = b["cycles"]
-                .as_str()
-                .expect("block cycles")
-                .split(' ')
-                .map(|c| c.parse().expect("a number"))
-                .collect();
+            let per_run = common::space_separated_counts(&b["cycles"], "block cycles");
             assert_eq!(per_run.len() as u64, b["instructions"].as_u64().unwrap());
             per_run.iter().sum::<u64>() * b["executions"].as_u64().unwrap()
         })

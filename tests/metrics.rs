@@ -245,11 +245,6 @@ fn callgrind_annotate_lists_every_event() {
         json["totals"]["instructions"].as_u64().unwrap(),
         "{totals}"
     );
-    let events: Vec<u64> = json["event_totals"]
-        .as_str()
-        .unwrap()
-        .split(' ')
-        .map(|n| n.parse().unwrap())
-        .collect();
+    let events = common::space_separated_counts(&json["event_totals"], "event_totals");
     assert_eq!(numbers[2..14], events[..], "{totals}");
 }

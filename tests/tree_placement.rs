@@ -88,12 +88,7 @@ fn both_builder_placements_simulate_caches_and_branches() {
     );
     let profile: serde_json::Value = serde_json::from_slice(&inline).expect("JSON");
     // `event_totals` follows `simulation.events`: Dr, Dw, I1mr, D1mr, ...
-    let totals: Vec<u64> = profile["event_totals"]
-        .as_str()
-        .expect("simulated event totals")
-        .split(' ')
-        .map(|n| n.parse().expect("a count"))
-        .collect();
+    let totals = common::space_separated_counts(&profile["event_totals"], "event_totals");
     assert!(totals[3] > 0, "no simulated D1 read misses: {totals:?}");
 }
 

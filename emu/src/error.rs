@@ -51,7 +51,7 @@ pub enum EmuError {
         /// Its value.
         value: String,
         /// The values it takes.
-        known: &'static str,
+        known: String,
     },
     /// The call-tree builder panicked, on its thread or inline (a bug in
     /// emuprof).

@@ -62,3 +62,17 @@ pub fn find_in_path(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
 }
+
+/// The numbers of a profile field stored as one space-separated string
+/// (`event_totals`, a block's `cycles`); `what` names it in a failure.
+pub fn space_separated_counts(field: &serde_json::Value, what: &str) -> Vec<u64> {
+    field
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: not a string"))
+        .split(' ')
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("{what}: {n:?} is not a count"))
+        })
+        .collect()
+}

@@ -66,6 +66,10 @@ use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent}
 /// `record`: a record per block in a full profile; `on`: the default.
 pub(crate) const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
 
+/// The values [`TRACE_SWITCH`] takes (another is refused when a run
+/// starts).
+pub(crate) const TRACE_VALUES: &[&str] = &["on", "off", "record"];
+
 /// Whether a full profile may send events only where the call tree can
 /// change (unless the environment asks for a record per block).
 pub(crate) fn events_only_wanted() -> bool {

@@ -87,25 +87,18 @@ pub struct ProcessImage {
 /// Refuses a value of a measurement switch ([`block_trace::TRACE_SWITCH`],
 /// [`crate::tree::tree_feed::PLACEMENT_VARIABLE`]) that would be ignored.
 fn check_switches() -> Result<(), EmuError> {
+    use crate::tree::tree_feed::{PLACEMENT_VALUES, PLACEMENT_VARIABLE};
     let switches = [
-        (
-            block_trace::TRACE_SWITCH,
-            &["on", "off", "record"][..],
-            "on, off, record",
-        ),
-        (
-            crate::tree::tree_feed::PLACEMENT_VARIABLE,
-            &["thread", "inline", "adaptive", "moving"][..],
-            "thread, inline, adaptive, moving",
-        ),
+        (block_trace::TRACE_SWITCH, block_trace::TRACE_VALUES),
+        (PLACEMENT_VARIABLE, PLACEMENT_VALUES),
     ];
-    for (variable, values, known) in switches {
+    for (variable, values) in switches {
         if let Some(value) = std::env::var_os(variable) {
             if !values.iter().any(|v| value == *v) {
                 return Err(EmuError::UnknownSwitch {
                     variable,
                     value: value.to_string_lossy().into_owned(),
-                    known,
+                    known: values.join(", "),
                 });
             }
         }

@@ -62,7 +62,7 @@ pub use events_only::BlockConstants;
 use fast_forward::FastForward;
 pub use fast_forward::StartPoint;
 pub use inline_count::InlineMode;
-pub use placement::{Placement, PLACEMENT_VARIABLE};
+pub use placement::{Placement, PLACEMENT_VALUES, PLACEMENT_VARIABLE};
 pub use tree_event::TreeEvent;
 use tree_event::{
     CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME, START_LATE, START_PENDING,

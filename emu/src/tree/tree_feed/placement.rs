@@ -8,6 +8,10 @@
 /// back after the next, and so on.
 pub const PLACEMENT_VARIABLE: &str = "EMUPROF_TREE_BUILDER";
 
+/// The values [`PLACEMENT_VARIABLE`] takes (another is refused when a run
+/// starts).
+pub const PLACEMENT_VALUES: &[&str] = &["thread", "inline", "adaptive", "moving"];
+
 /// Where a call-tree builder runs. Both apply the same events in the same
 /// order: the profile is the same bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
