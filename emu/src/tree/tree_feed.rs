@@ -39,6 +39,7 @@ use emuprof_loader::FunctionStarts;
 
 mod applying;
 mod builder_thread;
+mod clocks;
 mod cutting;
 mod event_buffer;
 mod events_only;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use emuprof_loader::FunctionStarts;
 
+use super::clocks::{gained, pack};
 use super::events_only::COUNTED_BY_BUILDER;
 use super::{
     BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME,
@@ -188,8 +189,7 @@ impl BuilderThread {
                 break;
             }
             let (event, after) = (pair[0], pair[1]);
-            let instructions = u64::from((after.sp as u32).wrapping_sub(self.clocks.0 as u32));
-            let cycles = u64::from(((after.sp >> 32) as u32).wrapping_sub(self.clocks.1 as u32));
+            let (instructions, cycles) = gained(pack(self.clocks.0, self.clocks.1), after.sp);
             self.credit(instructions, cycles);
             if !self.applying {
                 break;

@@ -11,6 +11,7 @@
 
 use std::ptr::NonNull;
 
+use super::clocks::Clocks;
 use super::{StartFrame, TreeEvent};
 
 mod budget;
@@ -40,9 +41,12 @@ pub struct TraceCursor {
     capacity: u64,
     /// Instructions and cycles run so far, while blocks send events only
     /// where the call tree can change (`emu/unicorn/0008`, see
-    /// [`super::events_only`]).
-    instructions: u64,
-    cycles: u64,
+    /// [`super::events_only`]), in one word the blocks add to with one
+    /// instruction: instructions + (cycles << 32), modulo 2^64. See
+    /// [`Clocks`].
+    clocks: u64,
+    /// Emuprof's side of `clocks`: the full counts.
+    full_clocks: Clocks,
     /// Emuprof's side of the budget, while blocks count inline.
     tally: Option<Tally>,
 }
@@ -68,8 +72,8 @@ impl EventBuffer {
             frames: std::ptr::null_mut(),
             depth: 0,
             capacity: 0,
-            instructions: 0,
-            cycles: 0,
+            clocks: 0,
+            full_clocks: Clocks::default(),
             tally: None,
         });
         let mut buffer = EventBuffer {

@@ -4,7 +4,7 @@
 //! With emuprof's Unicorn build the blocks of the program's text count
 //! themselves in the translated code: each adds one to its own run
 //! counter (here, in [`RunCounters`]), its instructions and cycles to the
-//! cursor's two clocks, and pays itself out of the budget of
+//! cursor's clocks (one word, see `clocks`), and pays itself out of the budget of
 //! `event_buffer::budget` (so a batch still ends after exactly as many
 //! blocks as when every block sent an event, and with it the scheduler's
 //! quantum, and the instruction limit stops the guest at the exact
@@ -13,7 +13,7 @@
 //! function starts (a symbol says so, or a call entered it before: the
 //! builder's rules, [`crate::tree::call_tree`]). The event is two slots,
 //! `{ key, sp }` and `{ last, clocks }`: how the block before it ended, and
-//! the low 32 bits of both clocks; the builder credits the difference since
+//! the clocks' word; the builder credits the difference since
 //! the event before to the current context, which no block in between
 //! could change (every one of them stayed in its function), so the costs
 //! are the same as block by block. Each batch carries the full clocks at
@@ -282,7 +282,7 @@ impl TreeFeed {
     /// Appends `event` with `last` and the clocks as they are now.
     fn push_event(&mut self, event: TreeEvent, last: u64) {
         let (instructions, cycles, _) = self.events.clocks();
-        let clocks = instructions & 0xffff_ffff | cycles << 32;
+        let clocks = super::clocks::pack(instructions, cycles);
         self.events
             .push_pair(event, TreeEvent::special_with(last, clocks));
     }

@@ -96,8 +96,10 @@ impl EventBuffer {
     pub(in super::super) fn clocks(&self) -> (u64, u64, u64) {
         // SAFETY: as in `has_room`.
         unsafe {
-            let cursor = &*self.cursor.as_ptr();
-            (cursor.instructions, cursor.cycles, cursor.last)
+            let cursor = &mut *self.cursor.as_ptr();
+            cursor.full_clocks.catch_up(cursor.clocks);
+            let full = cursor.full_clocks;
+            (full.instructions, full.cycles, cursor.last)
         }
     }
 
@@ -108,8 +110,10 @@ impl EventBuffer {
         // SAFETY: as in `has_room`.
         unsafe {
             let cursor = &mut *self.cursor.as_ptr();
-            cursor.instructions += u64::from(instructions);
-            cursor.cycles += u64::from(cycles);
+            cursor.clocks = cursor.clocks.wrapping_add(super::super::clocks::pack(
+                u64::from(instructions),
+                u64::from(cycles),
+            ));
             cursor.last = last;
             if let Some(tally) = &mut cursor.tally {
                 tally.executed += u64::from(instructions);
@@ -232,6 +236,8 @@ impl EventBuffer {
             let Some(tally) = &mut cursor.tally else {
                 return;
             };
+            // (Often enough for the clocks' word: see `clocks`.)
+            cursor.full_clocks.catch_up(cursor.clocks);
             let progress = cursor.budget.wrapping_sub(tally.armed);
             tally.executed += progress & 0xffff_ffff;
             let blocks = (progress >> 32) as usize;
