@@ -184,15 +184,14 @@ impl BuilderThread {
     /// cycles) to the current context; stops for good at the instruction
     /// limit (returns whether it did).
     pub(super) fn apply_events_only(&mut self, events: &[TreeEvent], clocks: (u64, u64)) -> bool {
-        for pair in events.chunks_exact(2) {
-            if !self.applying {
-                break;
-            }
-            let (event, after) = (pair[0], pair[1]);
+        if !self.applying {
+            return true;
+        }
+        let (pairs, _) = events.as_chunks::<2>();
+        for &[event, after] in pairs {
             let (instructions, cycles) = gained(pack(self.clocks.0, self.clocks.1), after.sp);
-            self.credit(instructions, cycles);
-            if !self.applying {
-                break;
+            if !self.credit(instructions, cycles) {
+                return true;
             }
             let last = after.key & !COUNTED_BY_BUILDER;
             if last == after.key && last & 0xff == RETURN && event.key & SPECIAL == 0 {
@@ -221,22 +220,21 @@ impl BuilderThread {
                 block.event.is_function_start = true;
             }
         }
-        if self.applying {
-            self.credit(clocks.0 - self.clocks.0, clocks.1 - self.clocks.1);
-        }
-        !self.applying
+        !self.credit(clocks.0 - self.clocks.0, clocks.1 - self.clocks.1)
     }
 
     /// Counts what ran since the last credit in the current context, and
-    /// stops at the instruction limit.
+    /// stops at the instruction limit: false once it did (it applies
+    /// nothing more).
     #[inline]
-    fn credit(&mut self, instructions: u64, cycles: u64) {
+    fn credit(&mut self, instructions: u64, cycles: u64) -> bool {
         self.clocks.0 += instructions;
         self.clocks.1 += cycles;
         self.tree.count(instructions, cycles);
         if self.tree.needs_attention() && self.attend() {
             self.applying = false;
         }
+        self.applying
     }
 
     /// Whether the batch just received had every run so far: only then
