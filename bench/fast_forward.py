@@ -16,13 +16,13 @@ import alternate
 NEVER = str(10**15)
 
 
-def compare(cases, repeats, emuprof, modes, run_once, log):
+def compare(cases, repeats, emuprof, modes, mode_load, run_once, log):
     """Markdown table of median wall and CPU seconds per mode and case."""
     variants = {
         "full profile": (emuprof, []),
         "fast-forward": (emuprof, ["--start-after", NEVER]),
     }
     return alternate.compare(
-        cases, repeats, variants, modes, run_once, log,
+        cases, repeats, variants, modes, mode_load, run_once, log,
         lambda mode, wall, cpu: f"Median over the programs, {mode}: a full profile takes {wall:.2f}x the "
                                 f"wall time and {cpu:.2f}x the CPU time of fast-forwarding.")

@@ -30,6 +30,7 @@ particular emuprof is skipped until `target/release/emuprof` builds and runs.
 """
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -335,14 +336,19 @@ def busy_loop():
         value = (value * 1103515245 + 12345) & 0xFFFFFFFF
 
 
+def mode_load(mode):
+    """What runs beside the tools in `mode`: a busy loop on every CPU while
+    `loaded`, nothing otherwise (a context manager)."""
+    if mode == "loaded":
+        return Competitors(len(os.sched_getaffinity(0)))
+    return contextlib.nullcontext()
+
+
 def run_mode(mode, cases, tools, repeats):
     """Measures every tool on every case in one mode."""
     pin = mode == "one-cpu"
-    load = Competitors(len(os.sched_getaffinity(0))) if mode == "loaded" else None
     results = {}
-    if load:
-        load.__enter__()
-    try:
+    with mode_load(mode):
         for case in cases:
             results[case.label] = {}
             for tool in TOOLS:
@@ -350,9 +356,6 @@ def run_mode(mode, cases, tools, repeats):
                 # Every tool must end the program with the exit status it has natively.
                 expected = None if tool == "native" else results[case.label]["native"].exit_code
                 results[case.label][tool] = measure(tool, case, repeats, tools, expected, pin)
-    finally:
-        if load:
-            load.__exit__(None, None, None)
     return results
 
 
@@ -491,16 +494,15 @@ def main():
             if tools["emuprof"] is None:
                 sys.exit("bench: --fast-forward needs a working emuprof")
             print(f"Machine: {machine_description(tools)}.\n")
-            print(fast_forward.compare(cases, args.repeats, tools["emuprof"],
-                                       [mode for mode in modes if mode != "loaded"], run_once, log))
+            print(fast_forward.compare(cases, args.repeats, tools["emuprof"], modes, mode_load, run_once, log))
             return
         if args.against:
             import against
             if tools["emuprof"] is None or not emuprof_usable(args.against):
                 sys.exit("bench: --against needs this emuprof and the other to work")
             print(f"Machine: {machine_description(tools)}.\n")
-            print(against.compare(cases, args.repeats, tools["emuprof"], str(args.against),
-                                  [mode for mode in modes if mode != "loaded"], run_once, log))
+            print(against.compare(cases, args.repeats, tools["emuprof"], str(args.against), modes, mode_load,
+                                  run_once, log))
             return
         results = {mode: run_mode(mode, cases, tools, args.repeats) for mode in modes}
 

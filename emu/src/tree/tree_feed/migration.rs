@@ -17,6 +17,16 @@
 //! below [`BACK_SHARE`] (on its own thread its share is larger for the same
 //! work: the emulation thread runs faster without it).
 //!
+//! A move must also pay: a window is a fixed amount of guest work (a batch
+//! ends after a fixed number of blocks), so its wall time measures the
+//! emulation thread's speed. When the first window on the builder's own
+//! thread is not clearly shorter than the last one before the move (the
+//! other CPU is busy with someone else's work, as on a shared CI runner,
+//! and the builder thread waits for it), the builder comes back at once and
+//! stays on the emulation thread for a while: [`HOLD_WINDOWS`] windows, twice
+//! as many after every move that did not pay. Otherwise a busy second CPU
+//! would cost CPU time and win no wall time.
+//!
 //! A move happens between two batches: the builder has applied every batch
 //! so far, and applies the next ones, in order, where it runs now. The
 //! profile is therefore the same bytes wherever and whenever the builder
@@ -42,46 +52,125 @@ const MOVE_SHARE: f64 = 0.4;
 /// fifth of the emulation thread's time if it came back).
 const BACK_SHARE: f64 = 0.25;
 
-/// An adaptive builder's share of the time in the current window.
+/// The wall time of the first window on the builder's own thread, as a
+/// share of the last window's before the move, above which the move did
+/// not pay (see the module doc).
+const PAYS_BELOW: f64 = 0.9;
+
+/// Windows an adaptive builder stays on the emulation thread after a move
+/// that did not pay (doubled after each such move, up to
+/// [`MAX_HOLD_WINDOWS`]).
+const HOLD_WINDOWS: u32 = 16;
+
+/// The longest an adaptive builder stays on the emulation thread after
+/// moves that did not pay.
+const MAX_HOLD_WINDOWS: u32 = 1024;
+
+/// An adaptive builder's share of the time in the current window, and
+/// what it learned about moving.
 #[derive(Debug)]
 pub(super) struct Migration {
-    window_start: Instant,
+    window: Window,
+    /// The wall time of the last window on the emulation thread, while
+    /// the first window since a move is measured.
+    before_move: Option<Duration>,
+    /// Windows to stay on the emulation thread before moving again.
+    hold: u32,
+    /// What `hold` becomes after the next move that does not pay.
+    next_hold: u32,
+    /// Moves after every batch, both ways (for tests).
+    eager: bool,
+}
+
+/// One measuring window.
+#[derive(Debug)]
+struct Window {
+    start: Instant,
     /// Time spent applying in this window, on the emulation thread.
     applying: Duration,
     /// The builder thread's busy time when the window started.
     busy_at_start: u64,
     batches: u32,
-    /// Moves after every batch, both ways (for tests).
-    eager: bool,
 }
 
-impl Migration {
-    /// A window starting now (with the builder thread's busy time so far,
-    /// `busy`); `eager` moves after every batch.
-    pub(super) fn new(eager: bool, busy: u64) -> Migration {
-        Migration {
-            window_start: Instant::now(),
+impl Window {
+    fn new(busy: u64) -> Window {
+        Window {
+            start: Instant::now(),
             applying: Duration::ZERO,
             busy_at_start: busy,
             batches: 0,
+        }
+    }
+}
+
+/// What to do at the end of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    Stay,
+    Move,
+}
+
+impl Migration {
+    /// An adaptive builder on the emulation thread, measuring from now;
+    /// `eager` moves after every batch.
+    pub(super) fn new(eager: bool, busy: u64) -> Migration {
+        Migration {
+            window: Window::new(busy),
+            before_move: None,
+            hold: 0,
+            next_hold: HOLD_WINDOWS,
             eager,
         }
     }
 
-    /// Counts one batch; at the end of a window, the builder's share of
-    /// it, given the time spent applying in it, and a new window starts.
-    fn share_at_window_end(
+    /// Counts one batch; at the end of a window, the builder's share of it
+    /// (given the time spent applying in it) and the window's wall time,
+    /// and a new window starts.
+    fn window_end(
         &mut self,
-        applying: impl FnOnce(&Self) -> Duration,
+        applying: impl FnOnce(&Window) -> Duration,
         busy: u64,
-    ) -> Option<f64> {
-        self.batches += 1;
-        if self.batches < WINDOW_BATCHES {
+    ) -> Option<(f64, Duration)> {
+        self.window.batches += 1;
+        if self.window.batches < WINDOW_BATCHES {
             return None;
         }
-        let share = applying(self).as_secs_f64() / self.window_start.elapsed().as_secs_f64();
-        *self = Migration::new(self.eager, busy);
-        Some(share)
+        let elapsed = self.window.start.elapsed();
+        let share = applying(&self.window).as_secs_f64() / elapsed.as_secs_f64();
+        self.window = Window::new(busy);
+        Some((share, elapsed))
+    }
+
+    /// On the emulation thread, at the end of a window that took `elapsed`
+    /// with the builder's share `share` of it: whether to move now.
+    fn inline_window(&mut self, share: f64, elapsed: Duration) -> Decision {
+        if self.hold > 0 {
+            self.hold -= 1;
+            return Decision::Stay;
+        }
+        if share < MOVE_SHARE {
+            return Decision::Stay;
+        }
+        self.before_move = Some(elapsed);
+        Decision::Move
+    }
+
+    /// On the builder's own thread, at the end of a window that took
+    /// `elapsed` with the builder busy for `share` of it: whether to come
+    /// back now (`Move`).
+    fn thread_window(&mut self, share: f64, elapsed: Duration) -> Decision {
+        if let Some(before) = self.before_move.take() {
+            if elapsed.as_secs_f64() >= PAYS_BELOW * before.as_secs_f64() {
+                self.hold = self.next_hold;
+                self.next_hold = (self.next_hold * 2).min(MAX_HOLD_WINDOWS);
+                return Decision::Move;
+            }
+        }
+        if share < BACK_SHARE {
+            return Decision::Move;
+        }
+        Decision::Stay
     }
 }
 
@@ -103,10 +192,10 @@ impl TreeFeed {
         let Some(migration) = self.migration.as_mut() else {
             return;
         };
-        migration.applying += applying;
-        let eager = migration.eager;
-        let share = migration.share_at_window_end(|m| m.applying, 0);
-        if eager || share.is_some_and(|share| share >= MOVE_SHARE) {
+        migration.window.applying += applying;
+        let ended = migration.window_end(|w| w.applying, 0);
+        let decision = ended.map(|(share, elapsed)| migration.inline_window(share, elapsed));
+        if migration.eager || decision == Some(Decision::Move) {
             self.move_builder_to_thread();
         }
     }
@@ -118,12 +207,12 @@ impl TreeFeed {
             return;
         };
         let busy = self.published.busy_nanos.load(Ordering::Relaxed);
-        let eager = migration.eager;
-        let share = migration.share_at_window_end(
-            |m| Duration::from_nanos(busy.saturating_sub(m.busy_at_start)),
+        let ended = migration.window_end(
+            |w| Duration::from_nanos(busy.saturating_sub(w.busy_at_start)),
             busy,
         );
-        if eager || share.is_some_and(|share| share < BACK_SHARE) {
+        let decision = ended.map(|(share, elapsed)| migration.thread_window(share, elapsed));
+        if migration.eager || decision == Some(Decision::Move) {
             self.bring_builder_back();
         }
     }
@@ -168,7 +257,7 @@ impl TreeFeed {
                 self.moved = Some(handle);
                 if let Some(migration) = &mut self.migration {
                     let busy = self.published.busy_nanos.load(Ordering::Relaxed);
-                    *migration = Migration::new(migration.eager, busy);
+                    migration.window = Window::new(busy);
                 }
             }
             Err(_) => self.inline = Some(inline),
@@ -190,10 +279,52 @@ impl TreeFeed {
         if let Some(inline) = back {
             self.inline = Some(inline);
             if let Some(migration) = &mut self.migration {
-                *migration = Migration::new(migration.eager, 0);
+                migration.window = Window::new(0);
             }
         } else {
             self.migration = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_move_that_wins_no_wall_time_is_undone_and_not_retried_for_a_while() {
+        let mut migration = Migration::new(false, 0);
+        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+        // The first window on its own thread took as long: back at once,
+        // although the builder is busy there.
+        assert_eq!(migration.thread_window(0.6, 10 * MS), Decision::Move);
+        for _ in 0..HOLD_WINDOWS {
+            assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Stay);
+        }
+        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+        assert_eq!(
+            migration.thread_window(0.6, Duration::from_micros(9_500)),
+            Decision::Move
+        );
+        // Twice as long after the second move that did not pay.
+        for _ in 0..2 * HOLD_WINDOWS {
+            assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Stay);
+        }
+        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+    }
+
+    #[test]
+    fn a_move_that_pays_stays_while_the_builder_is_busy() {
+        let mut migration = Migration::new(false, 0);
+        assert_eq!(migration.inline_window(0.3, 10 * MS), Decision::Stay);
+        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+        assert_eq!(migration.thread_window(0.6, 7 * MS), Decision::Stay);
+        // Only the first window after a move is compared.
+        assert_eq!(migration.thread_window(0.6, 12 * MS), Decision::Stay);
+        assert_eq!(migration.thread_window(0.2, 7 * MS), Decision::Move);
+        // Coming back because the builder has little to do holds nothing.
+        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
     }
 }
