@@ -56,7 +56,7 @@ impl Terminator {
 
     /// The terminator with this [`Terminator::code`] (`Other` for any
     /// other number).
-    pub fn from_code(code: u64) -> Terminator {
+    pub const fn from_code(code: u64) -> Terminator {
         // A table, not a match: the builder decodes one per event.
         const BY_CODE: [Terminator; 8] = [
             Terminator::Call { indirect: false },
@@ -68,14 +68,14 @@ impl Terminator {
             Terminator::Other,
             Terminator::Other,
         ];
-        BY_CODE[code.min(7) as usize]
+        BY_CODE[if code < 7 { code } else { 7 } as usize]
     }
 
     /// Whether the next block runs in the same call (a branch, a jump or
     /// fall-through, or the return from a system call), unless it starts a
     /// function.
     #[inline]
-    pub fn stays_in_function(self) -> bool {
+    pub const fn stays_in_function(self) -> bool {
         matches!(
             self,
             Terminator::Other | Terminator::Jump | Terminator::Syscall

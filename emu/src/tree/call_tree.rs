@@ -266,6 +266,14 @@ impl CallTreeBuilder {
         self.thread.pending_return = end;
     }
 
+    /// [`Self::set_start_pending`] with the terminator's
+    /// [`code`](Terminator::code), as events carry it.
+    #[inline]
+    pub fn set_start_pending_code(&mut self, code: u64, end: u64) {
+        self.thread.set_pending_code(code);
+        self.thread.pending_return = end;
+    }
+
     /// Takes back the last `instructions` of the block just applied (to
     /// apply something that happened before them); [`Self::advance`] puts
     /// them back.

@@ -194,19 +194,19 @@ impl BuilderThread {
                 return true;
             }
             let last = after.key & !COUNTED_BY_BUILDER;
-            if last == after.key && last & 0xff == RETURN && event.key & SPECIAL == 0 {
-                // Half the events of a call-heavy program: a return to the
-                // innermost call's return address needs no block looked up.
-                self.tree.set_start_pending(Terminator::Return, last >> 8);
-                if self
+            // Half the events of a call-heavy program: a return to the
+            // innermost call's return address needs no block looked up, and
+            // no pending transition either (every event sets its own).
+            if last == after.key
+                && last & 0xff == RETURN
+                && event.key & SPECIAL == 0
+                && self
                     .tree
                     .return_to_innermost(TreeEvent::split_key(event.key).0)
-                {
-                    continue;
-                }
+            {
+                continue;
             }
-            self.tree
-                .set_start_pending(Terminator::from_code(last & 0xff), last >> 8);
+            self.tree.set_start_pending_code(last & 0xff, last >> 8);
             if event.key & SPECIAL != 0 {
                 self.special(event);
                 continue;

@@ -236,7 +236,8 @@ impl EventBuffer {
             let Some(tally) = &mut cursor.tally else {
                 return;
             };
-            // (Often enough for the clocks' word: see `clocks`.)
+            // (Often enough for the clocks' word to split exactly: see
+            // `tree_feed::clocks`.)
             cursor.full_clocks.catch_up(cursor.clocks);
             let progress = cursor.budget.wrapping_sub(tally.armed);
             tally.executed += progress & 0xffff_ffff;
