@@ -40,6 +40,39 @@ pub enum Terminator {
     Other,
 }
 
+/// Terminators by [`Terminator::code`] (the last slot for any other
+/// number): tables, not matches, because the builder decodes one per event.
+const BY_CODE: [Terminator; 8] = [
+    Terminator::Call { indirect: false },
+    Terminator::Call { indirect: true },
+    Terminator::Return,
+    Terminator::Jump,
+    Terminator::IndirectJump,
+    Terminator::Syscall,
+    Terminator::Other,
+    Terminator::Other,
+];
+
+/// [`Terminator::stays_in_function`] of each of [`BY_CODE`].
+const STAYS_BY_CODE: [bool; 8] = {
+    let mut stays = [false; 8];
+    let mut slot = 0;
+    while slot < BY_CODE.len() {
+        stays[slot] = BY_CODE[slot].stays_in_function();
+        slot += 1;
+    }
+    stays
+};
+
+/// The slot of a terminator code in [`BY_CODE`].
+const fn code_slot(code: u64) -> usize {
+    if code < 7 {
+        code as usize
+    } else {
+        7
+    }
+}
+
 impl Terminator {
     /// A small number for the terminator (see [`Terminator::from_code`]).
     pub const fn code(self) -> u64 {
@@ -57,18 +90,12 @@ impl Terminator {
     /// The terminator with this [`Terminator::code`] (`Other` for any
     /// other number).
     pub const fn from_code(code: u64) -> Terminator {
-        // A table, not a match: the builder decodes one per event.
-        const BY_CODE: [Terminator; 8] = [
-            Terminator::Call { indirect: false },
-            Terminator::Call { indirect: true },
-            Terminator::Return,
-            Terminator::Jump,
-            Terminator::IndirectJump,
-            Terminator::Syscall,
-            Terminator::Other,
-            Terminator::Other,
-        ];
-        BY_CODE[if code < 7 { code } else { 7 } as usize]
+        BY_CODE[code_slot(code)]
+    }
+
+    /// [`Terminator::stays_in_function`] of the terminator with this code.
+    pub const fn stays_after_code(code: u64) -> bool {
+        STAYS_BY_CODE[code_slot(code)]
     }
 
     /// Whether the next block runs in the same call (a branch, a jump or
@@ -495,6 +522,12 @@ mod tests {
         }
         for unknown in [7, 8, 255, u64::MAX] {
             assert_eq!(Terminator::from_code(unknown), Terminator::Other);
+        }
+        for code in [0, 1, 2, 3, 4, 5, 6, 7, 255, u64::MAX] {
+            assert_eq!(
+                Terminator::stays_after_code(code),
+                Terminator::from_code(code).stays_in_function()
+            );
         }
     }
 }

@@ -173,7 +173,7 @@ impl CallTreeBuilder {
     }
 
     /// The transition into `block` after the block before (see
-    /// [`CallTreeBuilder::set_start_pending`]), without counting it: true
+    /// [`CallTreeBuilder::set_start_pending_code`]), without counting it: true
     /// when a call entered it.
     #[inline(always)]
     pub fn enter(&mut self, block: &BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
@@ -196,7 +196,7 @@ impl CallTreeBuilder {
         }
     }
 
-    /// After a `ret` (see [`CallTreeBuilder::set_start_pending`]): pops the
+    /// After a `ret` (see [`CallTreeBuilder::set_start_pending_code`]): pops the
     /// innermost call when the block at `address` is where it returns to,
     /// the common case, which needs nothing of the block but its address;
     /// false when the return needs [`CallTreeBuilder::enter`].
@@ -260,14 +260,10 @@ impl CallTreeBuilder {
         self.push(entry, sp, false, 0);
     }
 
-    /// How the block before a late start ended, and where.
-    pub fn set_start_pending(&mut self, terminator: Terminator, end: u64) {
-        self.thread.set_pending(terminator);
-        self.thread.pending_return = end;
-    }
-
-    /// [`Self::set_start_pending`] with the terminator's
-    /// [`code`](Terminator::code), as events carry it.
+    /// How the block before ended (its terminator's
+    /// [`code`](Terminator::code), as events carry it), and where: before
+    /// a late start, or before an event sent only where the call tree can
+    /// change.
     #[inline]
     pub fn set_start_pending_code(&mut self, code: u64, end: u64) {
         self.thread.set_pending_code(code);

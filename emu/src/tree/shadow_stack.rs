@@ -89,17 +89,8 @@ impl ThreadState {
     /// terminator took a dozen instructions per event.
     #[inline]
     pub fn set_pending_code(&mut self, code: u64) {
-        const STAYS: [bool; 8] = {
-            let mut stays = [false; 8];
-            let mut code = 0;
-            while code < 8 {
-                stays[code] = Terminator::from_code(code as u64).stays_in_function();
-                code += 1;
-            }
-            stays
-        };
         self.pending = Terminator::from_code(code);
-        self.pending_stays = STAYS[if code < 7 { code } else { 7 } as usize];
+        self.pending_stays = Terminator::stays_after_code(code);
     }
 
     /// The innermost active call.

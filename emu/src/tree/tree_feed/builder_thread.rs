@@ -171,8 +171,7 @@ impl BuilderThread {
             }
             key if key & START_PENDING == START_PENDING => {
                 let (end, code) = TreeEvent::split_key(key & !START_PENDING);
-                let terminator = Terminator::from_code(u64::from(code));
-                self.tree.set_start_pending(terminator, end);
+                self.tree.set_start_pending_code(u64::from(code), end);
             }
             _ => unreachable!("unknown tree event {:#x}", event.key),
         }
