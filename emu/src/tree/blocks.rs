@@ -46,8 +46,8 @@ const BY_CODE: [Terminator; 8] = [
     Terminator::Call { indirect: false },
     Terminator::Call { indirect: true },
     Terminator::Return,
-    Terminator::Jump,
     Terminator::IndirectJump,
+    Terminator::Jump,
     Terminator::Syscall,
     Terminator::Other,
     Terminator::Other,
@@ -64,6 +64,10 @@ const STAYS_BY_CODE: [bool; 8] = {
     stays
 };
 
+/// The highest [`Terminator::code`] of a terminator after which the next
+/// block may run in another call (see [`Terminator::stays_in_function`]).
+pub const LAST_LEAVING_CODE: u64 = Terminator::IndirectJump.code();
+
 /// The slot of a terminator code in [`BY_CODE`].
 const fn code_slot(code: u64) -> usize {
     if code < 7 {
@@ -75,13 +79,18 @@ const fn code_slot(code: u64) -> usize {
 
 impl Terminator {
     /// A small number for the terminator (see [`Terminator::from_code`]).
+    /// Those after which the next block runs in another call (calls, the
+    /// return, the indirect jump) are the lowest four, up to
+    /// [`LAST_LEAVING_CODE`]: the translated code of emuprof's Unicorn build
+    /// tells them from the rest with one comparison (`emu/unicorn/0007`,
+    /// `0008`, which number them the same).
     pub const fn code(self) -> u64 {
         match self {
             Terminator::Call { indirect: false } => 0,
             Terminator::Call { indirect: true } => 1,
             Terminator::Return => 2,
-            Terminator::Jump => 3,
-            Terminator::IndirectJump => 4,
+            Terminator::IndirectJump => 3,
+            Terminator::Jump => 4,
             Terminator::Syscall => 5,
             Terminator::Other => 6,
         }
@@ -441,6 +450,23 @@ mod tests {
         assert_eq!(cache.lookup(0x1000, code.len() as u32), Some(id));
         let b = cache.get(id);
         (b.instructions, b.terminator)
+    }
+
+    #[test]
+    fn codes_up_to_the_last_leaving_one_leave_the_function() {
+        // The translated code decides whether a block sends an event with
+        // one comparison against this bound (emu/unicorn/0008).
+        for code in 0..8 {
+            let terminator = Terminator::from_code(code);
+            if code < 7 {
+                assert_eq!(terminator.code(), code);
+            }
+            assert_eq!(
+                code <= LAST_LEAVING_CODE,
+                !terminator.stays_in_function(),
+                "code {code}: {terminator:?}"
+            );
+        }
     }
 
     #[test]
