@@ -66,7 +66,7 @@ const STAYS_BY_CODE: [bool; 8] = {
 
 /// The highest [`Terminator::code`] of a terminator after which the next
 /// block may run in another call (see [`Terminator::stays_in_function`]).
-pub const LAST_LEAVING_CODE: u64 = Terminator::IndirectJump.code();
+const LAST_LEAVING_CODE: u64 = Terminator::IndirectJump.code();
 
 /// The slot of a terminator code in [`BY_CODE`].
 const fn code_slot(code: u64) -> usize {
@@ -81,7 +81,7 @@ impl Terminator {
     /// A small number for the terminator (see [`Terminator::from_code`]).
     /// Those after which the next block runs in another call (calls, the
     /// return, the indirect jump) are the lowest four, up to
-    /// [`LAST_LEAVING_CODE`]: the translated code of emuprof's Unicorn build
+    /// `LAST_LEAVING_CODE`: the translated code of emuprof's Unicorn build
     /// tells them from the rest with one comparison (`emu/unicorn/0007`,
     /// `0008`, which number them the same).
     pub const fn code(self) -> u64 {
@@ -109,13 +109,11 @@ impl Terminator {
 
     /// Whether the next block runs in the same call (a branch, a jump or
     /// fall-through, or the return from a system call), unless it starts a
-    /// function.
+    /// function: all but calls, the return and the indirect jump, whose
+    /// codes are the lowest (the translated code tests the same bound).
     #[inline]
     pub const fn stays_in_function(self) -> bool {
-        matches!(
-            self,
-            Terminator::Other | Terminator::Jump | Terminator::Syscall
-        )
+        self.code() > LAST_LEAVING_CODE
     }
 }
 
@@ -453,20 +451,24 @@ mod tests {
     }
 
     #[test]
-    fn codes_up_to_the_last_leaving_one_leave_the_function() {
-        // The translated code decides whether a block sends an event with
-        // one comparison against this bound (emu/unicorn/0008).
-        for code in 0..8 {
-            let terminator = Terminator::from_code(code);
-            if code < 7 {
-                assert_eq!(terminator.code(), code);
-            }
-            assert_eq!(
-                code <= LAST_LEAVING_CODE,
-                !terminator.stays_in_function(),
-                "code {code}: {terminator:?}"
-            );
+    fn only_calls_the_return_and_the_indirect_jump_leave_the_function() {
+        let leaving = [
+            Terminator::Call { indirect: false },
+            Terminator::Call { indirect: true },
+            Terminator::Return,
+            Terminator::IndirectJump,
+        ];
+        let staying = [Terminator::Jump, Terminator::Syscall, Terminator::Other];
+        for terminator in leaving {
+            assert!(!terminator.stays_in_function(), "{terminator:?}");
         }
+        for terminator in staying {
+            assert!(terminator.stays_in_function(), "{terminator:?}");
+        }
+        for code in 0..7 {
+            assert_eq!(Terminator::from_code(code).code(), code);
+        }
+        assert_eq!(Terminator::from_code(99), Terminator::Other);
     }
 
     #[test]
