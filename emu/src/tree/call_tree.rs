@@ -209,6 +209,28 @@ impl CallTreeBuilder {
         returns
     }
 
+    /// A call of the function at `block` that returns to where the call
+    /// was made (the block before set the pending call, see
+    /// [`CallTreeBuilder::set_start_pending_code`]) after running `leaf`
+    /// in it alone: what [`CallTreeBuilder::enter`] (a call), counting
+    /// `leaf` and [`CallTreeBuilder::return_to_innermost`] do, in one step
+    /// and without a frame. Half the calls of a recursion are such, and
+    /// most calls of a call-heavy program.
+    #[inline]
+    pub fn leaf_call(&mut self, block: &BlockEvent, sp: u64, leaf: Costs) {
+        let Terminator::Call { indirect } = self.thread.pending else {
+            unreachable!("a leaf call after {:?}", self.thread.pending);
+        };
+        self.settle_self_cost();
+        let node = self.enter_node(block.address, sp, indirect);
+        self.executed += leaf.instructions;
+        let cost = leaf.masked(self.counted_mask);
+        self.total += cost;
+        self.self_mark = self.total;
+        add_self(&mut self.nodes[node as usize], cost);
+        self.close_node(node, cost);
+    }
+
     /// Records a system call made from the current context.
     pub fn on_syscall(&mut self) {
         let node = self.thread.top().node;
@@ -419,19 +441,7 @@ impl CallTreeBuilder {
     /// is where a real `call` returns to, 0 for an inferred call.
     fn push(&mut self, entry: u64, sp: u64, indirect: bool, return_address: u64) {
         self.settle_self_cost();
-        let parent = self.thread.top().node;
-        let node = self.child(parent, entry);
-        let n = &mut self.nodes[node as usize];
-        if n.calls == 0 {
-            n.return_address = self.thread.pending_return;
-        }
-        n.calls += 1;
-        if indirect {
-            n.indirect_calls += 1;
-        }
-        n.max_stack_bytes = n
-            .max_stack_bytes
-            .max(self.thread.initial_sp.saturating_sub(sp));
+        let node = self.enter_node(entry, sp, indirect);
         self.thread.frames.push(Frame {
             node,
             sp,
@@ -453,9 +463,34 @@ impl CallTreeBuilder {
         popped
     }
 
+    /// The context of a call of `entry` from the innermost one, counted
+    /// as called once more (with stack pointer `sp` at its entry).
+    #[inline(always)]
+    fn enter_node(&mut self, entry: u64, sp: u64, indirect: bool) -> NodeId {
+        let parent = self.thread.top().node;
+        let node = self.child(parent, entry);
+        let n = &mut self.nodes[node as usize];
+        if n.calls == 0 {
+            n.return_address = self.thread.pending_return;
+        }
+        n.calls += 1;
+        if indirect {
+            n.indirect_calls += 1;
+        }
+        n.max_stack_bytes = n
+            .max_stack_bytes
+            .max(self.thread.initial_sp.saturating_sub(sp));
+        node
+    }
+
     fn close(&mut self, frame: Frame) {
-        let cost = self.total - frame.entry_total;
-        let n = &mut self.nodes[frame.node as usize];
+        self.close_node(frame.node, self.total - frame.entry_total);
+    }
+
+    /// A call in context `node` that cost `cost` ended.
+    #[inline(always)]
+    fn close_node(&mut self, node: NodeId, cost: Costs) {
+        let n = &mut self.nodes[node as usize];
         n.inclusive_instructions += cost.instructions;
         n.inclusive_cycles += cost.cycles;
         n.min_instructions = n.min_instructions.min(cost.instructions);
@@ -465,7 +500,7 @@ impl CallTreeBuilder {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn child(&mut self, parent: NodeId, entry: u64) -> NodeId {
         let (last_entry, last_child) = self.last_call[parent as usize];
         if last_entry == entry {
@@ -484,6 +519,8 @@ impl CallTreeBuilder {
         child
     }
 
+    #[cold]
+    #[inline(never)]
     fn child_slow(&mut self, parent: NodeId, entry: u64) -> NodeId {
         let next = self.nodes.len() as NodeId;
         let id = *self.children.entry((parent, entry)).or_insert(next);

@@ -35,6 +35,15 @@ impl CallTreeBuilder {
         self.executed >= self.attention_at
     }
 
+    /// Whether `instructions` more (however they come, and whatever
+    /// returns among them) leave the tree without need of attention: then
+    /// the builder need not ask after each event.
+    #[inline]
+    pub fn quiet_for(&self, instructions: u64) -> bool {
+        self.watched_entry == u64::MAX
+            && self.executed.saturating_add(instructions) < self.attention_at
+    }
+
     /// Sets when the builder thread looks next: at the executed
     /// instructions reaching `at`.
     pub fn attend_at(&mut self, at: u64) {

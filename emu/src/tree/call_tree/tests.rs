@@ -253,3 +253,56 @@ fn collection_off_keeps_the_tree_and_counts_nothing() {
     assert_eq!((f.min_instructions, f.max_instructions), (0, 4));
     assert_eq!(node(&nodes, &[0x100]).self_instructions, 5);
 }
+
+/// The events of `calls` leaf calls of 0x200 from 0x100 (each entered with
+/// stack pointer `SP0 - 8 * n`, running 5 + n instructions), applied as
+/// the builder does without (`fused`: false) or with leaf calls.
+fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.count(3, 9);
+    for n in 0..calls {
+        // The caller's block ends in a call at 0x105 + n.
+        b.set_start_pending_code(
+            Terminator::Call {
+                indirect: n % 2 == 1,
+            }
+            .code(),
+            0x105 + n,
+        );
+        let callee = entry(0x200, 0, RET);
+        let (instructions, cycles) = (5 + n, 7 * n);
+        if fused {
+            b.leaf_call(
+                &callee,
+                SP0 - 8 * n,
+                Costs {
+                    instructions,
+                    cycles,
+                },
+            );
+        } else {
+            assert!(b.enter(&callee, || SP0 - 8 * n));
+            b.count(instructions, cycles);
+            assert!(b.return_to_innermost(0x105 + n));
+        }
+        b.count(2, 4);
+    }
+    b.finish()
+}
+
+#[test]
+fn a_leaf_call_in_one_step_counts_as_a_call_and_its_return() {
+    let (apart, fused) = (leaf_calls(5, false), leaf_calls(5, true));
+    assert_eq!(apart.nodes, fused.nodes);
+    assert_eq!(
+        (apart.total, apart.total_cycles),
+        (fused.total, fused.total_cycles)
+    );
+    let f = node(&fused.nodes, &[0x100, 0x200]);
+    assert_eq!(
+        (f.calls, f.indirect_calls, f.inclusive_instructions),
+        (5, 2, 5 * 5 + 10)
+    );
+    assert_eq!((f.min_instructions, f.max_instructions), (5, 9));
+    assert_eq!(f.return_address, 0x105);
+}

@@ -21,6 +21,9 @@ use crate::tree::costs::Costs;
 /// The code of a block ending in `ret` in an event's `last`.
 const RETURN: u64 = Terminator::Return.code();
 
+/// The highest code of a block ending in a call (direct ones first).
+const CALL_INDIRECT: u64 = Terminator::Call { indirect: true }.code();
+
 /// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
 
@@ -186,11 +189,38 @@ impl BuilderThread {
         if !self.applying {
             return true;
         }
-        let (pairs, _) = events.as_chunks::<2>();
-        for &[event, after] in pairs {
+        let (mut pairs, _) = events.as_chunks::<2>();
+        // Most batches cannot reach the instruction limit or a cut: their
+        // events need no look after each (and calls that return at once
+        // can be applied in one step).
+        if self.tree.quiet_for(clocks.0 - self.clocks.0) {
+            let applied = self.apply_pairs::<true>(pairs);
+            pairs = &pairs[applied..];
+        }
+        let applied = self.apply_pairs::<false>(pairs);
+        if applied < pairs.len() {
+            return true;
+        }
+        !self.credit(clocks.0 - self.clocks.0, clocks.1 - self.clocks.1)
+    }
+
+    /// Applies `pairs` (see [`Self::apply_events_only`]) in order; returns
+    /// how many it applied. `QUIET`: none of them can reach the tree's
+    /// attention mark (see [`CallTreeBuilder::quiet_for`]), so none is
+    /// looked after, a call whose return comes with the next pair is
+    /// applied with it in one step, and it stops after an event that may
+    /// change that (any but a system call). Otherwise it stops at the
+    /// instruction limit.
+    #[inline(always)]
+    fn apply_pairs<const QUIET: bool>(&mut self, pairs: &[[TreeEvent; 2]]) -> usize {
+        let mut index = 0;
+        while let Some(&[event, after]) = pairs.get(index) {
+            index += 1;
             let (instructions, cycles) = gained(pack(self.clocks.0, self.clocks.1), after.sp);
-            if !self.credit(instructions, cycles) {
-                return true;
+            if QUIET {
+                self.count(instructions, cycles);
+            } else if !self.credit(instructions, cycles) {
+                return index - 1;
             }
             let last = after.key & !COUNTED_BY_BUILDER;
             // Half the events of a call-heavy program: a return to the
@@ -208,6 +238,9 @@ impl BuilderThread {
             self.tree.set_start_pending_code(last & 0xff, last >> 8);
             if event.key & SPECIAL != 0 {
                 self.special(event);
+                if QUIET && event.key != SYSCALL {
+                    return index;
+                }
                 continue;
             }
             let id = self.cached_block_id(event.key);
@@ -215,11 +248,38 @@ impl BuilderThread {
             if after.key & COUNTED_BY_BUILDER != 0 {
                 block.executions += 1;
             }
+            if QUIET && last & 0xff <= CALL_INDIRECT {
+                if let Some(&[next, next_after]) = pairs.get(index) {
+                    // The call returns with the next event: to where it
+                    // was made, from a block that ends in `ret`.
+                    if next_after.key & (0xff | COUNTED_BY_BUILDER) == RETURN
+                        && next.key & SPECIAL == 0
+                        && TreeEvent::split_key(next.key).0 == last >> 8
+                        && last >> 8 != 0
+                    {
+                        index += 1;
+                        let (instructions, cycles) =
+                            gained(pack(self.clocks.0, self.clocks.1), next_after.sp);
+                        self.clocks.0 += instructions;
+                        self.clocks.1 += cycles;
+                        self.tree.leaf_call(
+                            &block.event,
+                            event.sp,
+                            Costs {
+                                instructions,
+                                cycles,
+                            },
+                        );
+                        block.event.is_function_start = true;
+                        continue;
+                    }
+                }
+            }
             if self.tree.enter(&block.event, || event.sp) {
                 block.event.is_function_start = true;
             }
         }
-        !self.credit(clocks.0 - self.clocks.0, clocks.1 - self.clocks.1)
+        index
     }
 
     /// Counts what ran since the last credit in the current context, and
@@ -227,13 +287,19 @@ impl BuilderThread {
     /// nothing more).
     #[inline]
     fn credit(&mut self, instructions: u64, cycles: u64) -> bool {
-        self.clocks.0 += instructions;
-        self.clocks.1 += cycles;
-        self.tree.count(instructions, cycles);
+        self.count(instructions, cycles);
         if self.tree.needs_attention() && self.attend() {
             self.applying = false;
         }
         self.applying
+    }
+
+    /// Counts what ran since the last credit in the current context.
+    #[inline(always)]
+    fn count(&mut self, instructions: u64, cycles: u64) {
+        self.clocks.0 += instructions;
+        self.clocks.1 += cycles;
+        self.tree.count(instructions, cycles);
     }
 
     /// Whether the batch just received had every run so far: only then
