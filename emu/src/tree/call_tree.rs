@@ -196,17 +196,25 @@ impl CallTreeBuilder {
         }
     }
 
-    /// After a `ret` (see [`CallTreeBuilder::set_start_pending_code`]): pops the
-    /// innermost call when the block at `address` is where it returns to,
-    /// the common case, which needs nothing of the block but its address;
-    /// false when the return needs [`CallTreeBuilder::enter`].
+    /// After a `ret` (see [`CallTreeBuilder::set_start_pending_code`]) to
+    /// the block at `address`, with stack pointer `sp`: pops the innermost
+    /// call when that block is where it returns to, the common case, which
+    /// needs nothing of the block but its address; or the innermost call
+    /// and the one tail call it made (a function that ends by jumping to
+    /// another, like musl's `qsort` comparison wrapper), as the general
+    /// return would; false when the return needs
+    /// [`CallTreeBuilder::enter`].
     #[inline(always)]
-    pub fn return_to_innermost(&mut self, address: u64) -> bool {
-        let returns = self.returns_to_innermost(address);
-        if returns {
+    pub fn return_to_innermost(&mut self, address: u64, sp: u64) -> bool {
+        if self.returns_to_innermost(address) {
             self.pop_innermost();
+            true
+        } else if self.returns_through_tail_call(address, sp) {
+            self.unwind_to(sp);
+            true
+        } else {
+            false
         }
-        returns
     }
 
     /// A call of the function at `block` that returns to where the call
@@ -381,6 +389,27 @@ impl CallTreeBuilder {
     fn returns_to_innermost(&self, address: u64) -> bool {
         let top = self.thread.top();
         self.thread.frames.len() > 1 && top.return_address != 0 && top.return_address == address
+    }
+
+    /// Whether a `ret` to `address` with stack pointer `sp` returns from a
+    /// tail call (a frame with no return address) of the innermost real
+    /// call to where that call returns, popping exactly these two frames
+    /// (what [`Self::unwind_to`] would do: both lie below `sp`, the next
+    /// one does not, or is the root).
+    #[inline]
+    fn returns_through_tail_call(&self, address: u64, sp: u64) -> bool {
+        let frames = &self.thread.frames;
+        let count = frames.len();
+        if count < 3 {
+            return false;
+        }
+        let (tail, call, outer) = (&frames[count - 1], &frames[count - 2], &frames[count - 3]);
+        tail.return_address == 0
+            && call.return_address != 0
+            && call.return_address == address
+            && tail.sp < sp
+            && call.sp < sp
+            && (count == 3 || outer.sp >= sp)
     }
 
     #[inline]

@@ -283,7 +283,7 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
         } else {
             assert!(b.enter(&callee, || SP0 - 8 * n));
             b.count(instructions, cycles);
-            assert!(b.return_to_innermost(0x105 + n));
+            assert!(b.return_to_innermost(0x105 + n, SP0));
         }
         b.count(2, 4);
     }
@@ -305,4 +305,43 @@ fn a_leaf_call_in_one_step_counts_as_a_call_and_its_return() {
     );
     assert_eq!((f.min_instructions, f.max_instructions), (5, 9));
     assert_eq!(f.return_address, 0x105);
+}
+
+/// `_start` calls 0x200, which jumps to the function at 0x300 (a tail
+/// call), which returns to `_start`: block by block (`fast`: false), or
+/// with the return applied by `return_to_innermost`.
+fn return_through_tail_call(fast: bool) -> FinishedTree {
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.on_block(entry(0x100, 3, CALL), || SP0);
+    b.on_block(entry(0x200, 1, Terminator::Jump), || SP0 - 8);
+    b.on_block(entry(0x300, 4, RET), || SP0 - 8);
+    if fast {
+        assert!(b.return_to_innermost(0x105, SP0));
+        b.count(2, 6);
+    } else {
+        b.on_block(block(0x105, 2, Terminator::Other), || SP0);
+    }
+    b.finish()
+}
+
+#[test]
+fn a_return_through_a_tail_call_pops_both_calls_as_the_general_return_does() {
+    let (general, fast) = (
+        return_through_tail_call(false),
+        return_through_tail_call(true),
+    );
+    assert_eq!(general.nodes, fast.nodes);
+    assert_eq!(general.total, fast.total);
+    let tail = node(&fast.nodes, &[0x100, 0x200, 0x300]);
+    assert_eq!((tail.calls, tail.inclusive_instructions), (1, 4));
+    let caller = node(&fast.nodes, &[0x100, 0x200]);
+    assert_eq!((caller.calls, caller.inclusive_instructions), (1, 5));
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.on_block(entry(0x100, 3, CALL), || SP0);
+    b.on_block(entry(0x200, 1, Terminator::Jump), || SP0 - 8);
+    b.on_block(entry(0x300, 4, RET), || SP0 - 8);
+    // Not to where the call returns, or the stack pointer still below a
+    // frame: the general return decides.
+    assert!(!b.return_to_innermost(0x999, SP0));
+    assert!(!b.return_to_innermost(0x105, SP0 - 8));
 }

@@ -231,7 +231,7 @@ impl BuilderThread {
                 && event.key & SPECIAL == 0
                 && self
                     .tree
-                    .return_to_innermost(TreeEvent::split_key(event.key).0)
+                    .return_to_innermost(TreeEvent::split_key(event.key).0, event.sp)
             {
                 continue;
             }
