@@ -96,6 +96,13 @@ impl Terminator {
         }
     }
 
+    /// Whether the terminator with this [`Terminator::code`] is a call
+    /// (direct or indirect: the two lowest codes).
+    #[inline]
+    pub const fn is_call_code(code: u64) -> bool {
+        code <= Terminator::Call { indirect: true }.code()
+    }
+
     /// The terminator with this [`Terminator::code`] (`Other` for any
     /// other number).
     pub const fn from_code(code: u64) -> Terminator {
@@ -467,6 +474,10 @@ mod tests {
         }
         for code in 0..7 {
             assert_eq!(Terminator::from_code(code).code(), code);
+            assert_eq!(
+                Terminator::is_call_code(code),
+                matches!(Terminator::from_code(code), Terminator::Call { .. })
+            );
         }
         assert_eq!(Terminator::from_code(99), Terminator::Other);
     }

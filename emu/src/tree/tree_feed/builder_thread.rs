@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use emuprof_loader::FunctionStarts;
 
-use super::clocks::{gained, pack};
+use super::clocks::Clocks;
 use super::events_only::COUNTED_BY_BUILDER;
 use super::{
     BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME,
@@ -20,9 +20,6 @@ use crate::tree::costs::Costs;
 
 /// The code of a block ending in `ret` in an event's `last`.
 const RETURN: u64 = Terminator::Return.code();
-
-/// The highest code of a block ending in a call (direct ones first).
-const CALL_INDIRECT: u64 = Terminator::Call { indirect: true }.code();
 
 /// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
@@ -57,7 +54,7 @@ pub(super) struct BuilderThread {
     last_request: (usize, u64, u64),
     /// The clocks (instructions, cycles) as far as events sent only where
     /// the call tree can change have been credited.
-    clocks: (u64, u64),
+    clocks: Clocks,
     /// Whether a part asked for may be cut now: not while blocks send
     /// events only where the call tree can change and their runs since
     /// the last batch are still in the run counters.
@@ -85,7 +82,7 @@ impl BuilderThread {
             simulator: None,
             cutter: None,
             last_request: (NO_BLOCK, 0, 0),
-            clocks: (0, 0),
+            clocks: Clocks::default(),
             cut_allowed: true,
         }
     }
@@ -193,7 +190,7 @@ impl BuilderThread {
         // Most batches cannot reach the instruction limit or a cut: their
         // events need no look after each (and calls that return at once
         // can be applied in one step).
-        if self.tree.quiet_for(clocks.0 - self.clocks.0) {
+        if self.tree.quiet_for(clocks.0 - self.clocks.instructions) {
             let applied = self.apply_pairs::<true>(pairs);
             pairs = &pairs[applied..];
         }
@@ -201,7 +198,8 @@ impl BuilderThread {
         if applied < pairs.len() {
             return true;
         }
-        !self.credit(clocks.0 - self.clocks.0, clocks.1 - self.clocks.1)
+        let rest = self.clocks.move_to(clocks.0, clocks.1);
+        !self.credit(rest)
     }
 
     /// Applies `pairs` (see [`Self::apply_events_only`]) in order; returns
@@ -216,10 +214,10 @@ impl BuilderThread {
         let mut index = 0;
         while let Some(&[event, after]) = pairs.get(index) {
             index += 1;
-            let (instructions, cycles) = gained(pack(self.clocks.0, self.clocks.1), after.sp);
+            let gain = self.clocks.catch_up(after.sp);
             if QUIET {
-                self.count(instructions, cycles);
-            } else if !self.credit(instructions, cycles) {
+                self.tree.count(gain.instructions, gain.cycles);
+            } else if !self.credit(gain) {
                 return index - 1;
             }
             let last = after.key & !COUNTED_BY_BUILDER;
@@ -248,7 +246,7 @@ impl BuilderThread {
             if after.key & COUNTED_BY_BUILDER != 0 {
                 block.executions += 1;
             }
-            if QUIET && last & 0xff <= CALL_INDIRECT {
+            if QUIET && Terminator::is_call_code(last & 0xff) {
                 if let Some(&[next, next_after]) = pairs.get(index) {
                     // The call returns with the next event: to where it
                     // was made, from a block that ends in `ret`.
@@ -258,18 +256,8 @@ impl BuilderThread {
                         && last >> 8 != 0
                     {
                         index += 1;
-                        let (instructions, cycles) =
-                            gained(pack(self.clocks.0, self.clocks.1), next_after.sp);
-                        self.clocks.0 += instructions;
-                        self.clocks.1 += cycles;
-                        self.tree.leaf_call(
-                            &block.event,
-                            event.sp,
-                            Costs {
-                                instructions,
-                                cycles,
-                            },
-                        );
+                        let leaf = self.clocks.catch_up(next_after.sp);
+                        self.tree.leaf_call(&block.event, event.sp, leaf);
                         block.event.is_function_start = true;
                         continue;
                     }
@@ -282,24 +270,16 @@ impl BuilderThread {
         index
     }
 
-    /// Counts what ran since the last credit in the current context, and
-    /// stops at the instruction limit: false once it did (it applies
-    /// nothing more).
+    /// Counts `gain`, what ran since the last credit, in the current
+    /// context, and stops at the instruction limit: false once it did (it
+    /// applies nothing more).
     #[inline]
-    fn credit(&mut self, instructions: u64, cycles: u64) -> bool {
-        self.count(instructions, cycles);
+    fn credit(&mut self, gain: Costs) -> bool {
+        self.tree.count(gain.instructions, gain.cycles);
         if self.tree.needs_attention() && self.attend() {
             self.applying = false;
         }
         self.applying
-    }
-
-    /// Counts what ran since the last credit in the current context.
-    #[inline(always)]
-    fn count(&mut self, instructions: u64, cycles: u64) {
-        self.clocks.0 += instructions;
-        self.clocks.1 += cycles;
-        self.tree.count(instructions, cycles);
     }
 
     /// Whether the batch just received had every run so far: only then

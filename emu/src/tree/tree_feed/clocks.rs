@@ -10,6 +10,8 @@
 //! and a batch holds at most a few thousand blocks (a block is at most a
 //! few hundred instructions, each of a few hundred cycles at most).
 
+use crate::tree::costs::Costs;
+
 /// Instructions and cycles run, in full, as of the packed word `packed`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Clocks {
@@ -19,13 +21,34 @@ pub(super) struct Clocks {
 }
 
 impl Clocks {
-    /// Brings the counts up to the packed word, read now.
+    /// Brings the counts up to the packed word, read now; returns what
+    /// they gained.
     #[inline]
-    pub fn catch_up(&mut self, packed: u64) {
+    pub fn catch_up(&mut self, packed: u64) -> Costs {
         let (instructions, cycles) = gained(self.packed, packed);
         self.instructions += instructions;
         self.cycles += cycles;
         self.packed = packed;
+        Costs {
+            instructions,
+            cycles,
+        }
+    }
+
+    /// Moves the counts to `instructions` and `cycles` in full (no fewer
+    /// than they are); returns what they gained.
+    #[inline]
+    pub fn move_to(&mut self, instructions: u64, cycles: u64) -> Costs {
+        let gain = Costs {
+            instructions: instructions - self.instructions,
+            cycles: cycles - self.cycles,
+        };
+        *self = Clocks {
+            instructions,
+            cycles,
+            packed: pack(instructions, cycles),
+        };
+        gain
     }
 }
 
