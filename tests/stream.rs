@@ -174,9 +174,11 @@ fn the_web_page_of_a_streamed_run_follows_it_to_the_final_totals() {
     };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let address = format!("127.0.0.1:{}", free_port());
-    // Long enough (40 rounds) to be seen running: the run starts when the
-    // page's server attaches, before the page loads.
-    let run = serve_with(&["40", "fib"], &["--serve", &address, "--serve-wait"]);
+    // Long enough (200 rounds, a few seconds) to be seen running: the run
+    // starts when the page's server attaches, before the page loads, and
+    // chromium can take longer to load it than 40 rounds ran (0.8 s) when
+    // the whole suite runs at once.
+    let run = serve_with(&["200", "fib"], &["--serve", &address, "--serve-wait"]);
     let dir = tempfile::tempdir().expect("temp dir");
     let (_chromium, mut page) = start_chromium(&chromium, &dir.path().join("chromium"));
     drop(connect(&address, || TcpStream::connect(&address)));
