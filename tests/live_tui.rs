@@ -113,8 +113,8 @@ fn a_finished_run_waits_for_a_key_and_writes_the_same_profile() {
     tmux.send("C");
     let closed = tmux.wait_for("every row closed", |s| s.contains("▸ __libc_start_main"));
     assert!(!closed.contains("▾ main"), "{closed}");
-    tmux.send("Down");
-    tmux.send("Right");
+    // Both keys in one read: the second must not wait for a third.
+    tmux.send_at_once(&["Down", "Right"]);
     tmux.wait_for("the selected row opened", |s| {
         s.contains("▾ __libc_start_main") && s.contains("▸ __libc_start_call_main")
     });

@@ -67,8 +67,15 @@ impl Tmux {
 
     /// Types `key` (tmux key names: `q`, `Enter`, `C-c`, `Down`…).
     pub fn send(&self, key: &str) {
+        self.send_at_once(&[key]);
+    }
+
+    /// Types `keys` in one burst, the way fast typing or a paste arrives:
+    /// the program reads them with one `read`.
+    pub fn send_at_once(&self, keys: &[&str]) {
         Command::new("tmux")
-            .args(["-S", &self.socket, "send-keys", key])
+            .args(["-S", &self.socket, "send-keys"])
+            .args(keys)
             .status()
             .expect("tmux send-keys");
     }

@@ -255,7 +255,7 @@ impl Screen {
     }
 
     fn read_key(&mut self, table: &LiveTable, wait: Duration) -> Result<Key> {
-        match wait_for_input(wait) {
+        match wait_for_key(wait)? {
             Input::None => return Ok(Key::None),
             Input::HungUp => {
                 // Reading it would return end of file at once, for ever
@@ -266,9 +266,6 @@ impl Screen {
                 return Ok(Key::Quit);
             }
             Input::Ready => {}
-        }
-        if !event::poll(Duration::ZERO)? {
-            return Ok(Key::None);
         }
         let Event::Key(key) = event::read()? else {
             return Ok(Key::None);
@@ -377,6 +374,28 @@ enum Input {
     /// It went away (its window closed, `tmux kill-server`, a dropped SSH
     /// link): `poll` says so with `POLLHUP`.
     HungUp,
+}
+
+/// Waits up to `wait` for a key crossterm can read at once, or for the
+/// terminal to go away.
+///
+/// Keys crossterm has already read come first, without waiting: keys typed
+/// fast or pasted arrive in one `read`, crossterm keeps all but the first
+/// for later, and stdin has nothing more to say about them. A hung-up
+/// terminal is looked for before crossterm is asked (it would read the end
+/// of file in a loop).
+fn wait_for_key(wait: Duration) -> Result<Input> {
+    for wait in [Duration::ZERO, wait] {
+        match wait_for_input(wait) {
+            Input::HungUp => return Ok(Input::HungUp),
+            Input::None if !wait.is_zero() => return Ok(Input::None),
+            Input::None | Input::Ready => {}
+        }
+        if event::poll(Duration::ZERO)? {
+            return Ok(Input::Ready);
+        }
+    }
+    Ok(Input::None)
 }
 
 /// Waits up to `wait` for the terminal on stdin to have input or to go
