@@ -81,12 +81,14 @@ impl Tmux {
     }
 
     /// Captures until `pred` holds; panics after 180 s (a loaded host runs
-    /// the guest slowly) with the last screen.
+    /// the guest slowly) with the last screen. Only a settled screen counts
+    /// (the same in the capture right after): a capture may catch the view
+    /// half redrawn, its first changed lines new and the rest old.
     pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let screen = self.capture();
-            if pred(&screen) {
+            if pred(&screen) && self.capture() == screen {
                 return screen;
             }
             assert!(
