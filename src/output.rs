@@ -144,9 +144,14 @@ fn regular(path: &Path) -> io::Result<Kind> {
     Ok(Kind::Regular { dir, name })
 }
 
-/// Temporary file, then fsync, then `renameat` over `name`, all relative to
-/// `dir`. `renameat` replaces whatever entry holds `name` (a symlink the guest
+/// Temporary file, then `renameat` over `name`, all relative to `dir`.
+/// `renameat` replaces whatever entry holds `name` (a symlink the guest
 /// planted included) and never follows it.
+///
+/// Readers, and emuprof dying at any point, see the old file or the whole
+/// new one. The file is not `fsync`ed: that only guards against the
+/// machine losing power, as no compiler or profiler output is, and it cost
+/// 2–3 ms per run on ext4 (7 % of profiling a program that exits at once).
 fn write_in_dir(
     dir: &File,
     name: &OsStr,
@@ -158,7 +163,6 @@ fn write_in_dir(
         write(&mut w)?;
         w.flush()?;
     }
-    tmp.file.sync_all()?;
     let target = c_name(name)?;
     // SAFETY: both names are valid C strings and `dir` is an open directory.
     let ret = unsafe {

@@ -6,6 +6,9 @@
 //! runs. A static `ET_EXEC` runs at its link addresses (bias 0); a static-pie is
 //! placed the way Linux places a PIE with address randomisation off.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use goblin::elf::program_header::{PF_R, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, PT_PHDR, PT_TLS};
 use goblin::elf::{Elf, ProgramHeader};
 
@@ -82,13 +85,42 @@ pub struct Segment {
     /// Size in memory; at least `data.len()`.
     pub mem_size: u64,
     /// The bytes from the file; the remaining `mem_size - data.len()` bytes are zero.
-    pub data: Vec<u8>,
+    pub data: FileBytes,
     /// `PF_R`.
     pub readable: bool,
     /// `PF_W`.
     pub writable: bool,
     /// `PF_X`.
     pub executable: bool,
+}
+
+/// A range of the bytes of a file read once, shared rather than copied
+/// (a segment's bytes are the file's: copying them cost a page fault per
+/// 4 KiB, a millisecond for a 2 MB program).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileBytes {
+    file: Arc<[u8]>,
+    range: Range<usize>,
+}
+
+impl FileBytes {
+    /// `range` of `file`, `None` when the file is shorter.
+    pub fn new(file: &Arc<[u8]>, range: Range<usize>) -> Option<FileBytes> {
+        file.get(range.clone())?;
+        Some(FileBytes {
+            file: Arc::clone(file),
+            range,
+        })
+    }
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // In bounds: checked when made.
+        &self.file[self.range.clone()]
+    }
 }
 
 impl Segment {
@@ -123,7 +155,7 @@ impl Image {
     /// there).
     pub(crate) fn build(
         elf: &Elf<'_>,
-        bytes: &[u8],
+        bytes: &Arc<[u8]>,
         kind: ImageKind,
         base: u64,
     ) -> Result<Image, ElfProblem> {
@@ -193,7 +225,7 @@ fn static_pie_bias(lowest_vaddr: u64) -> Result<u64, ElfProblem> {
 /// Validates every `PT_LOAD` and copies its file bytes; sorted, no overlap.
 fn build_segments(
     headers: &[&ProgramHeader],
-    bytes: &[u8],
+    bytes: &Arc<[u8]>,
     bias: u64,
 ) -> Result<Vec<Segment>, ElfProblem> {
     let mut segments = Vec::with_capacity(headers.len());
@@ -234,7 +266,7 @@ fn build_segments(
     Ok(segments)
 }
 
-fn build_segment(ph: &ProgramHeader, bytes: &[u8], bias: u64) -> Result<Segment, ElfProblem> {
+fn build_segment(ph: &ProgramHeader, bytes: &Arc<[u8]>, bias: u64) -> Result<Segment, ElfProblem> {
     let absurd = |detail: String| ElfProblem::AbsurdSegment { detail };
     if ph.p_memsz > MAX_SEGMENT_SIZE {
         return Err(absurd(format!(
@@ -268,7 +300,7 @@ fn build_segment(ph: &ProgramHeader, bytes: &[u8], bias: u64) -> Result<Segment,
         .zip(usize::try_from(ph.p_filesz).ok())
         .and_then(|(start, len)| Some(start..start.checked_add(len)?));
     let data = file_range
-        .and_then(|range| bytes.get(range))
+        .and_then(|range| FileBytes::new(bytes, range))
         .ok_or_else(|| ElfProblem::Corrupt {
             detail: format!(
                 "segment at p_vaddr {:#x} needs file bytes {:#x}+{:#x} but the file has only {:#x}",
@@ -281,7 +313,7 @@ fn build_segment(ph: &ProgramHeader, bytes: &[u8], bias: u64) -> Result<Segment,
     Ok(Segment {
         address,
         mem_size: ph.p_memsz,
-        data: data.to_vec(),
+        data,
         readable: ph.p_flags & PF_R != 0,
         writable: ph.p_flags & PF_W != 0,
         executable: ph.p_flags & PF_X != 0,

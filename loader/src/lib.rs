@@ -45,8 +45,8 @@ pub use demangle::demangle;
 pub use dwarf::{SourceFrame, SourceLocation};
 pub use error::{ElfProblem, LoadError};
 pub use image::{
-    Image, ImageKind, Segment, TlsTemplate, MAX_SEGMENT_SIZE, PAGE_SIZE, STATIC_PIE_BASE,
-    USER_SPACE_END,
+    FileBytes, Image, ImageKind, Segment, TlsTemplate, MAX_SEGMENT_SIZE, PAGE_SIZE,
+    STATIC_PIE_BASE, USER_SPACE_END,
 };
 mod regular_file;
 pub use regular_file::file_kind;
