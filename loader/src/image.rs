@@ -97,10 +97,30 @@ pub struct Segment {
 /// A range of the bytes of a file read once, shared rather than copied
 /// (a segment's bytes are the file's: copying them cost a page fault per
 /// 4 KiB, a millisecond for a 2 MB program).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct FileBytes {
     file: Arc<[u8]>,
     range: Range<usize>,
+}
+
+/// Equal when the bytes are, wherever they come from.
+impl PartialEq for FileBytes {
+    fn eq(&self, other: &FileBytes) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for FileBytes {}
+
+/// Where in the file, not the whole file.
+impl std::fmt::Debug for FileBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "FileBytes({:#x}..{:#x})",
+            self.range.start, self.range.end
+        )
+    }
 }
 
 impl FileBytes {
