@@ -210,7 +210,9 @@ impl CallTreeBuilder {
             self.pop_innermost();
             true
         } else if self.returns_through_tail_call(address, sp) {
-            self.unwind_to(sp);
+            // The two frames it checked, as `unwind_to` would pop them.
+            self.pop_innermost();
+            self.pop_innermost();
             true
         } else {
             false
@@ -450,7 +452,12 @@ impl CallTreeBuilder {
             }
             Terminator::IndirectJump => {
                 let sp = read_sp();
-                self.unwind_to(sp);
+                // Nearly always nothing to pop (a function ending in a jump
+                // to another, as musl's `qsort` calls its comparison):
+                // then no frame changes here, and no cost needs settling.
+                if self.returned_below(sp) {
+                    self.unwind_to(sp);
+                }
                 if block.is_function_start {
                     self.tail_call(block.address, sp);
                 }
@@ -479,11 +486,18 @@ impl CallTreeBuilder {
         });
     }
 
+    /// Whether the innermost frame (not the root) has a stack pointer below
+    /// `sp`: a stack pointer of `sp` has left it.
+    #[inline]
+    fn returned_below(&self, sp: u64) -> bool {
+        self.thread.frames.len() > 1 && self.thread.top().sp < sp
+    }
+
     /// Pops every frame (except the root) whose stack pointer is below `sp`.
     fn unwind_to(&mut self, sp: u64) -> usize {
         self.settle_self_cost();
         let mut popped = 0;
-        while self.thread.frames.len() > 1 && self.thread.top().sp < sp {
+        while self.returned_below(sp) {
             if let Some(frame) = self.thread.frames.pop() {
                 self.close(frame);
                 popped += 1;
