@@ -212,33 +212,45 @@ def emuprof_total(path):
 
 
 def measure(tool, case, repeats, tools, expected_code, pin=False):
+    """`repeats` runs of one tool on one case, one after the other."""
     measurement = Measurement()
+    for _ in range(repeats):
+        if not measure_once(measurement, tool, case, tools, expected_code, pin):
+            break
+    return measurement
+
+
+def measure_once(measurement, tool, case, tools, expected_code, pin=False):
+    """Adds one run of `tool` on `case` to `measurement`; False once the tool
+    cannot be measured (not installed, another exit status than
+    `expected_code`, no usable profile: `measurement.failure` says which)."""
+    if measurement.failure:
+        return False
     if tool in TOOL_EXECUTABLE and tools.get(TOOL_EXECUTABLE[tool]) is None:
         measurement.failure = "not installed or not runnable"
-        return measurement
-    for _ in range(repeats):
-        with tempfile.TemporaryDirectory(prefix="emuprof-bench-") as scratch:
-            workdir = Path(scratch)
-            argv, profile = tool_argv(tool, case, workdir, tools, pin)
-            code, seconds, cpu_seconds, peak, stderr = run_once(argv, workdir, capture_stderr=tool == "emuprof")
-            measurement.exit_code = code
-            if expected_code is not None and code != expected_code:
-                detail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
-                measurement.failure = f"exit status {code} (native: {expected_code}) {detail}".strip()
-                return measurement
-            try:
-                if tool == "callgrind":
-                    measurement.instructions = callgrind_total(profile)
-                elif tool == "emuprof":
-                    measurement.instructions = emuprof_total(profile)
-            except (OSError, ValueError, KeyError, TypeError) as error:
-                measurement.failure = f"no usable profile ({error})"
-                return measurement
-            measurement.seconds.append(seconds)
-            measurement.cpu_seconds.append(cpu_seconds)
-            if peak is not None:
-                measurement.peak_kib.append(peak)
-    return measurement
+        return False
+    with tempfile.TemporaryDirectory(prefix="emuprof-bench-") as scratch:
+        workdir = Path(scratch)
+        argv, profile = tool_argv(tool, case, workdir, tools, pin)
+        code, seconds, cpu_seconds, peak, stderr = run_once(argv, workdir, capture_stderr=tool == "emuprof")
+        measurement.exit_code = code
+        if expected_code is not None and code != expected_code:
+            detail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+            measurement.failure = f"exit status {code} (native: {expected_code}) {detail}".strip()
+            return False
+        try:
+            if tool == "callgrind":
+                measurement.instructions = callgrind_total(profile)
+            elif tool == "emuprof":
+                measurement.instructions = emuprof_total(profile)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            measurement.failure = f"no usable profile ({error})"
+            return False
+        measurement.seconds.append(seconds)
+        measurement.cpu_seconds.append(cpu_seconds)
+        if peak is not None:
+            measurement.peak_kib.append(peak)
+    return True
 
 
 def fmt_seconds(value):
@@ -345,17 +357,21 @@ def mode_load(mode):
 
 
 def run_mode(mode, cases, tools, repeats):
-    """Measures every tool on every case in one mode."""
+    """Measures every tool on every case in one mode. The tools take turns,
+    one run each per round, so that the host slowing down or speeding up
+    (a shared virtual machine drifts by up to 1.5 times within minutes)
+    touches every tool's runs alike instead of one tool's five."""
     pin = mode == "one-cpu"
     results = {}
     with mode_load(mode):
         for case in cases:
-            results[case.label] = {}
-            for tool in TOOLS:
-                log(f"[{mode}] {case.label}: {TOOL_TITLES[tool]}")
-                # Every tool must end the program with the exit status it has natively.
-                expected = None if tool == "native" else results[case.label]["native"].exit_code
-                results[case.label][tool] = measure(tool, case, repeats, tools, expected, pin)
+            runs = results[case.label] = {tool: Measurement() for tool in TOOLS}
+            for round_number in range(1, repeats + 1):
+                log(f"[{mode}] {case.label}: round {round_number} of {repeats}")
+                for tool in TOOLS:
+                    # Every tool must end the program with the exit status it has natively.
+                    expected = None if tool == "native" else runs["native"].exit_code
+                    measure_once(runs[tool], tool, case, tools, expected, pin)
     return results
 
 
