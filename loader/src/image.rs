@@ -242,7 +242,8 @@ fn static_pie_bias(lowest_vaddr: u64) -> Result<u64, ElfProblem> {
         })
 }
 
-/// Validates every `PT_LOAD` and copies its file bytes; sorted, no overlap.
+/// Validates every `PT_LOAD` and takes its file bytes (shared, see
+/// [`FileBytes`]); sorted, no overlap.
 fn build_segments(
     headers: &[&ProgramHeader],
     bytes: &Arc<[u8]>,
