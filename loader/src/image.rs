@@ -125,7 +125,7 @@ impl std::fmt::Debug for FileBytes {
 
 impl FileBytes {
     /// `range` of `file`, `None` when the file is shorter.
-    pub fn new(file: &Arc<[u8]>, range: Range<usize>) -> Option<FileBytes> {
+    pub(crate) fn new(file: &Arc<[u8]>, range: Range<usize>) -> Option<FileBytes> {
         file.get(range.clone())?;
         Some(FileBytes {
             file: Arc::clone(file),

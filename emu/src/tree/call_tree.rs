@@ -452,12 +452,7 @@ impl CallTreeBuilder {
             }
             Terminator::IndirectJump => {
                 let sp = read_sp();
-                // Nearly always nothing to pop (a function ending in a jump
-                // to another, as musl's `qsort` calls its comparison):
-                // then no frame changes here, and no cost needs settling.
-                if self.returned_below(sp) {
-                    self.unwind_to(sp);
-                }
+                self.unwind_to(sp);
                 if block.is_function_start {
                     self.tail_call(block.address, sp);
                 }
@@ -494,7 +489,20 @@ impl CallTreeBuilder {
     }
 
     /// Pops every frame (except the root) whose stack pointer is below `sp`.
+    /// When none is (nearly always after an indirect jump: a function
+    /// ending in a jump to another, as musl's `qsort` reaches its
+    /// comparison), no frame changes and no cost needs settling.
+    #[inline(always)]
     fn unwind_to(&mut self, sp: u64) -> usize {
+        if self.returned_below(sp) {
+            self.pop_below(sp)
+        } else {
+            0
+        }
+    }
+
+    /// [`Self::unwind_to`] once a frame is to be popped.
+    fn pop_below(&mut self, sp: u64) -> usize {
         self.settle_self_cost();
         let mut popped = 0;
         while self.returned_below(sp) {
