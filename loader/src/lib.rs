@@ -97,7 +97,7 @@ pub fn load_open(
     open_interpreter: impl FnOnce(&str) -> std::io::Result<std::fs::File>,
 ) -> Result<Binary, LoadError> {
     let bytes = regular_file::read_open(file, path)?;
-    let mut binary = load_shared(Arc::from(bytes)).map_err(|problem| LoadError::Invalid {
+    let mut binary = load_shared(bytes).map_err(|problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,
     })?;
@@ -127,7 +127,7 @@ pub fn load_interpreter(file: std::fs::File, path: &Path) -> Result<Binary, Load
         path: path.to_path_buf(),
         problem,
     };
-    let bytes: Arc<[u8]> = Arc::from(regular_file::read_open(file, path)?);
+    let bytes = regular_file::read_open(file, path)?;
     let span = shared_object_span(&bytes).map_err(invalid)?;
     let base = INTERPRETER_TOP.checked_sub(span).ok_or_else(|| {
         invalid(ElfProblem::AbsurdSegment {
@@ -184,7 +184,7 @@ fn separate_debug_file(elf: &Elf<'_>, bytes: &[u8]) -> Option<Arc<[u8]>> {
     let path = Path::new(DEBUG_BUILD_ID_DIR)
         .join(&hex[..2])
         .join(format!("{}.debug", &hex[2..]));
-    regular_file::read(&path).ok().map(Arc::from)
+    regular_file::read(&path).ok()
 }
 
 /// The GNU build id of an object, in hex.
