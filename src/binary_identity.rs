@@ -6,42 +6,27 @@
 //! that was recorded: after a rebuild, the file at the same path is another
 //! program, and its functions would silently stand for the profiled ones.
 
-use std::io::Read;
 use std::path::Path;
 
 use emuprof_analysis::{LoadedObject, Profile};
 use emuprof_loader::Binary;
 use sha2::{Digest, Sha256};
 
-/// The size and SHA-256 (hex) of the file at `path`.
-pub fn of_file(path: &Path) -> std::io::Result<(u64, String)> {
-    let mut file = crate::input::open_regular(path)?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0; 1 << 16];
-    let mut size = 0u64;
-    loop {
-        let read = file.read(&mut buffer)?;
-        if read == 0 {
-            break;
-        }
-        size += read as u64;
-        hasher.update(&buffer[..read]);
-    }
-    let hex = hasher
-        .finalize()
+/// The size and SHA-256 (hex) of `bytes`.
+fn of_bytes(bytes: &[u8]) -> (u64, String) {
+    let hex = Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    Ok((size, hex))
+    (bytes.len() as u64, hex)
 }
 
-/// Records the size and SHA-256 of the file at `path` in `object` (left
-/// unset when it cannot be read again).
-pub fn record(object: &mut LoadedObject, path: &Path) {
-    if let Ok((size, sha256)) = of_file(path) {
-        object.size = Some(size);
-        object.sha256 = Some(sha256);
-    }
+/// Records the size and SHA-256 of `binary`'s file, as it was read to
+/// run, in `object`.
+pub fn record(object: &mut LoadedObject, binary: &Binary) {
+    let (size, sha256) = of_bytes(&binary.file);
+    object.size = Some(size);
+    object.sha256 = Some(sha256);
 }
 
 /// Checks `binary`, loaded from `path`, against the program the profile
@@ -66,12 +51,7 @@ pub fn check(profile: &Profile, path: &Path, binary: &Binary) -> Result<(), Stri
         }
     }
     if let (Some(size), Some(sha256)) = (recorded.size, &recorded.sha256) {
-        let (found_size, found_sha256) = of_file(path).map_err(|e| {
-            format!(
-                "cannot read {} to compare it with the profiled binary: {e}",
-                path.display()
-            )
-        })?;
+        let (found_size, found_sha256) = of_bytes(&binary.file);
         if found_size != size || &found_sha256 != sha256 {
             return differs(format!(
                 "its contents differ ({found_size} bytes, SHA-256 {}…; the profile's: {size} \

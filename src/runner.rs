@@ -197,13 +197,8 @@ pub fn symbolicate(
     outcome: &RunOutcome,
 ) -> Result<Profile> {
     let program = absolute_program(program);
-    let mut first = symbolicate_image(
-        &program,
-        Some(&program),
-        binary,
-        &outcome.profile,
-        &outcome.libraries,
-    )?;
+    let mut first =
+        symbolicate_image(&program, true, binary, &outcome.profile, &outcome.libraries)?;
     // The program file of each image: a forked image runs its forker's
     // (a host file emuprof knows), an exec'd one the program the guest named
     // (a guest path, whose file is not read again here).
@@ -216,7 +211,7 @@ pub fn symbolicate(
         .unwrap_or_else(|| (PathBuf::from(&image.profile.process.program), false));
         first.processes.push(symbolicate_image(
             &path,
-            on_host.then_some(path.as_path()),
+            on_host,
             &image.binary,
             &image.profile,
             &image.libraries,
@@ -238,13 +233,7 @@ pub fn symbolicate_part(
     collection: &Collection,
 ) -> Result<Profile> {
     let program = absolute_program(program);
-    let mut profile = symbolicate_image(
-        &program,
-        Some(&program),
-        binary,
-        &part.profile,
-        &part.libraries,
-    )?;
+    let mut profile = symbolicate_image(&program, true, binary, &part.profile, &part.libraries)?;
     profile.part = Some(part.part.clone());
     // The final profile says which patterns matched nothing.
     profile.restrict(collection)?;
@@ -261,11 +250,12 @@ fn absolute_program(program: &Path) -> PathBuf {
 }
 
 /// Symbolicates one process image: its raw profile through its program and
-/// libraries, with the objects that ran and the code that ran. `host_file`
-/// is the program's file on the host, when known, for its size and hash.
+/// libraries, with the objects that ran and the code that ran.
+/// `on_host`: the program is a file on the host (not one an exec'd guest
+/// named), whose size and hash the profile records.
 fn symbolicate_image(
     program: &Path,
-    host_file: Option<&Path>,
+    on_host: bool,
     binary: &emuprof_loader::Binary,
     raw: &RawProfile,
     libraries: &[LoadedLibrary],
@@ -286,8 +276,8 @@ fn symbolicate_image(
         )
         .map(|(path, b)| loaded_object(path, b))
         .collect();
-    if let (Some(first), Some(file)) = (profile.objects.first_mut(), host_file) {
-        crate::binary_identity::record(first, file);
+    if let (Some(first), true) = (profile.objects.first_mut(), on_host) {
+        crate::binary_identity::record(first, binary);
     }
     profile.code = Some(crate::source_map::record_code(&profile, binary, libraries)?);
     Ok(profile)

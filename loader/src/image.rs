@@ -124,6 +124,12 @@ impl std::fmt::Debug for FileBytes {
 }
 
 impl FileBytes {
+    /// All of `file`.
+    pub(crate) fn whole(file: Arc<[u8]>) -> FileBytes {
+        let range = 0..file.len();
+        FileBytes { file, range }
+    }
+
     /// `range` of `file`, `None` when the file is shorter.
     pub(crate) fn new(file: &Arc<[u8]>, range: Range<usize>) -> Option<FileBytes> {
         file.get(range.clone())?;

@@ -63,6 +63,9 @@ pub struct Binary {
     /// The dynamic linker (`PT_INTERP`), placed at its fixed base, for a
     /// dynamically linked program; `None` for a static one.
     pub interpreter: Option<Box<Binary>>,
+    /// The file's bytes, as read (what ran, whatever happens to the file
+    /// later).
+    pub file: FileBytes,
     /// The GNU build id (`NT_GNU_BUILD_ID` note), in hex, when the file has
     /// one: which exact build this is.
     pub build_id: Option<String>,
@@ -164,6 +167,7 @@ pub fn load_shared_object(bytes: Arc<[u8]>, base: u64) -> Result<Binary, ElfProb
         image,
         symbols,
         interpreter: None,
+        file: FileBytes::whole(bytes),
         build_id,
     })
 }
@@ -242,11 +246,13 @@ fn load_shared(bytes: Arc<[u8]>) -> Result<Binary, ElfProblem> {
     let kind = identify::classify(&elf)?;
     let image = Image::build(&elf, &bytes, kind, 0)?;
     let symbols = Symbols::build(&elf, Arc::clone(&bytes), &image);
+    let build_id = build_id(&elf, &bytes);
     Ok(Binary {
         image,
         symbols,
         interpreter: None,
-        build_id: build_id(&elf, &bytes),
+        file: FileBytes::whole(bytes),
+        build_id,
     })
 }
 

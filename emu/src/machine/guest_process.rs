@@ -26,6 +26,7 @@ use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
 use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
+use crate::tree::code_snapshot::SpanBytes;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot};
 use crate::tree::recorded;
 use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup};
@@ -400,12 +401,12 @@ fn with_call_stack(stop: StopReason, tree: &CallTreeBuilder, symbols: &GuestSymb
 
 /// Maps every `PT_LOAD` segment, page by page with the union of the
 /// permissions of the segments that touch it, and copies the file bytes in.
-/// Returns the executable pages as loaded (spans for a [`CodeSnapshot`]).
+/// Returns the executable code as loaded (spans for a [`CodeSnapshot`]).
 fn load_segments(
     uc: &mut Unicorn<'_, ()>,
     space: &mut AddressSpace,
     image: &Image,
-) -> Result<Vec<(u64, Vec<u8>)>, EmuError> {
+) -> Result<Vec<(u64, SpanBytes)>, EmuError> {
     let mut pages: BTreeMap<u64, Protection> = BTreeMap::new();
     for seg in &image.segments {
         let start = page_align_down(seg.address);
@@ -428,20 +429,47 @@ fn load_segments(
             .write_initial(uc, seg.address, &seg.data)
             .map_err(|f| EmuError::Layout(format!("segment byte at {:#x}", f.address)))?;
     }
-    let mut code = Vec::new();
+    let code = code_of(uc, space, image)?;
     for &(start, len, prot) in &spans {
-        if prot.exec {
-            let mut bytes = vec![0u8; len as usize];
-            space
-                .read_raw(uc, start, &mut bytes)
-                .map_err(|f| EmuError::Layout(format!("code byte at {:#x}", f.address)))?;
-            code.push((start, bytes));
-        }
         if let Err(page) = space.protect(uc, start, len, prot)? {
             return Err(EmuError::Layout(format!(
                 "protecting the segment page at {page:#x}"
             )));
         }
+    }
+    Ok(code)
+}
+
+/// The code `image` loaded: each executable segment's bytes from the file.
+/// They are the file's own, shared, unless another segment overlaps them
+/// (then they are read back from guest memory, which holds the last
+/// segment written there).
+fn code_of(
+    uc: &Unicorn<'_, ()>,
+    space: &AddressSpace,
+    image: &Image,
+) -> Result<Vec<(u64, SpanBytes)>, EmuError> {
+    let mut code = Vec::new();
+    for (i, seg) in image.segments.iter().enumerate() {
+        if !seg.executable || seg.data.is_empty() {
+            continue;
+        }
+        let end = seg.address + seg.data.len() as u64;
+        let overlapped = image
+            .segments
+            .iter()
+            .enumerate()
+            .any(|(j, other)| j != i && other.address < end && seg.address < other.end());
+        let bytes = if overlapped {
+            let mut bytes = vec![0u8; seg.data.len()];
+            space
+                .read_raw(uc, seg.address, &mut bytes)
+                .map_err(|f| EmuError::Layout(format!("code byte at {:#x}", f.address)))?;
+            SpanBytes::Copied(bytes)
+        } else {
+            SpanBytes::File(seg.data.clone())
+        };
+        code.push((seg.address, bytes));
     }
     Ok(code)
 }

@@ -6,19 +6,48 @@
 //! using it (and decodes on the emulation thread again) as soon as the guest
 //! changes any mapping that overlaps it.
 
-use std::ops::Range;
+use std::ops::{Deref, Range};
 
-/// Spans of executable pages with the bytes the guest saw at its first
+use emuprof_loader::FileBytes;
+
+/// Spans of executable code with the bytes the guest saw at its first
 /// instruction.
 #[derive(Debug, Clone, Default)]
 pub struct CodeSnapshot {
     /// `(start address, bytes)`, sorted by address, not overlapping.
-    spans: Vec<(u64, Vec<u8>)>,
+    spans: Vec<(u64, SpanBytes)>,
+}
+
+/// A span's bytes: the program file's own, shared with the loader (no copy,
+/// no page faults), or copied out of guest memory.
+#[derive(Debug, Clone)]
+pub enum SpanBytes {
+    /// Bytes of the loaded file, as the guest sees them.
+    File(FileBytes),
+    /// Bytes read from guest memory.
+    Copied(Vec<u8>),
+}
+
+impl Deref for SpanBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            SpanBytes::File(bytes) => bytes,
+            SpanBytes::Copied(bytes) => bytes,
+        }
+    }
+}
+
+impl From<Vec<u8>> for SpanBytes {
+    fn from(bytes: Vec<u8>) -> SpanBytes {
+        SpanBytes::Copied(bytes)
+    }
 }
 
 impl CodeSnapshot {
     /// A snapshot of these spans of executable memory.
-    pub fn new(mut spans: Vec<(u64, Vec<u8>)>) -> CodeSnapshot {
+    pub fn new(mut spans: Vec<(u64, SpanBytes)>) -> CodeSnapshot {
         spans.sort_by_key(|(start, _)| *start);
         CodeSnapshot { spans }
     }
@@ -38,9 +67,7 @@ impl CodeSnapshot {
 
     /// Every span: its start address and bytes.
     pub fn spans(&self) -> impl Iterator<Item = (u64, &[u8])> {
-        self.spans
-            .iter()
-            .map(|(start, bytes)| (*start, bytes.as_slice()))
+        self.spans.iter().map(|(start, bytes)| (*start, &**bytes))
     }
 
     /// The largest span (the program's text, normally): the addresses the
@@ -90,8 +117,10 @@ mod tests {
 
     #[test]
     fn reads_within_one_span() {
-        let snapshot =
-            CodeSnapshot::new(vec![(0x3000, vec![3; 0x1000]), (0x1000, vec![1; 0x2000])]);
+        let snapshot = CodeSnapshot::new(vec![
+            (0x3000, vec![3; 0x1000].into()),
+            (0x1000, vec![1; 0x2000].into()),
+        ]);
         assert_eq!(snapshot.read(0x1000, 4), Some(&[1u8; 4][..]));
         assert_eq!(
             snapshot.read(0x2ffe, 4),
