@@ -38,7 +38,7 @@ mod table;
 use capstone::arch::x86::{X86OperandType, X86Reg};
 use capstone::arch::ArchOperand;
 use capstone::{Capstone, Insn, RegAccessType, RegId};
-use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::tree::blocks::Terminator;
 use table::{Cost, CostTable, QUARTERS_PER_CYCLE};
@@ -60,16 +60,20 @@ impl Default for CostModel {
     }
 }
 
+/// A few registers (kept inline: an instruction names a handful, and
+/// allocating lists for each was a third of pricing a block).
+type Registers = SmallVec<[u16; 4]>;
+
 /// What one instruction reads and writes, for the dependency chains.
 struct Accesses {
     /// Registers a memory operand's address uses.
-    address: Vec<u16>,
+    address: Registers,
     /// Other registers read.
-    sources: Vec<u16>,
+    sources: Registers,
     /// Registers written (flags included).
-    results: Vec<u16>,
+    results: Registers,
     /// Address registers the instruction steps implicitly (`movs`, `stos`).
-    stepped: Vec<u16>,
+    stepped: Registers,
     loads: bool,
     stores: bool,
 }
@@ -95,18 +99,13 @@ impl CostModel {
             .iter()
             .map(|insn| self.price(capstone, insn))
             .collect();
-        let mut ready: FxHashMap<u16, u32> = FxHashMap::default();
+        let mut ready = ReadyTimes::default();
         let mut issued = 0u32;
         let mut finished = 0u32;
-        let mut run = |ready: &mut FxHashMap<u16, u32>| -> Vec<u32> {
+        let mut run = |ready: &mut ReadyTimes| -> Vec<u32> {
             let mut ends = Vec::with_capacity(priced.len());
             for (cost, access) in &priced {
-                let at = |regs: &[u16]| {
-                    regs.iter()
-                        .map(|r| ready.get(r).copied().unwrap_or(0))
-                        .max()
-                        .unwrap_or(0)
-                };
+                let at = |regs: &[u16]| regs.iter().map(|&r| ready.get(r)).max().unwrap_or(0);
                 let address = at(&access.address);
                 let inputs = if access.loads {
                     address + self.load.latency
@@ -169,10 +168,10 @@ impl CostModel {
     fn price(&self, capstone: &Capstone, insn: &Insn<'_>) -> (Cost, Accesses) {
         let mnemonic = insn.mnemonic().unwrap_or("");
         let mut access = Accesses {
-            address: Vec::new(),
-            sources: Vec::new(),
-            results: Vec::new(),
-            stepped: Vec::new(),
+            address: Registers::new(),
+            sources: Registers::new(),
+            results: Registers::new(),
+            stepped: Registers::new(),
             loads: false,
             stores: false,
         };
@@ -182,7 +181,7 @@ impl CostModel {
         let arch = detail.arch_detail();
         let computes_address = matches!(mnemonic, "lea" | "nop");
         let mut operand_size = 0;
-        let mut operand_regs = Vec::new();
+        let mut operand_regs: SmallVec<[RegId; 4]> = SmallVec::new();
         for operand in arch.operands() {
             let ArchOperand::X86Operand(op) = operand else {
                 continue;
@@ -250,6 +249,30 @@ impl CostModel {
             cost.latency += self.lock.latency;
         }
         (cost, access)
+    }
+}
+
+/// When each register's latest value is ready, by register slot: a short
+/// list searched in order (a block touches a handful of registers; a hash
+/// map for each block cost more than the search).
+#[derive(Default)]
+struct ReadyTimes(SmallVec<[(u16, u32); 16]>);
+
+impl ReadyTimes {
+    /// When `register` is ready (0: from the start).
+    fn get(&self, register: u16) -> u32 {
+        self.0
+            .iter()
+            .find(|(r, _)| *r == register)
+            .map_or(0, |&(_, at)| at)
+    }
+
+    /// `register` is ready at `at` from now on.
+    fn insert(&mut self, register: u16, at: u32) {
+        match self.0.iter_mut().find(|(r, _)| *r == register) {
+            Some(slot) => slot.1 = at,
+            None => self.0.push((register, at)),
+        }
     }
 }
 
