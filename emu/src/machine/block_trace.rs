@@ -78,6 +78,11 @@ pub(crate) fn events_only_wanted() -> bool {
 
 /// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
 const CTL_BLOCK_TRACE: c_int = 0x6570;
+/// `UC_CTL_EMUPROF_CPU_STATE` from the patched `unicorn.h`.
+const CTL_CPU_STATE: c_int = 0x6571;
+/// `UC_CTL_IO_READ << 30 | 1 << 26` (one argument), as `UC_CTL_READ`
+/// builds it.
+const CTL_READ_ONE_ARG: u32 = 2 << 30 | 1 << 26;
 /// `UC_EMUPROF_FUNCTION_START` from the patched `unicorn.h`, added to a
 /// counting block's mode.
 const FUNCTION_START: c_int = 0x100;
@@ -89,6 +94,24 @@ unsafe extern "C" {
     /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
     #[link_name = "uc_ctl"]
     fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+}
+
+/// The address of the CPU state `uc`'s translated code works on, from
+/// emuprof's Unicorn build (`None` from stock Unicorn): the feed places
+/// the trace cursor by it (`event_buffer::cursor_page`).
+pub(crate) fn cpu_state(uc: *mut uc_engine) -> Option<u64> {
+    let mut state: *mut c_void = std::ptr::null_mut();
+    // SAFETY: `uc` is a live engine (the caller's); the control writes one
+    // pointer through its argument. Stock Unicorn writes nothing and
+    // returns UC_ERR_ARG.
+    let rc = unsafe {
+        uc_ctl_raw(
+            uc,
+            CTL_READ_ONE_ARG | CTL_CPU_STATE as u32,
+            &mut state as *mut *mut c_void,
+        )
+    };
+    (rc == 0 && !state.is_null()).then_some(state as u64)
 }
 
 /// Asks the engine to record the blocks [`traces_inline`] accepts at
@@ -228,5 +251,15 @@ mod tests {
         // null state is never read (nothing is translated either).
         let taken = unsafe { super::install(handle, std::ptr::null_mut(), std::ptr::null()) };
         assert_eq!(taken, patched);
+    }
+
+    /// Patch 0010: emuprof's build says where its CPU state lies, stock
+    /// Unicorn does not.
+    #[test]
+    fn the_engine_tells_its_cpu_state_exactly_when_it_is_emuprofs_build() {
+        let uc = new_engine().expect("engine");
+        let handle = uc.get_handle();
+        let patched = StackPointerSource::of_engine(handle) == StackPointerSource::HookArgument;
+        assert_eq!(super::cpu_state(handle).is_some(), patched);
     }
 }

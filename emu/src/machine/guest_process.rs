@@ -176,6 +176,7 @@ impl GuestProcess {
                 command: options.args.clone(),
                 process: identity.clone(),
             }),
+            cpu_state: block_trace::cpu_state(uc.get_handle()),
         })
         .map_err(EmuError::BuilderStart)?;
         // Loading changed code nothing has decoded yet.

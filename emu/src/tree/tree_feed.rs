@@ -260,6 +260,10 @@ pub struct BuilderSetup {
     pub simulation: crate::sim::SimulationOptions,
     /// When to cut parts of the run (the first program's image only).
     pub dumps: Option<PartSetup>,
+    /// The address of the engine's CPU state, when the engine says
+    /// (emuprof's Unicorn build): the feed places what translated code
+    /// writes in every block by it.
+    pub cpu_state: Option<u64>,
 }
 
 /// What the builder needs to cut parts: the handle, and what each part
@@ -324,7 +328,7 @@ fn spawn_with(
     let (give_back, recycled) = mpsc::channel();
     let published = Arc::new(Published::default());
     let mut feed = TreeFeed {
-        events: EventBuffer::with_capacity(BATCH),
+        events: EventBuffer::with_capacity(BATCH, setup.cpu_state),
         changed_code: Vec::new(),
         new_blocks: Vec::new(),
         batches: None,

@@ -16,9 +16,9 @@ use emuprof_model::{ProcessOrigin, RawProcess};
 use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::super::guest_process::{install_hooks, new_engine, GuestProcess};
-use super::super::hooks;
 use super::super::state::{MachineState, SyscallState};
 use super::super::threads::{self, RunState, Wait};
+use super::super::{block_trace, hooks};
 use super::ProcessRequest;
 use crate::memory::GuestView;
 use crate::syscalls::{Errno, GuestMemory, SysResult};
@@ -190,6 +190,7 @@ impl GuestProcess {
             pid,
             simulation: options.simulation,
             dumps: None,
+            cpu_state: block_trace::cpu_state(uc.get_handle()),
         })
         .map_err(EmuError::BuilderStart)?;
         let identity = RawProcess {

@@ -82,6 +82,7 @@ pub(super) fn start_builder(setup: BuilderSetup) -> (BuilderThread, BuilderEnds)
         pid,
         simulation,
         dumps,
+        cpu_state: _,
     } = setup;
     let mut builder = BuilderThread::new(tree, code, function_starts, instruction_limit);
     if simulation.any() {

@@ -9,15 +9,15 @@
 //! therefore lives at a fixed address for the buffer's whole life, and the
 //! buffer's `Vec` length stays 0 while it fills: the cursor is the length.
 
-use std::ptr::NonNull;
-
 use super::clocks::Clocks;
 use super::{StartFrame, TreeEvent};
 
 mod budget;
+mod cursor_page;
 
 pub(super) use budget::Counting;
 use budget::Tally;
+use cursor_page::CursorPage;
 
 /// Where the next event of the current batch goes: the layout of
 /// `uc_emuprof_block_trace` in the patched `unicorn.h` (`next < end` while
@@ -56,15 +56,17 @@ pub struct TraceCursor {
 pub(super) struct EventBuffer {
     /// Length 0 while filling (the cursor knows how far it is filled).
     events: Vec<TreeEvent>,
-    /// Owned (from `Box::leak`), freed on drop; written by translated
-    /// code through the pointer [`EventBuffer::cursor`] hands out.
-    cursor: NonNull<TraceCursor>,
+    /// Written by translated code through the pointer
+    /// [`EventBuffer::cursor`] hands out; placed where its stores do not
+    /// slow the engine's own down (see [`cursor_page`]).
+    cursor: CursorPage<TraceCursor>,
 }
 
 impl EventBuffer {
-    /// An empty buffer for `capacity` events.
-    pub(super) fn with_capacity(capacity: usize) -> EventBuffer {
-        let cursor = Box::new(TraceCursor {
+    /// An empty buffer for `capacity` events, filled by an engine whose
+    /// CPU state lies at `cpu_state` (when the engine says).
+    pub(super) fn with_capacity(capacity: usize, cpu_state: Option<u64>) -> EventBuffer {
+        let cursor = TraceCursor {
             next: std::ptr::null_mut(),
             end: std::ptr::null_mut(),
             budget: u64::MAX,
@@ -75,10 +77,10 @@ impl EventBuffer {
             clocks: 0,
             full_clocks: Clocks::default(),
             tally: None,
-        });
+        };
         let mut buffer = EventBuffer {
             events: Vec::new(),
-            cursor: NonNull::from(Box::leak(cursor)),
+            cursor: CursorPage::new(cursor, cpu_state),
         };
         buffer.refill(Vec::with_capacity(capacity));
         buffer
@@ -198,18 +200,9 @@ impl EventBuffer {
     }
 }
 
-impl Drop for EventBuffer {
-    fn drop(&mut self) {
-        // SAFETY: the cursor came from `Box::leak` in `with_capacity` and is
-        // freed only here. The engine must no longer append (the machine
-        // drops its engine before the state that owns the feed).
-        drop(unsafe { Box::from_raw(self.cursor.as_ptr()) });
-    }
-}
-
-// SAFETY: the cursor is owned by the buffer (a `Box` held as a raw pointer
-// so the engine may write through it); moving the buffer to another thread
-// moves that ownership with it.
+// SAFETY: the cursor is owned by the buffer (a page of its own, held
+// through a raw pointer so the engine may write through it); moving the
+// buffer to another thread moves that ownership with it.
 unsafe impl Send for EventBuffer {}
 
 /// Writes an event without pulling its cache line into this core's cache

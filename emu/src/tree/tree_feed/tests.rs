@@ -45,6 +45,7 @@ fn run_placed(
         pid: 1,
         simulation: Default::default(),
         dumps: None,
+        cpu_state: None,
     };
     let (mut feed, handle) = spawn_placed(setup, placement).expect("a thread");
     events(&mut feed);

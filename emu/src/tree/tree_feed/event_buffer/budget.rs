@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn blocks_call_the_hook_at_the_limit_and_when_the_batch_is_full() {
-        let mut buffer = EventBuffer::with_capacity(4);
+        let mut buffer = EventBuffer::with_capacity(4, None);
         buffer.start_counting(10);
         // Blocks start at 0, 4 and 8 instructions; the one at 12 is past
         // the limit and goes to the hook.
@@ -371,7 +371,7 @@ mod tests {
 
         // Without a limit, the fourth block fills the batch of four; an
         // event emuprof pushes takes a slot too.
-        let mut buffer = EventBuffer::with_capacity(4);
+        let mut buffer = EventBuffer::with_capacity(4, None);
         buffer.start_counting(u64::MAX);
         for _ in 0..4 {
             assert!(!run_block(&buffer, 1));
@@ -413,7 +413,7 @@ mod tests {
     /// holds four blocks, as a batch of four did with a slot per block.
     #[test]
     fn blocks_sending_events_take_two_slots_each() {
-        let mut buffer = EventBuffer::with_capacity(8);
+        let mut buffer = EventBuffer::with_capacity(8, None);
         buffer.start_sending_events(u64::MAX);
         assert!(!run_block(&buffer, 1));
         assert!(!run_block(&buffer, 1));
