@@ -183,15 +183,6 @@ pub type BlockId = u32;
 /// Slots of the direct-mapped front cache (a power of two).
 const FAST_SLOTS: usize = 1 << 14;
 
-/// A slot of the direct-mapped table that holds no block.
-const EMPTY_SLOT: [u64; 2] = [0; 2];
-
-/// The direct-mapped table's slot for block `id` at `address` of `size`
-/// bytes.
-fn fast_entry(address: u64, size: u32, id: BlockId) -> [u64; 2] {
-    [address, u64::from(size) << 32 | u64::from(id)]
-}
-
 /// Decoded blocks, keyed by `(address, size)`, with a direct-mapped cache in
 /// front of the hash map so the common lookup is one array access.
 pub struct BlockCache {
@@ -199,9 +190,7 @@ pub struct BlockCache {
     costs: CostModel,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
-    /// `[address, size << 32 | id]`; an empty slot has size 0, which no
-    /// block has, so that the table starts as zero pages nothing touched.
-    fast: Box<[[u64; 2]]>,
+    fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
     /// The bytes of blocks decoded from writable pages, by id (`None` for
     /// the others; empty while no block is watched).
     watched: Vec<Option<Box<[u8]>>>,
@@ -220,7 +209,7 @@ impl BlockCache {
             costs: CostModel::default(),
             index: FxHashMap::default(),
             blocks: Vec::new(),
-            fast: vec![EMPTY_SLOT; FAST_SLOTS].into_boxed_slice(),
+            fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
             watched: Vec::new(),
         })
     }
@@ -229,11 +218,11 @@ impl BlockCache {
     #[inline]
     pub fn lookup(&mut self, address: u64, size: u32) -> Option<BlockId> {
         let slot = &mut self.fast[fast_slot(address)];
-        if slot[0] == address && (slot[1] >> 32) as u32 == size {
-            return Some(slot[1] as BlockId);
+        if slot.0 == address && slot.1 == size {
+            return Some(slot.2);
         }
         let id = self.index.get(&(address, size)).copied()?;
-        *slot = fast_entry(address, size, id);
+        *slot = (address, size, id);
         Some(id)
     }
 
@@ -296,8 +285,8 @@ impl BlockCache {
             return false;
         }
         for slot in self.fast.iter_mut() {
-            if *slot != EMPTY_SLOT && overlaps(slot[0], (slot[1] >> 32) as u32) {
-                *slot = EMPTY_SLOT;
+            if slot.0 != u64::MAX && overlaps(slot.0, slot.1) {
+                *slot = (u64::MAX, 0, 0);
             }
         }
         for (block, code) in self.blocks.iter().zip(self.watched.iter_mut()) {
