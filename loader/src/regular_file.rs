@@ -74,6 +74,8 @@ pub(crate) fn read_open(mut file: File, path: &Path) -> Result<Arc<[u8]>, LoadEr
     }
     file.seek(SeekFrom::Start(0))
         .map_err(|e| unreadable(path, e))?;
+    // `Arc` has no fallible allocation on stable Rust, and a failed one
+    // aborts: a `Vec` reservation, given back at once, asks first.
     let size = usize::try_from(meta.len())
         .ok()
         .filter(|&size| Vec::<u8>::new().try_reserve_exact(size).is_ok())
