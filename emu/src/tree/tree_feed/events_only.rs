@@ -39,9 +39,13 @@ use crate::tree::code_snapshot::CodeSnapshot;
 /// (no run counter counts it).
 pub(super) const COUNTED_BY_BUILDER: u64 = 1 << 63;
 
-/// Run counters per chunk (each two words: runs, and whether a function
-/// starts at the block).
+/// Run counters per chunk.
 const CHUNK: usize = 1 << 12;
+
+/// A run counter's bit set where a function starts at its block (a symbol
+/// says so, or a call entered it): the translated code tests the sign of
+/// the count it just stored, one load fewer than a word of its own.
+const FUNCTION_STARTS: u64 = 1 << 63;
 
 /// `last` for a thread that has not run a block yet: "other", at 0.
 const NO_BLOCK_YET: u64 = 6;
@@ -70,7 +74,8 @@ pub(super) struct RunCounters {
 /// `uc_emuprof_block_constants` in the patched `unicorn.h`.
 #[repr(C)]
 pub struct BlockConstants {
-    /// The block's run counter: `[runs, function starts here]`.
+    /// The block's run counter: its runs, with bit 63 set where a function
+    /// starts (`FUNCTION_STARTS`).
     pub counter: *mut u64,
     /// The key its events carry.
     pub key: u64,
@@ -83,13 +88,13 @@ pub struct BlockConstants {
 }
 
 impl RunCounters {
-    /// The counter words of block `id`.
+    /// The run counter of block `id`.
     fn counter(&mut self, id: u32) -> *mut u64 {
         let (chunk, index) = (id as usize / CHUNK, id as usize % CHUNK);
         while self.chunks.len() <= chunk {
-            self.chunks.push(vec![0u64; 2 * CHUNK].into_boxed_slice());
+            self.chunks.push(vec![0u64; CHUNK].into_boxed_slice());
         }
-        &mut self.chunks[chunk][2 * index]
+        &mut self.chunks[chunk][index]
     }
 
     /// The block at `address` of `size` bytes: its id, decoded the first
@@ -107,9 +112,10 @@ impl RunCounters {
             &self.function_starts,
             (address, size),
         );
-        let starts = u64::from(self.blocks.get(id).is_function_start);
-        // SAFETY: `counter` points at two words of a live chunk.
-        unsafe { *self.counter(id).add(1) = starts };
+        if self.blocks.get(id).is_function_start {
+            // SAFETY: `counter` points at a word of a live chunk.
+            unsafe { *self.counter(id) |= FUNCTION_STARTS };
+        }
         new_blocks.push(self.blocks.get(id).clone());
         id
     }
@@ -120,9 +126,13 @@ impl RunCounters {
         let mut runs = Vec::new();
         for id in 0..self.blocks.blocks().len() as u32 {
             let counter = self.counter(id);
-            // SAFETY: `counter` points at two words of a live chunk; the
-            // engine writes them only while guest code runs, not now.
-            let count = unsafe { std::mem::take(&mut *counter) };
+            // SAFETY: `counter` points at a word of a live chunk; the
+            // engine writes it only while guest code runs, not now.
+            let count = unsafe {
+                let word = *counter;
+                *counter = word & FUNCTION_STARTS;
+                word & !FUNCTION_STARTS
+            };
             if count > 0 {
                 let block = self.blocks.get(id);
                 runs.push((TreeEvent::block(block.address, block.size, 0).key(), count));
@@ -256,13 +266,13 @@ impl TreeFeed {
             None => {
                 let id = counters.block(address, size, &mut self.new_blocks);
                 let counter = counters.counter(id);
-                // SAFETY: two words of a live chunk; no guest code runs now.
+                // SAFETY: a word of a live chunk; no guest code runs now.
                 let starts = unsafe {
                     *counter += 1;
                     if matches!(after, Terminator::Call { .. }) {
-                        *counter.add(1) = 1;
+                        *counter |= FUNCTION_STARTS;
                     }
-                    *counter.add(1) != 0
+                    *counter & FUNCTION_STARTS != 0
                 };
                 let sends = !after.stays_in_function() || starts;
                 let info = counters.blocks.get(id);
