@@ -3,12 +3,15 @@
 //! block's instructions and cycles to with one addition, and the full
 //! counts emuprof keeps beside it.
 //!
-//! The word holds instructions + (cycles << 32), modulo 2^64. The
-//! difference of two readings is exactly (instructions gained) + (cycles
-//! gained) << 32 as long as each gained less than 2^32, which holds
-//! between two looks of emuprof's: it settles at least once per batch,
-//! and a batch holds at most a few thousand blocks (a block is at most a
-//! few hundred instructions, each of a few hundred cycles at most).
+//! The word's low [`ROOM_BITS`] bits are the room emuprof leaves the
+//! blocks (`event_buffer::budget`), which the same addition pays: one
+//! block. Above them it holds instructions << 16 + cycles << 38, modulo
+//! 2^64: the difference of two readings is exactly what ran between them
+//! as long as fewer than [`MAX_UNREAD_INSTRUCTIONS`] instructions and
+//! [`MAX_UNREAD_CYCLES`] cycles did, which emuprof keeps to (it leaves the
+//! blocks no more room than that, and a block it feeds itself sends an
+//! event when one is due: `event_buffer::budget`). Fewer bits than a word
+//! each, so that one addition does the work of three.
 
 use crate::tree::costs::Costs;
 
@@ -52,19 +55,37 @@ impl Clocks {
     }
 }
 
+/// Bits of the word that hold the room (see the module doc).
+pub(super) const ROOM_BITS: u32 = 16;
+
+/// Bits of the word that hold instructions, above the room.
+const INSTRUCTION_BITS: u32 = 22;
+
+/// Where the cycles start, above the instructions.
+const CYCLES_SHIFT: u32 = ROOM_BITS + INSTRUCTION_BITS;
+
+/// The most instructions that may run between two readings of the word.
+pub(super) const MAX_UNREAD_INSTRUCTIONS: u64 = (1 << INSTRUCTION_BITS) - 1;
+
+/// The most cycles that may run between two readings of the word.
+pub(super) const MAX_UNREAD_CYCLES: u64 = (1 << (64 - CYCLES_SHIFT)) - 1;
+
+/// The room bits of the word.
+pub(super) const ROOM_MASK: u64 = (1 << ROOM_BITS) - 1;
+
 /// `instructions` and `cycles` in one word, as the translated code adds
-/// them.
+/// them (with zero room bits).
 #[inline]
 pub(super) fn pack(instructions: u64, cycles: u64) -> u64 {
-    instructions.wrapping_add(cycles << 32)
+    (instructions << ROOM_BITS).wrapping_add(cycles << CYCLES_SHIFT)
 }
 
 /// The instructions and cycles gained from the packed reading `before` to
-/// the packed reading `after` (see the module doc).
+/// the packed reading `after`, room bits aside (see the module doc).
 #[inline]
 pub(super) fn gained(before: u64, after: u64) -> (u64, u64) {
-    let gained = after.wrapping_sub(before);
-    (gained & 0xffff_ffff, gained >> 32)
+    let gained = (after & !ROOM_MASK).wrapping_sub(before & !ROOM_MASK) >> ROOM_BITS;
+    (gained & MAX_UNREAD_INSTRUCTIONS, gained >> INSTRUCTION_BITS)
 }
 
 #[cfg(test)]
@@ -72,27 +93,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_survive_the_low_half_overflowing_into_the_high() {
-        // Instructions pass 2^32 (carrying into the cycles' half) and
-        // cycles pass 2^32 (out of the word) between catch-ups.
+    fn counts_survive_the_fields_overflowing() {
+        // Instructions overflow their bits (carrying into the cycles'),
+        // cycles theirs (out of the word), between catch-ups; the room
+        // bits change on their own.
         let mut clocks = Clocks::default();
-        let mut packed = 0u64;
+        let mut packed = 0x8000u64;
         let (mut instructions, mut cycles) = (0u64, 0u64);
-        for step in 0..2_000u64 {
-            let (i, c) = (3_000_000_000 + step, 4_000_000_000 - step);
+        for step in 0..20_000u64 {
+            let (i, c) = (3_000_000 + step, 60_000_000 - step);
             packed = packed.wrapping_add(pack(i, c));
+            packed = packed & !ROOM_MASK | (step * 7) & ROOM_MASK;
             instructions += i;
             cycles += c;
             clocks.catch_up(packed);
             assert_eq!((clocks.instructions, clocks.cycles), (instructions, cycles));
-            assert_eq!(packed, pack(instructions, cycles));
+            assert_eq!(packed & !ROOM_MASK, pack(instructions, cycles));
         }
     }
 
     #[test]
-    fn gained_between_two_readings_is_exact_below_two_to_the_32() {
-        let before = pack(u64::from(u32::MAX) - 5, u64::from(u32::MAX) - 7);
-        let after = before.wrapping_add(pack(10, 20));
-        assert_eq!(gained(before, after), (10, 20));
+    fn gained_between_two_readings_is_exact_up_to_the_maxima() {
+        let before = pack(MAX_UNREAD_INSTRUCTIONS - 5, MAX_UNREAD_CYCLES - 7) | 0x7fff;
+        let after = before.wrapping_add(pack(MAX_UNREAD_INSTRUCTIONS, MAX_UNREAD_CYCLES)) & !ROOM_MASK;
+        assert_eq!(
+            gained(before, after),
+            (MAX_UNREAD_INSTRUCTIONS, MAX_UNREAD_CYCLES)
+        );
     }
 }

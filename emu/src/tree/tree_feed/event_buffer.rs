@@ -15,7 +15,7 @@ use super::{StartFrame, TreeEvent};
 mod budget;
 mod cursor_page;
 
-pub(super) use budget::Counting;
+pub(super) use budget::{Counting, ROOM_END};
 use budget::Tally;
 use cursor_page::CursorPage;
 
@@ -42,8 +42,8 @@ pub struct TraceCursor {
     /// Instructions and cycles run so far, while blocks send events only
     /// where the call tree can change (`emu/unicorn/0008`, see
     /// [`super::events_only`]), in one word the blocks add to with one
-    /// instruction: instructions + (cycles << 32), modulo 2^64. See
-    /// [`Clocks`].
+    /// instruction, with the room they have in its low bits (see
+    /// [`Clocks`] and [`Tally`]).
     clocks: u64,
     /// Emuprof's side of `clocks`: the full counts.
     full_clocks: Clocks,
@@ -74,7 +74,7 @@ impl EventBuffer {
             frames: std::ptr::null_mut(),
             depth: 0,
             capacity: 0,
-            clocks: 0,
+            clocks: budget::ROOM_END,
             full_clocks: Clocks::default(),
             tally: None,
         };
@@ -157,6 +157,7 @@ impl EventBuffer {
     pub(super) fn refill(&mut self, mut events: Vec<TreeEvent>) {
         events.clear();
         self.events = events;
+        self.batch_starts();
         self.aim();
     }
 

@@ -3,9 +3,10 @@
 //!
 //! With emuprof's Unicorn build the blocks of the program's text count
 //! themselves in the translated code: each adds one to its own run
-//! counter (here, in [`RunCounters`]), its instructions and cycles to the
-//! cursor's clocks (one word, see `clocks`), and pays itself out of the budget of
-//! `event_buffer::budget` (so a batch still ends after exactly as many
+//! counter (here, in [`RunCounters`]), and with one addition its
+//! instructions and cycles to the cursor's clocks and one block to the
+//! room those hold in their low bits (see `clocks` and
+//! `event_buffer::budget`: so a batch still ends after exactly as many
 //! blocks as when every block sent an event, and with it the scheduler's
 //! quantum, and the instruction limit stops the guest at the exact
 //! block). Only a block the call-tree builder must see stores an event:
@@ -79,10 +80,11 @@ pub struct BlockConstants {
     pub counter: *mut u64,
     /// The key its events carry.
     pub key: u64,
-    /// Instructions in the block.
-    pub instructions: u32,
-    /// Cycles of one run, by the cost model.
-    pub cycles: u32,
+    /// What one run adds to the clocks word: its instructions and cycles,
+    /// and one block of room.
+    pub clocks: u64,
+    /// The room bits' value at which the block calls the hook.
+    pub room_end: u32,
     /// Its terminator's code.
     pub terminator: u32,
 }
@@ -224,13 +226,16 @@ impl TreeFeed {
         let id = counters.block(address, size, &mut self.new_blocks);
         let counter = counters.counter(id);
         let block = counters.blocks.get(id);
-        Some(BlockConstants {
+        let constants = BlockConstants {
             counter,
             key: TreeEvent::block(address, size, 0).key(),
-            instructions: block.instructions,
-            cycles: block.cycles,
+            clocks: super::clocks::pack(block.instructions.into(), block.cycles.into()) + 1,
+            room_end: super::event_buffer::ROOM_END as u32,
             terminator: block.terminator.code() as u32,
-        })
+        };
+        let (instructions, cycles) = (block.instructions, block.cycles);
+        self.events.block_counts_itself(instructions, cycles);
+        Some(constants)
     }
 
     /// A block that called the hook while blocks send events: does what
@@ -274,8 +279,10 @@ impl TreeFeed {
                     }
                     *counter & FUNCTION_STARTS != 0
                 };
-                let sends = !after.stays_in_function() || starts;
                 let info = counters.blocks.get(id);
+                let sends = !after.stays_in_function()
+                    || starts
+                    || self.events.reading_due(info.instructions, info.cycles);
                 ((info.instructions, info.cycles), info.terminator, sends, 0)
             }
         };

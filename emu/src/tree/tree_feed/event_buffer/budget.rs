@@ -2,17 +2,32 @@
 //! batch stays exact while blocks counted in the translated code run
 //! without calling it.
 
+use super::super::clocks::{
+    gained, MAX_UNREAD_CYCLES, MAX_UNREAD_INSTRUCTIONS, ROOM_BITS, ROOM_MASK,
+};
 use super::{EventBuffer, StartFrame, TreeEvent};
 
 /// Emuprof's side of the counting blocks' budget.
 ///
-/// The budget is one word, so that a block checks and pays it with one
-/// load: instructions in its low 32 bits, blocks in its high 32. Each
-/// counting block first calls the hook if bit 31 or bit 63 is set, then
-/// adds its instructions and one block. Armed, each half is 2^31 minus what
-/// may still run (instructions before the limit, blocks before the batch
-/// is full; at most 2^31 each), so its top bit sets exactly when that is
-/// used up; neither half carries into the other (a block adds under 2^16).
+/// Blocks that only count (`emu/unicorn/0007`, while fast-forwarding) pay
+/// a budget of one word, so that a block checks and pays it with one load:
+/// instructions in its low 32 bits, blocks in its high 32. Each counting
+/// block first calls the hook if bit 31 or bit 63 is set, then adds its
+/// instructions and one block. Armed, each half is 2^31 minus what may
+/// still run (instructions before the limit, blocks before the batch is
+/// full; at most 2^31 each), so its top bit sets exactly when that is used
+/// up; neither half carries into the other (a block adds under 2^16).
+///
+/// Blocks that send events (`emu/unicorn/0008`) pay with the addition
+/// that runs their clocks instead: the clocks word's low 16 bits are the
+/// room, armed to [`ROOM_END`] minus the blocks that may still run, and a
+/// block calls the hook once they reach [`ROOM_END`]. That room is one
+/// block per pair of slots left in the batch, but no more blocks than can
+/// run without passing the instruction limit, or without more
+/// instructions or cycles since the builder's last reading of the clocks
+/// than the word can tell apart (see `tree_feed::clocks`), as the longest
+/// and dearest block that counts itself would run them.
+///
 /// Emuprof settles before it looks: the progress since arming moves into
 /// the executed count and into the batch (a slot off its end per block, as
 /// if each block had taken one), and the budget is armed again.
@@ -22,7 +37,7 @@ pub(super) struct Tally {
     executed: u64,
     /// The instruction count at which blocks call the hook.
     limit: u64,
-    /// The budget as last armed.
+    /// The budget (or the clocks word's room bits) as last armed.
     armed: u64,
     /// Whether blocks send events (two slots each, see
     /// [`EventBuffer::start_sending_events`]) rather than only count.
@@ -30,7 +45,20 @@ pub(super) struct Tally {
     /// `next` when the budget was last armed (events since then are blocks
     /// that took their slot at `next`, not off the end).
     armed_next: *mut TreeEvent,
+    /// While blocks send events: `executed` less the instructions on the
+    /// clocks.
+    executed_offset: u64,
+    /// While blocks send events: the clocks word as the builder last read
+    /// it before this batch (the batch before ended there).
+    read_at_start: u64,
+    /// While blocks send events: the most instructions and cycles of a
+    /// block that counts itself (one at least).
+    dearest_block: (u64, u64),
 }
+
+/// The clocks word's room bits at which blocks sending events call the
+/// hook (see [`Tally`]); the most room there can be.
+pub(in super::super) const ROOM_END: u64 = 1 << (ROOM_BITS - 1);
 
 /// Half of the budget: 2^31.
 const HALF: u64 = 1 << 31;
@@ -72,15 +100,87 @@ impl EventBuffer {
         // SAFETY: as in `has_room`.
         unsafe {
             let cursor = self.cursor.as_ptr();
+            (*cursor).full_clocks.catch_up((*cursor).clocks);
             (*cursor).tally = Some(Tally {
                 executed: 0,
                 limit,
                 armed: 0,
                 pairs,
                 armed_next: (*cursor).next,
+                executed_offset: 0u64.wrapping_sub((*cursor).full_clocks.instructions),
+                read_at_start: (*cursor).clocks,
+                dearest_block: (1, 1),
             })
         };
         self.arm();
+    }
+
+    /// A block that counts itself and sends events has `instructions` and
+    /// `cycles`: the room is armed for the dearest such block.
+    pub(in super::super) fn block_counts_itself(&mut self, instructions: u32, cycles: u32) {
+        let (instructions, cycles) = (u64::from(instructions), u64::from(cycles));
+        // SAFETY: as in `has_room`.
+        let dearest = unsafe { (*self.cursor.as_ptr()).tally.map(|t| t.dearest_block) };
+        let Some((most_instructions, most_cycles)) = dearest else {
+            return;
+        };
+        if instructions <= most_instructions && cycles <= most_cycles {
+            return;
+        }
+        self.settle();
+        // SAFETY: as in `has_room`.
+        unsafe {
+            if let Some(tally) = &mut (*self.cursor.as_ptr()).tally {
+                tally.dearest_block = (
+                    most_instructions.max(instructions),
+                    most_cycles.max(cycles),
+                );
+            }
+        }
+        self.arm();
+    }
+
+    /// Whether a block of `instructions` and `cycles` that emuprof feeds
+    /// must send an event (be a reading of the clocks) so that what runs
+    /// after it stays within what the clocks word can tell apart.
+    pub(in super::super) fn reading_due(&self, instructions: u32, cycles: u32) -> bool {
+        self.settle();
+        let (unread_instructions, unread_cycles) = self.unread();
+        unread_instructions + u64::from(instructions) > MAX_UNREAD_INSTRUCTIONS
+            || unread_cycles + u64::from(cycles) > MAX_UNREAD_CYCLES
+    }
+
+    /// The instructions and cycles on the clocks since the builder's last
+    /// reading: the last event of the batch, or where the batch started.
+    fn unread(&self) -> (u64, u64) {
+        // SAFETY: as in `has_room`; `next` lies in the batch's allocation,
+        // after the start when it holds events, so `next - 1` is the
+        // second slot of its last pair (blocks sending events store
+        // pairs only).
+        unsafe {
+            let cursor = &*self.cursor.as_ptr();
+            let Some(tally) = cursor.tally else {
+                return (0, 0);
+            };
+            let reading = if cursor.next > self.events.as_ptr().cast_mut() {
+                (*cursor.next.sub(1)).sp
+            } else {
+                tally.read_at_start
+            };
+            gained(reading, cursor.clocks)
+        }
+    }
+
+    /// A new batch starts: the builder has read the clocks as they are.
+    pub(super) fn batch_starts(&mut self) {
+        // SAFETY: as in `has_room`.
+        unsafe {
+            let cursor = &mut *self.cursor.as_ptr();
+            let clocks = cursor.clocks;
+            if let Some(tally) = &mut cursor.tally {
+                tally.read_at_start = clocks;
+            }
+        }
     }
 
     /// Whether blocks send events (see [`EventBuffer::start_sending_events`]).
@@ -115,10 +215,8 @@ impl EventBuffer {
                 u64::from(cycles),
             ));
             cursor.last = last;
-            if let Some(tally) = &mut cursor.tally {
-                tally.executed += u64::from(instructions);
-            }
         }
+        // (Arming counts them into `executed`.)
         self.arm();
     }
 
@@ -165,6 +263,7 @@ impl EventBuffer {
             let cursor = self.cursor.as_ptr();
             (*cursor).tally = None;
             (*cursor).budget = u64::MAX;
+            (*cursor).clocks = (*cursor).clocks & !ROOM_MASK | ROOM_END;
         }
     }
 
@@ -175,15 +274,9 @@ impl EventBuffer {
         // SAFETY: as in `has_room`.
         unsafe {
             let cursor = &*self.cursor.as_ptr();
-            let tally = cursor.tally.unwrap_or(Tally {
-                executed: 0,
-                limit: 0,
-                armed: 0,
-                pairs: false,
-                armed_next: std::ptr::null_mut(),
-            });
+            let executed = cursor.tally.map_or(0, |t| t.executed);
             Counting {
-                executed: tally.executed,
+                executed,
                 last: cursor.last,
                 frames: cursor.frames,
                 depth: cursor.depth,
@@ -199,8 +292,10 @@ impl EventBuffer {
         // SAFETY: as in `has_room`.
         unsafe {
             let cursor = &mut *self.cursor.as_ptr();
+            let on_clocks = cursor.full_clocks.instructions;
             if let Some(tally) = &mut cursor.tally {
                 tally.executed = counting.executed;
+                tally.executed_offset = counting.executed.wrapping_sub(on_clocks);
             }
             cursor.last = counting.last;
             cursor.frames = counting.frames;
@@ -239,9 +334,16 @@ impl EventBuffer {
             // (Often enough for the clocks' word to split exactly: see
             // `tree_feed::clocks`.)
             cursor.full_clocks.catch_up(cursor.clocks);
-            let progress = cursor.budget.wrapping_sub(tally.armed);
-            tally.executed += progress & 0xffff_ffff;
-            let blocks = (progress >> 32) as usize;
+            let blocks = if tally.pairs {
+                tally.executed = tally
+                    .executed_offset
+                    .wrapping_add(cursor.full_clocks.instructions);
+                ((cursor.clocks & ROOM_MASK) - tally.armed) as usize
+            } else {
+                let progress = cursor.budget.wrapping_sub(tally.armed);
+                tally.executed += progress & 0xffff_ffff;
+                (progress >> 32) as usize
+            };
             let taken = if tally.pairs {
                 // Blocks with an event took their two slots at `next`.
                 let events = cursor.next.offset_from(tally.armed_next) as usize / 2;
@@ -266,6 +368,7 @@ impl EventBuffer {
     #[cold]
     #[inline(never)]
     fn arm_counted(&self) {
+        let unread = self.unread();
         // SAFETY: as in `has_room`; `next` and `end` lie in the same
         // allocation, `next <= end`.
         unsafe {
@@ -273,11 +376,23 @@ impl EventBuffer {
             let Some(tally) = &mut cursor.tally else {
                 return;
             };
-            let mut room = cursor.end.offset_from(cursor.next).max(0) as u64;
-            if tally.pairs {
-                room /= 2;
-            }
+            let room = cursor.end.offset_from(cursor.next).max(0) as u64;
             tally.armed_next = cursor.next;
+            if tally.pairs {
+                cursor.full_clocks.catch_up(cursor.clocks);
+                tally.executed = tally
+                    .executed_offset
+                    .wrapping_add(cursor.full_clocks.instructions);
+                let (instructions, cycles) = tally.dearest_block;
+                let room = (room / 2)
+                    .min(tally.limit.saturating_sub(tally.executed) / instructions)
+                    .min((MAX_UNREAD_INSTRUCTIONS - unread.0.min(MAX_UNREAD_INSTRUCTIONS)) / instructions)
+                    .min((MAX_UNREAD_CYCLES - unread.1.min(MAX_UNREAD_CYCLES)) / cycles)
+                    .min(ROOM_END);
+                tally.armed = ROOM_END - room;
+                cursor.clocks = cursor.clocks & !ROOM_MASK | tally.armed;
+                return;
+            }
             let instructions = tally.limit.saturating_sub(tally.executed).min(HALF);
             tally.armed = (HALF - room.min(HALF)) << 32 | (HALF - instructions);
             cursor.budget = tally.armed;
@@ -339,7 +454,7 @@ impl EventBuffer {
 
 #[cfg(test)]
 mod tests {
-    use super::EventBuffer;
+    use super::{EventBuffer, ROOM_END, ROOM_MASK};
 
     /// One run of a counting block of `instructions`, as the translated
     /// code does it (`emu/unicorn/0007`): true when it calls the hook.
@@ -392,8 +507,25 @@ mod tests {
         buffer.edit(|_| ());
         assert!(run_block(&buffer, 1));
     }
+    /// One run of a block that sends events, as the translated code does
+    /// it (`emu/unicorn/0008`) but for the event: true when it calls the
+    /// hook.
+    fn run_event_block(buffer: &EventBuffer, instructions: u64, cycles: u64) -> bool {
+        let cursor = buffer.cursor();
+        // SAFETY: the buffer's live cursor; nothing else uses it here.
+        unsafe {
+            if (*cursor).clocks & ROOM_MASK >= ROOM_END {
+                return true;
+            }
+            (*cursor).clocks = (*cursor)
+                .clocks
+                .wrapping_add(super::super::super::clocks::pack(instructions, cycles) + 1);
+        }
+        false
+    }
+
     /// An event as a block sending events stores it (`emu/unicorn/0008`):
-    /// two slots at `next`.
+    /// two slots at `next`, the second with the clocks.
     fn store_event(buffer: &EventBuffer) {
         let cursor = buffer.cursor();
         // SAFETY: the buffer's live cursor; the budget left room for the
@@ -403,7 +535,7 @@ mod tests {
             (*cursor)
                 .next
                 .add(1)
-                .write(super::TreeEvent::block(0, 0, 0));
+                .write(super::TreeEvent::special_with(0, (*cursor).clocks));
             (*cursor).next = (*cursor).next.add(2);
         }
     }
@@ -415,16 +547,17 @@ mod tests {
     fn blocks_sending_events_take_two_slots_each() {
         let mut buffer = EventBuffer::with_capacity(8, None);
         buffer.start_sending_events(u64::MAX);
-        assert!(!run_block(&buffer, 1));
-        assert!(!run_block(&buffer, 1));
+        assert!(!run_event_block(&buffer, 1, 1));
+        assert!(!run_event_block(&buffer, 1, 1));
         store_event(&buffer);
-        assert!(!run_block(&buffer, 1));
-        assert!(!run_block(&buffer, 1));
+        assert!(!run_event_block(&buffer, 1, 1));
+        assert!(!run_event_block(&buffer, 1, 1));
         store_event(&buffer);
-        assert!(run_block(&buffer, 1));
+        assert!(run_event_block(&buffer, 1, 1));
         assert_eq!(buffer.len(), 4);
         assert_eq!(buffer.slots_taken(), 4);
         assert!(!buffer.has_room_settled());
+        assert_eq!(buffer.clocks().0, 4);
 
         // An event emuprof pushes takes two slots too, a block it feeds
         // without one two off the end.
@@ -435,8 +568,45 @@ mod tests {
             super::TreeEvent::block(0, 0, 0),
         );
         buffer.take_slot();
-        assert!(!run_block(&buffer, 1));
-        assert!(!run_block(&buffer, 1));
-        assert!(run_block(&buffer, 1));
+        assert!(!run_event_block(&buffer, 1, 1));
+        assert!(!run_event_block(&buffer, 1, 1));
+        assert!(run_event_block(&buffer, 1, 1));
+    }
+
+    /// Blocks sending events get no more room than the instruction limit
+    /// and the clocks' word allow, as the dearest block would use it.
+    #[test]
+    fn blocks_sending_events_stop_at_the_limit_and_before_the_clocks_blur() {
+        use super::super::super::clocks::MAX_UNREAD_CYCLES;
+
+        let mut buffer = EventBuffer::with_capacity(64, None);
+        buffer.start_sending_events(10);
+        buffer.block_counts_itself(4, 4);
+        // Blocks of four start at 0 and 4 instructions; at 8 two more
+        // could pass the limit: each calls the hook, which feeds it.
+        assert!(!run_event_block(&buffer, 4, 4));
+        assert!(!run_event_block(&buffer, 4, 4));
+        assert!(run_event_block(&buffer, 4, 4));
+        assert!(!buffer.limit_passed());
+        buffer.fed(4, 4, 0);
+        assert!(run_event_block(&buffer, 4, 4));
+        assert!(buffer.limit_passed());
+        assert_eq!(buffer.counting().executed, 12);
+
+        // With blocks of a quarter of what the clocks can tell apart, three
+        // run before the hook; a block emuprof feeds then must be read.
+        let mut buffer = EventBuffer::with_capacity(64, None);
+        buffer.start_sending_events(u64::MAX);
+        let quarter = (MAX_UNREAD_CYCLES / 4) as u32;
+        buffer.block_counts_itself(1, quarter);
+        for _ in 0..4 {
+            assert!(!run_event_block(&buffer, 1, u64::from(quarter)));
+        }
+        assert!(run_event_block(&buffer, 1, 1));
+        assert!(buffer.reading_due(1, quarter));
+        assert!(!buffer.reading_due(1, 3));
+        store_event(&buffer);
+        assert!(!buffer.reading_due(1, quarter));
+        assert_eq!(buffer.clocks().1, 4 * u64::from(quarter));
     }
 }
