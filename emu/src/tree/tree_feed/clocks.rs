@@ -20,6 +20,7 @@ use crate::tree::costs::Costs;
 pub(super) struct Clocks {
     pub instructions: u64,
     pub cycles: u64,
+    /// The word as last read, without its room bits.
     packed: u64,
 }
 
@@ -28,7 +29,8 @@ impl Clocks {
     /// they gained.
     #[inline]
     pub fn catch_up(&mut self, packed: u64) -> Costs {
-        let (instructions, cycles) = gained(self.packed, packed);
+        let packed = packed & !ROOM_MASK;
+        let (instructions, cycles) = split(packed.wrapping_sub(self.packed));
         self.instructions += instructions;
         self.cycles += cycles;
         self.packed = packed;
@@ -84,8 +86,15 @@ pub(super) fn pack(instructions: u64, cycles: u64) -> u64 {
 /// the packed reading `after`, room bits aside (see the module doc).
 #[inline]
 pub(super) fn gained(before: u64, after: u64) -> (u64, u64) {
-    let gained = (after & !ROOM_MASK).wrapping_sub(before & !ROOM_MASK) >> ROOM_BITS;
-    (gained & MAX_UNREAD_INSTRUCTIONS, gained >> INSTRUCTION_BITS)
+    split((after & !ROOM_MASK).wrapping_sub(before & !ROOM_MASK))
+}
+
+/// The instructions and cycles of a difference of two readings without
+/// their room bits.
+#[inline]
+fn split(difference: u64) -> (u64, u64) {
+    let difference = difference >> ROOM_BITS;
+    (difference & MAX_UNREAD_INSTRUCTIONS, difference >> INSTRUCTION_BITS)
 }
 
 #[cfg(test)]
