@@ -94,7 +94,10 @@ pub(super) fn gained(before: u64, after: u64) -> (u64, u64) {
 #[inline]
 fn split(difference: u64) -> (u64, u64) {
     let difference = difference >> ROOM_BITS;
-    (difference & MAX_UNREAD_INSTRUCTIONS, difference >> INSTRUCTION_BITS)
+    (
+        difference & MAX_UNREAD_INSTRUCTIONS,
+        difference >> INSTRUCTION_BITS,
+    )
 }
 
 #[cfg(test)]
@@ -124,7 +127,8 @@ mod tests {
     #[test]
     fn gained_between_two_readings_is_exact_up_to_the_maxima() {
         let before = pack(MAX_UNREAD_INSTRUCTIONS - 5, MAX_UNREAD_CYCLES - 7) | 0x7fff;
-        let after = before.wrapping_add(pack(MAX_UNREAD_INSTRUCTIONS, MAX_UNREAD_CYCLES)) & !ROOM_MASK;
+        let after =
+            before.wrapping_add(pack(MAX_UNREAD_INSTRUCTIONS, MAX_UNREAD_CYCLES)) & !ROOM_MASK;
         assert_eq!(
             gained(before, after),
             (MAX_UNREAD_INSTRUCTIONS, MAX_UNREAD_CYCLES)

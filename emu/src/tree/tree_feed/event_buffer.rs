@@ -15,8 +15,8 @@ use super::{StartFrame, TreeEvent};
 mod budget;
 mod cursor_page;
 
-pub(super) use budget::{Counting, ROOM_END};
 use budget::Tally;
+pub(super) use budget::{Counting, ROOM_END};
 use cursor_page::CursorPage;
 
 /// Where the next event of the current batch goes: the layout of

@@ -182,7 +182,7 @@ impl TreeFeed {
     }
 
     /// Sends events only where the call tree can change from now on: the
-    /// engine takes the cursor's budget, clocks and `last` (emuprof's
+    /// engine takes the cursor's clocks (with their room) and `last` (emuprof's
     /// Unicorn build). Nothing was translated yet.
     pub fn send_events_only(&mut self) {
         let Some(Setup {

@@ -131,10 +131,8 @@ impl EventBuffer {
         // SAFETY: as in `has_room`.
         unsafe {
             if let Some(tally) = &mut (*self.cursor.as_ptr()).tally {
-                tally.dearest_block = (
-                    most_instructions.max(instructions),
-                    most_cycles.max(cycles),
-                );
+                tally.dearest_block =
+                    (most_instructions.max(instructions), most_cycles.max(cycles));
             }
         }
         self.arm();
@@ -386,7 +384,10 @@ impl EventBuffer {
                 let (instructions, cycles) = tally.dearest_block;
                 let room = (room / 2)
                     .min(tally.limit.saturating_sub(tally.executed) / instructions)
-                    .min((MAX_UNREAD_INSTRUCTIONS - unread.0.min(MAX_UNREAD_INSTRUCTIONS)) / instructions)
+                    .min(
+                        (MAX_UNREAD_INSTRUCTIONS - unread.0.min(MAX_UNREAD_INSTRUCTIONS))
+                            / instructions,
+                    )
                     .min((MAX_UNREAD_CYCLES - unread.1.min(MAX_UNREAD_CYCLES)) / cycles)
                     .min(ROOM_END);
                 tally.armed = ROOM_END - room;
