@@ -83,6 +83,12 @@ class Measurement:
     def median_cpu_seconds(self):
         return statistics.median(self.cpu_seconds) if self.cpu_seconds and not self.failure else None
 
+    def fastest_seconds(self):
+        return min(self.seconds) if self.seconds and not self.failure else None
+
+    def fastest_cpu_seconds(self):
+        return min(self.cpu_seconds) if self.cpu_seconds and not self.failure else None
+
     def peak_mib(self):
         return max(self.peak_kib) / 1024 if self.peak_kib and not self.failure else None
 
@@ -278,32 +284,43 @@ def difference(emuprof, callgrind):
     return f"{delta:+,} ({100 * delta / callgrind:+.3f} %)"
 
 
-def time_table(title, cases, results, median):
+def suite_ratios(cases, results, time_of):
+    """The suite's median of emuprof's ratio to each other tool, with each
+    tool's time picked by `time_of` (a Measurement method)."""
+    ratios = {"callgrind": [], "native": [], "qemu": []}
+    for case in cases:
+        times = {tool: time_of(results[case.label][tool]) for tool in TOOLS}
+        for other in ratios:
+            if times["emuprof"] is not None and times[other]:
+                ratios[other].append(times["emuprof"] / times[other])
+    summary = ", ".join(f"emuprof/{TOOL_TITLES[o]} {statistics.median(r):.2f}" for o, r in ratios.items() if r)
+    return summary or "n/a (emuprof did not run)"
+
+
+def time_table(title, cases, results, median, fastest):
     """One table of median times per tool and the emuprof ratios, and the
-    suite's median ratios; `median` picks wall or CPU time of a Measurement."""
+    suite's median ratios, of the medians and of each tool's fastest run
+    (this host's speed drifts between runs); `median` and `fastest` pick
+    wall or CPU time of a Measurement."""
     lines = [title, "",
              "| program | native | qemu-x86_64 | Callgrind | emuprof | emuprof/Callgrind | emuprof/native | emuprof/qemu |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    ratios = {"callgrind": [], "native": [], "qemu": []}
     for case in cases:
         medians = {tool: median(results[case.label][tool]) for tool in TOOLS}
-        for other in ratios:
-            if medians["emuprof"] is not None and medians[other]:
-                ratios[other].append(medians["emuprof"] / medians[other])
         lines.append(f"| {case.label} | " + " | ".join(fmt_seconds(medians[t]) for t in TOOLS) + " | "
                      + " | ".join(fmt_ratio(medians["emuprof"], medians[o]) for o in ("callgrind", "native", "qemu")) + " |")
-    summary = ", ".join(f"emuprof/{TOOL_TITLES[o]} {statistics.median(r):.2f}" for o, r in ratios.items() if r)
-    lines += ["", f"Median ratios over the suite: {summary or 'n/a (emuprof did not run)'}."]
+    lines += ["", f"Median ratios over the suite: {suite_ratios(cases, results, median)}.",
+              f"The same of each tool's fastest run: {suite_ratios(cases, results, fastest)}."]
     return lines
 
 
 def tables(cases, results, repeats, mode):
     lines = [f"### Mode `{mode}`: {MODES[mode]}", ""]
     lines += time_table(f"Wall time, median of {repeats} runs (seconds):", cases, results,
-                        Measurement.median_seconds)
+                        Measurement.median_seconds, Measurement.fastest_seconds)
     lines += [""]
     lines += time_table(f"CPU time (user + system), median of {repeats} runs (seconds):", cases, results,
-                        Measurement.median_cpu_seconds)
+                        Measurement.median_cpu_seconds, Measurement.fastest_cpu_seconds)
     lines += ["", "Peak memory (MiB) and total instructions:", "",
               "| program | native | qemu-x86_64 | Callgrind | emuprof | Callgrind Ir | emuprof instructions | emuprof − Callgrind |",
               "|---|---:|---:|---:|---:|---:|---:|---:|"]
