@@ -301,6 +301,15 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// The builder, back on the emulation thread after a move that did not
+    /// pay, stays there for `windows` busy windows and moves after them.
+    fn held_inline_for(migration: &mut Migration, windows: u32) {
+        for _ in 0..windows {
+            assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Stay);
+        }
+        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+    }
+
     #[test]
     fn a_move_that_wins_no_wall_time_is_undone_and_not_retried_for_a_while() {
         let mut migration = Migration::new(false, 0);
@@ -308,19 +317,13 @@ mod tests {
         // The first window on its own thread took as long: back at once,
         // although the builder is busy there.
         assert_eq!(migration.thread_window(0.6, 10 * MS), Decision::Move);
-        for _ in 0..HOLD_WINDOWS {
-            assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Stay);
-        }
-        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+        held_inline_for(&mut migration, HOLD_WINDOWS);
         assert_eq!(
             migration.thread_window(0.6, Duration::from_micros(9_500)),
             Decision::Move
         );
         // Twice as long after the second move that did not pay.
-        for _ in 0..2 * HOLD_WINDOWS {
-            assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Stay);
-        }
-        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+        held_inline_for(&mut migration, 2 * HOLD_WINDOWS);
     }
 
     #[test]
@@ -343,9 +346,6 @@ mod tests {
         // A later window on its own thread as long as the last inline one:
         // back, and held there.
         assert_eq!(migration.thread_window(0.6, 10 * MS), Decision::Move);
-        for _ in 0..HOLD_WINDOWS {
-            assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Stay);
-        }
-        assert_eq!(migration.inline_window(0.5, 10 * MS), Decision::Move);
+        held_inline_for(&mut migration, HOLD_WINDOWS);
     }
 }
