@@ -82,6 +82,13 @@ pub(super) fn pack(instructions: u64, cycles: u64) -> u64 {
     (instructions << ROOM_BITS).wrapping_add(cycles << CYCLES_SHIFT)
 }
 
+/// What one run of a block that counts itself adds to the word: its
+/// `instructions` and `cycles`, and one block of room.
+#[inline]
+pub(super) fn block_run(instructions: u64, cycles: u64) -> u64 {
+    pack(instructions, cycles) + 1
+}
+
 /// The instructions and cycles gained from the packed reading `before` to
 /// the packed reading `after`, room bits aside (see the module doc).
 #[inline]

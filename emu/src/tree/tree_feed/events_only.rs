@@ -229,7 +229,7 @@ impl TreeFeed {
         let constants = BlockConstants {
             counter,
             key: TreeEvent::block(address, size, 0).key(),
-            clocks: super::clocks::pack(block.instructions.into(), block.cycles.into()) + 1,
+            clocks: super::clocks::block_run(block.instructions.into(), block.cycles.into()),
             room_end: super::event_buffer::ROOM_END as u32,
             terminator: block.terminator.code() as u32,
         };

@@ -3,7 +3,7 @@
 //! without calling it.
 
 use super::super::clocks::{
-    gained, MAX_UNREAD_CYCLES, MAX_UNREAD_INSTRUCTIONS, ROOM_BITS, ROOM_MASK,
+    gained, Clocks, MAX_UNREAD_CYCLES, MAX_UNREAD_INSTRUCTIONS, ROOM_BITS, ROOM_MASK,
 };
 use super::{EventBuffer, StartFrame, TreeEvent};
 
@@ -54,6 +54,14 @@ pub(super) struct Tally {
     /// While blocks send events: the most instructions and cycles of a
     /// block that counts itself (one at least).
     dearest_block: (u64, u64),
+}
+
+impl Tally {
+    /// While blocks send events: `executed` from the full clocks (the
+    /// instructions on them, less those before counting started).
+    fn executed_from(&mut self, full: &Clocks) {
+        self.executed = self.executed_offset.wrapping_add(full.instructions);
+    }
 }
 
 /// The clocks word's room bits at which blocks sending events call the
@@ -149,7 +157,8 @@ impl EventBuffer {
     }
 
     /// The instructions and cycles on the clocks since the builder's last
-    /// reading: the last event of the batch, or where the batch started.
+    /// reading: the last event of the batch, or where the batch started
+    /// (nothing while blocks do not send events).
     fn unread(&self) -> (u64, u64) {
         // SAFETY: as in `has_room`; `next` lies in the batch's allocation,
         // after the start when it holds events, so `next - 1` is the
@@ -157,7 +166,7 @@ impl EventBuffer {
         // pairs only).
         unsafe {
             let cursor = &*self.cursor.as_ptr();
-            let Some(tally) = cursor.tally else {
+            let Some(tally) = cursor.tally.filter(|t| t.pairs) else {
                 return (0, 0);
             };
             let reading = if cursor.next > self.events.as_ptr().cast_mut() {
@@ -333,9 +342,7 @@ impl EventBuffer {
             // `tree_feed::clocks`.)
             cursor.full_clocks.catch_up(cursor.clocks);
             let blocks = if tally.pairs {
-                tally.executed = tally
-                    .executed_offset
-                    .wrapping_add(cursor.full_clocks.instructions);
+                tally.executed_from(&cursor.full_clocks);
                 ((cursor.clocks & ROOM_MASK) - tally.armed) as usize
             } else {
                 let progress = cursor.budget.wrapping_sub(tally.armed);
@@ -378,9 +385,7 @@ impl EventBuffer {
             tally.armed_next = cursor.next;
             if tally.pairs {
                 cursor.full_clocks.catch_up(cursor.clocks);
-                tally.executed = tally
-                    .executed_offset
-                    .wrapping_add(cursor.full_clocks.instructions);
+                tally.executed_from(&cursor.full_clocks);
                 let (instructions, cycles) = tally.dearest_block;
                 let room = (room / 2)
                     .min(tally.limit.saturating_sub(tally.executed) / instructions)
@@ -520,7 +525,7 @@ mod tests {
             }
             (*cursor).clocks = (*cursor)
                 .clocks
-                .wrapping_add(super::super::super::clocks::pack(instructions, cycles) + 1);
+                .wrapping_add(super::super::super::clocks::block_run(instructions, cycles));
         }
         false
     }
