@@ -8,6 +8,16 @@
 //! (`emu/unicorn/0006`, [`crate::machine`]'s `block_trace`). The cursor
 //! therefore lives at a fixed address for the buffer's whole life, and the
 //! buffer's `Vec` length stays 0 while it fills: the cursor is the length.
+//!
+//! A batch ends after a fixed number of slots, its *window*: that is where
+//! the block hook looks at the instruction limit and the scheduler's
+//! quantum, so where it ends must depend on the guest's work alone. The
+//! buffer may hold several windows' events before it goes to the builder
+//! ([`EventBuffer::open_next_window`]): a builder on its own thread then
+//! gets fewer, larger hand-overs (each costs both threads far more than
+//! the events in it: the batch's cache lines move between cores), while
+//! the windows, and so every point the guest's run depends on, stay where
+//! they are.
 
 use super::clocks::Clocks;
 use super::{StartFrame, TreeEvent};
@@ -60,6 +70,15 @@ pub(super) struct EventBuffer {
     /// [`EventBuffer::cursor`] hands out; placed where its stores do not
     /// slow the engine's own down (see [`cursor_page`]).
     cursor: CursorPage<TraceCursor>,
+    /// Slots per window (see the module doc): the cursor's `end` lies at
+    /// most this far after `window_start`.
+    window: usize,
+    /// Where the current window began.
+    window_start: *mut TreeEvent,
+    /// Windows that may still open before the batch must go: a buffer of
+    /// `n` windows' capacity holds `n` windows (however few events they
+    /// have), so the builder is never more than that far behind.
+    windows_left: usize,
 }
 
 impl EventBuffer {
@@ -81,6 +100,9 @@ impl EventBuffer {
         let mut buffer = EventBuffer {
             events: Vec::new(),
             cursor: CursorPage::new(cursor, cpu_state),
+            window: capacity,
+            window_start: std::ptr::null_mut(),
+            windows_left: 0,
         };
         buffer.refill(Vec::with_capacity(capacity));
         buffer
@@ -115,6 +137,55 @@ impl EventBuffer {
                 .next
                 .offset_from(self.events.as_ptr()) as usize
         }
+    }
+
+    /// Events in the current window.
+    pub(super) fn window_len(&self) -> usize {
+        // SAFETY: as in `len`; the window starts at or before `next`, in
+        // the same allocation.
+        unsafe {
+            (*self.cursor.as_ptr())
+                .next
+                .offset_from(self.window_start) as usize
+        }
+    }
+
+    /// The current window's slots: a whole window, unless the buffer is
+    /// smaller.
+    fn window_room(&self) -> usize {
+        // SAFETY: the window starts inside the allocation (or at its start).
+        let before = unsafe { self.window_start.offset_from(self.events.as_ptr()) } as usize;
+        self.window.min(self.events.capacity() - before)
+    }
+
+    /// Makes batches end after `slots` slots from the next refill on
+    /// (buffers then hold at least that many).
+    pub(super) fn set_window(&mut self, slots: usize) {
+        self.window = slots;
+    }
+
+    /// When the current window is full and the buffer holds another:
+    /// starts that window after the events so far (the batch goes on;
+    /// true). Otherwise nothing changes (false).
+    pub(super) fn open_next_window(&mut self) -> bool {
+        if self.windows_left == 0 || self.has_room_settled() {
+            return false;
+        }
+        self.windows_left -= 1;
+        // SAFETY: as in `has_room`. Each window before took at most
+        // `window` slots of the allocation, and it has `window` for each
+        // window it holds: `next + window` lies in it or one past its end.
+        unsafe {
+            let cursor = self.cursor.as_ptr();
+            debug_assert!(
+                (*cursor).next.offset_from(self.events.as_ptr()) as usize + self.window
+                    <= self.events.capacity()
+            );
+            self.window_start = (*cursor).next;
+            (*cursor).end = (*cursor).next.add(self.window);
+        }
+        self.arm();
+        true
     }
 
     /// Whether the buffer holds no event.
@@ -164,8 +235,11 @@ impl EventBuffer {
     /// Points the cursor at the start and end of `events`' allocation.
     /// Lets `edit` change the events recorded so far (drop, reorder,
     /// shorten) as a `Vec`, then aims the cursor after what is left. `edit`
-    /// must not grow the batch beyond its capacity (it would move).
+    /// must not grow the batch beyond its capacity (it would move). The
+    /// kept events count as the current window's: only for a buffer of one
+    /// window.
     pub(super) fn edit<R>(&mut self, edit: impl FnOnce(&mut Vec<TreeEvent>) -> R) -> R {
+        debug_assert!(self.window >= self.events.capacity());
         self.settle();
         let len = self.len();
         let start = self.events.as_ptr();
@@ -188,14 +262,19 @@ impl EventBuffer {
         result
     }
 
+    /// Points the cursor at the start of the buffer, with one window's
+    /// room (or the buffer's, when smaller).
     fn aim(&mut self) {
         let start = self.events.as_mut_ptr();
+        self.window_start = start;
+        self.windows_left = (self.events.capacity() / self.window.max(1)).saturating_sub(1);
+        let room = self.window_room();
         // SAFETY: the cursor is owned and live (see `has_room`); `start +
-        // capacity` is one past the end of the allocation.
+        // room` is at most one past the end of the allocation.
         unsafe {
             let cursor = self.cursor.as_ptr();
             (*cursor).next = start;
-            (*cursor).end = start.add(self.events.capacity());
+            (*cursor).end = start.add(room);
         }
         self.arm();
     }

@@ -206,6 +206,7 @@ impl TreeFeed {
         }));
         // Two slots per block: a batch still ends after `BATCH` blocks.
         self.batch_capacity = 2 * BATCH;
+        self.events.set_window(self.batch_capacity);
         self.events.refill(Vec::with_capacity(self.batch_capacity));
         self.events.set_last(NO_BLOCK_YET);
         self.events.start_sending_events(instruction_limit);

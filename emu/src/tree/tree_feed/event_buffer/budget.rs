@@ -405,16 +405,15 @@ impl EventBuffer {
         }
     }
 
-    /// Slots counting blocks took off the end of the buffer since it was
-    /// last aimed: blocks that ran without a record.
+    /// Slots counting blocks took off the end of the current window:
+    /// blocks that ran without a record.
     pub(in super::super) fn slots_taken(&self) -> usize {
         self.settle();
         // SAFETY: as in `len`: `end` points into (or just past) the
-        // allocation `events` owns, at or before its capacity's end.
+        // allocation `events` owns, at or before the window's end.
         unsafe {
-            let start = self.events.as_ptr();
             let end = (*self.cursor.as_ptr()).end;
-            self.events.capacity() - end.offset_from(start) as usize
+            self.window_room() - end.offset_from(self.window_start) as usize
         }
     }
 
@@ -577,6 +576,44 @@ mod tests {
         assert!(!run_event_block(&buffer, 1, 1));
         assert!(!run_event_block(&buffer, 1, 1));
         assert!(run_event_block(&buffer, 1, 1));
+    }
+
+    /// A buffer of three windows: each window ends after the same number
+    /// of blocks, whether they stored events or not, and the third must be
+    /// the last (the batch goes to the builder then).
+    #[test]
+    fn a_buffer_of_several_windows_ends_each_after_as_many_blocks() {
+        let mut buffer = EventBuffer::with_capacity(24, None);
+        buffer.set_window(8);
+        buffer.refill(Vec::with_capacity(24));
+        buffer.start_sending_events(u64::MAX);
+        // Window one: two blocks with events, two without.
+        for _ in 0..2 {
+            assert!(!run_event_block(&buffer, 1, 1));
+            store_event(&buffer);
+            assert!(!run_event_block(&buffer, 1, 1));
+        }
+        assert!(run_event_block(&buffer, 1, 1));
+        assert!(!buffer.has_room_settled());
+        assert!(buffer.open_next_window());
+        assert_eq!((buffer.window_len(), buffer.slots_taken()), (0, 0));
+        // Window two: blocks without events only; it is as long.
+        for _ in 0..4 {
+            assert!(!run_event_block(&buffer, 1, 1));
+        }
+        assert!(run_event_block(&buffer, 1, 1));
+        assert_eq!(buffer.slots_taken(), 8);
+        assert!(buffer.open_next_window());
+        // Window three: four blocks with events.
+        for _ in 0..4 {
+            assert!(!run_event_block(&buffer, 1, 1));
+            store_event(&buffer);
+        }
+        assert!(run_event_block(&buffer, 1, 1));
+        assert_eq!((buffer.window_len(), buffer.slots_taken()), (8, 0));
+        assert!(!buffer.open_next_window());
+        assert_eq!(buffer.take().len(), 12);
+        assert_eq!(buffer.clocks().0, 12);
     }
 
     /// Blocks sending events get no more room than the instruction limit
