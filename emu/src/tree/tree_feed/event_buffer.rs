@@ -143,11 +143,7 @@ impl EventBuffer {
     pub(super) fn window_len(&self) -> usize {
         // SAFETY: as in `len`; the window starts at or before `next`, in
         // the same allocation.
-        unsafe {
-            (*self.cursor.as_ptr())
-                .next
-                .offset_from(self.window_start) as usize
-        }
+        unsafe { (*self.cursor.as_ptr()).next.offset_from(self.window_start) as usize }
     }
 
     /// The current window's slots: a whole window, unless the buffer is
