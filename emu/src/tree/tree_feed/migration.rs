@@ -26,9 +26,9 @@
 //! it; or the hand-over costs more than the builder's work, as it did for
 //! `cpuheavy 30 fib` while a builder thread got a batch at a time: 0.64 s
 //! of wall time and 0.95 s of CPU time where the inline builder took 0.54
-//! s of both), the builder comes back and stays on the emulation thread for a while:
-//! [`HOLD_WINDOWS`] windows, twice as many after every move that did not
-//! pay. Otherwise a busy second CPU would cost CPU time and win no wall
+//! s of both), the builder comes back and stays on the emulation thread
+//! for a while: [`HOLD_WINDOWS`] windows, twice as many after every move
+//! that did not pay. Otherwise a busy second CPU would cost CPU time and win no wall
 //! time. (Comparing only the first window after a move let such moves
 //! stand when that window happened to run fast.) The reference is
 //! measured again every [`RECHECK_WINDOWS`] windows on the builder's own
