@@ -80,8 +80,12 @@ const UNPAID_WINDOWS: u32 = 2;
 /// `cpuheavy 30 fib` took 2.4 ms in one phase and 4.3 ms in another, a
 /// builder thread's 2.2–2.7 ms in both), so a reference measured once goes
 /// stale, and a move that paid against a slow window would go on costing
-/// CPU time for nothing once the host is fast again.
-const RECHECK_WINDOWS: u32 = 32;
+/// CPU time for nothing once the host is fast again. Each look costs two
+/// windows inline and a thread's start: every 32 windows (about 70 ms of
+/// `cpuheavy 112 fib`) cost a fifth of the thread's gain in wall time
+/// (2.06–2.45 s against 1.64–1.93 s without looking, 3.0–3.1 s inline);
+/// every 256, 1.81–1.93 s.
+const RECHECK_WINDOWS: u32 = 256;
 
 /// Windows an adaptive builder stays on the emulation thread after a move
 /// that did not pay (doubled after each such move, up to
