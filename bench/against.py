@@ -17,10 +17,11 @@ import alternate
 def compare(cases, repeats, emuprof, other, modes, mode_load, run_once, log):
     """Markdown table of median wall and CPU seconds per mode and case."""
     variants = {
-        "this emuprof": (emuprof, []),
-        "other": (other, []),
+        "this emuprof": alternate.emuprof_variant(emuprof, []),
+        "other": alternate.emuprof_variant(other, []),
     }
     return alternate.compare(
         cases, repeats, variants, modes, mode_load, run_once, log,
-        lambda mode, wall, cpu: f"Median over the programs, {mode}: this emuprof takes {wall:.2f}x the wall "
-                                f"time and {cpu:.2f}x the CPU time of the other.")
+        lambda mode, _first, _second, wall, cpu: f"Median over the programs, {mode}: this emuprof takes "
+                                                 f"{wall:.2f}x the wall time and {cpu:.2f}x the CPU time of "
+                                                 f"the other.")

@@ -4,7 +4,7 @@
     python3 bench/run.py [--repeats N] [--no-build] [--scaling] [--modes two-cpus,one-cpu,loaded]
     python3 bench/run.py --serve [--repeats N] [--only LABEL]   # --serve with a slow viewer (bench/serve.py)
     python3 bench/run.py --cache-sim [--repeats N] [--only LABEL]   # cost of --cache-sim (bench/cache_sim.py)
-    python3 bench/run.py --fast-forward [--repeats N] [--modes two-cpus,one-cpu]   # --start-at speed (bench/fast_forward.py)
+    python3 bench/run.py --fast-forward [--repeats N] [--modes two-cpus,one-cpu]   # --start-at speed, and the floor against qemu-x86_64 (bench/fast_forward.py)
     python3 bench/run.py --against OTHER_EMUPROF [--repeats N] [--modes one-cpu]   # against another build (bench/against.py)
 
 Builds release emuprof and the benchmark test programs, then runs every program
@@ -451,7 +451,8 @@ def main():
     parser.add_argument("--cache-sim", action="store_true",
                         help="instead: emuprof without vs with --cache-sim --branch-sim, and Cachegrind")
     parser.add_argument("--fast-forward", action="store_true",
-                        help="instead: emuprof's full profile vs fast-forwarding the whole run (bench/fast_forward.py)")
+                        help="instead: emuprof's full profile vs fast-forwarding the whole run vs qemu-x86_64 "
+                             "(bench/fast_forward.py)")
     parser.add_argument("--against", type=Path, metavar="OTHER_EMUPROF",
                         help="instead: this emuprof against another build of it, in alternation (bench/against.py)")
     parser.add_argument("--modes", default=",".join(MODES),
@@ -527,7 +528,8 @@ def main():
             if tools["emuprof"] is None:
                 sys.exit("bench: --fast-forward needs a working emuprof")
             print(f"Machine: {machine_description(tools)}.\n")
-            print(fast_forward.compare(cases, args.repeats, tools["emuprof"], modes, mode_load, run_once, log))
+            print(fast_forward.compare(cases, args.repeats, tools["emuprof"], tools.get("qemu"), modes, mode_load,
+                                       run_once, log))
             return
         if args.against:
             import against
