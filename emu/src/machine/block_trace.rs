@@ -30,11 +30,13 @@
 //! `tree_feed::Placement`): measured with `bench/run.py` (three runs of each
 //! program, CPU time), the trace saved 3–11 % there, while with a builder
 //! thread on the other CPU it cost up to half as much again (`30 fib` 1.71
-//! s against 1.13 s, BusyBox `gzip` 2.89 s against 2.49 s). The hook writes
-//! events with non-temporal stores (`tree_feed::event_buffer::write_streaming`); the
-//! translated code's plain stores must first fetch every line of a recycled
-//! batch back from the builder's core (the likely cause; not measured
-//! apart).
+//! s against 1.13 s, BusyBox `gzip` 2.89 s against 2.49 s): the translated
+//! code's plain stores must first fetch every line of a recycled batch back
+//! from the builder's core (the likely cause; not measured apart). Without
+//! the trace the hook writes events with non-temporal stores
+//! (`tree_feed::event_buffer::write_streaming`); with it, plain stores like
+//! the translated code's, since mixing the two on one cache line sends the
+//! line to memory and back.
 //!
 //! The answer is the hook's own fast-path test (`text.contains`), taken at
 //! translation time. `text` only ever shrinks to nothing, when code inside

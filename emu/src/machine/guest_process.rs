@@ -559,6 +559,9 @@ pub(super) fn install_hooks(
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
         let taken = unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
+        if taken {
+            state.borrow_mut().feed.engine_writes_events();
+        }
         if taken && fast_forwarding {
             state.borrow_mut().feed.count_inline();
         } else if taken && events_only {

@@ -414,6 +414,13 @@ impl TreeFeed {
         self.events.cursor()
     }
 
+    /// The engine took the cursor: its translated code writes into the
+    /// batches from now on, and emuprof's own events join them with plain
+    /// stores (see [`event_buffer`]).
+    pub fn engine_writes_events(&mut self) {
+        self.events.shared_with_engine();
+    }
+
     /// Whether the builder runs on this thread for good
     /// ([`Placement::Inline`]; an adaptive builder may move).
     pub fn builder_stays_inline(&self) -> bool {
