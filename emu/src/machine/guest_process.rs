@@ -91,12 +91,13 @@ impl GuestProcess {
         let image = &binary.image;
         let mut uc = new_engine()?;
         let mut space = AddressSpace::new(&mut uc)?;
-        let mut code = load_segments(&mut uc, &mut space, image)?;
+        let program_code = load_segments(&mut uc, &mut space, image)?;
         let interpreter = binary.interpreter.as_deref();
-        if let Some(interpreter) = interpreter {
-            code.extend(load_segments(&mut uc, &mut space, &interpreter.image)?);
-        }
-        let code = Arc::new(CodeSnapshot::new(code));
+        let interpreter_code = match interpreter {
+            Some(interpreter) => load_segments(&mut uc, &mut space, &interpreter.image)?,
+            None => Vec::new(),
+        };
+        let code = Arc::new(CodeSnapshot::of_program(program_code, interpreter_code));
         // A dynamically linked program starts in its dynamic linker.
         let start = interpreter.map_or(image.entry, |i| i.image.entry);
         let function_starts = Arc::new(match interpreter {

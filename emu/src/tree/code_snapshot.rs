@@ -16,6 +16,8 @@ use emuprof_loader::FileBytes;
 pub struct CodeSnapshot {
     /// `(start address, bytes)`, sorted by address, not overlapping.
     spans: Vec<(u64, SpanBytes)>,
+    /// The program's largest span (see [`CodeSnapshot::main_range`]).
+    main: Range<u64>,
 }
 
 /// A span's bytes: the program file's own, shared with the loader (no copy,
@@ -46,10 +48,26 @@ impl From<Vec<u8>> for SpanBytes {
 }
 
 impl CodeSnapshot {
-    /// A snapshot of these spans of executable memory.
-    pub fn new(mut spans: Vec<(u64, SpanBytes)>) -> CodeSnapshot {
+    /// A snapshot of these spans of executable memory, all the program's.
+    #[cfg(test)]
+    pub fn new(spans: Vec<(u64, SpanBytes)>) -> CodeSnapshot {
+        CodeSnapshot::of_program(spans, Vec::new())
+    }
+
+    /// A snapshot of the program's spans of executable memory and of
+    /// `others` (its dynamic linker's).
+    pub fn of_program(
+        program: Vec<(u64, SpanBytes)>,
+        others: Vec<(u64, SpanBytes)>,
+    ) -> CodeSnapshot {
+        let main = program
+            .iter()
+            .max_by_key(|(_, bytes)| bytes.len())
+            .map_or(0..0, |(start, bytes)| *start..start + bytes.len() as u64);
+        let mut spans = program;
+        spans.extend(others);
         spans.sort_by_key(|(start, _)| *start);
-        CodeSnapshot { spans }
+        CodeSnapshot { spans, main }
     }
 
     /// The bytes at `[address, address + len)`, cut short at the end of the
@@ -70,13 +88,14 @@ impl CodeSnapshot {
         self.spans.iter().map(|(start, bytes)| (*start, &**bytes))
     }
 
-    /// The largest span (the program's text, normally): the addresses the
-    /// block hook may hand on without looking at them.
+    /// The program's largest span (its text, normally): the addresses the
+    /// block hook may hand on without looking at them. The program's, not
+    /// the dynamic linker's even when that is larger, as it is for most
+    /// small dynamically linked programs: their own code would otherwise
+    /// call the hook on every block (a dynamically linked `sha256sum` of
+    /// 4 MB took four times as long).
     pub fn main_range(&self) -> Range<u64> {
-        self.spans
-            .iter()
-            .max_by_key(|(_, bytes)| bytes.len())
-            .map_or(0..0, |(start, bytes)| *start..start + bytes.len() as u64)
+        self.main.clone()
     }
 }
 
@@ -132,6 +151,22 @@ mod tests {
         assert_eq!(snapshot.read(0x4000, 1), None);
         assert_eq!(snapshot.main_range(), 0x1000..0x3000);
         assert_eq!(CodeSnapshot::default().main_range(), 0..0);
+    }
+
+    /// The main range is the program's largest span, even where its
+    /// dynamic linker has a larger one; both are readable.
+    #[test]
+    fn main_range_is_the_programs_own() {
+        let snapshot = CodeSnapshot::of_program(
+            vec![
+                (0x5000, vec![5; 0x800].into()),
+                (0x6000, vec![6; 0x100].into()),
+            ],
+            vec![(0x1000, vec![1; 0x3000].into())],
+        );
+        assert_eq!(snapshot.main_range(), 0x5000..0x5800);
+        assert_eq!(snapshot.read(0x1000, 1), Some(&[1u8][..]));
+        assert_eq!(snapshot.read(0x6000, 1), Some(&[6u8][..]));
     }
 
     #[test]
