@@ -131,6 +131,25 @@ def make_data(path, megabytes):
             written += len(line)
 
 
+def dynamically_linked(path):
+    """`path` when it is an ELF program with a dynamic linker (a PT_INTERP
+    segment), else None: the suite's one program that goes through `ld.so`
+    and a shared libc, as most programs users profile do."""
+    if not path:
+        return None
+    with open(path, "rb") as elf:
+        header = elf.read(64)
+        if header[:4] != b"\x7fELF" or header[4] != 2:
+            return None
+        phoff = int.from_bytes(header[32:40], "little")
+        phentsize = int.from_bytes(header[54:56], "little")
+        phnum = int.from_bytes(header[56:58], "little")
+        elf.seek(phoff)
+        table = elf.read(phentsize * phnum)
+    types = (int.from_bytes(table[i:i + 4], "little") for i in range(0, len(table), phentsize))
+    return path if 3 in types else None  # PT_INTERP
+
+
 def run_once(argv, cwd, capture_stderr):
     """Runs argv with an empty environment; returns (exit code, wall seconds, CPU
     seconds, peak KiB, stderr). CPU time is user + system time of the process and
@@ -505,6 +524,11 @@ def main():
             cases.append(Case(f"busybox sha256sum ({args.data_mb} MB)", [busybox, "sha256sum", str(data)]))
         else:
             log("busybox not found (install busybox-static); skipping the BusyBox programs")
+        gzip = dynamically_linked(shutil.which("gzip"))
+        if gzip:
+            cases.append(Case(f"gzip -c ({args.data_mb} MB, dynamically linked)", [gzip, "-c", str(data)]))
+        else:
+            log("no dynamically linked gzip on PATH; skipping it")
         if args.only:
             wanted = args.only.split(",")
             cases = [case for case in cases if any(w in case.label for w in wanted)]
