@@ -249,8 +249,17 @@ fn pid_chooses_a_process_in_every_command() {
     let (annotated, _) = ok(&["annotate", "p.json", "work", "--pid", "4245"]);
     assert!(annotated.contains("sum += i * i"), "{annotated}");
 
-    let (diff, _) = ok(&["diff", "p.json", "p.json", "--pid", "4244"]);
-    assert!(diff.contains("work"), "{diff}");
+    // A profile against itself changes nothing: `--all` lists the
+    // functions, so the chosen process's own show. (Matching "work"
+    // anywhere in the output matched the checkout's path, /work/...)
+    let function_rows = |diff: &str, name: &str| {
+        diff.lines()
+            .any(|line| line.split_whitespace().last() == Some(name))
+    };
+    let (diff, _) = ok(&["diff", "p.json", "p.json", "--pid", "4244", "--all"]);
+    assert!(function_rows(&diff, "work"), "{diff}");
+    let (diff, _) = ok(&["diff", "p.json", "p.json", "--all"]);
+    assert!(!function_rows(&diff, "work"), "{diff}");
 
     std::fs::write(
         dir.path().join("limits.toml"),
