@@ -48,12 +48,6 @@ impl From<Vec<u8>> for SpanBytes {
 }
 
 impl CodeSnapshot {
-    /// A snapshot of these spans of executable memory, all the program's.
-    #[cfg(test)]
-    pub fn new(spans: Vec<(u64, SpanBytes)>) -> CodeSnapshot {
-        CodeSnapshot::of_program(spans, Vec::new())
-    }
-
     /// A snapshot of the program's spans of executable memory and of
     /// `others` (its dynamic linker's).
     pub fn of_program(
@@ -136,10 +130,13 @@ mod tests {
 
     #[test]
     fn reads_within_one_span() {
-        let snapshot = CodeSnapshot::new(vec![
-            (0x3000, vec![3; 0x1000].into()),
-            (0x1000, vec![1; 0x2000].into()),
-        ]);
+        let snapshot = CodeSnapshot::of_program(
+            vec![
+                (0x3000, vec![3; 0x1000].into()),
+                (0x1000, vec![1; 0x2000].into()),
+            ],
+            Vec::new(),
+        );
         assert_eq!(snapshot.read(0x1000, 4), Some(&[1u8; 4][..]));
         assert_eq!(
             snapshot.read(0x2ffe, 4),

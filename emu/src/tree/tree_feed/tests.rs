@@ -8,7 +8,7 @@ fn snapshot() -> CodeSnapshot {
     code[..5].copy_from_slice(&[0xe8, 0xfb, 0x0f, 0, 0]);
     code[5..7].copy_from_slice(&[0x0f, 0x05]);
     code[0x1000] = 0xc3;
-    CodeSnapshot::new(vec![(0x1000, code.into())])
+    CodeSnapshot::of_program(vec![(0x1000, code.into())], Vec::new())
 }
 
 /// Feeds `events` to a builder in each placement; checks that both
