@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Exact, deterministic call-tree profiles of static x86-64 Linux binaries,
-/// without Valgrind and without recompiling.
+/// Exact, deterministic call-tree profiles of x86-64 Linux programs (static or
+/// dynamic, threads, processes), without Valgrind and without recompiling.
 ///
 /// `emuprof ./prog args...` is short for `emuprof run ./prog args...`.
 #[derive(Debug, Parser)]
@@ -33,7 +33,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a static binary under the emulator and write its profile.
+    /// Run a program under the emulator and write its profile.
     Run(RunArgs),
     /// Print a report (flat, graph, tree, summary) of a profile.
     Report(crate::commands::report::ReportArgs),
@@ -197,7 +197,7 @@ pub struct RunArgs {
     /// Dumps while running (--dump-every, --dump-at).
     #[command(flatten)]
     pub dumps: crate::commands::dumps::DumpArgs,
-    /// The static binary to run (looked up on PATH when it has no `/`), then
+    /// The x86-64 Linux program to run (looked up on PATH when it has no `/`), then
     /// its arguments: everything after PROGRAM is passed on, options included.
     #[arg(
         required = true,

@@ -1,4 +1,4 @@
-//! emuprof as a library: run a static binary under the emulator and query its
+//! emuprof as a library: run an x86-64 Linux program under the emulator and query its
 //! exact, deterministic costs from Rust — for example in a `cargo test` that
 //! fails when a function gets more expensive, like iai-callgrind but without
 //! Valgrind and with counts that do not depend on the host.

@@ -1,5 +1,6 @@
-//! The emuprof machine: runs an unmodified static x86-64 Linux binary inside
-//! Unicorn, emulates its system calls, and records the exact call tree.
+//! The emuprof machine: runs an unmodified x86-64 Linux program (static or
+//! dynamic, with its threads and processes) inside Unicorn, emulates its system
+//! calls, and records the exact call tree.
 //!
 //! ```no_run
 //! use emuprof_emu::{run, RunHandles, RunOptions};

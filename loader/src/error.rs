@@ -1,9 +1,9 @@
 //! Why a file cannot be loaded, in words a user can act on.
 //!
 //! Every message is one line. [`LoadError`] names the file; the [`ElfProblem`] it
-//! carries starts with a verb ("is dynamically linked …") so that the two read as
-//! one sentence: `./prog is dynamically linked (…); emuprof runs static binaries
-//! only: relink it with -static (or -static-pie)`.
+//! carries starts with a verb ("is built for …") so that the two read as
+//! one sentence: `./prog is built for AArch64; emuprof runs x86-64 binaries
+//! only: …`.
 //!
 //! Neither type marks its inner error as `#[source]`: the inner message is already
 //! part of the line, and `anyhow`'s `{:#}` would otherwise print it twice.

@@ -1,4 +1,4 @@
-//! What to put where in guest memory: the loadable segments of a static binary,
+//! What to put where in guest memory: the loadable segments of an executable,
 //! its entry point, and the facts the emulator needs for the initial stack's
 //! auxiliary vector (`AT_PHDR`, `AT_PHENT`, `AT_PHNUM`, `AT_ENTRY`).
 //!

@@ -1,4 +1,4 @@
-//! Loading static x86-64 Linux ELF executables for emuprof.
+//! Loading x86-64 Linux ELF executables and shared objects for emuprof.
 //!
 //! [`load`] reads a file and returns a [`Binary`]: the [`Image`] (what to map
 //! where, the entry point, the facts for the auxiliary vector) and the
@@ -234,7 +234,7 @@ fn parse(bytes: &[u8]) -> Result<Elf<'_>, ElfProblem> {
     })
 }
 
-/// Validates the bytes of a static x86-64 executable already in memory (the
+/// Validates the bytes of an x86-64 executable already in memory (the
 /// entry point of the fuzz target). The bytes are copied once.
 pub fn load_bytes(bytes: &[u8]) -> Result<Binary, ElfProblem> {
     load_shared(Arc::from(bytes))

@@ -41,7 +41,7 @@ pub struct DiffArgs {
     pub a: PathBuf,
     /// Profile B (with --run: the second program).
     pub b: PathBuf,
-    /// A and B are static programs: run both, with the arguments after `--`
+    /// A and B are programs: run both, with the arguments after `--`
     /// and the same run options, and compare their profiles.
     #[arg(long)]
     pub run: bool,
