@@ -12,7 +12,7 @@ natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emupr
 in its default full-profile mode (`emuprof -o <tmp>/p.json prog args`), each N times
 with an empty environment in a scratch directory (emuprof's guest gets the five
 variables Valgrind adds for its client, so the instruction totals are comparable). Prints Markdown tables, ready to
-paste into the README: median wall time and median CPU time (user + system,
+paste into docs/performance.md: median wall time and median CPU time (user + system,
 of the tool and every process it waited for), the ratios emuprof/Callgrind,
 emuprof/native and emuprof/qemu for both, peak memory (`/usr/bin/time -f %M`; install the
 `time` package if it is missing) and the total instruction counts of Callgrind

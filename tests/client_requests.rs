@@ -7,7 +7,7 @@
 //! Call counts are not compared: Callgrind forgets its call stack when
 //! instrumentation starts again (it counts `main` entered twice), and a
 //! part counts the calls running across its start once (Callgrind does
-//! not); emuprof's call tree stays exact (README, "Client requests").
+//! not); emuprof's call tree stays exact (docs/guide.md, "Valgrind client requests").
 
 mod common;
 
@@ -109,7 +109,7 @@ fn dump_and_zero_requests_cut_the_parts_callgrind_cuts() {
     assert_eq!(part["totals"]["instructions"].as_u64(), Some(cg[0].total));
 }
 
-/// `RUNNING_ON_VALGRIND` is 0 under emuprof (README: the program runs the
+/// `RUNNING_ON_VALGRIND` is 0 under emuprof (docs/guide.md: the program runs the
 /// code it runs natively), in every build.
 #[test]
 fn running_on_valgrind_is_zero() {

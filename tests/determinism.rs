@@ -1,7 +1,7 @@
 //! emuprof's promise: the same binary, arguments, guest environment, input
 //! files and seed give the same counts on every run and every host. These tests
 //! check the promise (what must NOT change counts) and the documented list of
-//! inputs that DO change them (README, "Determinism: every input that can change a count").
+//! inputs that DO change them (docs/determinism.md).
 
 mod common;
 
@@ -182,7 +182,7 @@ fn seed_changes_random_bytes_and_only_programs_that_use_them() {
     }
 }
 
-/// The inputs listed in the README as changing counts really do.
+/// The inputs docs/determinism.md lists as changing counts really do.
 #[test]
 fn documented_inputs_change_counts() {
     let variant = testprog("mutual", Libc::Glibc, "O2");

@@ -103,7 +103,7 @@ fn callgrind_annotate_reads_every_export_and_agrees_with_the_json() {
         if variant.spec.name == "clientreq" {
             // Its client requests switch collection off: the export's line
             // costs come from the block table, which counts every run of a
-            // block, collected or not (README, client requests).
+            // block, collected or not (docs/guide.md, client requests).
             continue;
         }
         let out = profile.export("callgrind", &["--no-inline"]);

@@ -5,7 +5,7 @@
 //! the host's CPU through, emuprof emulates a fixed one), so only totals are
 //! compared, within 1 %.
 //!
-//! Known, documented differences (README, "Comparing with Callgrind"):
+//! Known, documented differences (docs/guest.md, "Comparing with Callgrind"):
 //! the functions that walk the auxiliary vector and environment at startup
 //! (`__init_libc`, glibc's `_dl_aux_init`/`__tunables_init`), whose length
 //! Valgrind and the host kernel decide, and code Callgrind cannot name.

@@ -1,7 +1,7 @@
 //! `emuprof view PROFILE` in a real headless Chromium, driven over the DevTools
 //! protocol: the page loads, the call graph of `mutual` shows its functions,
 //! and a click on a node lists that function's callees. With `EMUPROF_BLESS=1`
-//! the test also refreshes the README's screenshot `docs/view.png`.
+//! the test also refreshes the guide's screenshot `docs/view.png`.
 //!
 //! Needs Debian's `chromium` and Graphviz `dot`; without them the test is
 //! skipped, except when `CI` is set, where it fails.

@@ -77,7 +77,7 @@ pub fn reset_fpu(uc: &mut Unicorn<'_, ()>) -> Result<(), unicorn_engine::uc_erro
 /// CPUID leaf 1 as the guest sees it: Unicorn's Haswell (family 6, model
 /// 60, stepping 4, APIC id 0, 64-byte `clflush`) without RDRAND (ECX bit
 /// 30), which would return host randomness. Every other leaf is Unicorn's
-/// fixed Haswell answer (README, "The emulated CPU", lists them).
+/// fixed Haswell answer (docs/guest.md, "CPU", lists them).
 pub const CPUID_LEAF_1: [u32; 4] = [0x0003_06c4, 0x0000_0800, 0x8ed8_2203, 0x078b_fbfd];
 
 /// The answer to `cpuid` with `leaf` in EAX when emuprof overrides Unicorn's

@@ -1,6 +1,6 @@
 //! Dumps while the guest runs (`--dump-every`, `--dump-at`, `SIGUSR2`,
 //! `SIGUSR1`): the run is cut into parts, each written as a profile of its
-//! own next to the final one (see README "Dumps while running").
+//! own next to the final one (see docs/guide.md, "Dumps while running").
 //!
 //! The call-tree thread cuts the parts ([`emuprof_emu::dumps`]); here they
 //! are symbolicated and written by a thread of their own ([`writer`]), so
