@@ -1,5 +1,5 @@
-"""What a slow viewer costs a run streamed with `emuprof --serve` (issue 21,
-Done-when 3: at most 10 % more time).
+"""What a slow viewer costs a run streamed with `emuprof --serve` (the
+feature allows at most 10 % more time).
 
     python3 bench/run.py --serve [--repeats N] [--only LABEL]
 

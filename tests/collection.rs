@@ -1,4 +1,4 @@
-//! `--collect FUNC` and `--exclude FUNC` (issue 19): a run counts only the
+//! `--collect FUNC` and `--exclude FUNC`: a run counts only the
 //! instructions executed while a matching function is on the call stack,
 //! keyed on the function's entry in the exact call tree; a function that
 //! has no entry (inlined away) or is not in the program is named on stderr.

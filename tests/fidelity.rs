@@ -1,4 +1,4 @@
-//! The guest runs as on Linux with one fixed CPU (issue 11): faults and
+//! The guest runs as on Linux with one fixed CPU: faults and
 //! signals end with the same status as natively and their handlers run;
 //! the CPU count the guest sees is the documented one; RDRAND and
 //! `std::random_device` give identical profiles run after run; glibc's nscd

@@ -1,5 +1,5 @@
-//! Issue 12, done-when 3 (the ELF half, through the `emuprof` binary):
-//! corrupt programs given to `emuprof run`, on a time budget like
+//! Corrupt programs given to `emuprof run` (through the `emuprof` binary),
+//! on a time budget like
 //! `loader/tests/mutations.rs` (which checks the loader's invariants
 //! in-process). Each case mutates a real static program deterministically
 //! from its index and runs it sandboxed (`--root` an empty directory,

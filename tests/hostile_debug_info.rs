@@ -1,4 +1,4 @@
-//! Issue 12, class 8: hostile debug info and names. A program whose DWARF
+//! Hostile debug info and names. A program whose DWARF
 //! nests 20,000 inline entries, and one whose function has a C++ mangled
 //! name that demangles to terabytes, are profiled, reported, exported and
 //! annotated: every command ends normally (no stack overflow, exit 134),

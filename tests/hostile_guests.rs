@@ -1,6 +1,6 @@
-//! Issue 12, done-when 2: hostile guests attacking `--root` and
-//! `--read-only` (`tests/programs/hostile_guest.c`, raw system calls) report
-//! zero escapes.
+//! Hostile guests attacking `--root` and `--read-only`
+//! (`tests/programs/hostile_guest.c`, raw system calls) report zero escapes
+//! (SECURITY.md).
 //!
 //! Each test builds a sandbox: a root holding the attacker and a few files,
 //! and beside it, on the host, `outside/` with a `secret` ("HOST-SECRET")

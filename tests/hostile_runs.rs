@@ -1,9 +1,9 @@
-//! Issue 12's failure classes that a guest or the host environment can
-//! trigger, each with inputs built here: a huge mapping (1), `ftruncate` of an
-//! inherited fd under `--read-only` (4), a closed stderr (5), a run blocked
-//! on an empty pipe stopped by Ctrl-C or SIGTERM (6), `/dev/zero` where a
-//! file is expected (10), and the smaller ones (11: `--root` naming nothing,
-//! `--binary /dev/zero`, a low `ulimit -v`, `/proc/self/exe` under `--root`).
+//! Failures a guest or the host environment can trigger, each with inputs
+//! built here: a huge mapping, `ftruncate` of an inherited fd under
+//! `--read-only`, a closed stderr, a run blocked on an empty pipe stopped by
+//! Ctrl-C or SIGTERM, `/dev/zero` where a file is expected, `--root` naming
+//! nothing, `--binary /dev/zero`, a low `ulimit -v`, `/proc/self/exe` under
+//! `--root` (SECURITY.md, "Resources").
 
 mod common;
 
@@ -26,7 +26,7 @@ fn build(dir: &Path, name: &str, source: &str) -> PathBuf {
     compile_c(dir, name, source, "gcc", &[]).unwrap_or_else(|| panic!("gcc builds {name}.c"))
 }
 
-/// Class 1: a 64 GiB read-only mapping of a small file and a 64 GiB
+/// A 64 GiB read-only mapping of a small file and a 64 GiB
 /// anonymous one end the guest's way (ENOMEM here), never abort emuprof.
 #[test]
 fn huge_mappings_never_abort_emuprof() {
@@ -63,7 +63,7 @@ int main(void) {
     assert!(dir.path().join("p.json").is_file());
 }
 
-/// Class 1: under a host memory limit (`ulimit -v`) the guest's mappings
+/// Under a host memory limit (`ulimit -v`) the guest's mappings
 /// fail with ENOMEM, as Linux's would, instead of ending the run (or
 /// aborting emuprof); the guest carries on and the profile is written.
 #[test]
@@ -95,7 +95,7 @@ int main(void) {
     assert!(dir.path().join("p.json").is_file());
 }
 
-/// Class 4: under --read-only the guest cannot truncate the file its stdout
+/// Under --read-only the guest cannot truncate the file its stdout
 /// was redirected to.
 #[test]
 fn read_only_refuses_ftruncate_of_an_inherited_fd() {
@@ -134,7 +134,7 @@ fn broken_pipe() -> OwnedFd {
     write
 }
 
-/// Class 5: a closed stderr never makes emuprof panic (exit 101): a failed
+/// A closed stderr never makes emuprof panic (exit 101): a failed
 /// command still exits 125, a successful run still writes its profile.
 #[test]
 fn a_closed_stderr_does_not_panic() {
@@ -209,7 +209,7 @@ fn stop_blocked(
     (status, profile, stderr)
 }
 
-/// Class 6: Ctrl-C ends a run blocked in a host read with exit 130 and the
+/// Ctrl-C ends a run blocked in a host read with exit 130 and the
 /// partial profile; SIGTERM and SIGHUP the same, then emuprof dies of the
 /// signal.
 #[test]
@@ -235,7 +235,7 @@ fn signals_end_a_run_blocked_in_a_host_read() {
     }
 }
 
-/// Class 6: the other host calls a guest can block emuprof in — `poll` of
+/// The other host calls a guest can block emuprof in — `poll` of
 /// an empty stdin, opening a FIFO nobody opens, writing to a full stdout
 /// pipe nobody reads — end with Ctrl-C as well.
 #[test]
@@ -276,7 +276,7 @@ fn one_line_refusal(args: &[&str]) -> String {
     stderr
 }
 
-/// Class 10: a device where a file is expected is refused at once, never read.
+/// A device where a file is expected is refused at once, never read.
 #[test]
 fn dev_zero_is_refused_where_a_file_is_expected() {
     let line = one_line_refusal(&["run", "-o", "/tmp/never.json", "/dev/zero"]);
@@ -285,7 +285,7 @@ fn dev_zero_is_refused_where_a_file_is_expected() {
     assert!(line.contains("character device"), "{line}");
 }
 
-/// Class 11: `--root` naming nothing is a sentence, not a Rust debug dump;
+/// `--root` naming nothing is a sentence, not a Rust debug dump;
 /// `--binary /dev/zero` says what it is.
 #[test]
 fn small_refusals_are_sentences() {
@@ -320,7 +320,7 @@ fn small_refusals_are_sentences() {
     assert!(line.contains("character device"), "{line}");
 }
 
-/// Class 11: under `--root`, `/proc/self/exe` names the program by its path
+/// Under `--root`, `/proc/self/exe` names the program by its path
 /// inside the root, not by the host path.
 #[test]
 fn proc_self_exe_is_the_guest_path_under_root() {
@@ -353,8 +353,8 @@ fn proc_self_exe_is_the_guest_path_under_root() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "/bin/selfexe\n");
 }
 
-/// Class 11: under a low `ulimit -v` emuprof says so in one `emuprof:` line
-/// (QEMU used to exit 1 with its own message only).
+/// Under a low `ulimit -v` emuprof says so in one `emuprof:` line
+/// (not QEMU's own message with exit 1).
 #[test]
 fn a_low_address_space_limit_is_one_emuprof_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -368,9 +368,9 @@ fn a_low_address_space_limit_is_one_emuprof_line() {
     }
 }
 
-/// Class 11: a file-size limit too small for the profile fails the write
+/// A file-size limit too small for the profile fails the write
 /// with one `emuprof:` line and leaves no temporary file behind (SIGXFSZ
-/// used to kill emuprof mid-write).
+/// does not kill emuprof mid-write).
 #[test]
 fn a_file_size_limit_leaves_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();

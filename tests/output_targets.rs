@@ -1,4 +1,4 @@
-//! Where `-o` writes (issue 12, classes 2 and 7; `-o -` of issue 17):
+//! Where `-o` writes:
 //! a FIFO is written into, not replaced; a directory is refused before the
 //! program runs; `-` is standard output for `run` and `export`; and a guest
 //! under `--root` that swaps a directory on the `-o` path for a symlink to
@@ -212,7 +212,7 @@ fn a_guest_cannot_redirect_the_profile_out_of_its_root() {
     assert!(root.join("moved").join("p.json").is_file());
 }
 
-/// Class 7: a character device is written into and stays a device (as
+/// A character device is written into and stays a device (as
 /// root, `-o /dev/null` once replaced the device node with a regular
 /// file); `/dev/stdout` is the terminal or pipe emuprof writes to.
 #[test]
@@ -268,7 +268,7 @@ fn a_character_device_output_is_written_into_and_stays_a_device() {
     let _: serde_json::Value = serde_json::from_str(json).expect("profile on /dev/stdout");
 }
 
-/// Class 7: a socket (neither a file nor something to write into) is
+/// A socket (neither a file nor something to write into) is
 /// refused before the program runs.
 #[test]
 fn a_socket_output_is_refused_before_the_program_runs() {

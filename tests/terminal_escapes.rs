@@ -1,4 +1,4 @@
-//! Issue 12 class 9: symbol names holding terminal escape sequences never
+//! Symbol names holding terminal escape sequences never
 //! reach the terminal raw. A real profile has its function names replaced by
 //! hostile ones (ESC `[2J`, a C1 CSI, a BEL); every text report and the diff
 //! print them escaped, and the JSON report stays valid JSON.

@@ -3,10 +3,10 @@
 //! of source positions (JSON field `code`, schema version 3).
 //!
 //! `annotate`, `report --tree`'s inline frames and the exports that carry
-//! source lines (Callgrind, pprof, folded stacks with inline frames) used to
-//! read them from the binary at the profile's `argv[0]` — which after a
-//! rebuild or on another machine is another program, or nothing. emuprof now
-//! records them while the binaries are still the ones that ran
+//! source lines (Callgrind, pprof, folded stacks with inline frames) need
+//! them, and the binary at the profile's `argv[0]` is, after a rebuild or on
+//! another machine, another program or nothing. So emuprof records them
+//! while the binaries are still the ones that ran
 //! ([`CodeTable::record`] over the run's [`CodeMap`]), and a [`CodeTable`]
 //! is itself a [`CodeMap`], so [`InstructionCosts::build`] gives the same
 //! result from the profile alone as it gave from the binaries.
