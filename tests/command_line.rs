@@ -1,8 +1,9 @@
 //! The command line behaves as people expect: everything after PROGRAM is the
 //! program's (every option emuprof defines, read from `emuprof run --help`), a
-//! bare PROGRAM is found on PATH (a dynamic one found there is refused
-//! clearly), a mistyped subcommand gets a suggestion, and a program given to
-//! `check` where a profile belongs gets a hint about `--`.
+//! bare PROGRAM is found on PATH (a dynamic one too), a mistyped subcommand
+//! gets a suggestion, a program given to `check` where a profile belongs gets
+//! a hint about `--`, and every `run` option is in the option reference
+//! (`docs/options.md`).
 
 mod common;
 
@@ -97,6 +98,44 @@ fn every_option_after_program_goes_to_the_program() {
             "emuprof PROGRAM {name} 10 did not pass {name} to the program"
         );
     }
+}
+
+/// Whether `text` names the option `name` as a whole word: not as the start
+/// of a longer option (`--serve` inside `--serve-wait` does not count).
+fn names_option(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'));
+        boundary(before) && boundary(after)
+    })
+}
+
+#[test]
+fn every_run_option_is_in_the_option_reference() {
+    let reference_path = common::repo_root().join("docs/options.md");
+    let reference = std::fs::read_to_string(&reference_path).expect("read docs/options.md");
+    let names = run_options();
+    assert!(
+        names.iter().any(|n| n == "--cpus") && names.len() > 20,
+        "too few options read from `emuprof run --help`: {names:?}"
+    );
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|name| !names_option(&reference, name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/options.md does not list these `emuprof run` options: {missing:?}"
+    );
+}
+
+#[test]
+fn option_names_match_whole_words_only() {
+    assert!(names_option("| `--serve ADDR` |", "--serve"));
+    assert!(names_option("`-o, --output FILE`", "-o"));
+    assert!(!names_option("`--serve-wait`", "--serve"));
+    assert!(!names_option("`--top-n`", "--top"));
 }
 
 #[test]
