@@ -20,6 +20,32 @@ pub fn open_regular(path: &Path) -> io::Result<io::Take<File>> {
     Ok(file.take(meta.len()))
 }
 
+/// Standard input, for `-` where a file is expected: a pipe, FIFO or socket is read
+/// to its end, a regular file up to its size; a terminal or a device is
+/// refused (`InvalidInput`, naming what it is), so `< /dev/zero` cannot grow
+/// without bound.
+pub fn stdin_reader() -> io::Result<Box<dyn Read>> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = io::stdin();
+    let file = File::from(stdin.as_fd().try_clone_to_owned()?);
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        Ok(Box::new(file.take(meta.len())))
+    } else if kind.is_fifo() || kind.is_socket() {
+        Ok(Box::new(file))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}; pipe a profile in (emuprof report - < emuprof.json)",
+                file_kind(kind)
+            ),
+        ))
+    }
+}
+
 /// The text of the regular file at `path` (see [`open_regular`]).
 pub fn read_to_string(path: &Path) -> io::Result<String> {
     let mut text = String::new();

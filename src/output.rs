@@ -3,7 +3,9 @@
 //! [`OutputTarget::open`] decides what `PATH` is before the program runs, so
 //! nothing the guest does afterwards can redirect the write:
 //!
-//! - `-` is emuprof's standard output.
+//! - `-` is emuprof's standard output. A run that writes its profile there
+//!   first calls [`OutputTarget::reserve_stdout`], so that the program's own
+//!   standard output goes to standard error and stdout holds only the JSON.
 //! - An existing character device or FIFO (`/dev/null`, `/dev/stdout` on a
 //!   pipe, a named pipe) is opened right away and written into, never
 //!   replaced.
@@ -32,6 +34,9 @@ pub struct OutputTarget {
 #[derive(Debug)]
 enum Kind {
     Stdout,
+    /// Standard output kept for the profile alone: a duplicate of the fd 1
+    /// emuprof started with, fd 1 itself now being a duplicate of fd 2.
+    ReservedStdout(File),
     /// A character device or FIFO, already open for writing.
     Stream(File),
     /// A regular file `name` in the directory open as `dir`.
@@ -76,7 +81,7 @@ impl OutputTarget {
     /// The path as the user gave it, for messages (`standard output` for `-`).
     pub fn describe(&self) -> String {
         match self.kind {
-            Kind::Stdout => "standard output".to_string(),
+            Kind::Stdout | Kind::ReservedStdout(_) => "standard output".to_string(),
             _ => self.path.display().to_string(),
         }
     }
@@ -92,6 +97,36 @@ impl OutputTarget {
         }
     }
 
+    /// For `-`: keeps standard output for the profile alone. The profile is
+    /// written to a duplicate of fd 1, and fd 1 becomes a duplicate of fd 2
+    /// (or of `/dev/null` when fd 2 is closed), so that whatever else writes
+    /// to fd 1 — the guest, whose fds 0–2 are emuprof's — goes to standard
+    /// error. Call it before the run. Returns whether it did so (only for
+    /// `-`).
+    pub fn reserve_stdout(&mut self) -> io::Result<bool> {
+        if !matches!(self.kind, Kind::Stdout) {
+            return Ok(false);
+        }
+        io::stdout().flush()?;
+        // SAFETY: fcntl duplicates fd 1 into a new fd, touching no memory.
+        let saved = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+        if saved < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `saved` is a fresh fd that nothing else owns.
+        let profile_out = unsafe { File::from_raw_fd(saved) };
+        // SAFETY: dup2 onto fd 1, which emuprof owns; no memory is touched.
+        if unsafe { libc::dup2(2, 1) } < 0 {
+            let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+            // SAFETY: as above; `null` stays open until dup2 returns.
+            if unsafe { libc::dup2(null.as_raw_fd(), 1) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        self.kind = Kind::ReservedStdout(profile_out);
+        Ok(true)
+    }
+
     /// Writes whatever `write` produces. A regular file is replaced
     /// atomically (on any error the target is left untouched and the
     /// temporary removed); a stream is written in place.
@@ -102,7 +137,7 @@ impl OutputTarget {
                 write(&mut out)?;
                 out.flush()
             }
-            Kind::Stream(file) => {
+            Kind::Stream(file) | Kind::ReservedStdout(file) => {
                 let mut w = BufWriter::new(file);
                 write(&mut w)?;
                 w.flush()

@@ -1,8 +1,10 @@
-//! Where `-o` writes:
-//! a FIFO is written into, not replaced; a directory is refused before the
-//! program runs; `-` is standard output for `run` and `export`; and a guest
-//! under `--root` that swaps a directory on the `-o` path for a symlink to
-//! the host cannot move the profile out of the root.
+//! Where `-o` writes, and where `report` reads: a FIFO is written into, not
+//! replaced; a directory is refused before the program runs; `-` is standard
+//! output for `run` (which then holds the JSON alone: the program's stdout
+//! goes to stderr) and `export`; a guest under `--root` that swaps a
+//! directory on the `-o` path for a symlink to the host cannot move the
+//! profile out of the root; `report -` reads standard input, and `report`
+//! with no profile reads `emuprof.json`.
 
 mod common;
 
@@ -108,9 +110,19 @@ fn profile_hello(dir: &Path, output: &str) -> std::process::Output {
 fn dash_writes_the_profile_and_exports_to_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let out = profile_hello(dir.path(), "-");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let json = stdout.strip_prefix("ran\n").expect("program output first");
-    let _: serde_json::Value = serde_json::from_str(json).expect("profile on stdout");
+    let json = String::from_utf8_lossy(&out.stdout);
+    let _: serde_json::Value =
+        serde_json::from_str(&json).expect("stdout holds the profile and nothing else");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ran\n"),
+        "the program's stdout goes to stderr: {stderr}"
+    );
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("emuprof: -o -"))
+        .collect();
+    assert_eq!(notes.len(), 1, "one line says where the output went: {stderr}");
     assert!(!dir.path().join("-").exists());
 
     let profile = dir.path().join("p.json");
@@ -285,4 +297,69 @@ fn a_socket_output_is_refused_before_the_program_runs() {
     assert!(out.stdout.is_empty(), "the program ran: {:?}", out.stdout);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("emuprof: "), "{stderr}");
+}
+
+/// `emuprof report ARGS` in `dir` with `stdin` as its standard input.
+fn report_with_stdin(dir: &Path, args: &[&str], stdin: std::process::Stdio) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .arg("report")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .stdin(stdin)
+        .output()
+        .expect("run emuprof report")
+}
+
+#[test]
+fn report_reads_dash_from_stdin_and_defaults_to_emuprof_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = profile_hello(dir.path(), "-");
+    let json = out.stdout;
+    let expected = {
+        std::fs::write(dir.path().join("p.json"), &json).unwrap();
+        let out = report_with_stdin(dir.path(), &["p.json", "--flat"], std::process::Stdio::null());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(expected.contains("main"), "{expected}");
+
+    // From a pipe, as in `emuprof -o - ./prog | emuprof report -`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+        .args(["report", "-", "--flat"])
+        .current_dir(dir.path())
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start emuprof report -");
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        input.write_all(&json).unwrap();
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "report - from a pipe");
+
+    // From a redirected regular file.
+    let file = std::fs::File::open(dir.path().join("p.json")).unwrap();
+    let out = report_with_stdin(dir.path(), &["-", "--flat"], file.into());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "report - < p.json");
+
+    // A device is refused in one line, not read for ever.
+    let out = report_with_stdin(dir.path(), &["-"], std::process::Stdio::null());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("emuprof: ") && stderr.contains("character device"), "{stderr}");
+
+    // No argument: emuprof.json in the working directory.
+    std::fs::rename(dir.path().join("p.json"), dir.path().join("emuprof.json")).unwrap();
+    let out = report_with_stdin(dir.path(), &["--flat"], std::process::Stdio::null());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "report with no PROFILE");
 }

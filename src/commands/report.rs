@@ -39,7 +39,9 @@ use super::profile_file;
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ReportArgs {
-    /// The profile (written by `emuprof run`).
+    /// The profile (written by `emuprof run`); `-` reads it from standard
+    /// input.
+    #[arg(default_value = "emuprof.json")]
     pub profile: PathBuf,
     /// gprof-style flat table (default).
     #[arg(long, group = "kind")]

@@ -22,12 +22,18 @@ use crate::{exit_code, termination};
 /// one of [`exit_code`]'s when the run did not finish.
 pub fn run(args: RunArgs) -> Result<i32> {
     super::dumps::catch_dump_signals();
-    let target = OutputTarget::open(&args.output).with_context(|| {
+    let mut target = OutputTarget::open(&args.output).with_context(|| {
         format!(
             "cannot write the profile to {}; choose another path with -o",
             args.output.display()
         )
     })?;
+    if target
+        .reserve_stdout()
+        .context("cannot keep standard output for the profile (-o -)")?
+    {
+        eprintln!("emuprof: -o -: the profile goes to standard output, the program's standard output to standard error");
+    }
     let mut protected: Vec<PathBuf> = target.protected_path().into_iter().collect();
     let outcome = if args.live {
         let live_output =
