@@ -126,7 +126,7 @@ fn dash_writes_the_profile_and_exports_to_stdout() {
     assert!(!dir.path().join("-").exists());
 
     let profile = dir.path().join("p.json");
-    std::fs::write(&profile, json).unwrap();
+    std::fs::write(&profile, json.as_bytes()).unwrap();
     let out = emuprof(
         &[
             "export".as_ref(),
