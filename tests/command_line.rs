@@ -106,7 +106,8 @@ fn names_option(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + name.len()..].chars().next();
-        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'));
+        let boundary =
+            |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '-' || c == '_'));
         boundary(before) && boundary(after)
     })
 }

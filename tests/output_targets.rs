@@ -122,7 +122,11 @@ fn dash_writes_the_profile_and_exports_to_stdout() {
         .lines()
         .filter(|l| l.starts_with("emuprof: -o -"))
         .collect();
-    assert_eq!(notes.len(), 1, "one line says where the output went: {stderr}");
+    assert_eq!(
+        notes.len(),
+        1,
+        "one line says where the output went: {stderr}"
+    );
     assert!(!dir.path().join("-").exists());
 
     let profile = dir.path().join("p.json");
@@ -300,7 +304,11 @@ fn a_socket_output_is_refused_before_the_program_runs() {
 }
 
 /// `emuprof report ARGS` in `dir` with `stdin` as its standard input.
-fn report_with_stdin(dir: &Path, args: &[&str], stdin: std::process::Stdio) -> std::process::Output {
+fn report_with_stdin(
+    dir: &Path,
+    args: &[&str],
+    stdin: std::process::Stdio,
+) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_emuprof"))
         .arg("report")
         .args(args)
@@ -318,8 +326,16 @@ fn report_reads_dash_from_stdin_and_defaults_to_emuprof_json() {
     let json = out.stdout;
     let expected = {
         std::fs::write(dir.path().join("p.json"), &json).unwrap();
-        let out = report_with_stdin(dir.path(), &["p.json", "--flat"], std::process::Stdio::null());
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = report_with_stdin(
+            dir.path(),
+            &["p.json", "--flat"],
+            std::process::Stdio::null(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert!(expected.contains("main"), "{expected}");
@@ -341,25 +357,52 @@ fn report_reads_dash_from_stdin_and_defaults_to_emuprof_json() {
     });
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "report - from a pipe");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        expected,
+        "report - from a pipe"
+    );
 
     // From a redirected regular file.
     let file = std::fs::File::open(dir.path().join("p.json")).unwrap();
     let out = report_with_stdin(dir.path(), &["-", "--flat"], file.into());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "report - < p.json");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        expected,
+        "report - < p.json"
+    );
 
     // A device is refused in one line, not read for ever.
     let out = report_with_stdin(dir.path(), &["-"], std::process::Stdio::null());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("emuprof: ") && stderr.contains("character device"), "{stderr}");
+    assert!(
+        stderr.starts_with("emuprof: ") && stderr.contains("character device"),
+        "{stderr}"
+    );
 
     // No argument: emuprof.json in the working directory.
     std::fs::rename(dir.path().join("p.json"), dir.path().join("emuprof.json")).unwrap();
     let out = report_with_stdin(dir.path(), &["--flat"], std::process::Stdio::null());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "report with no PROFILE");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        expected,
+        "report with no PROFILE"
+    );
 }

@@ -106,8 +106,8 @@ pub fn read_selected(path: &Path, part: &ProfilePart) -> Result<Profile> {
 /// Reads and validates the profile at `path` (`-`: standard input).
 pub fn read(path: &Path) -> Result<Profile> {
     if path.as_os_str() == "-" {
-        let input = emuprof::input::stdin_reader()
-            .context("cannot read a profile from standard input")?;
+        let input =
+            emuprof::input::stdin_reader().context("cannot read a profile from standard input")?;
         return Profile::read_json(BufReader::new(input))
             .context("standard input is not a valid emuprof profile");
     }
