@@ -72,7 +72,7 @@ pub struct InstructionCost {
     /// export shows the chosen metric.
     pub executions: u64,
     /// Its cycles by the cost model, over all its runs (0 in profiles
-    /// before cycles); its executions in a profile measured in cycles.
+    /// of schema version 3 or older, which have no cycles); its executions in a profile measured in cycles.
     pub cycles: u64,
     /// Its simulated events over all its runs, in the profile's
     /// `simulation` order (empty without simulation).

@@ -43,8 +43,9 @@
 //!   model's, with simulation including its penalties) and, with
 //!   simulation, Callgrind's own event names (`Dr` ... `Bim`) and
 //!   `EstCycles` (gungraun's estimate, with `--cache-sim`). A profile
-//!   without simulation exported with `Ir` first is the one-event file it
-//!   always was. The profile must be measured in instructions or cycles.
+//!   without simulation exported with `Ir` first is a one-event file
+//!   (`events: Ir`), as Callgrind writes. The profile must be measured in
+//!   instructions or cycles.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
