@@ -87,6 +87,9 @@ pub struct AddressSpace {
     /// Ranges over pages that held code, changed since the last
     /// [`AddressSpace::take_code_changes`].
     code_changes: RefCell<Vec<(u64, u64)>>,
+    /// Ranges mapped or re-protected executable since the last
+    /// [`AddressSpace::take_new_code`].
+    new_code: Vec<(u64, u64)>,
 }
 
 impl AddressSpace {
@@ -102,6 +105,7 @@ impl AddressSpace {
             brk_start: 0,
             brk: 0,
             code_changes: RefCell::new(Vec::new()),
+            new_code: Vec::new(),
         })
     }
 
@@ -154,6 +158,9 @@ impl AddressSpace {
         self.tables.set(uc, &mut self.phys, &entries)?;
         if replaced {
             flush_tlb(uc)?;
+        }
+        if prot.exec {
+            self.new_code.push((addr, len));
         }
         Ok(())
     }
@@ -243,6 +250,9 @@ impl AddressSpace {
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
         flush_tlb(uc)?;
+        if prot.exec {
+            self.new_code.push((addr, len));
+        }
         // emuprof may have written into these pages while they were not
         // executable, where Unicorn kept their old translations.
         for page in executable_again {
@@ -365,6 +375,28 @@ impl AddressSpace {
     /// re-protected or written by emuprof since the last call, oldest first.
     pub fn take_code_changes(&self) -> Vec<(u64, u64)> {
         std::mem::take(&mut *self.code_changes.borrow_mut())
+    }
+
+    /// The ranges mapped or re-protected executable since the last call,
+    /// oldest first (they may have changed again since).
+    pub fn take_new_code(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.new_code)
+    }
+
+    /// Whether every page of `[addr, addr + len)` is mapped executable and
+    /// not writable: code there changes only by a system call.
+    pub fn is_fixed_code(&self, addr: u64, len: u64) -> bool {
+        let first_page = addr & !(PAGE_SIZE - 1);
+        let end = addr.saturating_add(len);
+        let pages = end.saturating_sub(first_page).div_ceil(PAGE_SIZE);
+        let mut seen = 0;
+        for (_, p) in self.pages.range(first_page..end) {
+            if !p.prot.exec || p.prot.write {
+                return false;
+            }
+            seen += 1;
+        }
+        len > 0 && seen == pages
     }
 
     /// Whether a page of `[addr, addr + len)` is writable.
