@@ -73,6 +73,9 @@ struct Page {
     phys: u64,
     prot: Protection,
     held_code: bool,
+    /// Whether anything could have written the page: it was accessible to
+    /// the guest at some time, or emuprof wrote it (a file's bytes).
+    touched: bool,
 }
 
 /// Every mapped virtual page of the guest.
@@ -151,6 +154,7 @@ impl AddressSpace {
                     phys,
                     prot,
                     held_code: prot.exec,
+                    touched: prot.read || prot.write || prot.exec,
                 },
             );
             entries.push((page, phys, prot.leaf()));
@@ -243,6 +247,7 @@ impl AddressSpace {
                     }
                     p.prot = prot;
                     p.held_code |= prot.exec;
+                    p.touched |= prot.read || prot.write || prot.exec;
                     entries.push((page, p.phys, prot.leaf()));
                 }
                 None => return Ok(Err(page)),
@@ -421,13 +426,18 @@ impl AddressSpace {
     }
 
     /// Writes guest memory ignoring permissions (loading the image, building
-    /// the initial stack).
+    /// the initial stack, a file's bytes).
     pub fn write_initial(
-        &self,
+        &mut self,
         uc: &mut Unicorn<'_, ()>,
         addr: u64,
         data: &[u8],
     ) -> Result<(), MemoryFault> {
+        let first_page = addr & !(PAGE_SIZE - 1);
+        let end = addr.saturating_add(data.len() as u64);
+        for (_, p) in self.pages.range_mut(first_page..end) {
+            p.touched = true;
+        }
         self.chunks(
             addr,
             data.len(),
@@ -508,7 +518,7 @@ impl AddressSpace {
         for v in &doomed {
             if let Some(p) = self.pages.remove(v) {
                 if !p.held_code {
-                    self.phys.release(p.phys);
+                    self.phys.release(p.phys, !p.touched);
                 }
             }
         }
