@@ -6,6 +6,7 @@
     python3 bench/run.py --cache-sim [--repeats N] [--only LABEL]   # cost of --cache-sim (bench/cache_sim.py)
     python3 bench/run.py --fast-forward [--repeats N] [--modes two-cpus,one-cpu]   # --start-at speed, and the floor against qemu-x86_64 (bench/fast_forward.py)
     python3 bench/run.py --against OTHER_EMUPROF [--repeats N] [--modes one-cpu]   # against another build (bench/against.py)
+    python3 bench/run.py --suite real   # Debian's own dynamically linked tools instead of the static suite (--suite all: both)
 
 Builds release emuprof and the benchmark test programs, then runs every program
 natively, under `qemu-x86_64`, under `valgrind --tool=callgrind` and under emuprof
@@ -17,6 +18,12 @@ of the tool and every process it waited for), the ratios emuprof/Callgrind,
 emuprof/native and emuprof/qemu for both, peak memory (`/usr/bin/time -f %M`; install the
 `time` package if it is missing) and the total instruction counts of Callgrind
 (`summary:` line) and emuprof (`totals.instructions`) side by side.
+
+Suites (`--suite`): `static` (default) is the test programs, mostly statically
+linked, and three BusyBox/GNU tools; `real` is what users profile: Debian's own
+dynamically linked tools (`xz -T2`, `jq`, `pigz -p2`, `perl`, `python3`, the
+`sqlite3` shell, `file`) and a Rust program with threads, with the work in
+shared libraries, started through `ld.so`; `all` runs both.
 
 Modes (`--modes`, default all three), each with its own tables:
 - `two-cpus`: the machine as it is (every CPU the script may use);
@@ -148,6 +155,43 @@ def dynamically_linked(path):
         table = elf.read(phentsize * phnum)
     types = (int.from_bytes(table[i:i + 4], "little") for i in range(0, len(table), phentsize))
     return path if 3 in types else None  # PT_INTERP
+
+
+def make_json(path, records):
+    """A JSON array of `records` objects `{"k": ..., "v": ...}`, the same on every run."""
+    rng = random.Random(20261127)
+    items = [f'{{"k":"key{i}","v":{rng.random():.6f},"tags":["a","b"]}}' for i in range(records)]
+    path.write_text("[" + ",\n".join(items) + "]\n")
+
+
+def real_cases(data, data_dir, out_dir, rust):
+    """The real-program suite: Debian's dynamically linked tools on the same
+    inputs (each skipped with a note when not installed; scripts/install-deps.sh
+    installs them all)."""
+    json_file = Path(data_dir) / "records.json"
+    make_json(json_file, 24000)
+    wanted = [
+        ("xz -T2 -3 -c", "xz", ["-T2", "-3", "-c", str(data)]),
+        ("jq select", "jq", ["-c", "[.[]|select(.v>0.5)|.k]|length", str(json_file)]),
+        ("pigz -p2 -c", "pigz", ["-p2", "-c", str(data)]),
+        ("perl -ne length", "perl", ["-ne", "$n+=length; END{print $n}", str(data)]),
+        ("python3 json", "/usr/bin/python3",
+         ["-c", "import json; d=[{'k':i,'v':i%7} for i in range(60000)]; print(len(json.dumps(d)))"]),
+        ("sqlite3 recursive sum", "sqlite3",
+         [":memory:", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<100000) "
+                      "SELECT sum(x*x%7) FROM c;"]),
+        ("file", "file", ["-b", "/usr/bin/perl", "/usr/bin/xz", str(data), str(json_file)]),
+    ]
+    cases = []
+    for label, program, args in wanted:
+        path = shutil.which(program)
+        if path is None:
+            log(f"{program} not found (scripts/install-deps.sh installs it); skipping {label}")
+            continue
+        cases.append(Case(f"{label} (dynamic)", [path, *args]))
+    if rust:
+        cases.append(Case("rustthreads.pie.O2 (Rust std threads, mpsc) 4", [str(out_dir / "rustthreads.pie.O2"), "4"]))
+    return cases
 
 
 def run_once(argv, cwd, capture_stderr):
@@ -474,6 +518,8 @@ def main():
                              "(bench/fast_forward.py)")
     parser.add_argument("--against", type=Path, metavar="OTHER_EMUPROF",
                         help="instead: this emuprof against another build of it, in alternation (bench/against.py)")
+    parser.add_argument("--suite", choices=["static", "real", "all"], default="static",
+                        help="static: the test programs (default); real: Debian's dynamically linked tools; all: both")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: " + ", ".join(f"{m} ({d})" for m, d in MODES.items())
                         + "; default all")
@@ -492,7 +538,7 @@ def main():
     libcs = (["musl"] if musl else []) + ["glibc"]
     rust = shutil.which("rustc") is not None
     build_testprogs(out_dir, [f"cpuheavy.{libc}.O2" for libc in libcs] + [f"threads.{libcs[0]}.O2"]
-                    + (["rustheavy.pie.O2"] if rust else []))
+                    + (["rustheavy.pie.O2", "rustthreads.pie.O2"] if rust else []))
 
     emuprof = args.emuprof or target_dir() / "release" / "emuprof"
     tools = {
@@ -506,7 +552,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="emuprof-bench-data-") as data_dir:
         data = Path(data_dir) / "input.txt"
         make_data(data, args.data_mb)
-        cases = []
+        static_cases = []
+        cases = static_cases
         for libc in libcs:
             binary = str(out_dir / f"cpuheavy.{libc}.O2")
             cases.append(Case(f"cpuheavy.{libc}.O2", [binary]))
@@ -529,6 +576,9 @@ def main():
             cases.append(Case(f"gzip -c ({args.data_mb} MB, dynamically linked)", [gzip, "-c", str(data)]))
         else:
             log("no dynamically linked gzip on PATH; skipping it")
+        cases = static_cases if args.suite != "real" else []
+        if args.suite != "static":
+            cases = cases + real_cases(data, data_dir, out_dir, rust)
         if args.only:
             wanted = args.only.split(",")
             cases = [case for case in cases if any(w in case.label for w in wanted)]

@@ -223,3 +223,54 @@ fn distribution_programs_run_as_natively() {
         );
     }
 }
+
+/// The quiet profile of `program args` with `EMUPROF_BLOCK_TRACE=trace`:
+/// exit status, output and the profile's bytes.
+fn traced(
+    program: &std::path::Path,
+    args: &[&str],
+    trace: &str,
+) -> (Option<i32>, Vec<u8>, Vec<u8>) {
+    let run = EmuprofCommand::new(program)
+        .args(args)
+        .flags(&["--quiet"])
+        .host_env("EMUPROF_BLOCK_TRACE", trace)
+        .run();
+    let bytes = run.profile_bytes.clone().expect("profile written");
+    (run.status.code(), run.stdout.clone(), bytes)
+}
+
+/// The dynamic linker's, the shared libraries' and a `dlopen`ed library's
+/// blocks count themselves in the translated code, and the profile is the
+/// one a block hook on every block gives (`EMUPROF_BLOCK_TRACE=record`):
+/// the same calls, instructions, lines and blocks — for a program that
+/// dlopens, a threaded compressor and a program that forks and execs.
+#[test]
+fn library_code_counting_itself_gives_the_profile_of_every_block_seen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = program(dir.path()) else {
+        return;
+    };
+    let input = dir.path().join("input.txt");
+    let text: String = (0..20000)
+        .map(|i| format!("line {} {}\n", (i * 7919) % 3000, i % 17))
+        .collect();
+    std::fs::write(&input, text).expect("write input");
+    let input = input.to_str().expect("utf-8 path");
+    let mut cases: Vec<(std::path::PathBuf, Vec<&str>)> = vec![(binary.clone(), vec!["dlopen"])];
+    if let Some(xz) = common::tools::require_tool("xz", "xz-utils") {
+        cases.push((xz, vec!["-T2", "-3", "-c", input]));
+    }
+    if let Some(sh) = common::tools::require_tool("sh", "dash") {
+        cases.push((sh, vec!["-c", "sort -r /dev/null; echo hi | tr a-z A-Z"]));
+    }
+    for (program, args) in cases {
+        let fast = traced(&program, &args, "on");
+        let every_block = traced(&program, &args, "record");
+        assert_eq!(fast.0, Some(0), "{program:?} {args:?}");
+        assert!(
+            fast == every_block,
+            "{program:?} {args:?}: library code counting itself changed the profile"
+        );
+    }
+}

@@ -107,6 +107,18 @@ impl FunctionStarts {
         self.0.binary_search(&address).is_ok()
     }
 
+    /// The addresses, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The starts in `range`.
+    pub fn within(&self, range: std::ops::Range<u64>) -> FunctionStarts {
+        let from = self.0.partition_point(|&a| a < range.start);
+        let to = self.0.partition_point(|&a| a < range.end);
+        FunctionStarts(self.0[from..to].to_vec())
+    }
+
     /// These starts and `other`'s (of another object in the same address
     /// space).
     pub fn union(&self, other: &FunctionStarts) -> FunctionStarts {

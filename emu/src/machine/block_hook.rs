@@ -119,7 +119,10 @@ unsafe extern "C" fn on_block_slow(
                 return;
             }
         }
-        if !st.text.contains(address)
+        // Blocks of the text and of mapped code that counts itself are
+        // decoded by the feed; the others here.
+        let counts_itself = st.text.contains(address) || st.feed.mapped_code_holds(address, size);
+        if !counts_itself
             && !decoded_as_it_is(st, uc, address, size)
             && !define_block(st, uc, address, size)
         {
@@ -131,7 +134,7 @@ unsafe extern "C" fn on_block_slow(
         }
         let event = TreeEvent::block(address, size, sp);
         if st.feed.sends_events_only() {
-            let decoded = match st.text.contains(address) {
+            let decoded = match counts_itself {
                 true => None,
                 false => st.blocks.lookup(address, size).map(|id| st.blocks.get(id)),
             };

@@ -174,6 +174,7 @@ unsafe extern "C" fn traces_inline(user_data: *mut c_void, address: u64) -> c_in
     contain_panic_translating(InlineMode::Hook as c_int, || {
         let (mode, function_start) = match cell.try_borrow() {
             Ok(st) if st.text.contains(address) => st.feed.inline_mode(address),
+            Ok(st) if st.feed.counts_mapped_code(address) => (InlineMode::Events, false),
             _ => (InlineMode::Hook, false),
         };
         let start = if function_start { FUNCTION_START } else { 0 };

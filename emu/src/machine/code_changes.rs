@@ -17,13 +17,18 @@
 //!   memory (Unicorn retranslates such code by itself). Only code on
 //!   writable pages pays for that check.
 //!
+//! Code outside the text that the guest maps executable and not writable
+//! counts itself in the translated code ([`crate::tree::mapped_code`]): it
+//! joins when the system call that mapped it returns
+//! ([`count_new_code_inline`]), and leaves with any change above.
+//!
 //! The call-tree thread applies a change between the events fed before it
 //! and those fed after, so each run of a block is counted with the code that
 //! ran.
 //!
 //! [`AddressSpace::take_code_changes`]: crate::memory::AddressSpace::take_code_changes
 
-use unicorn_engine::uc_engine;
+use unicorn_engine::{uc_engine, Unicorn};
 
 use super::state::MachineState;
 use crate::tree::blocks::BlockId;
@@ -43,9 +48,40 @@ pub(crate) fn forget(st: &mut MachineState, start: u64, len: u64) {
         st.text = CodeRange::default();
     }
     let cached_here = st.blocks.forget(start, len);
-    if cached_here || st.snapshot_text.overlaps(start, len) {
+    let mapped = st.feed.forget_mapped_code(start, len);
+    if cached_here || mapped || st.snapshot_text.overlaps(start, len) {
         st.feed.code_changed(start, len);
     }
+}
+
+/// Lets the code ranges mapped or re-protected executable since the last
+/// call count themselves, where they still are executable and not writable
+/// (after a system call, once its changes are forgotten; and when a program
+/// starts, for its dynamic linker).
+pub(crate) fn count_new_code_inline(uc: &Unicorn<'_, ()>, st: &mut MachineState) {
+    for (start, len) in st.space.take_new_code() {
+        count_inline(uc, st, start, len);
+    }
+}
+
+/// Lets `[start, start + len)` count itself, unless it overlaps the text
+/// (which counts itself already), is not fixed code, or holds a Valgrind client request (whose blocks need the hook).
+fn count_inline(uc: &Unicorn<'_, ()>, st: &mut MachineState, start: u64, len: u64) {
+    if !st.feed.sends_events_only()
+        || len > crate::tree::mapped_code::MAX_RANGE
+        || st.text.overlaps(start, len)
+        || !st.space.is_fixed_code(start, len)
+    {
+        return;
+    }
+    let mut code = vec![0u8; len as usize];
+    if st.space.read_raw(uc, start, &mut code).is_err()
+        || !crate::client_requests::markers_in(start, &code).is_empty()
+    {
+        return;
+    }
+    let starts = st.symbols.function_starts_in(start..start + len);
+    st.feed.map_code(start, code, starts);
 }
 
 /// Whether block `id`, decoded from a writable page, no longer has the

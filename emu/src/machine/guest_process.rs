@@ -225,6 +225,8 @@ impl GuestProcess {
             others_runnable: false,
         }));
         install_hooks(&mut uc, &state, &code)?;
+        // The dynamic linker's code, loaded with the program.
+        super::code_changes::count_new_code_inline(&uc, &mut state.borrow_mut());
         Ok(GuestProcess {
             uc,
             state,

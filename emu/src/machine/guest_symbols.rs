@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use emuprof_loader::{Binary, Symbols};
+use emuprof_loader::{Binary, FunctionStarts, Symbols};
 use unicorn_engine::Unicorn;
 
 use super::state::MachineState;
@@ -127,6 +127,22 @@ impl GuestSymbols {
     /// Whether a function starts at `address`.
     pub fn is_function_start(&self, address: u64) -> bool {
         self.object_for(address).is_function_start(address)
+    }
+
+    /// The addresses in `range` where [`GuestSymbols::is_function_start`]
+    /// says a function starts.
+    pub fn function_starts_in(&self, range: std::ops::Range<u64>) -> FunctionStarts {
+        let objects = std::iter::once(&*self.main)
+            .chain(self.main.interpreter.as_deref())
+            .chain(self.libraries.iter().map(|l| l.binary.as_ref()));
+        let candidates = objects.flat_map(|b| {
+            b.symbols
+                .function_starts()
+                .within(range.clone())
+                .iter()
+                .collect::<Vec<_>>()
+        });
+        FunctionStarts::new(candidates.filter(|&a| self.is_function_start(a)).collect())
     }
 
     /// The libraries mapped so far, in the order they were mapped.

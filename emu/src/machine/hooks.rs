@@ -44,6 +44,7 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
     }
     syscall_dispatch::dispatch(uc, &mut st);
     super::code_changes::forget_noted_changes(&mut st);
+    super::code_changes::count_new_code_inline(uc, &mut st);
     // The block hook looks at the quantum when a batch of events is full;
     // when batches fill at syscalls, a process looping on syscalls would
     // never give way to the other processes, so look here too.

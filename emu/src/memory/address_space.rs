@@ -73,6 +73,9 @@ struct Page {
     phys: u64,
     prot: Protection,
     held_code: bool,
+    /// Whether anything could have written the page: it was accessible to
+    /// the guest at some time, or emuprof wrote it (a file's bytes).
+    touched: bool,
 }
 
 /// Every mapped virtual page of the guest.
@@ -87,6 +90,9 @@ pub struct AddressSpace {
     /// Ranges over pages that held code, changed since the last
     /// [`AddressSpace::take_code_changes`].
     code_changes: RefCell<Vec<(u64, u64)>>,
+    /// Ranges mapped or re-protected executable since the last
+    /// [`AddressSpace::take_new_code`].
+    new_code: Vec<(u64, u64)>,
 }
 
 impl AddressSpace {
@@ -102,6 +108,7 @@ impl AddressSpace {
             brk_start: 0,
             brk: 0,
             code_changes: RefCell::new(Vec::new()),
+            new_code: Vec::new(),
         })
     }
 
@@ -147,6 +154,7 @@ impl AddressSpace {
                     phys,
                     prot,
                     held_code: prot.exec,
+                    touched: prot.read || prot.write || prot.exec,
                 },
             );
             entries.push((page, phys, prot.leaf()));
@@ -154,6 +162,9 @@ impl AddressSpace {
         self.tables.set(uc, &mut self.phys, &entries)?;
         if replaced {
             flush_tlb(uc)?;
+        }
+        if prot.exec {
+            self.new_code.push((addr, len));
         }
         Ok(())
     }
@@ -236,6 +247,7 @@ impl AddressSpace {
                     }
                     p.prot = prot;
                     p.held_code |= prot.exec;
+                    p.touched |= prot.read || prot.write || prot.exec;
                     entries.push((page, p.phys, prot.leaf()));
                 }
                 None => return Ok(Err(page)),
@@ -243,6 +255,9 @@ impl AddressSpace {
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
         flush_tlb(uc)?;
+        if prot.exec {
+            self.new_code.push((addr, len));
+        }
         // emuprof may have written into these pages while they were not
         // executable, where Unicorn kept their old translations.
         for page in executable_again {
@@ -367,6 +382,28 @@ impl AddressSpace {
         std::mem::take(&mut *self.code_changes.borrow_mut())
     }
 
+    /// The ranges mapped or re-protected executable since the last call,
+    /// oldest first (they may have changed again since).
+    pub fn take_new_code(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.new_code)
+    }
+
+    /// Whether every page of `[addr, addr + len)` is mapped executable and
+    /// not writable: code there changes only by a system call.
+    pub fn is_fixed_code(&self, addr: u64, len: u64) -> bool {
+        let first_page = addr & !(PAGE_SIZE - 1);
+        let end = addr.saturating_add(len);
+        let pages = end.saturating_sub(first_page).div_ceil(PAGE_SIZE);
+        let mut seen = 0;
+        for (_, p) in self.pages.range(first_page..end) {
+            if !p.prot.exec || p.prot.write {
+                return false;
+            }
+            seen += 1;
+        }
+        len > 0 && seen == pages
+    }
+
     /// Whether a page of `[addr, addr + len)` is writable.
     pub fn any_writable(&self, addr: u64, len: u64) -> bool {
         let first_page = addr & !(PAGE_SIZE - 1);
@@ -389,13 +426,18 @@ impl AddressSpace {
     }
 
     /// Writes guest memory ignoring permissions (loading the image, building
-    /// the initial stack).
+    /// the initial stack, a file's bytes).
     pub fn write_initial(
-        &self,
+        &mut self,
         uc: &mut Unicorn<'_, ()>,
         addr: u64,
         data: &[u8],
     ) -> Result<(), MemoryFault> {
+        let first_page = addr & !(PAGE_SIZE - 1);
+        let end = addr.saturating_add(data.len() as u64);
+        for (_, p) in self.pages.range_mut(first_page..end) {
+            p.touched = true;
+        }
         self.chunks(
             addr,
             data.len(),
@@ -476,7 +518,7 @@ impl AddressSpace {
         for v in &doomed {
             if let Some(p) = self.pages.remove(v) {
                 if !p.held_code {
-                    self.phys.release(p.phys);
+                    self.phys.release(p.phys, !p.touched);
                 }
             }
         }

@@ -5,7 +5,8 @@
 //! recorder. The hook decodes blocks once ([`blocks`]) and feeds their
 //! executions ([`tree_feed`]) to the builder ([`call_tree`]), which keeps a
 //! shadow call stack ([`shadow_stack`]) and reads code through a snapshot of
-//! the guest's code ([`code_snapshot`]). Decoding prices each block with the
+//! the guest's code ([`code_snapshot`]); code mapped later counts itself
+//! from a copy the emulation thread keeps ([`mapped_code`]). Decoding prices each block with the
 //! instruction cost model ([`cost`]).
 
 pub mod blocks;
@@ -13,6 +14,7 @@ pub mod call_tree;
 pub mod code_snapshot;
 pub mod cost;
 pub mod costs;
+pub mod mapped_code;
 pub mod recorded;
 pub mod shadow_stack;
 pub mod tree_feed;

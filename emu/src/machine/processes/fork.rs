@@ -221,8 +221,12 @@ impl GuestProcess {
             request: None,
             others_runnable: false,
         }));
+        let mapped_code = parent.feed.mapped_code().cloned();
         drop(parent);
         install_hooks(&mut uc, &state, &self.code)?;
+        if let Some(mapped_code) = mapped_code {
+            state.borrow_mut().feed.adopt_mapped_code(mapped_code);
+        }
         Ok(GuestProcess {
             uc,
             state,

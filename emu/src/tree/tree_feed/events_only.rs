@@ -35,6 +35,7 @@ use super::builder_thread::decode_from_snapshot;
 use super::{TreeEvent, TreeFeed, BATCH};
 use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
 use crate::tree::code_snapshot::CodeSnapshot;
+use crate::tree::mapped_code::MappedCode;
 
 /// Set in an event's `last` when the builder counts the block's run
 /// (no run counter counts it).
@@ -60,6 +61,8 @@ pub(super) struct RunCounters {
     chunks: Vec<Box<[u64]>>,
     code: Arc<CodeSnapshot>,
     function_starts: Arc<FunctionStarts>,
+    /// Code mapped outside the text whose blocks count themselves too.
+    mapped: MappedCode,
     /// Where parts are cut on request (before a cut the builder needs the
     /// runs so far).
     dumps: Option<Arc<crate::dumps::Dumps>>,
@@ -108,12 +111,15 @@ impl RunCounters {
         if let Some(id) = self.blocks.lookup(address, size) {
             return id;
         }
-        let id = decode_from_snapshot(
-            &mut self.blocks,
-            &self.code,
-            &self.function_starts,
-            (address, size),
-        );
+        let id = match self.mapped.block(address, size) {
+            Some((code, is_start)) => self.blocks.insert(address, size, code, is_start),
+            None => decode_from_snapshot(
+                &mut self.blocks,
+                &self.code,
+                &self.function_starts,
+                (address, size),
+            ),
+        };
         if self.blocks.get(id).is_function_start {
             // SAFETY: `counter` points at a word of a live chunk.
             unsafe { *self.counter(id) |= FUNCTION_STARTS };
@@ -199,6 +205,7 @@ impl TreeFeed {
             chunks: Vec::new(),
             code,
             function_starts,
+            mapped: MappedCode::default(),
             dumps,
             lasts: vec![NO_BLOCK_YET],
             running: 0,
@@ -224,6 +231,9 @@ impl TreeFeed {
     /// the hook on every run).
     pub fn block_constants(&mut self, address: u64, size: u32) -> Option<BlockConstants> {
         let counters = self.counters.as_mut()?;
+        if counters.mapped.contains(address) && !counters.mapped.holds(address, size) {
+            return None;
+        }
         let id = counters.block(address, size, &mut self.new_blocks);
         let counter = counters.counter(id);
         let block = counters.blocks.get(id);
@@ -367,6 +377,54 @@ impl TreeFeed {
             self.take_runs();
         }
         pending
+    }
+
+    /// Blocks of `[start, start + bytes.len())`, executable code outside the
+    /// text that cannot change without a system call, count themselves from
+    /// now on (see [`crate::tree::mapped_code`]); `starts` are the function
+    /// starts in it. Nothing happens unless blocks send events only
+    /// where the call tree can change.
+    pub fn map_code(&mut self, start: u64, bytes: Vec<u8>, starts: FunctionStarts) {
+        if let Some(counters) = self.counters.as_mut() {
+            counters.mapped.add(start, bytes, starts);
+        }
+    }
+
+    /// Takes `[start, start + len)` out of the mapped code that counts
+    /// itself; true when some of it was in.
+    pub fn forget_mapped_code(&mut self, start: u64, len: u64) -> bool {
+        self.counters
+            .as_mut()
+            .is_some_and(|c| c.mapped.forget(start, len))
+    }
+
+    /// Whether the block at `address` may count itself as mapped code.
+    #[inline]
+    pub fn counts_mapped_code(&self, address: u64) -> bool {
+        self.counters
+            .as_ref()
+            .is_some_and(|c| c.mapped.contains(address))
+    }
+
+    /// Whether all of the block at `address` of `size` bytes lies in mapped
+    /// code that counts itself.
+    pub fn mapped_code_holds(&self, address: u64, size: u32) -> bool {
+        self.counters
+            .as_ref()
+            .is_some_and(|c| c.mapped.holds(address, size))
+    }
+
+    /// The mapped code that counts itself (a forked child's copy starts
+    /// with it); `None` unless blocks send events only.
+    pub fn mapped_code(&self) -> Option<&MappedCode> {
+        self.counters.as_ref().map(|c| &c.mapped)
+    }
+
+    /// Takes over `mapped` (a forked child, whose memory is its parent's).
+    pub fn adopt_mapped_code(&mut self, mapped: MappedCode) {
+        if let Some(counters) = self.counters.as_mut() {
+            counters.mapped = mapped;
+        }
     }
 
     /// The code in `[start, start + len)` changed: its blocks are decoded
