@@ -34,6 +34,8 @@ pub(super) enum MachineCall {
     SendSignal,
     /// `prctl` (the parent-death signal lives in the process table).
     Prctl,
+    /// `rt_sigsuspend`, `pause`: wait for a signal.
+    Suspend,
 }
 
 impl MachineCall {
@@ -45,6 +47,7 @@ impl MachineCall {
             SYS_RT_SIGRETURN => MachineCall::Sigreturn,
             SYS_KILL | SYS_TGKILL | SYS_TKILL => MachineCall::SendSignal,
             SYS_PRCTL => MachineCall::Prctl,
+            SYS_RT_SIGSUSPEND | SYS_PAUSE => MachineCall::Suspend,
             _ => return None,
         })
     }
@@ -100,7 +103,41 @@ pub(super) fn machine_call(
         }
         MachineCall::SendSignal => Answer::Returns(send_signal(st, number, args)),
         MachineCall::Prctl => Answer::Returns(prctl(uc, st, args)),
+        MachineCall::Suspend => Answer::Returns(suspend(uc, st, number, args)),
     })
+}
+
+/// `rt_sigsuspend(mask, size)` and `pause()`: the thread waits, with
+/// `mask` blocked instead of its own (`rt_sigsuspend`), until a signal it
+/// lets through arrives; the call then fails with `EINTR` and the signal
+/// takes effect on the way back (a handler returns to the mask before the
+/// call). A signal already pending ends the wait at once. The wait is one
+/// of the scheduler's: other threads and processes run meanwhile, and a
+/// thread that waits with nobody left to send it a signal (no other thread
+/// or process, no timer) is a deadlock.
+fn suspend(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState,
+    number: u64,
+    args: [u64; 6],
+) -> SysResult {
+    let mask = if number == SYS_RT_SIGSUSPEND {
+        if args[1] != 8 {
+            return Err(Errno::EINVAL);
+        }
+        let view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        Some(view.read_u64(args[0])?)
+    } else {
+        None
+    };
+    st.sys.signals.suspend(mask);
+    if !st.sys.signals.has_deliverable() {
+        threads::wait_for_signal(st);
+    }
+    Err(Errno::EINTR)
 }
 
 /// `prctl`: `PR_SET_PDEATHSIG`/`PR_GET_PDEATHSIG` in the process table,

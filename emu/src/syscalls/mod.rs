@@ -22,6 +22,7 @@ pub mod test_harness;
 #[cfg(test)]
 pub mod test_memory;
 pub mod time;
+pub mod timers;
 
 pub use errno::{Errno, SysResult};
 pub use memory_access::{GuestMemory, MemoryFault};

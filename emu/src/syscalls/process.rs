@@ -114,6 +114,11 @@ impl Process {
                 }
             }
             SYS_SCHED_SETAFFINITY => Ok(0),
+            SYS_SCHED_GETSCHEDULER
+            | SYS_SCHED_GETPARAM
+            | SYS_SCHED_GET_PRIORITY_MAX
+            | SYS_SCHED_GET_PRIORITY_MIN
+            | SYS_GETPRIORITY => scheduling_query(call),
             SYS_UNAME => uname(call, a[0]),
             SYS_GETRANDOM => {
                 let mut buf = vec![0u8; a[1].min(1 << 20) as usize];
@@ -139,6 +144,45 @@ impl Process {
             }
             _ => return None,
         })
+    }
+}
+
+/// `SCHED_OTHER`, the policy every guest thread runs under.
+const SCHED_OTHER: u64 = 0;
+const SCHED_FIFO: u64 = 1;
+const SCHED_RR: u64 = 2;
+const SCHED_BATCH: u64 = 3;
+const SCHED_IDLE: u64 = 5;
+const SCHED_DEADLINE: u64 = 6;
+/// `PRIO_USER`, the last `which` of `getpriority`.
+const PRIO_USER: u64 = 2;
+
+/// The scheduling queries: every guest thread and process runs under
+/// `SCHED_OTHER` at static priority 0 and nice 0 (the emulated CPU is
+/// shared by emuprof's own scheduler, which has no priorities). The range
+/// queries answer as Linux does for each policy. A negative id is
+/// `EINVAL`; any other id (0 is the caller) is answered alike.
+fn scheduling_query(call: &mut SyscallCall) -> SysResult {
+    let a = call.args;
+    let id = a[0] as i32;
+    match call.number {
+        SYS_SCHED_GET_PRIORITY_MAX | SYS_SCHED_GET_PRIORITY_MIN => match a[0] {
+            SCHED_FIFO | SCHED_RR if call.number == SYS_SCHED_GET_PRIORITY_MAX => Ok(99),
+            SCHED_FIFO | SCHED_RR => Ok(1),
+            SCHED_OTHER | SCHED_BATCH | SCHED_IDLE | SCHED_DEADLINE => Ok(0),
+            _ => Err(Errno::EINVAL),
+        },
+        _ if call.number == SYS_GETPRIORITY && a[0] > PRIO_USER => Err(Errno::EINVAL),
+        // The kernel answers 20 - nice, so that no priority looks like an
+        // error.
+        SYS_GETPRIORITY => Ok(20),
+        _ if id < 0 => Err(Errno::EINVAL),
+        SYS_SCHED_GETSCHEDULER => Ok(SCHED_OTHER),
+        _ => {
+            // struct sched_param: one int, the static priority.
+            call.mem.write(a[1], &0u32.to_le_bytes())?;
+            Ok(0)
+        }
     }
 }
 

@@ -71,6 +71,9 @@ pub struct ThreadSignals {
     mask: u64,
     pending: u64,
     alt_stack: [u8; 24],
+    /// The mask `rt_sigsuspend` replaced while it waits: the mask a
+    /// handler's frame restores, or the mask again when no handler runs.
+    suspended_mask: Option<u64>,
 }
 
 impl Default for ThreadSignals {
@@ -82,6 +85,7 @@ impl Default for ThreadSignals {
             mask: 0,
             pending: 0,
             alt_stack,
+            suspended_mask: None,
         }
     }
 }
@@ -141,6 +145,7 @@ impl Signals {
             actions: self.actions,
             thread: ThreadSignals {
                 pending: 0,
+                suspended_mask: None,
                 ..self.thread
             },
         }
@@ -210,8 +215,34 @@ impl Signals {
         }
     }
 
+    /// `rt_sigsuspend`: `mask` replaces the blocked mask until a signal
+    /// ends the wait (`None`: `pause`, the mask stays). The mask it
+    /// replaced comes back when the wait ends ([`Signals::end_suspend`]),
+    /// or when the handler the wait ended with returns.
+    pub fn suspend(&mut self, mask: Option<u64>) {
+        if let Some(mask) = mask {
+            self.thread.suspended_mask.get_or_insert(self.thread.mask);
+            self.set_mask(mask);
+        }
+    }
+
+    /// The end of a `rt_sigsuspend` whose signal ran no handler: the mask
+    /// it replaced is back.
+    pub fn end_suspend(&mut self) {
+        if let Some(mask) = self.thread.suspended_mask.take() {
+            self.set_mask(mask);
+        }
+    }
+
+    /// Whether a pending signal is not blocked: a wait for a signal ends at
+    /// once.
+    pub fn has_deliverable(&self) -> bool {
+        self.thread.pending & !self.thread.mask != 0
+    }
+
     /// Starts running `action`'s handler for `sig`: blocks what it asks for
-    /// and returns the mask to restore afterwards.
+    /// and returns the mask to restore afterwards (the one before a
+    /// `rt_sigsuspend` the signal ended).
     pub fn begin_handler(&mut self, sig: u64, action: &SigAction) -> u64 {
         let old = self.thread.mask;
         self.thread.mask |= action.mask;
@@ -224,7 +255,7 @@ impl Signals {
                 *a = SigAction::default();
             }
         }
-        old
+        self.thread.suspended_mask.take().unwrap_or(old)
     }
 
     /// Sets the blocked mask (from `rt_sigreturn`).
@@ -322,4 +353,41 @@ fn read_bytes<const N: usize>(call: &SyscallCall, addr: u64) -> Result<[u8; N], 
     let mut b = [0u8; N];
     call.mem.read(addr, &mut b)?;
     Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handler_that_ends_sigsuspend_returns_to_the_mask_before_it() {
+        let mut s = Signals::default();
+        s.set_mask(bit(10));
+        s.suspend(Some(bit(12)));
+        assert!(!s.has_deliverable());
+        s.post(12);
+        assert!(!s.has_deliverable(), "blocked while suspended");
+        s.post(10);
+        assert!(s.has_deliverable(), "let through while suspended");
+        let action = SigAction {
+            handler: 0x1000,
+            ..SigAction::default()
+        };
+        assert_eq!(s.begin_handler(10, &action), bit(10), "the frame's mask");
+        assert_eq!(s.running_thread().mask, bit(12) | bit(10));
+        s.end_suspend();
+        assert_eq!(s.running_thread().mask, bit(12) | bit(10), "the handler's");
+    }
+
+    #[test]
+    fn a_wait_that_ran_no_handler_puts_the_mask_back() {
+        let mut s = Signals::default();
+        s.set_mask(bit(3));
+        s.suspend(Some(0));
+        s.end_suspend();
+        assert_eq!(s.running_thread().mask, bit(3));
+        s.suspend(None);
+        s.end_suspend();
+        assert_eq!(s.running_thread().mask, bit(3), "pause keeps the mask");
+    }
 }

@@ -7,8 +7,10 @@
 //! next process in creation order that can run gets it (round robin).
 //! Waits that another process ends — a `wait4` for a child, a read of a
 //! pipe another process writes, a `vfork` — are looked at every time the
-//! loop chooses. When no process can run, the first one with a timeout has
-//! its virtual clock moved on; when none has one, the run is deadlocked.
+//! loop chooses. When no process can run, the one whose timeout or timer
+//! comes first has its virtual clock moved on (each process's clock is its
+//! own: they are compared as they read); when none has one, the run is
+//! deadlocked.
 //! Every decision depends on guest work only, never on host timing.
 
 use std::cell::RefCell;
@@ -345,14 +347,16 @@ impl World {
         if let Some(i) = after.clone().find(|&i| can_run(i)) {
             return Some(i);
         }
-        after.clone().find(|&i| {
-            self.running[i]
-                .process
-                .state
-                .borrow()
-                .threads
-                .any_deadline()
-        })
+        // The one whose timeout or timer comes first (on its own clock),
+        // the first after the current one on a tie.
+        after
+            .enumerate()
+            .filter_map(|(order, i)| {
+                let st = self.running[i].process.state.borrow();
+                threads::next_deadline(&st).map(|at| (at, order, i))
+            })
+            .min()
+            .map(|(_, _, i)| i)
     }
 
     /// Wakes the threads whose wait another process may have ended: a

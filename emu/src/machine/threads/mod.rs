@@ -10,6 +10,7 @@
 //! spawn and switch through the feed, in guest execution order.
 
 pub mod scheduler;
+mod timer_signals;
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
@@ -244,6 +245,12 @@ pub fn interrupt(st: &mut MachineState, thread: usize, sig: u64) {
     }
 }
 
+/// `rt_sigsuspend`/`pause`: the thread blocks until a signal for it
+/// arrives (it is woken with `EINTR` then, see [`interrupt`]).
+pub fn wait_for_signal(st: &mut MachineState) {
+    block(st, Wait::Signal, None, Errno::EINTR.to_rax());
+}
+
 /// A read or write of a guest pipe that has to wait for another process:
 /// the thread blocks, and its call runs again once the pipe is ready.
 pub fn wait_for_io(st: &mut MachineState, fd: i32, write: bool) {
@@ -311,10 +318,25 @@ pub fn request_switch(st: &mut MachineState) {
 }
 
 /// Whether the running thread has used its quantum while another could run:
-/// asked when a batch of events is full.
+/// asked when a batch of events is full. A thread whose timeout has passed
+/// on the virtual clock can run too: the end of the quantum is where it
+/// wakes, even while the running thread never waits. (Without one, the
+/// quantum starts again: the clock is looked at once a quantum.)
 pub fn quantum_used(st: &mut MachineState) -> bool {
-    st.feed.position() - st.quantum_start >= st.threads.quantum
-        && (st.threads.others_runnable() || st.others_runnable)
+    if st.feed.position() - st.quantum_start < st.threads.quantum {
+        return false;
+    }
+    if st.threads.others_runnable() || st.others_runnable {
+        return true;
+    }
+    let Some(deadline) = next_deadline(st) else {
+        return false;
+    };
+    if deadline <= now(st) {
+        return true;
+    }
+    st.quantum_start = st.feed.position();
+    false
 }
 
 /// Whether the running thread is blocked (its syscall's result comes later).
@@ -354,31 +376,69 @@ fn deadline_of(st: &mut MachineState, timeout: Timeout) -> u64 {
     }
 }
 
+/// How many timer expiries in a row may wake no thread, when no thread
+/// waits with a timeout, before the run counts as deadlocked (an interval
+/// timer whose signal is ignored would otherwise move the clock for ever).
+const IDLE_EXPIRIES: u32 = 64;
+
+/// The earliest time something waits for: a blocked thread's timeout or a
+/// timer's expiry (monotonic virtual time).
+pub fn next_deadline(st: &MachineState) -> Option<u64> {
+    let threads = st.threads.earliest_deadline();
+    let timers = st.sys.time.timers.earliest();
+    threads.into_iter().chain(timers).min()
+}
+
 /// Switches to the thread the scheduler picks (possibly the running one
 /// again, after a wait that timed out). Called by the run loop between two
-/// `emu_start`s. Errors end the run: a deadlock, or the emulator failing to
-/// save or restore registers.
+/// `emu_start`s. Timers that have expired send their signals first. When no
+/// thread can run, the clock jumps to the next timeout or timer expiry.
+/// Errors end the run: a deadlock, or the emulator failing to save or
+/// restore registers.
 pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), StopReason> {
     st.reschedule = false;
-    // The time matters only to threads waiting with a deadline.
-    let now = st.threads.any_deadline().then(|| now(st));
+    // The time matters only to threads waiting with a deadline and timers.
+    let mut now = next_deadline(st).map(|_| now(st));
     if let Some(now) = now {
         expire(st, now);
+        timer_signals::fire(st, now);
     }
-    let next = match st.threads.pick_next() {
-        Next::Run(next) => next,
-        Next::WakeAt { thread, at } => {
-            // Only blocked threads with a deadline give WakeAt: `now` is set.
-            let now = now.unwrap_or(at);
-            st.sys.time.clock.sleep(at.saturating_sub(now));
-            expire(st, at.max(now));
-            thread
+    let mut idle_expiries = 0;
+    let next = loop {
+        let timer = st.sys.time.timers.earliest();
+        // The thread whose timeout is the time to wait for runs first.
+        let (at, timed_out) = match st.threads.pick_next() {
+            Next::Run(next) => break next,
+            Next::AllExited => {
+                return Err(StopReason::Internal(
+                    "every thread exited without ending the process".into(),
+                ))
+            }
+            Next::WakeAt { thread, at } => match timer {
+                Some(expiry) if expiry < at => (expiry, None),
+                _ => (at, Some(thread)),
+            },
+            Next::Deadlock => match timer {
+                Some(expiry) => (expiry, None),
+                None => return Err(deadlock(uc, st)),
+            },
+        };
+        let before = now.unwrap_or(at);
+        st.sys.time.clock.sleep(at.saturating_sub(before));
+        let at = at.max(before);
+        now = Some(at);
+        expire(st, at);
+        timer_signals::fire(st, at);
+        if let Some(thread) =
+            timed_out.filter(|&t| st.threads.threads[t].state == RunState::Runnable)
+        {
+            break thread;
         }
-        Next::Deadlock => return Err(deadlock(uc, st)),
-        Next::AllExited => {
-            return Err(StopReason::Internal(
-                "every thread exited without ending the process".into(),
-            ))
+        // Timers whose signals wake nobody (ignored, blocked), with no
+        // thread that will time out, leave everyone waiting for ever.
+        idle_expiries += u32::from(!st.threads.any_runnable());
+        if idle_expiries > IDLE_EXPIRIES && st.threads.earliest_deadline().is_none() {
+            return Err(deadlock(uc, st));
         }
     };
     let internal = |what: &str| StopReason::Internal(format!("thread switch: {what}"));
@@ -422,11 +482,13 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
 }
 
 /// Wakes the threads whose deadline has passed and takes them off the
-/// futex queues.
-fn expire(st: &mut MachineState, now: u64) {
-    for thread in st.threads.expire(now) {
+/// futex queues; whether there were any.
+fn expire(st: &mut MachineState, now: u64) -> bool {
+    let woken = st.threads.expire(now);
+    for &thread in &woken {
         st.sys.futexes.cancel(thread);
     }
+    !woken.is_empty()
 }
 
 /// The deadlock stop: every live thread and what it waits for (call stacks
@@ -452,6 +514,7 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
                 Wait::Poll { count, .. } => format!("poll of {count} fds"),
                 Wait::Select(sets) => format!("select of {} fds", sets.nfds),
                 Wait::FifoReader => "a reader of the FIFO it opens".to_string(),
+                Wait::Signal => "a signal (sigsuspend or pause)".to_string(),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

@@ -35,11 +35,14 @@ pub struct FdEntry {
     pub cloexec: bool,
     /// What kind of file it is.
     pub kind: FileKind,
-    /// A pipe the guest made (`pipe`/`pipe2`), or an epoll instance that
-    /// watches one: the other ends belong to guest processes, so a call
-    /// that has to wait on it lets the other processes run instead of
-    /// blocking emuprof.
+    /// A pipe or eventfd the guest made (`pipe`/`pipe2`/`eventfd2`), or an
+    /// epoll instance that watches one or nothing yet: the other ends
+    /// belong to guest threads and processes, so a call that has to wait
+    /// on it lets them run instead of blocking emuprof.
     pub guest_pipe: bool,
+    /// An epoll instance that watches a guest pipe (it waits in the guest
+    /// whatever else it watches).
+    pub watches_guest_pipe: bool,
     /// A FIFO opened by its path (see `fifo`): its other end may belong to
     /// a program outside emuprof, so when no guest thread can run, emuprof
     /// waits on the host for it rather than calling the run deadlocked.
@@ -59,6 +62,7 @@ impl FdEntry {
             cloexec,
             kind,
             guest_pipe: false,
+            watches_guest_pipe: false,
             named_fifo: false,
         })
     }
@@ -83,6 +87,7 @@ impl FdEntry {
             cloexec,
             kind: self.kind,
             guest_pipe: self.guest_pipe,
+            watches_guest_pipe: self.watches_guest_pipe,
             named_fifo: self.named_fifo,
         })
     }
