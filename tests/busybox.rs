@@ -9,9 +9,8 @@
 //! environment (`TZ=UTC`, `LC_ALL=C`, nothing else), so even `ls -l` and `tar`
 //! (which show times and owners) must agree. Only files with the fixed times
 //! are listed with `ls -l`: the guest's clock is emuprof's virtual clock
-//! (starting 2024-01-01), so a file written during the test looks to the
-//! guest like one from the future, and `ls -l` shows its year instead of its
-//! time of day. Cases run in order and may read
+//! (starting 2030-01-01), so a file written during the test looks to the
+//! guest years old, and `ls -l` shows its year instead of its time of day. Cases run in order and may read
 //! what earlier cases wrote. At the end both directory trees are compared file
 //! by file. Skipped, with a message, when `/bin/busybox` is not installed.
 

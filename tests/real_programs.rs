@@ -6,7 +6,9 @@
 //! The cases are the ones that stopped or hung before: gnulib's
 //! stack-overflow handler probing with `mincore` (`gawk`, `grep -r`,
 //! `diff`), a shell waiting for a background job in `sigsuspend` (dash),
-//! and `timeout` killing its child when a POSIX timer fires. Each runs in
+//! `timeout` killing its child when a POSIX timer fires, node (capget,
+//! eventfd, protection keys), and BusyBox's shell running its own applets
+//! through `execve("/proc/self/exe")` (with no PATH to fall back on). Each runs in
 //! its own copy of one generated work directory, with the same small
 //! environment natively and in the guest. A missing tool skips its case,
 //! and fails it when `CI` is set (see `scripts/debian-packages.txt`).
@@ -39,7 +41,7 @@ const CASES: &[Case] = &[
     Case {
         tool: "diff",
         package: "diffutils",
-        args: &["-u", "old.txt", "new.txt"],
+        args: &["old.txt", "new.txt"],
     },
     Case {
         tool: "gawk",
@@ -53,6 +55,20 @@ const CASES: &[Case] = &[
         tool: "dash",
         package: "dash",
         args: &["-c", "sleep 0.2 & echo started; wait; echo waited $?"],
+    },
+    Case {
+        tool: "node",
+        package: "nodejs",
+        args: &["-e", "console.log([3, 1, 2].sort().join(' '))"],
+    },
+    Case {
+        tool: "busybox",
+        package: "busybox-static",
+        args: &[
+            "sh",
+            "-c",
+            "PATH=/nowhere; echo abc | tr a-z A-Z; echo x y | wc -w",
+        ],
     },
     Case {
         tool: "timeout",
@@ -182,4 +198,45 @@ fn total_instructions(path: &Path) -> Option<u64> {
     let bytes = fs::read(path).ok()?;
     let profile: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     profile["totals"]["instructions"].as_u64()
+}
+
+/// perl seeds its hash function from `/dev/urandom`: under emuprof the
+/// device is the seeded stream `getrandom` uses, so two runs list a hash's
+/// keys in the same order and count the same instructions, and another
+/// `--seed` gives another order.
+#[test]
+fn perl_hash_order_follows_the_seed() {
+    let Some(perl) = common::tools::require_tool("perl", "perl-base") else {
+        return;
+    };
+    let top = tempfile::tempdir().expect("temporary directory");
+    let script = "my %h = map { $_ => 1 } 'a' .. 'z'; print join('', keys %h), \"\\n\"";
+    let run_with = |seed: &str, name: &str| {
+        let profile = top.path().join(format!("{name}.json"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+        command
+            .args(["--quiet", "--seed", seed, "-o"])
+            .arg(&profile)
+            .arg(&perl)
+            .args(["-e", script])
+            .env_clear()
+            .current_dir(top.path());
+        let out = run_with_timeout(command, "perl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.stdout, total_instructions(&profile))
+    };
+    let first = run_with("1", "first");
+    let again = run_with("1", "again");
+    assert_eq!(first, again, "two runs with one seed");
+    let seeds: Vec<Vec<u8>> = (2..6)
+        .map(|s| run_with(&s.to_string(), "other").0)
+        .collect();
+    assert!(
+        seeds.iter().any(|order| *order != first.0),
+        "no other seed changed the hash order"
+    );
 }

@@ -128,7 +128,7 @@ mod tests {
         let mut mem = VecMemory::new(0x1000, 0x1000);
         mem.put(0x1000, &0x2008_0522u32.to_le_bytes());
         mem.put(0x1010, &[0xff; 24]);
-        let mut get = |args: [u64; 6], mem: &mut VecMemory| {
+        let get = |args: [u64; 6], mem: &mut VecMemory| {
             handle(&mut SyscallCall {
                 number: SYS_CAPGET,
                 args,

@@ -15,6 +15,7 @@ pub mod machine_files;
 pub mod memory_access;
 pub mod memory_map;
 pub mod process;
+pub mod random;
 pub mod signals;
 pub mod table;
 #[cfg(test)]

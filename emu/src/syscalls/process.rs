@@ -2,10 +2,8 @@
 //! CPU affinity, `getrandom`. Every answer is fixed or seeded, never the
 //! host's.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use super::numbers::*;
+use super::random::RandomStream;
 use super::{Errno, GuestMemory, SysResult, SyscallCall};
 use crate::initial_stack::{GUEST_GID, GUEST_UID};
 
@@ -23,7 +21,7 @@ pub const STACK_LIMIT: u64 = 8 << 20;
 
 /// Process identity and seeded randomness.
 pub struct Process {
-    random: ChaCha8Rng,
+    random: RandomStream,
     cpus: u32,
     /// This process's id.
     pub pid: u64,
@@ -36,7 +34,7 @@ impl Process {
     /// `seed`, on a machine of `cpus` CPUs (its affinity mask).
     pub fn new(seed: u64, cpus: u32) -> Process {
         Process {
-            random: ChaCha8Rng::seed_from_u64(seed),
+            random: RandomStream::new(seed),
             cpus,
             pid: GUEST_PID,
             ppid: GUEST_PPID,
@@ -48,7 +46,7 @@ impl Process {
     /// the same on every run).
     pub fn for_child(&self, pid: u64) -> Process {
         Process {
-            random: self.random.clone(),
+            random: self.random.fork(),
             cpus: self.cpus,
             pid,
             ppid: self.pid,
@@ -57,7 +55,12 @@ impl Process {
 
     /// The next `n` seeded random bytes.
     pub fn random_bytes(&mut self, buf: &mut [u8]) {
-        self.random.fill_bytes(buf);
+        self.random.fill(buf);
+    }
+
+    /// The process's random stream, which `/dev/urandom` shares.
+    pub fn random_stream(&self) -> RandomStream {
+        self.random.clone()
     }
 
     /// Handles a process/identity syscall. `exit`, `exit_group` and the
@@ -81,6 +84,7 @@ impl Process {
             SYS_GETGROUPS => Ok(0),
             SYS_SET_ROBUST_LIST => Ok(0),
             SYS_RSEQ => Err(Errno::ENOSYS),
+            SYS_PKEY_ALLOC => Err(Errno::ENOSPC),
             SYS_PRLIMIT64 => {
                 if a[0] != 0 && a[0] != self.pid {
                     Err(Errno::ESRCH)
@@ -122,7 +126,7 @@ impl Process {
             SYS_UNAME => uname(call, a[0]),
             SYS_GETRANDOM => {
                 let mut buf = vec![0u8; a[1].min(1 << 20) as usize];
-                self.random.fill_bytes(&mut buf);
+                self.random.fill(&mut buf);
                 call.mem
                     .write(a[0], &buf)
                     .map(|_| buf.len() as u64)

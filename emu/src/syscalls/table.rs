@@ -235,9 +235,10 @@ syscall_table! {
     SYS_READ = 0 => read: Files(Io), Full;
     SYS_WRITE = 1 => write: Files(Io), Full;
     SYS_OPEN = 2 => open: Files(Io), Partial(
-        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
-         /proc/self/exe is the program; without --root the rest of /proc/self (maps, status…) \
-         gets EACCES and other /proc files (stat, uptime) are the host's"
+        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine, \
+         /proc/self/exe is the program and /dev/urandom and /dev/random read the --seed stream; \
+         without --root the rest of /proc/self (maps, status…) gets EACCES and other /proc files \
+         (stat, uptime) are the host's"
     );
     SYS_CLOSE = 3 => close: Files(Io), Full;
     SYS_STAT = 4 => stat: Files(Stat), Full;
@@ -584,9 +585,10 @@ syscall_table! {
     SYS_INOTIFY_RM_WATCH = 255 => inotify_rm_watch;
     SYS_MIGRATE_PAGES = 256 => migrate_pages;
     SYS_OPENAT = 257 => openat: Files(Io), Partial(
-        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
-         /proc/self/exe is the program; without --root the rest of /proc/self (maps, status…) \
-         gets EACCES and other /proc files (stat, uptime) are the host's"
+        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine, \
+         /proc/self/exe is the program and /dev/urandom and /dev/random read the --seed stream; \
+         without --root the rest of /proc/self (maps, status…) gets EACCES and other /proc files \
+         (stat, uptime) are the host's"
     );
     SYS_MKDIRAT = 258 => mkdirat: Files(Dirs), Full;
     SYS_MKNODAT = 259 => mknodat: Files(Storage), Full;
@@ -685,7 +687,9 @@ syscall_table! {
     SYS_PREADV2 = 327 => preadv2;
     SYS_PWRITEV2 = 328 => pwritev2;
     SYS_PKEY_MPROTECT = 329 => pkey_mprotect;
-    SYS_PKEY_ALLOC = 330 => pkey_alloc;
+    SYS_PKEY_ALLOC = 330 => pkey_alloc: Process, Refused(
+        "ENOSPC, as on a CPU without protection keys (the emulated CPU has none)"
+    );
     SYS_PKEY_FREE = 331 => pkey_free;
     SYS_STATX = 332 => statx: Files(Stat), Full;
     SYS_IO_PGETEVENTS = 333 => io_pgetevents;

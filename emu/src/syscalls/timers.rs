@@ -12,7 +12,7 @@
 
 use super::numbers::*;
 use super::{Errno, SysResult, SyscallCall};
-use crate::clock::{VirtualClock, EPOCH_SECONDS};
+use crate::clock::VirtualClock;
 
 const NANOS: u64 = 1_000_000_000;
 const SIGALRM: u64 = 14;
@@ -127,7 +127,7 @@ impl Timers {
         let now = clock.monotonic_ns(instructions);
         Some(match call.number {
             SYS_TIMER_CREATE => self.create(call, a[0], a[1], a[2]),
-            SYS_TIMER_SETTIME => self.set_posix(call, now, a),
+            SYS_TIMER_SETTIME => self.set_posix(call, clock, now, a),
             SYS_TIMER_GETTIME => self
                 .posix_timer(a[0])
                 .and_then(|t| write_spec(call, a[1], remaining(t, now), 1)),
@@ -212,7 +212,13 @@ impl Timers {
     }
 
     /// `timer_settime(id, flags, new, old)`.
-    fn set_posix(&mut self, call: &mut SyscallCall, now: u64, a: [u64; 6]) -> SysResult {
+    fn set_posix(
+        &mut self,
+        call: &mut SyscallCall,
+        clock: &VirtualClock,
+        now: u64,
+        a: [u64; 6],
+    ) -> SysResult {
         let timer = self.posix_timer(a[0])?;
         let (interval, value) = read_spec(call, a[2], 1)?;
         if a[3] != 0 {
@@ -221,11 +227,7 @@ impl Timers {
         let expiry = if value == 0 {
             None
         } else if a[1] & TIMER_ABSTIME != 0 {
-            let base = if timer.realtime {
-                EPOCH_SECONDS * NANOS
-            } else {
-                0
-            };
+            let base = if timer.realtime { clock.start_ns() } else { 0 };
             Some(value.saturating_sub(base).max(now))
         } else {
             Some(now.saturating_add(value))
@@ -387,13 +389,21 @@ mod tests {
     fn an_interval_timer_rearms_past_now() {
         let mut t = Timers::default();
         let mut mem = VecMemory::new(BASE, 0x1000);
-        let new = spec(&mut mem, BASE, 100, 1000);
+        // struct itimerval: 100 µs interval, 1 ms value.
+        for (at, value) in [
+            (BASE, 0u64),
+            (BASE + 8, 100),
+            (BASE + 16, 0),
+            (BASE + 24, 1000),
+        ] {
+            mem.put(at, &value.to_le_bytes());
+        }
         assert_eq!(
-            call(&mut t, &mut mem, 0, SYS_SETITIMER, &[ITIMER_REAL, new, 0]),
+            call(&mut t, &mut mem, 0, SYS_SETITIMER, &[ITIMER_REAL, BASE, 0]),
             Ok(0)
         );
-        assert_eq!(t.take_expired(1350).len(), 1, "late: fires once");
-        assert_eq!(t.earliest(), Some(1400));
+        assert_eq!(t.take_expired(1_350_000).len(), 1, "late: fires once");
+        assert_eq!(t.earliest(), Some(1_400_000));
     }
 
     #[test]

@@ -16,7 +16,6 @@ use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::state::MachineState;
 use super::stop::{BlockedThread, StopReason};
-use crate::clock::EPOCH_SECONDS;
 use crate::memory::GuestView;
 use crate::syscalls::files::select::FdSets;
 use crate::syscalls::futex::{FutexOutcome, Timeout, ETIMEDOUT};
@@ -372,7 +371,7 @@ fn deadline_of(st: &mut MachineState, timeout: Timeout) -> u64 {
     match timeout {
         Timeout::After(ns) => now(st).saturating_add(ns),
         Timeout::AtMonotonic(at) => at,
-        Timeout::AtRealtime(at) => at.saturating_sub(EPOCH_SECONDS * 1_000_000_000),
+        Timeout::AtRealtime(at) => at.saturating_sub(st.sys.time.clock.start_ns()),
     }
 }
 

@@ -40,6 +40,9 @@ pub struct FdEntry {
     /// belong to guest threads and processes, so a call that has to wait
     /// on it lets them run instead of blocking emuprof.
     pub guest_pipe: bool,
+    /// `/dev/urandom` or `/dev/random` (by the device, whatever the path):
+    /// reads take the guest's seeded random stream, never the host's.
+    pub random_device: bool,
     /// An epoll instance that watches a guest pipe (it waits in the guest
     /// whatever else it watches).
     pub watches_guest_pipe: bool,
@@ -52,7 +55,10 @@ pub struct FdEntry {
 impl FdEntry {
     /// Wraps a freshly opened host fd, looking up its kind.
     pub fn new(host: OwnedFd, cloexec: bool) -> Result<FdEntry, Errno> {
-        let kind = match host::fstat(host.as_fd())?.file_type() {
+        let stat = host::fstat(host.as_fd())?;
+        let random_device = stat.file_type() == libc::S_IFCHR
+            && [libc::makedev(1, 8), libc::makedev(1, 9)].contains(&stat.rdev);
+        let kind = match stat.file_type() {
             libc::S_IFREG => FileKind::Regular,
             libc::S_IFDIR => FileKind::Directory,
             _ => FileKind::Stream,
@@ -62,6 +68,7 @@ impl FdEntry {
             cloexec,
             kind,
             guest_pipe: false,
+            random_device,
             watches_guest_pipe: false,
             named_fifo: false,
         })
@@ -87,6 +94,7 @@ impl FdEntry {
             cloexec,
             kind: self.kind,
             guest_pipe: self.guest_pipe,
+            random_device: self.random_device,
             watches_guest_pipe: self.watches_guest_pipe,
             named_fifo: self.named_fifo,
         })
