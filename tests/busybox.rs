@@ -7,7 +7,12 @@
 //! modes and fixed modification times, created in the same order). Every case
 //! runs natively in one and under emuprof in the other, with the same
 //! environment (`TZ=UTC`, `LC_ALL=C`, nothing else), so even `ls -l` and `tar`
-//! (which show times and owners) must agree. Only files with the fixed times
+//! (which show times and owners) must agree. The guest runs as uid/gid 1000
+//! and sees the files of the user running emuprof as its own, so the native
+//! run does too: it runs in a user namespace that maps the user to 1000
+//! (`unshare --user --map-user=1000 --map-group=1000`). Where user
+//! namespaces are not allowed, the test skips (and fails under CI). Only
+//! files with the fixed times
 //! are listed with `ls -l`: the guest's clock is emuprof's virtual clock
 //! (starting 2030-01-01), so a file written during the test looks to the
 //! guest years old, and `ls -l` shows its year instead of its time of day. Cases run in order and may read
@@ -114,6 +119,13 @@ fn busybox_applets_match_a_native_run() {
         ));
         return;
     }
+    if !as_guest_user_works() {
+        common::ci::skip_unless_ci(
+            "`unshare --user --map-user=1000 --map-group=1000` cannot run here \
+             (unprivileged user namespaces are off)",
+        );
+        return;
+    }
     let top = tempfile::tempdir().expect("temporary directory");
     let native_dir = top.path().join("native");
     let emu_dir = top.path().join("emu");
@@ -173,6 +185,9 @@ fn busybox_applets_match_a_native_run() {
 /// `sh -c 'exec … < file'`, since the shared runner closes stdin).
 fn run_case(case: &Case, dir: &Path, profile: Option<&Path>) -> Output {
     let mut argv: Vec<String> = Vec::new();
+    if profile.is_none() {
+        argv.extend(AS_GUEST_USER.iter().map(|a| a.to_string()));
+    }
     if let Some(profile) = profile {
         argv.push(env!("CARGO_BIN_EXE_emuprof").into());
         argv.push("--quiet".into());
@@ -201,6 +216,26 @@ fn run_case(case: &Case, dir: &Path, profile: Option<&Path>) -> Output {
     };
     command.env_clear().envs(ENV).current_dir(dir);
     run_with_timeout(command, &format!("busybox {}", case.args.join(" ")))
+}
+
+/// The native runs' prefix: the user running the test becomes uid/gid
+/// 1000, which is who the guest is and what it sees its files owned by.
+const AS_GUEST_USER: [&str; 5] = [
+    "unshare",
+    "--user",
+    "--map-user=1000",
+    "--map-group=1000",
+    "--",
+];
+
+/// Whether [`AS_GUEST_USER`] works on this machine.
+fn as_guest_user_works() -> bool {
+    Command::new(AS_GUEST_USER[0])
+        .args(&AS_GUEST_USER[1..])
+        .arg("true")
+        .env_clear()
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The guest's own stderr, and emuprof's `emuprof:` lines taken out of it.
