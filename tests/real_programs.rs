@@ -8,7 +8,9 @@
 //! `diff`), a shell waiting for a background job in `sigsuspend` (dash),
 //! `timeout` killing its child when a POSIX timer fires, node (capget,
 //! eventfd, protection keys), and BusyBox's shell running its own applets
-//! through `execve("/proc/self/exe")` (with no PATH to fall back on). Each runs in
+//! through `execve("/proc/self/exe")` (with no PATH to fall back on), and
+//! git committing in a repository the guest made (its files must look
+//! owned by the guest's user). Each runs in
 //! its own copy of one generated work directory, with the same small
 //! environment natively and in the guest. A missing tool skips its case,
 //! and fails it when `CI` is set (see `scripts/debian-packages.txt`).
@@ -22,7 +24,16 @@ use std::process::{Command, Output};
 use common::process::run_with_timeout;
 
 /// The guest and the native run see exactly this environment.
-const ENV: [(&str, &str); 3] = [("TZ", "UTC"), ("LC_ALL", "C"), ("PATH", "/usr/bin:/bin")];
+const ENV: [(&str, &str); 8] = [
+    ("TZ", "UTC"),
+    ("LC_ALL", "C"),
+    ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+    ("HOME", "/nonexistent"),
+    ("GIT_AUTHOR_NAME", "A U Thor"),
+    ("GIT_AUTHOR_EMAIL", "author@example.com"),
+    ("GIT_COMMITTER_NAME", "C O Mitter"),
+    ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+];
 
 /// One command line.
 struct Case {
@@ -30,6 +41,8 @@ struct Case {
     tool: &'static str,
     package: &'static str,
     args: &'static [&'static str],
+    /// Another program the command line runs, and its package.
+    needs: Option<(&'static str, &'static str)>,
 }
 
 const CASES: &[Case] = &[
@@ -37,11 +50,13 @@ const CASES: &[Case] = &[
         tool: "grep",
         package: "grep",
         args: &["-r", "-c", "needle", "tree"],
+        needs: None,
     },
     Case {
         tool: "diff",
         package: "diffutils",
         args: &["old.txt", "new.txt"],
+        needs: None,
     },
     Case {
         tool: "gawk",
@@ -50,16 +65,19 @@ const CASES: &[Case] = &[
             "{ n[$2] += $1 } END { for (k in n) print k, n[k] }",
             "numbers.txt",
         ],
+        needs: None,
     },
     Case {
         tool: "dash",
         package: "dash",
         args: &["-c", "sleep 0.2 & echo started; wait; echo waited $?"],
+        needs: None,
     },
     Case {
         tool: "node",
         package: "nodejs",
         args: &["-e", "console.log([3, 1, 2].sort().join(' '))"],
+        needs: None,
     },
     Case {
         tool: "busybox",
@@ -69,11 +87,22 @@ const CASES: &[Case] = &[
             "-c",
             "PATH=/nowhere; echo abc | tr a-z A-Z; echo x y | wc -w",
         ],
+        needs: None,
+    },
+    Case {
+        tool: "dash",
+        package: "dash",
+        args: &[
+            "-c",
+            "git init -q . && git add old.txt && git commit -q -m first && git log --format=%s",
+        ],
+        needs: Some(("git", "git")),
     },
     Case {
         tool: "timeout",
         package: "coreutils",
         args: &["0.5", "sleep", "5"],
+        needs: None,
     },
 ];
 
@@ -86,6 +115,11 @@ fn debian_tools_match_a_native_run_and_count_the_same_twice() {
         let Some(tool) = common::tools::require_tool(case.tool, case.package) else {
             continue;
         };
+        if let Some((other, package)) = case.needs {
+            if common::tools::require_tool(other, package).is_none() {
+                continue;
+            }
+        }
         ran += 1;
         let what = format!("{} {}", case.tool, case.args.join(" "));
         let dirs: Vec<_> = ["native", "emu1", "emu2"]
