@@ -8,6 +8,8 @@
  *   timer     a POSIX timer's SIGALRM ends sigsuspend
  *   itimer    setitimer's SIGALRM ends pause; alarm answers the time left
  *   child     sigsuspend until SIGCHLD from a child that slept
+ *   busy      a timer ends the wait of a parent whose child never stops
+ *             running, as `timeout` needs
  *   mincore   resident pages of the stack, ENOMEM for an unmapped page
  *   queries   scheduling queries, capget, eventfd
  */
@@ -145,6 +147,30 @@ static void child(void)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+static void busy(void)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGALRM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    alarms = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (;;)
+            flag++;
+    }
+    struct itimerval iv = {.it_value = {.tv_usec = 30000}};
+    setitimer(ITIMER_REAL, &iv, NULL);
+    while (alarms == 0)
+        sigsuspend(&old);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    printf("busy: the timer fired while the child ran; child killed by signal %d\n",
+           WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static void residency(void)
 {
     long page = sysconf(_SC_PAGESIZE);
@@ -195,6 +221,7 @@ int main(void)
     timer();
     itimer();
     child();
+    busy();
     residency();
     queries();
     return 0;

@@ -231,6 +231,7 @@ impl GuestProcess {
             table,
             request: None,
             others_runnable: false,
+            others_deadline: None,
         }));
         install_hooks(&mut uc, &state, &code)?;
         Ok(GuestProcess {

@@ -98,6 +98,10 @@ pub struct MachineState {
     /// Whether a thread of another process could run: the quantum then
     /// applies across processes too (set by the run loop).
     pub others_runnable: bool,
+    /// The earliest timeout or timer of another process, on this process's
+    /// clock: when it has passed, the quantum ends so that process runs
+    /// (set by the run loop).
+    pub others_deadline: Option<u64>,
 }
 
 impl MachineState {

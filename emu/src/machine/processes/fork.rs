@@ -226,6 +226,7 @@ impl GuestProcess {
             table: Rc::clone(&parent.table),
             request: None,
             others_runnable: false,
+            others_deadline: None,
         }));
         drop(parent);
         install_hooks(&mut uc, &state, &self.code)?;

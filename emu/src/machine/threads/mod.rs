@@ -319,8 +319,9 @@ pub fn request_switch(st: &mut MachineState) {
 /// Whether the running thread has used its quantum while another could run:
 /// asked when a batch of events is full. A thread whose timeout has passed
 /// on the virtual clock can run too: the end of the quantum is where it
-/// wakes, even while the running thread never waits. (Without one, the
-/// quantum starts again: the clock is looked at once a quantum.)
+/// wakes, even while the running thread never waits, and so can another
+/// process's (`others_deadline`). (Without one, the quantum starts again:
+/// the clock is looked at once a quantum.)
 pub fn quantum_used(st: &mut MachineState) -> bool {
     if st.feed.position() - st.quantum_start < st.threads.quantum {
         return false;
@@ -328,7 +329,11 @@ pub fn quantum_used(st: &mut MachineState) -> bool {
     if st.threads.others_runnable() || st.others_runnable {
         return true;
     }
-    let Some(deadline) = next_deadline(st) else {
+    let Some(deadline) = next_deadline(st)
+        .into_iter()
+        .chain(st.others_deadline)
+        .min()
+    else {
         return false;
     };
     if deadline <= now(st) {
@@ -360,8 +365,8 @@ fn wake_futex_waiters(st: &mut MachineState) {
     }
 }
 
-/// The virtual monotonic time now.
-fn now(st: &mut MachineState) -> u64 {
+/// The virtual monotonic time now (waits for the call-tree thread).
+pub fn now(st: &mut MachineState) -> u64 {
     let instructions = st.feed.sync().instructions;
     st.sys.time.clock.monotonic_ns(instructions)
 }
@@ -478,6 +483,16 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
     // Signals another thread sent it while it was not running.
     super::syscall_dispatch::deliver_pending(uc, st, 0);
     Ok(())
+}
+
+/// Wakes what waits for a time at or before `now`, as the switch does:
+/// threads whose timeout passed, and the threads timers signal. The
+/// running thread is switched (in) again, so that its result or signal
+/// reaches it.
+pub fn wake_due(st: &mut MachineState, now: u64) {
+    expire(st, now);
+    timer_signals::fire(st, now);
+    request_switch(st);
 }
 
 /// Wakes the threads whose deadline has passed and takes them off the
