@@ -119,7 +119,7 @@ fn busybox_applets_match_a_native_run() {
         ));
         return;
     }
-    if !as_guest_user_works() {
+    if !common::guest_user::as_guest_user_works() {
         common::ci::skip_unless_ci(
             "`unshare --user --map-user=1000 --map-group=1000` cannot run here \
              (unprivileged user namespaces are off)",
@@ -186,7 +186,11 @@ fn busybox_applets_match_a_native_run() {
 fn run_case(case: &Case, dir: &Path, profile: Option<&Path>) -> Output {
     let mut argv: Vec<String> = Vec::new();
     if profile.is_none() {
-        argv.extend(AS_GUEST_USER.iter().map(|a| a.to_string()));
+        argv.extend(
+            common::guest_user::AS_GUEST_USER
+                .iter()
+                .map(|a| a.to_string()),
+        );
     }
     if let Some(profile) = profile {
         argv.push(env!("CARGO_BIN_EXE_emuprof").into());
@@ -216,26 +220,6 @@ fn run_case(case: &Case, dir: &Path, profile: Option<&Path>) -> Output {
     };
     command.env_clear().envs(ENV).current_dir(dir);
     run_with_timeout(command, &format!("busybox {}", case.args.join(" ")))
-}
-
-/// The native runs' prefix: the user running the test becomes uid/gid
-/// 1000, which is who the guest is and what it sees its files owned by.
-const AS_GUEST_USER: [&str; 5] = [
-    "unshare",
-    "--user",
-    "--map-user=1000",
-    "--map-group=1000",
-    "--",
-];
-
-/// Whether [`AS_GUEST_USER`] works on this machine.
-fn as_guest_user_works() -> bool {
-    Command::new(AS_GUEST_USER[0])
-        .args(&AS_GUEST_USER[1..])
-        .arg("true")
-        .env_clear()
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// The guest's own stderr, and emuprof's `emuprof:` lines taken out of it.

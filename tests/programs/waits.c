@@ -10,6 +10,8 @@
  *   child     sigsuspend until SIGCHLD from a child that slept
  *   busy      a timer ends the wait of a parent whose child never stops
  *             running, as `timeout` needs
+ *   sigwait   sigtimedwait times out on the clock, takes a pending signal,
+ *             and one a child sends; sigpending lists a blocked one
  *   mincore   resident pages of the stack, ENOMEM for an unmapped page
  *   queries   scheduling queries, capget, eventfd
  */
@@ -171,6 +173,39 @@ static void busy(void)
     sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+static void sigwait_(void)
+{
+    sigset_t set, old, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    struct timespec wait = {.tv_nsec = 20000000};
+    long long start = now_ms();
+    int r = sigtimedwait(&set, NULL, &wait);
+    printf("sigwait: %d (%s) after at least 20 ms: %s\n", r, r < 0 ? strerror(errno) : "-",
+           now_ms() - start >= 20 ? "yes" : "no");
+    kill(getpid(), SIGUSR1);
+    sigpending(&pending);
+    printf("sigwait: SIGUSR1 pending: %s\n", sigismember(&pending, SIGUSR1) ? "yes" : "no");
+    siginfo_t info;
+    r = sigtimedwait(&set, &info, &wait);
+    printf("sigwait: took %s, si_signo %s\n", r == SIGUSR1 ? "SIGUSR1" : "?",
+           info.si_signo == SIGUSR1 ? "SIGUSR1" : "?");
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        usleep(10000);
+        kill(parent, SIGUSR2);
+        _exit(0);
+    }
+    struct timespec long_wait = {.tv_sec = 5};
+    r = sigtimedwait(&set, NULL, &long_wait);
+    printf("sigwait: took %s from the child\n", r == SIGUSR2 ? "SIGUSR2" : "?");
+    waitpid(pid, NULL, 0);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static void residency(void)
 {
     long page = sysconf(_SC_PAGESIZE);
@@ -222,6 +257,7 @@ int main(void)
     itimer();
     child();
     busy();
+    sigwait_();
     residency();
     queries();
     return 0;

@@ -234,6 +234,17 @@ impl Signals {
         }
     }
 
+    /// Takes the lowest pending signal of `set` (`rt_sigtimedwait`), if any.
+    pub fn take_pending_in(&mut self, set: u64) -> Option<u64> {
+        let ready = self.thread.pending & set;
+        if ready == 0 {
+            return None;
+        }
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        self.thread.pending &= !bit(sig);
+        Some(sig)
+    }
+
     /// Whether a pending signal is not blocked: a wait for a signal ends at
     /// once.
     pub fn has_deliverable(&self) -> bool {
@@ -279,12 +290,23 @@ impl Signals {
         }
     }
 
-    /// Handles `rt_sigaction`, `rt_sigprocmask`, `sigaltstack`.
+    /// Handles `rt_sigaction`, `rt_sigprocmask`, `rt_sigpending`,
+    /// `sigaltstack`.
     pub fn handle(&mut self, call: &mut SyscallCall) -> Option<SysResult> {
         let a = call.args;
         Some(match call.number {
             SYS_RT_SIGACTION => self.sigaction(call, a[0], a[1], a[2]),
             SYS_RT_SIGPROCMASK => self.sigprocmask(call, a[0], a[1], a[2]),
+            // The signals pending for the thread (those the mask holds
+            // back: the others have been delivered), in `size` bytes.
+            SYS_RT_SIGPENDING if a[1] > 8 => Err(Errno::EINVAL),
+            SYS_RT_SIGPENDING => {
+                let bytes = self.thread.pending.to_le_bytes();
+                call.mem
+                    .write(a[0], &bytes[..a[1] as usize])
+                    .map(|()| 0)
+                    .map_err(Errno::from)
+            }
             SYS_SIGALTSTACK => {
                 if a[1] != 0 {
                     if let Err(e) = call.mem.write(a[1], &self.thread.alt_stack) {
@@ -377,6 +399,21 @@ mod tests {
         assert_eq!(s.running_thread().mask, bit(12) | bit(10));
         s.end_suspend();
         assert_eq!(s.running_thread().mask, bit(12) | bit(10), "the handler's");
+    }
+
+    #[test]
+    fn sigpending_lists_what_the_mask_holds_back() {
+        let mut s = Signals::default();
+        s.set_mask(bit(10));
+        s.post(10);
+        let mut mem = crate::syscalls::test_memory::VecMemory::new(0x1000, 0x100);
+        let mut call = SyscallCall {
+            number: SYS_RT_SIGPENDING,
+            args: [0x1000, 8, 0, 0, 0, 0],
+            mem: &mut mem,
+        };
+        assert_eq!(s.handle(&mut call), Some(Ok(0)));
+        assert_eq!(mem.bytes[..8], bit(10).to_le_bytes());
     }
 
     #[test]

@@ -427,8 +427,14 @@ syscall_table! {
         "every capability set is empty, as for the unprivileged user the guest runs as"
     );
     SYS_CAPSET = 126 => capset;
-    SYS_RT_SIGPENDING = 127 => rt_sigpending;
-    SYS_RT_SIGTIMEDWAIT = 128 => rt_sigtimedwait;
+    SYS_RT_SIGPENDING = 127 => rt_sigpending: Signals, Partial(
+        "the calling thread's pending signals (a signal sent to the process is pending for the \
+         thread that was running)"
+    );
+    SYS_RT_SIGTIMEDWAIT = 128 => rt_sigtimedwait: Machine, Partial(
+        "the siginfo of the signal taken carries its number only (si_code SI_USER, no sender); a \
+         wait woken without its signal starts its timeout again"
+    );
     SYS_RT_SIGQUEUEINFO = 129 => rt_sigqueueinfo;
     SYS_RT_SIGSUSPEND = 130 => rt_sigsuspend: Machine, Full;
     SYS_SIGALTSTACK = 131 => sigaltstack: Signals, Full;

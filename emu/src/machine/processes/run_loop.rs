@@ -485,11 +485,7 @@ impl World {
             // The running thread's signals live in `Signals`; the others'
             // in their thread records.
             st.sys.signals.post(sig);
-            if matches!(st.threads.threads[running].state, RunState::Blocked { .. }) {
-                st.sys.futexes.cancel(running);
-                st.threads
-                    .wake(running, crate::syscalls::Errno::EINTR.to_rax());
-            }
+            threads::wake_for_signal(&mut st, running);
             // Switching in delivers pending signals.
             st.reschedule = true;
         }

@@ -238,10 +238,37 @@ pub fn sleep(st: &mut MachineState, ns: u64) {
 /// handler runs as soon as the thread does.
 pub fn interrupt(st: &mut MachineState, thread: usize, sig: u64) {
     st.threads.threads[thread].signals.post(sig);
-    if matches!(st.threads.threads[thread].state, RunState::Blocked { .. }) {
-        st.sys.futexes.cancel(thread);
+    wake_for_signal(st, thread);
+}
+
+/// Wakes a blocked thread a signal has arrived for: a `rt_sigtimedwait`
+/// runs again (it may take the signal), any other wait ends with `EINTR`.
+pub fn wake_for_signal(st: &mut MachineState, thread: usize) {
+    let RunState::Blocked { on, .. } = st.threads.threads[thread].state else {
+        return;
+    };
+    st.sys.futexes.cancel(thread);
+    if let Wait::SignalIn(_) = on {
+        st.threads.wake_to_retry(thread);
+    } else {
         st.threads.wake(thread, Errno::EINTR.to_rax());
     }
+}
+
+/// Whether thread `thread` waits in `rt_sigtimedwait` for `sig`.
+pub fn waits_for(st: &MachineState, thread: usize, sig: u64) -> bool {
+    matches!(
+        st.threads.threads[thread].state,
+        RunState::Blocked { on: Wait::SignalIn(set), .. } if set & 1u64.checked_shl((sig as u32).wrapping_sub(1)).unwrap_or(0) != 0
+    )
+}
+
+/// `rt_sigtimedwait` with none of `set` pending: the thread blocks until a
+/// signal arrives (its call runs again) or `timeout_ns` of virtual time
+/// has passed (it fails with `EAGAIN`).
+pub fn wait_for_signal_in(st: &mut MachineState, set: u64, timeout_ns: Option<u64>) {
+    let deadline = timeout_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
+    block(st, Wait::SignalIn(set), deadline, Errno::EAGAIN.to_rax());
 }
 
 /// `rt_sigsuspend`/`pause`: the thread blocks until a signal for it
@@ -529,6 +556,7 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
                 Wait::Select(sets) => format!("select of {} fds", sets.nfds),
                 Wait::FifoReader => "a reader of the FIFO it opens".to_string(),
                 Wait::Signal => "a signal (sigsuspend or pause)".to_string(),
+                Wait::SignalIn(set) => format!("a signal of the set {set:#x} (sigtimedwait)"),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

@@ -58,6 +58,9 @@ pub enum Wait {
     FifoReader,
     /// In `rt_sigsuspend`/`pause`, until a signal arrives.
     Signal,
+    /// In `rt_sigtimedwait` for one of the signals of this set; the call
+    /// runs again when a signal arrives.
+    SignalIn(u64),
 }
 
 /// Whether a thread can run.
