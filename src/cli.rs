@@ -76,9 +76,14 @@ pub struct GuestArgs {
     /// Pass emuprof's own environment to the guest (counts then depend on it).
     #[arg(long)]
     pub inherit_env: bool,
-    /// Seed for the guest's getrandom and AT_RANDOM bytes.
+    /// Seed for the guest's random bytes: getrandom, AT_RANDOM, /dev/urandom and /dev/random.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Wall-clock time, in seconds since 1970, at which the guest's virtual
+    /// clock starts (the default, 2030-01-01, is later than the host's
+    /// files, which a program would otherwise see as "from the future").
+    #[arg(long, value_name = "SECONDS", default_value_t = emuprof_emu::DEFAULT_CLOCK_START)]
+    pub clock_start: u64,
     /// How many CPUs the guest sees (sched_getaffinity, sysconf, /proc/cpuinfo).
     /// Programs size their thread pools by it; the threads still run one at a
     /// time, so profiles stay deterministic.

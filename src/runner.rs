@@ -62,7 +62,7 @@ impl Run {
         self
     }
 
-    /// Sets the seed of the guest's `getrandom` and `AT_RANDOM` bytes
+    /// Sets the seed of the guest's `getrandom`, `AT_RANDOM` and `/dev/urandom` bytes
     /// (default 0). Programs that use random bytes run differently per seed.
     pub fn seed(mut self, seed: u64) -> Run {
         self.options.seed = seed;

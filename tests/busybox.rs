@@ -7,11 +7,15 @@
 //! modes and fixed modification times, created in the same order). Every case
 //! runs natively in one and under emuprof in the other, with the same
 //! environment (`TZ=UTC`, `LC_ALL=C`, nothing else), so even `ls -l` and `tar`
-//! (which show times and owners) must agree. Only files with the fixed times
+//! (which show times and owners) must agree. The guest runs as uid/gid 1000
+//! and sees the files of the user running emuprof as its own, so the native
+//! run does too: it runs in a user namespace that maps the user to 1000
+//! (`unshare --user --map-user=1000 --map-group=1000`). Where user
+//! namespaces are not allowed, the test skips (and fails under CI). Only
+//! files with the fixed times
 //! are listed with `ls -l`: the guest's clock is emuprof's virtual clock
-//! (starting 2024-01-01), so a file written during the test looks to the
-//! guest like one from the future, and `ls -l` shows its year instead of its
-//! time of day. Cases run in order and may read
+//! (starting 2030-01-01), so a file written during the test looks to the
+//! guest years old, and `ls -l` shows its year instead of its time of day. Cases run in order and may read
 //! what earlier cases wrote. At the end both directory trees are compared file
 //! by file. Skipped, with a message, when `/bin/busybox` is not installed.
 
@@ -115,6 +119,13 @@ fn busybox_applets_match_a_native_run() {
         ));
         return;
     }
+    if !common::guest_user::as_guest_user_works() {
+        common::ci::skip_unless_ci(
+            "`unshare --user --map-user=1000 --map-group=1000` cannot run here \
+             (unprivileged user namespaces are off)",
+        );
+        return;
+    }
     let top = tempfile::tempdir().expect("temporary directory");
     let native_dir = top.path().join("native");
     let emu_dir = top.path().join("emu");
@@ -174,6 +185,13 @@ fn busybox_applets_match_a_native_run() {
 /// `sh -c 'exec … < file'`, since the shared runner closes stdin).
 fn run_case(case: &Case, dir: &Path, profile: Option<&Path>) -> Output {
     let mut argv: Vec<String> = Vec::new();
+    if profile.is_none() {
+        argv.extend(
+            common::guest_user::AS_GUEST_USER
+                .iter()
+                .map(|a| a.to_string()),
+        );
+    }
     if let Some(profile) = profile {
         argv.push(env!("CARGO_BIN_EXE_emuprof").into());
         argv.push("--quiet".into());

@@ -201,16 +201,19 @@ fn distribution_programs_run_as_natively() {
         &["gzip", "-c", input],
         &["sha256sum", input],
         &["wc", "-lwc", input],
-        // Dates left out: the guest's clock starts in 2024, so `ls -l`
+        // Dates left out: the guest's clock starts in 2030, so `ls -l`
         // shows the year of a file made today, where natively it shows
-        // the time.
+        // the time. Owners are the guest's user's on both sides.
         &["ls", "-l", "--time-style=+", listed],
     ] {
         let Some(program) = common::find_in_path(command[0]) else {
             common::ci::skip_unless_ci(&format!("{} is not installed", command[0]));
             continue;
         };
-        let native = std::process::Command::new(&program)
+        let Some(mut native) = common::guest_user::native_as_guest_user(&program) else {
+            continue;
+        };
+        let native = native
             .args(&command[1..])
             .env_clear()
             .output()

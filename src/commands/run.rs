@@ -294,6 +294,7 @@ pub(super) fn configure_run(
         first.clone_from(argv0);
     }
     options.seed = guest.seed;
+    options.clock_start = guest.clock_start;
     options.cpus = guest.cpus;
     options.quantum = guest.quantum;
     options.max_instructions = guest.max_instructions;

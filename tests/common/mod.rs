@@ -11,6 +11,7 @@
 //! - [`browser`]: headless Chromium over DevTools, and `emuprof view` pages.
 //! - [`tmux`]: a command in a terminal of its own, its screen read as text.
 //! - [`stream`]: a viewer of `emuprof run --serve`, reading raw snapshot lines.
+//! - [`guest_user`]: native runs as the guest's uid/gid (a user namespace).
 //! - [`callgrind`]: runs `valgrind --tool=callgrind` ([`run_callgrind`]) and parses
 //!   its output file into totals, per-function self `Ir` and call counts.
 //!
@@ -23,6 +24,7 @@ pub mod callgrind;
 pub mod ci;
 pub mod compile;
 pub mod golden;
+pub mod guest_user;
 pub mod hostile_names;
 pub mod process;
 pub mod rng;

@@ -19,6 +19,7 @@ use super::stack_pointer::StackPointerSource;
 use super::state::{MachineState, SyscallState};
 use super::stop::{self, StopReason};
 use super::{block_hook, block_trace, hooks, threads, RunHandles, RunOptions, STACK_TOP};
+use crate::clock::VirtualClock;
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
@@ -116,12 +117,19 @@ impl GuestProcess {
             None => SyscallState {
                 files: Files::new(options.files.clone())?,
                 process: Process::new(options.seed, cpus),
-                time: Time::default(),
+                time: Time {
+                    clock: VirtualClock::starting_at(options.clock_start),
+                    timers: Default::default(),
+                },
                 signals: Signals::default(),
                 futexes: Default::default(),
                 enosys_noted: BTreeSet::new(),
             },
         };
+        if first_program {
+            let stream = sys.process.random_stream();
+            sys.files.use_random(stream);
+        }
         let mut random = [0u8; 16];
         sys.process.random_bytes(&mut random);
         let stack_prot = Protection {
@@ -223,6 +231,7 @@ impl GuestProcess {
             table,
             request: None,
             others_runnable: false,
+            others_deadline: None,
         }));
         install_hooks(&mut uc, &state, &code)?;
         // The dynamic linker's code, loaded with the program.

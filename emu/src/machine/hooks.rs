@@ -48,7 +48,8 @@ pub fn on_syscall(uc: &mut Unicorn<'_, ()>, state: &Shared) {
     // The block hook looks at the quantum when a batch of events is full;
     // when batches fill at syscalls, a process looping on syscalls would
     // never give way to the other processes, so look here too.
-    if st.others_runnable && !st.reschedule && super::threads::quantum_used(&mut st) {
+    let others_wait = st.others_runnable || st.others_deadline.is_some();
+    if others_wait && !st.reschedule && super::threads::quantum_used(&mut st) {
         super::threads::request_switch(&mut st);
     }
     if st.stop.is_some() || st.reschedule {

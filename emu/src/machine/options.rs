@@ -17,7 +17,7 @@ pub enum UnsupportedSyscalls {
     Enosys,
 }
 
-/// Default seed for `getrandom` and `AT_RANDOM`.
+/// Default seed for `getrandom`, `AT_RANDOM` and `/dev/urandom`.
 pub const DEFAULT_SEED: u64 = 0;
 
 /// Everything that configures one run: plain data, the same for every
@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub env: Vec<String>,
     /// Seed for the guest's randomness.
     pub seed: u64,
+    /// Wall-clock time (Unix seconds) of the guest's first instruction.
+    pub clock_start: u64,
     /// Stop after this many instructions (at the first block boundary at or
     /// past it).
     pub max_instructions: Option<u64>,
@@ -63,6 +65,7 @@ impl RunOptions {
             args,
             env: Vec::new(),
             seed: DEFAULT_SEED,
+            clock_start: crate::clock::DEFAULT_START_SECONDS,
             max_instructions: None,
             unsupported_syscalls: UnsupportedSyscalls::Stop,
             files,

@@ -34,6 +34,10 @@ pub(super) enum MachineCall {
     SendSignal,
     /// `prctl` (the parent-death signal lives in the process table).
     Prctl,
+    /// `rt_sigsuspend`, `pause`: wait for a signal.
+    Suspend,
+    /// `rt_sigtimedwait`: wait for one of a set of signals and take it.
+    TimedWait,
 }
 
 impl MachineCall {
@@ -45,6 +49,8 @@ impl MachineCall {
             SYS_RT_SIGRETURN => MachineCall::Sigreturn,
             SYS_KILL | SYS_TGKILL | SYS_TKILL => MachineCall::SendSignal,
             SYS_PRCTL => MachineCall::Prctl,
+            SYS_RT_SIGSUSPEND | SYS_PAUSE => MachineCall::Suspend,
+            SYS_RT_SIGTIMEDWAIT => MachineCall::TimedWait,
             _ => return None,
         })
     }
@@ -100,7 +106,82 @@ pub(super) fn machine_call(
         }
         MachineCall::SendSignal => Answer::Returns(send_signal(st, number, args)),
         MachineCall::Prctl => Answer::Returns(prctl(uc, st, args)),
+        MachineCall::Suspend => Answer::Returns(suspend(uc, st, number, args)),
+        MachineCall::TimedWait => Answer::Returns(timed_wait(uc, st, args)),
     })
+}
+
+/// `rt_sigtimedwait(set, info, timeout, size)`: takes the lowest pending
+/// signal of `set` and returns it (with a `siginfo` whose code is
+/// `SI_USER`); with none pending, the thread waits until one arrives or
+/// the timeout passes on the virtual clock (`EAGAIN`). A signal outside
+/// the set that has a handler ends the wait with `EINTR`.
+fn timed_wait(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) -> SysResult {
+    const SIGINFO_SIZE: usize = 128;
+    if args[3] != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mut view = GuestView {
+        uc,
+        space: &st.space,
+    };
+    let set = view.read_u64(args[0])?;
+    let timeout_ns = match args[2] {
+        0 => None,
+        at => {
+            let (secs, nanos) = (view.read_u64(at)?, view.read_u64(at + 8)?);
+            if nanos >= 1_000_000_000 {
+                return Err(Errno::EINVAL);
+            }
+            Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+        }
+    };
+    if let Some(sig) = st.sys.signals.take_pending_in(set) {
+        if args[1] != 0 {
+            let mut info = [0u8; SIGINFO_SIZE];
+            info[..4].copy_from_slice(&(sig as i32).to_le_bytes());
+            view.write(args[1], &info)?;
+        }
+        return Ok(sig);
+    }
+    if timeout_ns == Some(0) {
+        return Err(Errno::EAGAIN);
+    }
+    threads::wait_for_signal_in(st, set, timeout_ns);
+    Ok(0)
+}
+
+/// `rt_sigsuspend(mask, size)` and `pause()`: the thread waits, with
+/// `mask` blocked instead of its own (`rt_sigsuspend`), until a signal it
+/// lets through arrives; the call then fails with `EINTR` and the signal
+/// takes effect on the way back (a handler returns to the mask before the
+/// call). A signal already pending ends the wait at once. The wait is one
+/// of the scheduler's: other threads and processes run meanwhile, and a
+/// thread that waits with nobody left to send it a signal (no other thread
+/// or process, no timer) is a deadlock.
+fn suspend(
+    uc: &mut Unicorn<'_, ()>,
+    st: &mut MachineState,
+    number: u64,
+    args: [u64; 6],
+) -> SysResult {
+    let mask = if number == SYS_RT_SIGSUSPEND {
+        if args[1] != 8 {
+            return Err(Errno::EINVAL);
+        }
+        let view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        Some(view.read_u64(args[0])?)
+    } else {
+        None
+    };
+    st.sys.signals.suspend(mask);
+    if !st.sys.signals.has_deliverable() {
+        threads::wait_for_signal(st);
+    }
+    Err(Errno::EINTR)
 }
 
 /// `prctl`: `PR_SET_PDEATHSIG`/`PR_GET_PDEATHSIG` in the process table,
@@ -227,7 +308,9 @@ fn send_signal(st: &mut MachineState, number: u64, args: [u64; 6]) -> SysResult 
             return signal_other_processes(st, targets, sig);
         }
         targets.retain(|&p| p != pid);
-        signal_other_processes(st, targets, sig)?;
+        if !targets.is_empty() {
+            signal_other_processes(st, targets, sig)?;
+        }
         Some(st.threads.running)
     } else {
         st.threads.index_of(target)
@@ -243,6 +326,8 @@ fn send_signal(st: &mut MachineState, number: u64, args: [u64; 6]) -> SysResult 
     }
     if thread == st.threads.running {
         post_to_self(st, sig);
+    } else if threads::waits_for(st, thread, sig) {
+        threads::interrupt(st, thread, sig);
     } else {
         match st.sys.signals.disposition_for_other_thread(sig) {
             Disposition::Terminate => post_to_self(st, sig),

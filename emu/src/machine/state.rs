@@ -38,11 +38,13 @@ pub struct SyscallState {
 
 impl SyscallState {
     /// What a program started by `execve` keeps: the same files minus those
-    /// marked close-on-exec, the same identity and clock, signal handlers
+    /// marked close-on-exec, the same identity, clock and interval timer
+    /// (not its POSIX timers), signal handlers
     /// reset to their defaults (ignored signals stay ignored, the mask and
     /// pending signals stay), and no futex waiters.
     pub fn for_new_program(mut self) -> SyscallState {
         self.files.close_on_exec();
+        self.time.timers = self.time.timers.for_new_program();
         self.signals.reset_handlers_for_exec();
         self.futexes = Futexes::default();
         self
@@ -96,6 +98,10 @@ pub struct MachineState {
     /// Whether a thread of another process could run: the quantum then
     /// applies across processes too (set by the run loop).
     pub others_runnable: bool,
+    /// The earliest timeout or timer of another process, on this process's
+    /// clock: when it has passed, the quantum ends so that process runs
+    /// (set by the run loop).
+    pub others_deadline: Option<u64>,
 }
 
 impl MachineState {

@@ -333,6 +333,13 @@ fn raises_sigpipe(number: u64, args: [u64; 6]) -> bool {
 /// runs again). `pc_bias` is what Unicorn still adds to RIP: the `syscall`
 /// length inside the syscall hook, 0 between two `emu_start`s.
 pub(super) fn deliver_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) {
+    deliver_first_pending(uc, st, pc_bias);
+    // A `rt_sigsuspend` whose signal ran no handler: its mask is back.
+    st.sys.signals.end_suspend();
+}
+
+/// [`deliver_pending`] but for the mask a `rt_sigsuspend` replaced.
+fn deliver_first_pending(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) {
     while let Some((sig, disposition)) = st.sys.signals.take_deliverable() {
         let pc = uc.pc_read().unwrap_or(0);
         match disposition {

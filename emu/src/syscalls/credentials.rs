@@ -7,6 +7,7 @@
 //! `setgid(getgid())` and `setuid(getuid())` at start to drop set-id
 //! privileges; those succeed. Anything else is `EPERM`, as it would be for an
 //! ordinary user, and the host's own ids are never touched or revealed.
+//! For the same reason `capget` finds no capability.
 
 use super::numbers::*;
 use super::{Errno, SysResult, SyscallCall};
@@ -32,8 +33,42 @@ pub fn handle(call: &mut SyscallCall<'_>) -> Option<SysResult> {
         SYS_SETFSGID => Ok(u64::from(gid)),
         // Only a privileged process may set supplementary groups.
         SYS_SETGROUPS => Err(Errno::EPERM),
+        SYS_CAPGET => capget(call),
         _ => return None,
     })
+}
+
+/// `_LINUX_CAPABILITY_VERSION_1`, `_2` and `_3`.
+const CAPABILITY_VERSIONS: [u32; 3] = [0x1998_0330, 0x2007_1026, 0x2008_0522];
+
+/// `capget(header, data)`: the unprivileged guest holds no capability, so
+/// every set it reads is empty. An unknown version gets `EINVAL` with the
+/// preferred version written back (how libcap and node probe it); a NULL
+/// `data` only probes the version.
+fn capget(call: &mut SyscallCall<'_>) -> SysResult {
+    let [header, data, ..] = call.args;
+    let mut word = [0u8; 4];
+    call.mem.read(header, &mut word)?;
+    let version = u32::from_le_bytes(word);
+    let structs = match CAPABILITY_VERSIONS.iter().position(|&v| v == version) {
+        Some(0) => 1,
+        Some(_) => 2,
+        None => {
+            call.mem
+                .write(header, &CAPABILITY_VERSIONS[2].to_le_bytes())?;
+            return Err(Errno::EINVAL);
+        }
+    };
+    let mut pid = [0u8; 4];
+    call.mem.read(header.wrapping_add(4), &mut pid)?;
+    if (i32::from_le_bytes(pid)) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if data != 0 {
+        // struct __user_cap_data_struct: effective, permitted, inheritable.
+        call.mem.write(data, &vec![0u8; 12 * structs])?;
+    }
+    Ok(0)
 }
 
 /// `Ok(0)` when every id is `current` or "unchanged", else `EPERM`.
@@ -86,6 +121,28 @@ mod tests {
         );
         assert_eq!(call(SYS_SETGROUPS, &[0, 0]), Some(Err(Errno::EPERM)));
         assert_eq!(call(SYS_SETFSUID, &[0]), Some(Ok(GUEST_UID)));
+    }
+
+    #[test]
+    fn capget_finds_no_capability_and_names_its_version() {
+        let mut mem = VecMemory::new(0x1000, 0x1000);
+        mem.put(0x1000, &0x2008_0522u32.to_le_bytes());
+        mem.put(0x1010, &[0xff; 24]);
+        let get = |args: [u64; 6], mem: &mut VecMemory| {
+            handle(&mut SyscallCall {
+                number: SYS_CAPGET,
+                args,
+                mem,
+            })
+        };
+        assert_eq!(get([0x1000, 0x1010, 0, 0, 0, 0], &mut mem), Some(Ok(0)));
+        assert_eq!(mem.bytes[0x10..0x28], [0; 24]);
+        mem.put(0x1000, &7u32.to_le_bytes());
+        assert_eq!(
+            get([0x1000, 0, 0, 0, 0, 0], &mut mem),
+            Some(Err(Errno::EINVAL))
+        );
+        assert_eq!(mem.bytes[..4], 0x2008_0522u32.to_le_bytes());
     }
 
     #[test]

@@ -33,6 +33,7 @@ impl Errno {
     pub const EINVAL: Errno = Errno(22);
     pub const EMFILE: Errno = Errno(24);
     pub const ENOTTY: Errno = Errno(25);
+    pub const ENOSPC: Errno = Errno(28);
     pub const ESPIPE: Errno = Errno(29);
     pub const EROFS: Errno = Errno(30);
     pub const EPIPE: Errno = Errno(32);

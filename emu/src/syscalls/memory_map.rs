@@ -1,5 +1,5 @@
 //! Memory management: `brk`, `mmap` (anonymous and private file mappings),
-//! `munmap`, `mprotect`, `mremap`, `madvise`.
+//! `munmap`, `mprotect`, `mremap`, `madvise`, `mincore`.
 //!
 //! Unlike the other families this one needs the emulator itself, since it
 //! changes guest page tables.
@@ -58,6 +58,7 @@ pub fn handle(
         }
         SYS_MREMAP => mremap(space, uc, a),
         SYS_MADVISE => madvise(space, uc, a),
+        SYS_MINCORE => Ok(mincore(space, uc, a)),
         SYS_MSYNC | SYS_MLOCK | SYS_MUNLOCK | SYS_MLOCKALL | SYS_MUNLOCKALL => Ok(Ok(0)),
         _ => return None,
     })
@@ -234,4 +235,29 @@ fn madvise(
         }
     }
     Ok(Ok(0))
+}
+
+/// The end of the x86-64 user address space (47 bits).
+const USER_END: u64 = 1 << 47;
+
+/// `mincore(addr, len, vec)`: every mapped page of the guest is resident
+/// (the guest's memory is emuprof's, never swapped out), so each page of
+/// the range gets a 1; a range with an unmapped page is `ENOMEM`, an
+/// unaligned start `EINVAL`, as on Linux. gnulib's stack-overflow handler
+/// (gawk, `grep -r`, `diff`) probes the stack with it.
+fn mincore(space: &AddressSpace, uc: &mut Unicorn<'_, ()>, a: [u64; 6]) -> SysResult {
+    let [addr, len, vec, ..] = a;
+    if addr % PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if len > USER_END || addr.saturating_add(page_align_up(len)) > USER_END {
+        return Err(Errno::ENOMEM);
+    }
+    let len = page_align_up(len);
+    if !space.is_mapped(addr, len) {
+        return Err(Errno::ENOMEM);
+    }
+    let resident = vec![1u8; (len / PAGE_SIZE) as usize];
+    space.write(uc, vec, &resident)?;
+    Ok(0)
 }

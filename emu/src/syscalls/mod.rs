@@ -15,6 +15,7 @@ pub mod machine_files;
 pub mod memory_access;
 pub mod memory_map;
 pub mod process;
+pub mod random;
 pub mod signals;
 pub mod table;
 #[cfg(test)]
@@ -22,6 +23,7 @@ pub mod test_harness;
 #[cfg(test)]
 pub mod test_memory;
 pub mod time;
+pub mod timers;
 
 pub use errno::{Errno, SysResult};
 pub use memory_access::{GuestMemory, MemoryFault};

@@ -2,10 +2,8 @@
 //! CPU affinity, `getrandom`. Every answer is fixed or seeded, never the
 //! host's.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
 use super::numbers::*;
+use super::random::RandomStream;
 use super::{Errno, GuestMemory, SysResult, SyscallCall};
 use crate::initial_stack::{GUEST_GID, GUEST_UID};
 
@@ -23,7 +21,7 @@ pub const STACK_LIMIT: u64 = 8 << 20;
 
 /// Process identity and seeded randomness.
 pub struct Process {
-    random: ChaCha8Rng,
+    random: RandomStream,
     cpus: u32,
     /// This process's id.
     pub pid: u64,
@@ -36,7 +34,7 @@ impl Process {
     /// `seed`, on a machine of `cpus` CPUs (its affinity mask).
     pub fn new(seed: u64, cpus: u32) -> Process {
         Process {
-            random: ChaCha8Rng::seed_from_u64(seed),
+            random: RandomStream::new(seed),
             cpus,
             pid: GUEST_PID,
             ppid: GUEST_PPID,
@@ -48,7 +46,7 @@ impl Process {
     /// the same on every run).
     pub fn for_child(&self, pid: u64) -> Process {
         Process {
-            random: self.random.clone(),
+            random: self.random.fork(),
             cpus: self.cpus,
             pid,
             ppid: self.pid,
@@ -57,7 +55,12 @@ impl Process {
 
     /// The next `n` seeded random bytes.
     pub fn random_bytes(&mut self, buf: &mut [u8]) {
-        self.random.fill_bytes(buf);
+        self.random.fill(buf);
+    }
+
+    /// The process's random stream, which `/dev/urandom` shares.
+    pub fn random_stream(&self) -> RandomStream {
+        self.random.clone()
     }
 
     /// Handles a process/identity syscall. `exit`, `exit_group` and the
@@ -81,6 +84,7 @@ impl Process {
             SYS_GETGROUPS => Ok(0),
             SYS_SET_ROBUST_LIST => Ok(0),
             SYS_RSEQ => Err(Errno::ENOSYS),
+            SYS_PKEY_ALLOC => Err(Errno::ENOSPC),
             SYS_PRLIMIT64 => {
                 if a[0] != 0 && a[0] != self.pid {
                     Err(Errno::ESRCH)
@@ -114,10 +118,15 @@ impl Process {
                 }
             }
             SYS_SCHED_SETAFFINITY => Ok(0),
+            SYS_SCHED_GETSCHEDULER
+            | SYS_SCHED_GETPARAM
+            | SYS_SCHED_GET_PRIORITY_MAX
+            | SYS_SCHED_GET_PRIORITY_MIN
+            | SYS_GETPRIORITY => scheduling_query(call),
             SYS_UNAME => uname(call, a[0]),
             SYS_GETRANDOM => {
                 let mut buf = vec![0u8; a[1].min(1 << 20) as usize];
-                self.random.fill_bytes(&mut buf);
+                self.random.fill(&mut buf);
                 call.mem
                     .write(a[0], &buf)
                     .map(|_| buf.len() as u64)
@@ -139,6 +148,45 @@ impl Process {
             }
             _ => return None,
         })
+    }
+}
+
+/// `SCHED_OTHER`, the policy every guest thread runs under.
+const SCHED_OTHER: u64 = 0;
+const SCHED_FIFO: u64 = 1;
+const SCHED_RR: u64 = 2;
+const SCHED_BATCH: u64 = 3;
+const SCHED_IDLE: u64 = 5;
+const SCHED_DEADLINE: u64 = 6;
+/// `PRIO_USER`, the last `which` of `getpriority`.
+const PRIO_USER: u64 = 2;
+
+/// The scheduling queries: every guest thread and process runs under
+/// `SCHED_OTHER` at static priority 0 and nice 0 (the emulated CPU is
+/// shared by emuprof's own scheduler, which has no priorities). The range
+/// queries answer as Linux does for each policy. A negative id is
+/// `EINVAL`; any other id (0 is the caller) is answered alike.
+fn scheduling_query(call: &mut SyscallCall) -> SysResult {
+    let a = call.args;
+    let id = a[0] as i32;
+    match call.number {
+        SYS_SCHED_GET_PRIORITY_MAX | SYS_SCHED_GET_PRIORITY_MIN => match a[0] {
+            SCHED_FIFO | SCHED_RR if call.number == SYS_SCHED_GET_PRIORITY_MAX => Ok(99),
+            SCHED_FIFO | SCHED_RR => Ok(1),
+            SCHED_OTHER | SCHED_BATCH | SCHED_IDLE | SCHED_DEADLINE => Ok(0),
+            _ => Err(Errno::EINVAL),
+        },
+        _ if call.number == SYS_GETPRIORITY && a[0] > PRIO_USER => Err(Errno::EINVAL),
+        // The kernel answers 20 - nice, so that no priority looks like an
+        // error.
+        SYS_GETPRIORITY => Ok(20),
+        _ if id < 0 => Err(Errno::EINVAL),
+        SYS_SCHED_GETSCHEDULER => Ok(SCHED_OTHER),
+        _ => {
+            // struct sched_param: one int, the static priority.
+            call.mem.write(a[1], &0u32.to_le_bytes())?;
+            Ok(0)
+        }
     }
 }
 

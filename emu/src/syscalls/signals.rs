@@ -71,6 +71,9 @@ pub struct ThreadSignals {
     mask: u64,
     pending: u64,
     alt_stack: [u8; 24],
+    /// The mask `rt_sigsuspend` replaced while it waits: the mask a
+    /// handler's frame restores, or the mask again when no handler runs.
+    suspended_mask: Option<u64>,
 }
 
 impl Default for ThreadSignals {
@@ -82,6 +85,7 @@ impl Default for ThreadSignals {
             mask: 0,
             pending: 0,
             alt_stack,
+            suspended_mask: None,
         }
     }
 }
@@ -141,6 +145,7 @@ impl Signals {
             actions: self.actions,
             thread: ThreadSignals {
                 pending: 0,
+                suspended_mask: None,
                 ..self.thread
             },
         }
@@ -210,8 +215,45 @@ impl Signals {
         }
     }
 
+    /// `rt_sigsuspend`: `mask` replaces the blocked mask until a signal
+    /// ends the wait (`None`: `pause`, the mask stays). The mask it
+    /// replaced comes back when the wait ends ([`Signals::end_suspend`]),
+    /// or when the handler the wait ended with returns.
+    pub fn suspend(&mut self, mask: Option<u64>) {
+        if let Some(mask) = mask {
+            self.thread.suspended_mask.get_or_insert(self.thread.mask);
+            self.set_mask(mask);
+        }
+    }
+
+    /// The end of a `rt_sigsuspend` whose signal ran no handler: the mask
+    /// it replaced is back.
+    pub fn end_suspend(&mut self) {
+        if let Some(mask) = self.thread.suspended_mask.take() {
+            self.set_mask(mask);
+        }
+    }
+
+    /// Takes the lowest pending signal of `set` (`rt_sigtimedwait`), if any.
+    pub fn take_pending_in(&mut self, set: u64) -> Option<u64> {
+        let ready = self.thread.pending & set;
+        if ready == 0 {
+            return None;
+        }
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        self.thread.pending &= !bit(sig);
+        Some(sig)
+    }
+
+    /// Whether a pending signal is not blocked: a wait for a signal ends at
+    /// once.
+    pub fn has_deliverable(&self) -> bool {
+        self.thread.pending & !self.thread.mask != 0
+    }
+
     /// Starts running `action`'s handler for `sig`: blocks what it asks for
-    /// and returns the mask to restore afterwards.
+    /// and returns the mask to restore afterwards (the one before a
+    /// `rt_sigsuspend` the signal ended).
     pub fn begin_handler(&mut self, sig: u64, action: &SigAction) -> u64 {
         let old = self.thread.mask;
         self.thread.mask |= action.mask;
@@ -224,7 +266,7 @@ impl Signals {
                 *a = SigAction::default();
             }
         }
-        old
+        self.thread.suspended_mask.take().unwrap_or(old)
     }
 
     /// Sets the blocked mask (from `rt_sigreturn`).
@@ -248,12 +290,23 @@ impl Signals {
         }
     }
 
-    /// Handles `rt_sigaction`, `rt_sigprocmask`, `sigaltstack`.
+    /// Handles `rt_sigaction`, `rt_sigprocmask`, `rt_sigpending`,
+    /// `sigaltstack`.
     pub fn handle(&mut self, call: &mut SyscallCall) -> Option<SysResult> {
         let a = call.args;
         Some(match call.number {
             SYS_RT_SIGACTION => self.sigaction(call, a[0], a[1], a[2]),
             SYS_RT_SIGPROCMASK => self.sigprocmask(call, a[0], a[1], a[2]),
+            // The signals pending for the thread (those the mask holds
+            // back: the others have been delivered), in `size` bytes.
+            SYS_RT_SIGPENDING if a[1] > 8 => Err(Errno::EINVAL),
+            SYS_RT_SIGPENDING => {
+                let bytes = self.thread.pending.to_le_bytes();
+                call.mem
+                    .write(a[0], &bytes[..a[1] as usize])
+                    .map(|()| 0)
+                    .map_err(Errno::from)
+            }
             SYS_SIGALTSTACK => {
                 if a[1] != 0 {
                     if let Err(e) = call.mem.write(a[1], &self.thread.alt_stack) {
@@ -322,4 +375,56 @@ fn read_bytes<const N: usize>(call: &SyscallCall, addr: u64) -> Result<[u8; N], 
     let mut b = [0u8; N];
     call.mem.read(addr, &mut b)?;
     Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handler_that_ends_sigsuspend_returns_to_the_mask_before_it() {
+        let mut s = Signals::default();
+        s.set_mask(bit(10));
+        s.suspend(Some(bit(12)));
+        assert!(!s.has_deliverable());
+        s.post(12);
+        assert!(!s.has_deliverable(), "blocked while suspended");
+        s.post(10);
+        assert!(s.has_deliverable(), "let through while suspended");
+        let action = SigAction {
+            handler: 0x1000,
+            ..SigAction::default()
+        };
+        assert_eq!(s.begin_handler(10, &action), bit(10), "the frame's mask");
+        assert_eq!(s.running_thread().mask, bit(12) | bit(10));
+        s.end_suspend();
+        assert_eq!(s.running_thread().mask, bit(12) | bit(10), "the handler's");
+    }
+
+    #[test]
+    fn sigpending_lists_what_the_mask_holds_back() {
+        let mut s = Signals::default();
+        s.set_mask(bit(10));
+        s.post(10);
+        let mut mem = crate::syscalls::test_memory::VecMemory::new(0x1000, 0x100);
+        let mut call = SyscallCall {
+            number: SYS_RT_SIGPENDING,
+            args: [0x1000, 8, 0, 0, 0, 0],
+            mem: &mut mem,
+        };
+        assert_eq!(s.handle(&mut call), Some(Ok(0)));
+        assert_eq!(mem.bytes[..8], bit(10).to_le_bytes());
+    }
+
+    #[test]
+    fn a_wait_that_ran_no_handler_puts_the_mask_back() {
+        let mut s = Signals::default();
+        s.set_mask(bit(3));
+        s.suspend(Some(0));
+        s.end_suspend();
+        assert_eq!(s.running_thread().mask, bit(3));
+        s.suspend(None);
+        s.end_suspend();
+        assert_eq!(s.running_thread().mask, bit(3), "pause keeps the mask");
+    }
 }

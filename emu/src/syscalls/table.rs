@@ -235,17 +235,19 @@ syscall_table! {
     SYS_READ = 0 => read: Files(Io), Full;
     SYS_WRITE = 1 => write: Files(Io), Full;
     SYS_OPEN = 2 => open: Files(Io), Partial(
-        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
-         /proc/self/exe is the program; without --root the rest of /proc/self (maps, status…) \
-         gets EACCES and other /proc files (stat, uptime) are the host's"
+        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine, \
+         /proc/self/exe is the program and /dev/urandom and /dev/random read the --seed stream; \
+         without --root the rest of /proc/self (maps, status…) gets EACCES and other /proc files \
+         (stat, uptime) are the host's"
     );
     SYS_CLOSE = 3 => close: Files(Io), Full;
     SYS_STAT = 4 => stat: Files(Stat), Full;
     SYS_FSTAT = 5 => fstat: Files(Stat), Full;
     SYS_LSTAT = 6 => lstat: Files(Stat), Full;
     SYS_POLL = 7 => poll: Files(FdOps), Partial(
-        "waits on the host: the timeout is host time, not the virtual clock, and other guest \
-         threads do not run meanwhile"
+        "with a guest pipe or eventfd among the fds, or no fd at all, waits in the guest (timeout \
+         on the virtual clock, other guest threads and processes run meanwhile); fds of host \
+         files only wait on the host (host time)"
     );
     SYS_LSEEK = 8 => lseek: Files(Io), Full;
     SYS_MMAP = 9 => mmap: MemoryMap, Partial(
@@ -268,18 +270,18 @@ syscall_table! {
     SYS_READV = 19 => readv: Files(Io), Full;
     SYS_WRITEV = 20 => writev: Files(Io), Full;
     SYS_ACCESS = 21 => access: Files(Stat), Full;
-    SYS_PIPE = 22 => pipe: Files(FdOps), Partial(
-        "host pipes: a read or write that has to wait blocks emuprof, so other guest threads do \
-         not run meanwhile"
-    );
+    SYS_PIPE = 22 => pipe: Files(FdOps), Full;
     SYS_SELECT = 23 => select: Files(FdOps), Partial(
-        "fd sets as one poll: a guest pipe waits in the guest (timeout on the virtual clock), host \
-         files wait on the host (host time); the timeout is not updated"
+        "fd sets as one poll: a guest pipe or eventfd, or no fd at all, waits in the guest \
+         (timeout on the virtual clock), host files wait on the host (host time); the timeout is \
+         not updated"
     );
     SYS_SCHED_YIELD = 24 => sched_yield: Threads, Full;
     SYS_MREMAP = 25 => mremap: MemoryMap, Partial("MREMAP_FIXED gets EINVAL");
     SYS_MSYNC = 26 => msync: MemoryMap, Partial("does nothing: file mappings are private copies");
-    SYS_MINCORE = 27 => mincore;
+    SYS_MINCORE = 27 => mincore: MemoryMap, Partial(
+        "every mapped page is reported resident (guest memory is never paged out)"
+    );
     SYS_MADVISE = 28 => madvise: MemoryMap, Partial(
         "only MADV_DONTNEED acts (the pages read back as zeros, in file mappings too); other \
          advice is accepted and ignored"
@@ -289,11 +291,16 @@ syscall_table! {
     SYS_SHMCTL = 31 => shmctl;
     SYS_DUP = 32 => dup: Files(FdOps), Full;
     SYS_DUP2 = 33 => dup2: Files(FdOps), Full;
-    SYS_PAUSE = 34 => pause;
+    SYS_PAUSE = 34 => pause: Machine, Full;
     SYS_NANOSLEEP = 35 => nanosleep: Time, Full;
-    SYS_GETITIMER = 36 => getitimer;
-    SYS_ALARM = 37 => alarm;
-    SYS_SETITIMER = 38 => setitimer;
+    SYS_GETITIMER = 36 => getitimer: Time, Partial(
+        "ITIMER_REAL only (ITIMER_VIRTUAL and ITIMER_PROF get EINVAL)"
+    );
+    SYS_ALARM = 37 => alarm: Time, Full;
+    SYS_SETITIMER = 38 => setitimer: Time, Partial(
+        "ITIMER_REAL on the virtual clock, SIGALRM at the first switch point after it expires \
+         (ITIMER_VIRTUAL and ITIMER_PROF get EINVAL)"
+    );
     SYS_GETPID = 39 => getpid: Process, Full;
     SYS_SENDFILE = 40 => sendfile: Files(FdOps), Full;
     SYS_SOCKET = 41 => socket: Files(Network), Refused(
@@ -416,12 +423,20 @@ syscall_table! {
     SYS_SETFSUID = 122 => setfsuid: Credentials, Full;
     SYS_SETFSGID = 123 => setfsgid: Credentials, Full;
     SYS_GETSID = 124 => getsid: Processes, Full;
-    SYS_CAPGET = 125 => capget;
+    SYS_CAPGET = 125 => capget: Credentials, Partial(
+        "every capability set is empty, as for the unprivileged user the guest runs as"
+    );
     SYS_CAPSET = 126 => capset;
-    SYS_RT_SIGPENDING = 127 => rt_sigpending;
-    SYS_RT_SIGTIMEDWAIT = 128 => rt_sigtimedwait;
+    SYS_RT_SIGPENDING = 127 => rt_sigpending: Signals, Partial(
+        "the calling thread's pending signals (a signal sent to the process is pending for the \
+         thread that was running)"
+    );
+    SYS_RT_SIGTIMEDWAIT = 128 => rt_sigtimedwait: Machine, Partial(
+        "the siginfo of the signal taken carries its number only (si_code SI_USER, no sender); a \
+         wait woken without its signal starts its timeout again"
+    );
     SYS_RT_SIGQUEUEINFO = 129 => rt_sigqueueinfo;
-    SYS_RT_SIGSUSPEND = 130 => rt_sigsuspend;
+    SYS_RT_SIGSUSPEND = 130 => rt_sigsuspend: Machine, Full;
     SYS_SIGALTSTACK = 131 => sigaltstack: Signals, Full;
     SYS_UTIME = 132 => utime: Files(Attributes), Full;
     SYS_MKNOD = 133 => mknod: Files(Storage), Full;
@@ -431,14 +446,20 @@ syscall_table! {
     SYS_STATFS = 137 => statfs: Files(Stat), Full;
     SYS_FSTATFS = 138 => fstatfs: Files(Stat), Full;
     SYS_SYSFS = 139 => sysfs;
-    SYS_GETPRIORITY = 140 => getpriority;
+    SYS_GETPRIORITY = 140 => getpriority: Process, Partial(
+        "nice 0 for every process, group and user (ids are not checked)"
+    );
     SYS_SETPRIORITY = 141 => setpriority;
     SYS_SCHED_SETPARAM = 142 => sched_setparam;
-    SYS_SCHED_GETPARAM = 143 => sched_getparam;
+    SYS_SCHED_GETPARAM = 143 => sched_getparam: Process, Partial(
+        "static priority 0 (SCHED_OTHER) for every thread (ids are not checked)"
+    );
     SYS_SCHED_SETSCHEDULER = 144 => sched_setscheduler;
-    SYS_SCHED_GETSCHEDULER = 145 => sched_getscheduler;
-    SYS_SCHED_GET_PRIORITY_MAX = 146 => sched_get_priority_max;
-    SYS_SCHED_GET_PRIORITY_MIN = 147 => sched_get_priority_min;
+    SYS_SCHED_GETSCHEDULER = 145 => sched_getscheduler: Process, Partial(
+        "SCHED_OTHER for every thread (ids are not checked)"
+    );
+    SYS_SCHED_GET_PRIORITY_MAX = 146 => sched_get_priority_max: Process, Full;
+    SYS_SCHED_GET_PRIORITY_MIN = 147 => sched_get_priority_min: Process, Full;
     SYS_SCHED_RR_GET_INTERVAL = 148 => sched_rr_get_interval;
     SYS_MLOCK = 149 => mlock: MemoryMap, Full;
     SYS_MUNLOCK = 150 => munlock: MemoryMap, Full;
@@ -525,19 +546,25 @@ syscall_table! {
     SYS_RESTART_SYSCALL = 219 => restart_syscall;
     SYS_SEMTIMEDOP = 220 => semtimedop;
     SYS_FADVISE64 = 221 => fadvise64: Files(Io), Full;
-    SYS_TIMER_CREATE = 222 => timer_create;
-    SYS_TIMER_SETTIME = 223 => timer_settime;
-    SYS_TIMER_GETTIME = 224 => timer_gettime;
-    SYS_TIMER_GETOVERRUN = 225 => timer_getoverrun;
-    SYS_TIMER_DELETE = 226 => timer_delete;
+    SYS_TIMER_CREATE = 222 => timer_create: Time, Partial(
+        "CLOCK_REALTIME, CLOCK_MONOTONIC and CLOCK_BOOTTIME (CPU-time clocks get EINVAL); \
+         SIGEV_SIGNAL, SIGEV_THREAD_ID and SIGEV_NONE, each signal sent at the first switch \
+         point after the expiry on the virtual clock"
+    );
+    SYS_TIMER_SETTIME = 223 => timer_settime: Time, Full;
+    SYS_TIMER_GETTIME = 224 => timer_gettime: Time, Full;
+    SYS_TIMER_GETOVERRUN = 225 => timer_getoverrun: Time, Partial(
+        "always 0: an interval timer that expired several times before a switch point fires once"
+    );
+    SYS_TIMER_DELETE = 226 => timer_delete: Time, Full;
     SYS_CLOCK_SETTIME = 227 => clock_settime;
     SYS_CLOCK_GETTIME = 228 => clock_gettime: Time, Full;
     SYS_CLOCK_GETRES = 229 => clock_getres: Time, Full;
     SYS_CLOCK_NANOSLEEP = 230 => clock_nanosleep: Time, Full;
     SYS_EXIT_GROUP = 231 => exit_group: Machine, Full;
     SYS_EPOLL_WAIT = 232 => epoll_wait: Files(FdOps), Partial(
-        "a host epoll instance: with a guest pipe in it, waits in the guest (timeout on the \
-         virtual clock); otherwise waits on the host (host time)"
+        "a host epoll instance: with a guest pipe or eventfd in it, or nothing, waits in the guest \
+         (timeout on the virtual clock); with host files only, waits on the host (host time)"
     );
     SYS_EPOLL_CTL = 233 => epoll_ctl: Files(FdOps), Full;
     SYS_TGKILL = 234 => tgkill: Machine, Full;
@@ -564,9 +591,10 @@ syscall_table! {
     SYS_INOTIFY_RM_WATCH = 255 => inotify_rm_watch;
     SYS_MIGRATE_PAGES = 256 => migrate_pages;
     SYS_OPENAT = 257 => openat: Files(Io), Partial(
-        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine and \
-         /proc/self/exe is the program; without --root the rest of /proc/self (maps, status…) \
-         gets EACCES and other /proc files (stat, uptime) are the host's"
+        "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine, \
+         /proc/self/exe is the program and /dev/urandom and /dev/random read the --seed stream; \
+         without --root the rest of /proc/self (maps, status…) gets EACCES and other /proc files \
+         (stat, uptime) are the host's"
     );
     SYS_MKDIRAT = 258 => mkdirat: Files(Dirs), Full;
     SYS_MKNODAT = 259 => mknodat: Files(Storage), Full;
@@ -584,8 +612,7 @@ syscall_table! {
         "as select; the signal mask is ignored"
     );
     SYS_PPOLL = 271 => ppoll: Files(FdOps), Partial(
-        "waits on the host: the timeout is host time, not the virtual clock, and other guest \
-         threads do not run meanwhile; the signal mask is ignored"
+        "as poll; the signal mask is ignored"
     );
     SYS_UNSHARE = 272 => unshare;
     SYS_SET_ROBUST_LIST = 273 => set_robust_list: Process, Partial(
@@ -603,7 +630,10 @@ syscall_table! {
     );
     SYS_SIGNALFD = 282 => signalfd;
     SYS_TIMERFD_CREATE = 283 => timerfd_create;
-    SYS_EVENTFD = 284 => eventfd;
+    SYS_EVENTFD = 284 => eventfd: Files(FdOps), Partial(
+        "a host eventfd: a read or write that has to wait blocks the guest thread as a guest \
+         pipe's does"
+    );
     SYS_FALLOCATE = 285 => fallocate: Files(Storage), Full;
     SYS_TIMERFD_SETTIME = 286 => timerfd_settime;
     SYS_TIMERFD_GETTIME = 287 => timerfd_gettime;
@@ -611,13 +641,13 @@ syscall_table! {
         "ENOTSOCK (EBADF when the fd is not open)"
     );
     SYS_SIGNALFD4 = 289 => signalfd4;
-    SYS_EVENTFD2 = 290 => eventfd2;
+    SYS_EVENTFD2 = 290 => eventfd2: Files(FdOps), Partial(
+        "a host eventfd: a read or write that has to wait blocks the guest thread as a guest \
+         pipe's does"
+    );
     SYS_EPOLL_CREATE1 = 291 => epoll_create1: Files(FdOps), Full;
     SYS_DUP3 = 292 => dup3: Files(FdOps), Full;
-    SYS_PIPE2 = 293 => pipe2: Files(FdOps), Partial(
-        "host pipes: a read or write that has to wait blocks emuprof, so other guest threads do \
-         not run meanwhile"
-    );
+    SYS_PIPE2 = 293 => pipe2: Files(FdOps), Full;
     SYS_INOTIFY_INIT1 = 294 => inotify_init1;
     SYS_PREADV = 295 => preadv: Files(Io), Full;
     SYS_PWRITEV = 296 => pwritev: Files(Io), Full;
@@ -663,7 +693,9 @@ syscall_table! {
     SYS_PREADV2 = 327 => preadv2;
     SYS_PWRITEV2 = 328 => pwritev2;
     SYS_PKEY_MPROTECT = 329 => pkey_mprotect;
-    SYS_PKEY_ALLOC = 330 => pkey_alloc;
+    SYS_PKEY_ALLOC = 330 => pkey_alloc: Process, Refused(
+        "ENOSPC, as on a CPU without protection keys (the emulated CPU has none)"
+    );
     SYS_PKEY_FREE = 331 => pkey_free;
     SYS_STATX = 332 => statx: Files(Stat), Full;
     SYS_IO_PGETEVENTS = 333 => io_pgetevents;

@@ -1,7 +1,9 @@
 //! Time: `clock_gettime`, `gettimeofday`, `time`, `nanosleep`,
-//! `clock_nanosleep`, `clock_getres`, `times` — all from the virtual clock.
+//! `clock_nanosleep`, `clock_getres`, `times` — all from the virtual clock —
+//! and the timers that run on it (`timers`).
 
 use super::numbers::*;
+use super::timers::Timers;
 use super::{Errno, SysResult, SyscallCall};
 use crate::clock::VirtualClock;
 
@@ -17,6 +19,8 @@ const TIMER_ABSTIME: u64 = 1;
 pub struct Time {
     /// Guest time.
     pub clock: VirtualClock,
+    /// The process's timers.
+    pub timers: Timers,
 }
 
 impl Time {
@@ -37,8 +41,19 @@ impl Time {
                 | SYS_CLOCK_NANOSLEEP
                 | SYS_TIMES
                 | SYS_GETRUSAGE
+                | SYS_TIMER_CREATE
+                | SYS_TIMER_SETTIME
+                | SYS_TIMER_GETTIME
+                | SYS_TIMER_GETOVERRUN
+                | SYS_TIMER_DELETE
+                | SYS_ALARM
+                | SYS_SETITIMER
+                | SYS_GETITIMER
         );
         let instructions = if reads_clock { instructions() } else { 0 };
+        if let Some(result) = self.timers.handle(call, &self.clock, instructions) {
+            return Some(result);
+        }
         Some(match call.number {
             SYS_CLOCK_GETTIME => self
                 .clock_ns(a[0], instructions)

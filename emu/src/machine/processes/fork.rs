@@ -168,11 +168,17 @@ impl GuestProcess {
             parent.sys.files.for_child().map_err(|e| {
                 EmuError::Layout(format!("copying the fds for a fork child: {e:?}"))
             })?;
-        let mut time = crate::syscalls::time::Time::default();
+        let mut time = crate::syscalls::time::Time {
+            clock: parent.sys.time.clock.restarted(),
+            timers: Default::default(),
+        };
         time.clock.sleep(now_ns);
+        let process = parent.sys.process.for_child(pid);
+        let mut files = files;
+        files.use_random(process.random_stream());
         let sys = SyscallState {
             files,
-            process: parent.sys.process.for_child(pid),
+            process,
             time,
             signals: parent.sys.signals.for_child(),
             futexes: Default::default(),
@@ -220,6 +226,7 @@ impl GuestProcess {
             table: Rc::clone(&parent.table),
             request: None,
             others_runnable: false,
+            others_deadline: None,
         }));
         let mapped_code = parent.feed.mapped_code().cloned();
         drop(parent);

@@ -3,12 +3,14 @@
 //!
 //! One process runs at a time. It keeps the CPU until none of its threads
 //! can run, it ends, or it has used its quantum (the same quantum as
-//! threads, in call-tree events) while another process could run; then the
-//! next process in creation order that can run gets it (round robin).
-//! Waits that another process ends — a `wait4` for a child, a read of a
-//! pipe another process writes, a `vfork` — are looked at every time the
-//! loop chooses. When no process can run, the first one with a timeout has
-//! its virtual clock moved on; when none has one, the run is deadlocked.
+//! threads, in call-tree events) while another process could run or
+//! another's timeout has passed (see [`shared_time`]); then the next
+//! process in creation order that can run gets it (round robin). Waits
+//! that another process ends — a `wait4` for a child, a read of a pipe
+//! another process writes, a `vfork` — are looked at every time the loop
+//! chooses. When no process can run, the one whose timeout or timer comes
+//! first has its virtual clock moved on; when none has one, the run is
+//! deadlocked.
 //! Every decision depends on guest work only, never on host timing.
 
 use std::cell::RefCell;
@@ -28,6 +30,7 @@ use crate::syscalls::files::select;
 use crate::EmuError;
 
 mod outside_peers;
+mod shared_time;
 
 /// `SIGCHLD`.
 const SIGCHLD: u64 = 17;
@@ -104,7 +107,13 @@ impl World {
                 continue;
             };
             self.current = next;
+            let start = self.start_shared_time(next);
+            let processes = self.running.len();
             if !self.prepare(next) {
+                // (Unless it ended there, its clock may have jumped.)
+                if let (Some(start), true) = (start, self.running.len() == processes) {
+                    self.pass_time(next, start);
+                }
                 continue;
             }
             let others = self.others_runnable(next);
@@ -112,6 +121,9 @@ impl World {
             let p = &mut self.running[next].process;
             p.state.borrow_mut().others_runnable = others;
             let result = p.run_slice();
+            if let Some(start) = start {
+                self.pass_time(next, start);
+            }
             self.after_slice(next, result)?;
         }
         Ok(())
@@ -345,14 +357,16 @@ impl World {
         if let Some(i) = after.clone().find(|&i| can_run(i)) {
             return Some(i);
         }
-        after.clone().find(|&i| {
-            self.running[i]
-                .process
-                .state
-                .borrow()
-                .threads
-                .any_deadline()
-        })
+        // The one whose timeout or timer comes first (on its own clock),
+        // the first after the current one on a tie.
+        after
+            .enumerate()
+            .filter_map(|(order, i)| {
+                let st = self.running[i].process.state.borrow();
+                threads::next_deadline(&st).map(|at| (at, order, i))
+            })
+            .min()
+            .map(|(_, _, i)| i)
     }
 
     /// Wakes the threads whose wait another process may have ended: a
@@ -471,11 +485,7 @@ impl World {
             // The running thread's signals live in `Signals`; the others'
             // in their thread records.
             st.sys.signals.post(sig);
-            if matches!(st.threads.threads[running].state, RunState::Blocked { .. }) {
-                st.sys.futexes.cancel(running);
-                st.threads
-                    .wake(running, crate::syscalls::Errno::EINTR.to_rax());
-            }
+            threads::wake_for_signal(&mut st, running);
             // Switching in delivers pending signals.
             st.reschedule = true;
         }

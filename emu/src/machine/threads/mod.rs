@@ -10,12 +10,12 @@
 //! spawn and switch through the feed, in guest execution order.
 
 pub mod scheduler;
+mod timer_signals;
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::state::MachineState;
 use super::stop::{BlockedThread, StopReason};
-use crate::clock::EPOCH_SECONDS;
 use crate::memory::GuestView;
 use crate::syscalls::files::select::FdSets;
 use crate::syscalls::futex::{FutexOutcome, Timeout, ETIMEDOUT};
@@ -238,10 +238,43 @@ pub fn sleep(st: &mut MachineState, ns: u64) {
 /// handler runs as soon as the thread does.
 pub fn interrupt(st: &mut MachineState, thread: usize, sig: u64) {
     st.threads.threads[thread].signals.post(sig);
-    if matches!(st.threads.threads[thread].state, RunState::Blocked { .. }) {
-        st.sys.futexes.cancel(thread);
+    wake_for_signal(st, thread);
+}
+
+/// Wakes a blocked thread a signal has arrived for: a `rt_sigtimedwait`
+/// runs again (it may take the signal), any other wait ends with `EINTR`.
+pub fn wake_for_signal(st: &mut MachineState, thread: usize) {
+    let RunState::Blocked { on, .. } = st.threads.threads[thread].state else {
+        return;
+    };
+    st.sys.futexes.cancel(thread);
+    if let Wait::SignalIn(_) = on {
+        st.threads.wake_to_retry(thread);
+    } else {
         st.threads.wake(thread, Errno::EINTR.to_rax());
     }
+}
+
+/// Whether thread `thread` waits in `rt_sigtimedwait` for `sig`.
+pub fn waits_for(st: &MachineState, thread: usize, sig: u64) -> bool {
+    matches!(
+        st.threads.threads[thread].state,
+        RunState::Blocked { on: Wait::SignalIn(set), .. } if set & 1u64.checked_shl((sig as u32).wrapping_sub(1)).unwrap_or(0) != 0
+    )
+}
+
+/// `rt_sigtimedwait` with none of `set` pending: the thread blocks until a
+/// signal arrives (its call runs again) or `timeout_ns` of virtual time
+/// has passed (it fails with `EAGAIN`).
+pub fn wait_for_signal_in(st: &mut MachineState, set: u64, timeout_ns: Option<u64>) {
+    let deadline = timeout_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
+    block(st, Wait::SignalIn(set), deadline, Errno::EAGAIN.to_rax());
+}
+
+/// `rt_sigsuspend`/`pause`: the thread blocks until a signal for it
+/// arrives (it is woken with `EINTR` then, see [`interrupt`]).
+pub fn wait_for_signal(st: &mut MachineState) {
+    block(st, Wait::Signal, None, Errno::EINTR.to_rax());
 }
 
 /// A read or write of a guest pipe that has to wait for another process:
@@ -311,10 +344,30 @@ pub fn request_switch(st: &mut MachineState) {
 }
 
 /// Whether the running thread has used its quantum while another could run:
-/// asked when a batch of events is full.
+/// asked when a batch of events is full. A thread whose timeout has passed
+/// on the virtual clock can run too: the end of the quantum is where it
+/// wakes, even while the running thread never waits, and so can another
+/// process's (`others_deadline`). (Without one, the quantum starts again:
+/// the clock is looked at once a quantum.)
 pub fn quantum_used(st: &mut MachineState) -> bool {
-    st.feed.position() - st.quantum_start >= st.threads.quantum
-        && (st.threads.others_runnable() || st.others_runnable)
+    if st.feed.position() - st.quantum_start < st.threads.quantum {
+        return false;
+    }
+    if st.threads.others_runnable() || st.others_runnable {
+        return true;
+    }
+    let Some(deadline) = next_deadline(st)
+        .into_iter()
+        .chain(st.others_deadline)
+        .min()
+    else {
+        return false;
+    };
+    if deadline <= now(st) {
+        return true;
+    }
+    st.quantum_start = st.feed.position();
+    false
 }
 
 /// Whether the running thread is blocked (its syscall's result comes later).
@@ -339,8 +392,8 @@ fn wake_futex_waiters(st: &mut MachineState) {
     }
 }
 
-/// The virtual monotonic time now.
-fn now(st: &mut MachineState) -> u64 {
+/// The virtual monotonic time now (waits for the call-tree thread).
+pub fn now(st: &mut MachineState) -> u64 {
     let instructions = st.feed.sync().instructions;
     st.sys.time.clock.monotonic_ns(instructions)
 }
@@ -350,35 +403,73 @@ fn deadline_of(st: &mut MachineState, timeout: Timeout) -> u64 {
     match timeout {
         Timeout::After(ns) => now(st).saturating_add(ns),
         Timeout::AtMonotonic(at) => at,
-        Timeout::AtRealtime(at) => at.saturating_sub(EPOCH_SECONDS * 1_000_000_000),
+        Timeout::AtRealtime(at) => at.saturating_sub(st.sys.time.clock.start_ns()),
     }
+}
+
+/// How many timer expiries in a row may wake no thread, when no thread
+/// waits with a timeout, before the run counts as deadlocked (an interval
+/// timer whose signal is ignored would otherwise move the clock for ever).
+const IDLE_EXPIRIES: u32 = 64;
+
+/// The earliest time something waits for: a blocked thread's timeout or a
+/// timer's expiry (monotonic virtual time).
+pub fn next_deadline(st: &MachineState) -> Option<u64> {
+    let threads = st.threads.earliest_deadline();
+    let timers = st.sys.time.timers.earliest();
+    threads.into_iter().chain(timers).min()
 }
 
 /// Switches to the thread the scheduler picks (possibly the running one
 /// again, after a wait that timed out). Called by the run loop between two
-/// `emu_start`s. Errors end the run: a deadlock, or the emulator failing to
-/// save or restore registers.
+/// `emu_start`s. Timers that have expired send their signals first. When no
+/// thread can run, the clock jumps to the next timeout or timer expiry.
+/// Errors end the run: a deadlock, or the emulator failing to save or
+/// restore registers.
 pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), StopReason> {
     st.reschedule = false;
-    // The time matters only to threads waiting with a deadline.
-    let now = st.threads.any_deadline().then(|| now(st));
+    // The time matters only to threads waiting with a deadline and timers.
+    let mut now = next_deadline(st).map(|_| now(st));
     if let Some(now) = now {
         expire(st, now);
+        timer_signals::fire(st, now);
     }
-    let next = match st.threads.pick_next() {
-        Next::Run(next) => next,
-        Next::WakeAt { thread, at } => {
-            // Only blocked threads with a deadline give WakeAt: `now` is set.
-            let now = now.unwrap_or(at);
-            st.sys.time.clock.sleep(at.saturating_sub(now));
-            expire(st, at.max(now));
-            thread
+    let mut idle_expiries = 0;
+    let next = loop {
+        let timer = st.sys.time.timers.earliest();
+        // The thread whose timeout is the time to wait for runs first.
+        let (at, timed_out) = match st.threads.pick_next() {
+            Next::Run(next) => break next,
+            Next::AllExited => {
+                return Err(StopReason::Internal(
+                    "every thread exited without ending the process".into(),
+                ))
+            }
+            Next::WakeAt { thread, at } => match timer {
+                Some(expiry) if expiry < at => (expiry, None),
+                _ => (at, Some(thread)),
+            },
+            Next::Deadlock => match timer {
+                Some(expiry) => (expiry, None),
+                None => return Err(deadlock(uc, st)),
+            },
+        };
+        let before = now.unwrap_or(at);
+        st.sys.time.clock.sleep(at.saturating_sub(before));
+        let at = at.max(before);
+        now = Some(at);
+        expire(st, at);
+        timer_signals::fire(st, at);
+        if let Some(thread) =
+            timed_out.filter(|&t| st.threads.threads[t].state == RunState::Runnable)
+        {
+            break thread;
         }
-        Next::Deadlock => return Err(deadlock(uc, st)),
-        Next::AllExited => {
-            return Err(StopReason::Internal(
-                "every thread exited without ending the process".into(),
-            ))
+        // Timers whose signals wake nobody (ignored, blocked), with no
+        // thread that will time out, leave everyone waiting for ever.
+        idle_expiries += u32::from(!st.threads.any_runnable());
+        if idle_expiries > IDLE_EXPIRIES && st.threads.earliest_deadline().is_none() {
+            return Err(deadlock(uc, st));
         }
     };
     let internal = |what: &str| StopReason::Internal(format!("thread switch: {what}"));
@@ -421,12 +512,24 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
     Ok(())
 }
 
+/// Wakes what waits for a time at or before `now`, as the switch does:
+/// threads whose timeout passed, and the threads timers signal. The
+/// running thread is switched (in) again, so that its result or signal
+/// reaches it.
+pub fn wake_due(st: &mut MachineState, now: u64) {
+    expire(st, now);
+    timer_signals::fire(st, now);
+    request_switch(st);
+}
+
 /// Wakes the threads whose deadline has passed and takes them off the
-/// futex queues.
-fn expire(st: &mut MachineState, now: u64) {
-    for thread in st.threads.expire(now) {
+/// futex queues; whether there were any.
+fn expire(st: &mut MachineState, now: u64) -> bool {
+    let woken = st.threads.expire(now);
+    for &thread in &woken {
         st.sys.futexes.cancel(thread);
     }
+    !woken.is_empty()
 }
 
 /// The deadlock stop: every live thread and what it waits for (call stacks
@@ -452,6 +555,8 @@ fn deadlock(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> StopReason {
                 Wait::Poll { count, .. } => format!("poll of {count} fds"),
                 Wait::Select(sets) => format!("select of {} fds", sets.nfds),
                 Wait::FifoReader => "a reader of the FIFO it opens".to_string(),
+                Wait::Signal => "a signal (sigsuspend or pause)".to_string(),
+                Wait::SignalIn(set) => format!("a signal of the set {set:#x} (sigtimedwait)"),
             };
             let pc = if index == running {
                 uc.pc_read().ok()

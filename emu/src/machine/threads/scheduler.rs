@@ -3,9 +3,11 @@
 //! One guest thread runs at a time. The running thread gives way only at
 //! points that are the same on every run: when it blocks (a futex wait, a
 //! sleep), yields, exits, or has run for a quantum of guest work (counted in
-//! call-tree events, mostly blocks, checked every few thousand of them). The
-//! next thread is the first runnable one after the running one in thread
-//! index order (round robin). When none is runnable, the blocked thread with
+//! call-tree events, mostly blocks, checked every few thousand of them)
+//! while another thread can run — which includes a blocked thread whose
+//! timeout has passed on the virtual clock by then. The next thread is the
+//! first runnable one after the running one in thread index order (round
+//! robin). When none is runnable, the blocked thread with
 //! the earliest timeout (lowest index on a tie) wakes and the virtual clock
 //! jumps to its timeout; when no thread has a timeout, the program is
 //! deadlocked. Nothing here looks at the host's clock or threads.
@@ -54,6 +56,11 @@ pub enum Wait {
     /// yet; the call runs again at its deadline (each millisecond of
     /// virtual time) until a reader has come.
     FifoReader,
+    /// In `rt_sigsuspend`/`pause`, until a signal arrives.
+    Signal,
+    /// In `rt_sigtimedwait` for one of the signals of this set; the call
+    /// runs again when a signal arrives.
+    SignalIn(u64),
 }
 
 /// Whether a thread can run.
@@ -241,18 +248,17 @@ impl Scheduler {
         due.into_iter().map(|(i, _, _)| i).collect()
     }
 
-    /// Whether any blocked thread has a deadline (only then does the
-    /// scheduler need the time).
-    pub fn any_deadline(&self) -> bool {
-        self.threads.iter().any(|t| {
-            matches!(
-                t.state,
+    /// The earliest deadline of a blocked thread, if any.
+    pub fn earliest_deadline(&self) -> Option<u64> {
+        self.threads
+            .iter()
+            .filter_map(|t| match t.state {
                 RunState::Blocked {
-                    deadline: Some(_),
-                    ..
-                }
-            )
-        })
+                    deadline: Some(d), ..
+                } => Some(d),
+                _ => None,
+            })
+            .min()
     }
 
     /// The next thread to run: the first runnable one after the running

@@ -1,11 +1,11 @@
 //! File ownership and the older time-setting calls: `chown`, `fchown`,
 //! `lchown`, `fchownat`, `utime`, `utimes`, `futimesat`.
 //!
-//! Ownership changes go to the host unchanged: the host kernel decides, for
+//! Ownership changes go to the host: the host kernel decides, for
 //! emuprof's own user, whether the change is allowed (as root, `cp -p` keeps
 //! the owner; as an ordinary user, only the group can change to one of the
-//! user's groups). The ids are raw host ids: the guest's own uid/gid
-//! (`GUEST_UID`) only exist inside the guest. `--read-only` refuses every
+//! user's groups). The guest's own uid/gid (`GUEST_UID`) stand for the host
+//! user's (see `owners`); other ids are raw host ids. `--read-only` refuses every
 //! change with `EROFS`, and protected paths stay untouchable because every
 //! path goes through the resolver.
 //!
@@ -87,6 +87,7 @@ impl Files {
 
 /// Host `fchownat(dir, name, uid, gid, flags)`; ids are 32-bit, `-1` keeps one.
 fn chown(dir: BorrowedFd<'_>, name: &CStr, ids: [u64; 2], flags: i32) -> SysResult {
+    let ids = super::owners::host_chown_ids(ids);
     let args = [
         dir.as_raw_fd() as i64,
         name.as_ptr() as i64,

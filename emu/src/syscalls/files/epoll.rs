@@ -3,14 +3,15 @@
 //! behind the guest's and the guest's own `epoll_data` untouched, so
 //! `epoll_wait` hands the guest back exactly what it registered.
 //!
-//! An instance that watches a guest pipe never waits on the host (the
-//! pipe's other end may belong to a guest process that cannot run
-//! meanwhile): `epoll_wait` then looks without waiting and answers
-//! `WOULD_BLOCK` when nothing is ready, so the machine blocks the guest
-//! thread until the epoll fd itself polls readable (some event is ready,
-//! nothing consumed) and runs the call again, or returns 0 when the
-//! timeout passes on the virtual clock. An instance of host files only
-//! waits on the host.
+//! An instance that watches a guest pipe or eventfd, or nothing at all,
+//! never waits on the host (the pipe's other end may belong to a guest
+//! thread or process that cannot run meanwhile, and nothing on the host
+//! can make an empty instance ready): `epoll_wait` then looks without
+//! waiting and answers `WOULD_BLOCK` when nothing is ready, so the machine
+//! blocks the guest thread until the epoll fd itself polls readable (some
+//! event is ready, nothing consumed) and runs the call again, or returns 0
+//! when the timeout passes on the virtual clock. An instance of host files
+//! only waits on the host.
 
 use std::os::fd::AsRawFd;
 
@@ -54,7 +55,9 @@ impl Files {
         }
         // SAFETY: plain syscall; `owned` checks the result.
         let fd = host::owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) } as i64)?;
-        let entry = FdEntry::new(fd, flags & libc::EPOLL_CLOEXEC != 0)?;
+        let mut entry = FdEntry::new(fd, flags & libc::EPOLL_CLOEXEC != 0)?;
+        // Empty, it waits in the guest: its timeout is on the virtual clock.
+        entry.guest_pipe = true;
         Ok(self.fds.insert(entry)? as u64)
     }
 
@@ -79,9 +82,15 @@ impl Files {
         let instance = self.fds.host(epfd)?.as_raw_fd();
         // SAFETY: `event` is a valid epoll_event; both fds are open host fds.
         host::check(unsafe { libc::epoll_ctl(instance, op, target, &mut event) } as i64)?;
-        if watches_guest_pipe && op == libc::EPOLL_CTL_ADD {
-            // From now on it waits in the guest, as the pipe does.
-            self.fds.get_mut(epfd)?.guest_pipe = true;
+        if op == libc::EPOLL_CTL_ADD {
+            let instance = self.fds.get_mut(epfd)?;
+            if watches_guest_pipe {
+                // From now on it waits in the guest, as the pipe does.
+                instance.watches_guest_pipe = true;
+            }
+            // A host file alone (a terminal, a socket) is waited for on
+            // the host.
+            instance.guest_pipe = instance.watches_guest_pipe;
         }
         Ok(0)
     }

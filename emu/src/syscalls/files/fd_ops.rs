@@ -1,5 +1,5 @@
-//! Calls on fds themselves: `fcntl`, `dup*`, `ioctl`, pipes, `poll`,
-//! `select` (`select.rs`), `epoll` (`epoll.rs`), `sendfile`.
+//! Calls on fds themselves: `fcntl`, `dup*`, `ioctl`, pipes, `eventfd`,
+//! `poll`, `select` (`select.rs`), `epoll` (`epoll.rs`), `sendfile`.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -39,6 +39,8 @@ impl Files {
             SYS_IOCTL => self.ioctl(mem, fd, a[1], a[2]),
             SYS_PIPE => self.pipe2(mem, a[0], 0),
             SYS_PIPE2 => self.pipe2(mem, a[0], int_arg(a[1])),
+            SYS_EVENTFD => self.eventfd2(a[0], 0),
+            SYS_EVENTFD2 => self.eventfd2(a[0], int_arg(a[1])),
             SYS_POLL => self.poll(mem, a[0], a[1], int_arg(a[2])),
             SYS_PPOLL => {
                 read_timeout_ms(mem, a[2], NANOS).and_then(|ms| self.poll(mem, a[0], a[1], ms))
@@ -182,6 +184,23 @@ impl Files {
         Ok(0)
     }
 
+    /// `eventfd2(initval, flags)`: a host eventfd that waits like a guest
+    /// pipe (a read of a zero counter, or a write that would overflow it,
+    /// blocks the guest thread, not emuprof, and another guest thread or
+    /// process that writes it wakes it).
+    fn eventfd2(&mut self, initial: u64, flags: i32) -> SysResult {
+        const EFD_SEMAPHORE: i32 = 1;
+        if flags & !(libc::O_CLOEXEC | libc::O_NONBLOCK | EFD_SEMAPHORE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let initial = u32::try_from(initial).map_err(|_| Errno::EINVAL)?;
+        // SAFETY: eventfd takes no pointer; the fd is owned right below.
+        let raw = unsafe { libc::eventfd(initial, flags | libc::O_CLOEXEC) };
+        let mut entry = FdEntry::new(host::owned(i64::from(raw))?, flags & libc::O_CLOEXEC != 0)?;
+        entry.guest_pipe = true;
+        Ok(self.fds.insert(entry)? as u64)
+    }
+
     fn poll(
         &mut self,
         mem: &mut dyn GuestMemory,
@@ -218,10 +237,13 @@ impl Files {
         // A guest pipe's other end may belong to another guest process,
         // which cannot run while emuprof waits on the host: look without
         // waiting, and let the guest thread wait instead.
-        let guest_pipes = raw.chunks_exact(8).any(|item| {
-            let fd = i32::from_le_bytes([item[0], item[1], item[2], item[3]]);
-            self.fds.get(fd).is_ok_and(|e| e.guest_pipe)
-        });
+        // A poll of no fd at all (`poll(NULL, 0, ms)`) is a sleep: it too
+        // waits in the guest, on the virtual clock.
+        let guest_pipes = host_fds.iter().all(|p| p.fd < 0)
+            || raw.chunks_exact(8).any(|item| {
+                let fd = i32::from_le_bytes([item[0], item[1], item[2], item[3]]);
+                self.fds.get(fd).is_ok_and(|e| e.guest_pipe)
+            });
         let timeout = if invalid.contains(&true) || guest_pipes {
             0
         } else {
@@ -386,6 +408,22 @@ mod tests {
         assert_eq!(h.call(SYS_READ, &[41, OUT, 10]), Ok(2));
         assert_eq!(h.out(2), b"bc");
         assert_eq!(h.call(SYS_DUP2, &[99, 3]), Err(Errno::EBADF));
+    }
+
+    #[test]
+    fn an_eventfd_adds_what_is_written_and_waits_in_the_guest_when_empty() {
+        let mut h = Harness::sandboxed(|_, _| {});
+        let fd = h.call(SYS_EVENTFD2, &[2, 0]).expect("eventfd2");
+        let one = h.mem.put(OUT + 0x200, &5u64.to_le_bytes());
+        assert_eq!(h.call(SYS_WRITE, &[fd, one, 8]), Ok(8));
+        assert_eq!(h.call(SYS_READ, &[fd, OUT, 8]), Ok(8));
+        assert_eq!(h.out(8), 7u64.to_le_bytes());
+        assert_eq!(
+            h.call(SYS_READ, &[fd, OUT, 8]),
+            Err(Errno::WOULD_BLOCK),
+            "a read of a zero counter waits as a guest pipe's does"
+        );
+        assert_eq!(h.call(SYS_EVENTFD2, &[0, 0x40]), Err(Errno::EINVAL));
     }
 
     #[test]

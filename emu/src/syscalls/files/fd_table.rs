@@ -35,11 +35,17 @@ pub struct FdEntry {
     pub cloexec: bool,
     /// What kind of file it is.
     pub kind: FileKind,
-    /// A pipe the guest made (`pipe`/`pipe2`), or an epoll instance that
-    /// watches one: the other ends belong to guest processes, so a call
-    /// that has to wait on it lets the other processes run instead of
-    /// blocking emuprof.
+    /// A pipe or eventfd the guest made (`pipe`/`pipe2`/`eventfd2`), or an
+    /// epoll instance that watches one or nothing yet: the other ends
+    /// belong to guest threads and processes, so a call that has to wait
+    /// on it lets them run instead of blocking emuprof.
     pub guest_pipe: bool,
+    /// `/dev/urandom` or `/dev/random` (by the device, whatever the path):
+    /// reads take the guest's seeded random stream, never the host's.
+    pub random_device: bool,
+    /// An epoll instance that watches a guest pipe (it waits in the guest
+    /// whatever else it watches).
+    pub watches_guest_pipe: bool,
     /// A FIFO opened by its path (see `fifo`): its other end may belong to
     /// a program outside emuprof, so when no guest thread can run, emuprof
     /// waits on the host for it rather than calling the run deadlocked.
@@ -49,7 +55,10 @@ pub struct FdEntry {
 impl FdEntry {
     /// Wraps a freshly opened host fd, looking up its kind.
     pub fn new(host: OwnedFd, cloexec: bool) -> Result<FdEntry, Errno> {
-        let kind = match host::fstat(host.as_fd())?.file_type() {
+        let stat = host::fstat(host.as_fd())?;
+        let random_device = stat.file_type() == libc::S_IFCHR
+            && [libc::makedev(1, 8), libc::makedev(1, 9)].contains(&stat.rdev);
+        let kind = match stat.file_type() {
             libc::S_IFREG => FileKind::Regular,
             libc::S_IFDIR => FileKind::Directory,
             _ => FileKind::Stream,
@@ -59,6 +68,8 @@ impl FdEntry {
             cloexec,
             kind,
             guest_pipe: false,
+            random_device,
+            watches_guest_pipe: false,
             named_fifo: false,
         })
     }
@@ -83,6 +94,8 @@ impl FdEntry {
             cloexec,
             kind: self.kind,
             guest_pipe: self.guest_pipe,
+            random_device: self.random_device,
+            watches_guest_pipe: self.watches_guest_pipe,
             named_fifo: self.named_fifo,
         })
     }

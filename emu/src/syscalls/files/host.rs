@@ -32,6 +32,8 @@ pub struct HostStat {
     pub id: FileId,
     /// `st_mode` (type and permission bits).
     pub mode: u32,
+    /// `st_rdev`: the device a device file stands for.
+    pub rdev: u64,
 }
 
 impl HostStat {
@@ -44,6 +46,7 @@ impl HostStat {
                 ino: word(8),
             },
             mode,
+            rdev: word(40),
         }
     }
 

@@ -169,6 +169,9 @@ impl Files {
         offset: Option<u64>,
     ) -> SysResult {
         let entry = self.fds.get(fd)?;
+        if entry.random_device {
+            return self.read_random(mem, segments);
+        }
         if entry.waits_in_guest() {
             if !host::poll_ready(entry.host.as_fd(), false) {
                 return Err(Errno::WOULD_BLOCK);
@@ -177,6 +180,27 @@ impl Files {
             super::interruptible::wait_readable(entry.host.as_fd(), &self.interrupt)?;
         }
         read_to_guest(entry.host.as_fd(), entry.kind, mem, segments, offset)
+    }
+
+    /// A read of `/dev/urandom` or `/dev/random`: the next bytes of the
+    /// seeded stream, as many as asked (up to Linux's 32 MiB a call).
+    fn read_random(&self, mem: &mut dyn GuestMemory, segments: &[(u64, usize)]) -> SysResult {
+        const MAX_READ: usize = 32 << 20;
+        let mut total = 0;
+        for &(addr, len) in segments {
+            let len = len.min(MAX_READ - total);
+            let mut bytes = vec![0u8; len];
+            self.random.fill(&mut bytes);
+            if let Err(fault) = mem.write(addr, &bytes) {
+                return if total > 0 {
+                    Ok(total as u64)
+                } else {
+                    Err(fault.into())
+                };
+            }
+            total += len;
+        }
+        Ok(total as u64)
     }
 
     fn write_fd(

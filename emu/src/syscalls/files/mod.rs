@@ -29,12 +29,14 @@ pub mod interruptible;
 pub mod io;
 pub mod network;
 pub mod no_follow;
+mod owners;
 pub mod path_guard;
 pub mod paths;
 pub mod select;
 pub mod stat;
 pub mod storage;
 
+use crate::syscalls::random::RandomStream;
 use crate::syscalls::table::FileGroup;
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 use fd_table::FdTable;
@@ -119,6 +121,8 @@ pub struct Files {
     pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// CPUs of the machine the served `/proc` and `/sys` files describe.
     pub(super) cpus: u32,
+    /// What reads of `/dev/urandom` and `/dev/random` return.
+    pub(super) random: RandomStream,
 }
 
 impl Files {
@@ -149,7 +153,14 @@ impl Files {
             network_noted: false,
             interrupt: Default::default(),
             cpus: crate::cpu::DEFAULT_CPUS,
+            random: RandomStream::new(0),
         })
+    }
+
+    /// Reads of `/dev/urandom` and `/dev/random` take `stream` (the
+    /// process's, which `getrandom` takes too).
+    pub fn use_random(&mut self, stream: RandomStream) {
+        self.random = stream;
     }
 
     /// The file view of a `fork` child: the same root and working directory,
@@ -165,6 +176,7 @@ impl Files {
             network_noted: self.network_noted,
             interrupt: std::sync::Arc::clone(&self.interrupt),
             cpus: self.cpus,
+            random: self.random.fork(),
         })
     }
 
@@ -184,8 +196,14 @@ impl Files {
     /// Opens the program guest path `path` names for `execve` (relative to
     /// the working directory): a regular file with an execute permission
     /// bit, else the errno `execve` gives. Returns the open file and its
-    /// host path (inside the root).
+    /// host path (inside the root). `/proc/self/exe` is the running
+    /// program, as on Linux (BusyBox runs its applets through it).
     pub fn open_program(&self, path: &[u8]) -> Result<(std::fs::File, PathBuf), Errno> {
+        let path = if is_self_exe(path) {
+            self.exe_path.as_slice()
+        } else {
+            path
+        };
         let file = open_executable(&self.paths, self.paths.cwd(), path)?;
         use std::os::fd::AsRawFd;
         let host_path = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))

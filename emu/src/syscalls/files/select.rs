@@ -2,7 +2,8 @@
 //! Linux itself implements them (`fs/select.c`: a read set asks for
 //! `POLLIN`, a write set for `POLLOUT`, an exception set for `POLLPRI`).
 //!
-//! Like `poll`, a call that watches a guest pipe never waits on the host:
+//! Like `poll`, a call that watches a guest pipe (or no fd at all: a sleep)
+//! never waits on the host:
 //! when nothing is ready it answers `WOULD_BLOCK` with the guest's sets
 //! untouched, so the machine blocks the guest thread and runs the call again
 //! once one of the fds is ready ([`polled`] tells the machine which fds),
@@ -130,7 +131,9 @@ impl Files {
         let given = sets.read(mem)?;
         let wanted = requests(sets.nfds, &given);
         let mut host_fds = Vec::with_capacity(wanted.len());
-        let mut guest_pipes = false;
+        // A select of no fd at all is a sleep: it waits in the guest, on
+        // the virtual clock.
+        let mut guest_pipes = wanted.is_empty();
         for &(fd, events) in &wanted {
             let entry = self.fds.get(fd)?;
             guest_pipes |= entry.guest_pipe;

@@ -1,13 +1,15 @@
 //! File metadata: `stat` and friends, `statx`, `statfs`, `access`, `readlink`, `utimensat`
 //! (the older `utime`/`utimes`/`futimesat` are in `attributes`).
 //!
-//! Results are the host kernel's structures copied unchanged (host and guest
-//! are both x86-64 Linux), so inode numbers, devices and times are the host's.
+//! Results are the host kernel's structures (host and guest are both x86-64
+//! Linux), so inode numbers, devices and times are the host's; owners are
+//! the guest's (`owners`: the host user's files are the guest user's).
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use super::host::{self, STATFS_SIZE, STATX_SIZE};
+use super::owners;
 use super::paths::Follow;
 use super::{int_arg, is_self_exe, read_path, Files, AT_FDCWD};
 use crate::syscalls::numbers::*;
@@ -81,13 +83,15 @@ impl Files {
         buf: u64,
         flags: u64,
     ) -> SysResult {
-        let raw = self.query_at(mem, dirfd, path_addr, flags, host::fstatat_raw)?;
+        let mut raw = self.query_at(mem, dirfd, path_addr, flags, host::fstatat_raw)?;
+        owners::guest_stat(&mut raw);
         mem.write(buf, &raw)?;
         Ok(0)
     }
 
     fn fstat(&self, mem: &mut dyn GuestMemory, fd: i32, buf: u64) -> SysResult {
-        let raw = host::fstatat_raw(self.fds.host(fd)?, c"", libc::AT_EMPTY_PATH)?;
+        let mut raw = host::fstatat_raw(self.fds.host(fd)?, c"", libc::AT_EMPTY_PATH)?;
+        owners::guest_stat(&mut raw);
         mem.write(buf, &raw)?;
         Ok(0)
     }
@@ -96,7 +100,7 @@ impl Files {
         let (dirfd, path_addr, flags, mask, buf) = (a[0], a[1], a[2], a[3] as u32, a[4]);
         // Sync flags (AT_STATX_*) pass through; path flags are applied by the resolver.
         let extra = (flags & !(AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) as i32;
-        let raw = self.query_at(mem, dirfd, path_addr, flags, |dir, name, at_flags| {
+        let mut raw = self.query_at(mem, dirfd, path_addr, flags, |dir, name, at_flags| {
             let mut out = [0u8; STATX_SIZE];
             let args = [
                 dir.as_raw_fd() as i64,
@@ -110,6 +114,7 @@ impl Files {
             unsafe { host::syscall6(libc::SYS_statx, args)? };
             Ok(out)
         })?;
+        owners::guest_statx(&mut raw);
         mem.write(buf, &raw)?;
         Ok(0)
     }
