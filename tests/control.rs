@@ -253,3 +253,47 @@ fn control_switches_collection_off_and_on() {
     assert!(control(&control_dir, &["stop"]).status.success());
     running.0.wait().expect("emuprof ends");
 }
+
+/// Issue 41: whatever an answer holds reaches the terminal escaped: guest
+/// function names in `control stack` (a hostile binary's symbols) and the
+/// answers of a socket someone planted in the control directory.
+#[test]
+fn control_answers_reach_the_terminal_escaped() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let control_dir = dir.path().join("control");
+    std::fs::create_dir(&control_dir).unwrap();
+    std::fs::set_permissions(&control_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let listener =
+        std::os::unix::net::UnixListener::bind(control_dir.join("4000000.sock")).expect("bind");
+    let answer = "thread 1, running\n  main\x1b]0;owned\x07\x1b[2J  inclusive 1  self 1\n";
+    let server = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let mut request = String::new();
+            let _ = stream.read_to_string(&mut request);
+            let reply = match request.trim() {
+                "info" => "pid 4000000\ncommand \x1b[2Jprog\n".to_string(),
+                _ => answer.to_string(),
+            };
+            stream.write_all(reply.as_bytes()).expect("answer");
+        }
+    });
+    let listed = control(&control_dir, &[]);
+    let stack = control(&control_dir, &["--pid", "4000000", "stack"]);
+    server.join().expect("the planted server");
+    for out in [&listed, &stack] {
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+            "a control character reached the terminal: {:?}",
+            text(&out.stdout)
+        );
+    }
+    assert_eq!(text(&listed.stdout), "4000000: \\x1b[2Jprog\n");
+    assert!(
+        text(&stack.stdout).contains("main\\x1b]0;owned\\x07\\x1b[2J  inclusive 1"),
+        "{}",
+        text(&stack.stdout)
+    );
+}

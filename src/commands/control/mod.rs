@@ -2,7 +2,9 @@
 //! through its control socket ([`server`], started by `emuprof run`) to dump
 //! a part, zero the counters, switch collection on or off, print each guest
 //! thread's call stack with its
-//! costs so far, or stop the run keeping the profile.
+//! costs so far, or stop the run keeping the profile. Everything an answer
+//! holds (guest function names, or whatever a socket planted in the control
+//! directory says) reaches the terminal with its control characters escaped.
 
 mod peer;
 pub mod server;
@@ -14,6 +16,8 @@ use std::os::unix::net::UnixStream;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+
+use emuprof::terminal_text::escape_controls;
 
 /// What to ask a running emuprof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -85,7 +89,7 @@ pub fn run(args: ControlArgs) -> Result<i32> {
         }
         for pid in running {
             match ask(pid, Request::Info.word()) {
-                Ok(info) => print!("{}", summary_of(&info)),
+                Ok(info) => print!("{}", escape_controls(&summary_of(&info))),
                 Err(_) => println!("{pid}: not answering (a stale socket)"),
             }
         }
@@ -116,10 +120,13 @@ pub fn run(args: ControlArgs) -> Result<i32> {
     };
     let reply = ask(pid, line)?;
     if let Some(message) = reply.strip_prefix("error: ") {
-        eprint!("emuprof: emuprof {pid} answered: {message}");
+        eprint!(
+            "emuprof: emuprof {pid} answered: {}",
+            escape_controls(message)
+        );
         return Ok(crate::exit_code::EMUPROF_FAILED);
     }
-    print!("{reply}");
+    print!("{}", escape_controls(&reply));
     Ok(0)
 }
 

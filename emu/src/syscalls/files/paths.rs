@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::host::{self, FileId, HostStat};
 use super::path_guard::PathGuard;
+use super::PATH_MAX;
 use crate::syscalls::Errno;
 
 /// Most symlinks followed in one resolution, as in Linux.
@@ -219,6 +220,33 @@ impl PathResolver {
             name,
             trailing_slash,
         })
+    }
+
+    /// Whether host directory `dir` lies inside the root: walking `..` from
+    /// it reaches the root before the host's `/` (whose `..` is itself).
+    /// An error on the way, or a walk longer than any real path, counts as
+    /// outside.
+    pub fn holds(&self, dir: BorrowedFd<'_>) -> bool {
+        let Ok(mut cur) = dup(dir) else {
+            return false;
+        };
+        for _ in 0..PATH_MAX / 2 {
+            let Ok(stat) = host::fstat(cur.as_fd()) else {
+                return false;
+            };
+            if stat.id == self.root_id {
+                return true;
+            }
+            let Ok(parent) = host::openat(cur.as_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)
+            else {
+                return false;
+            };
+            match host::fstat(parent.as_fd()) {
+                Ok(up) if up.id != stat.id => cur = parent,
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// `..` of `dir`, which stays put at the guest root.
