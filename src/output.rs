@@ -338,7 +338,12 @@ mod tests {
             b".emuprof-out-1-0-00112233445566ff-x.tmp",
             b"profile.json",
         ] {
-            assert_eq!(stale_temp_pid(other), None, "{}", String::from_utf8_lossy(other));
+            assert_eq!(
+                stale_temp_pid(other),
+                None,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
         }
     }
 }

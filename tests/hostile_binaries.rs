@@ -160,10 +160,19 @@ fn a_page_aligned_entry_point_runs() {
             .expect("gcc builds a -nostdlib program");
         let elf = std::fs::read(&program).expect("read the program");
         let entry = u64::from_le_bytes(elf[24..32].try_into().expect("e_entry"));
-        assert_eq!(entry % 0x1000 == 0, name == "aligned", "{name}: entry {entry:#x}");
+        assert_eq!(
+            entry % 0x1000 == 0,
+            name == "aligned",
+            "{name}: entry {entry:#x}"
+        );
         let profile = dir.path().join(format!("{name}.json"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
-        command.env_clear().arg("-q").arg("-o").arg(&profile).arg(&program);
+        command
+            .env_clear()
+            .arg("-q")
+            .arg("-o")
+            .arg(&profile)
+            .arg(&program);
         let out = run_with_timeout(command, name);
         assert_eq!(
             out.status.code(),

@@ -400,7 +400,10 @@ fn a_host_directory_on_stdin_outside_the_root_is_refused() {
         let out = stdin_attack(&sb, &sb.outside.join("dir"), extra);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stdout.contains(SECRET), "{extra:?}: read the secret: {stdout}");
+        assert!(
+            !stdout.contains(SECRET),
+            "{extra:?}: read the secret: {stdout}"
+        );
         assert!(!stdout.contains("done stdin"), "{extra:?}: the guest ran");
         assert_ne!(out.status.code(), Some(0), "{extra:?}: {stderr}");
         let lines: Vec<&str> = stderr.lines().collect();

@@ -552,7 +552,10 @@ fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
     assert!(dir.path().join("p.json").is_file());
     assert!(!stale.exists(), "the dead run's temporary file stayed");
     assert!(live.exists(), "a live process's temporary file was removed");
-    assert!(unrelated.exists(), "a file emuprof did not name was removed");
+    assert!(
+        unrelated.exists(),
+        "a file emuprof did not name was removed"
+    );
 }
 
 /// Issue 41: `emuprof view PROFILE` on loopback answers only requests that
@@ -585,7 +588,10 @@ fn the_view_page_refuses_foreign_host_headers() {
         format!("Host: 127.0.0.1:{port}\r\nOrigin: http://evil.example:{port}\r\n"),
     ] {
         let response = get(&headers);
-        assert!(response.starts_with("HTTP/1.1 403"), "{headers}: {response}");
+        assert!(
+            response.starts_with("HTTP/1.1 403"),
+            "{headers}: {response}"
+        );
         assert!(!response.contains("total_instructions"), "{response}");
     }
     for headers in [
@@ -593,7 +599,10 @@ fn the_view_page_refuses_foreign_host_headers() {
         format!("Host: localhost:{port}\r\nOrigin: http://localhost:{port}\r\n"),
     ] {
         let response = get(&headers);
-        assert!(response.starts_with("HTTP/1.1 200"), "{headers}: {response}");
+        assert!(
+            response.starts_with("HTTP/1.1 200"),
+            "{headers}: {response}"
+        );
         assert!(response.contains("total_instructions"), "{response}");
     }
 }

@@ -77,9 +77,17 @@ pub struct ControlArgs {
     pub pid: Option<u32>,
 }
 
+/// The longest answer read: a `stack` of the deepest recursion a run
+/// records fits many times over; a planted socket cannot make `control`
+/// read without end.
+const MAX_REPLY_BYTES: u64 = 256 << 20;
+
 /// Runs `emuprof control`.
 pub fn run(args: ControlArgs) -> Result<i32> {
     let running = socket_dir::running();
+    if !running.is_empty() {
+        socket_dir::check_dir(&socket_dir::path())?;
+    }
     let Some(request) = args.request else {
         if running.is_empty() {
             bail!(
@@ -145,6 +153,7 @@ fn summary_of(info: &str) -> String {
 /// answer.
 fn ask(pid: u32, request: &str) -> Result<String> {
     let path = socket_dir::socket_of(pid);
+    socket_dir::check_socket(&path)?;
     let mut stream = UnixStream::connect(&path).with_context(|| {
         format!(
             "cannot reach emuprof {pid} at {}; is it running, and yours?",
@@ -155,6 +164,7 @@ fn ask(pid: u32, request: &str) -> Result<String> {
     stream.shutdown(std::net::Shutdown::Write)?;
     let mut reply = String::new();
     stream
+        .take(MAX_REPLY_BYTES)
         .read_to_string(&mut reply)
         .with_context(|| format!("emuprof {pid} did not answer"))?;
     Ok(reply)

@@ -66,7 +66,13 @@ mod tests {
     #[test]
     fn only_loopback_names_of_the_served_port_are_answered() {
         let hosts = Hosts::serving("127.0.0.1:8123".parse().expect("address"));
-        for good in ["127.0.0.1:8123", "localhost:8123", "LOCALHOST", "[::1]:8123", "127.0.0.1"] {
+        for good in [
+            "127.0.0.1:8123",
+            "localhost:8123",
+            "LOCALHOST",
+            "[::1]:8123",
+            "127.0.0.1",
+        ] {
             assert!(hosts.accepts(Some(good), None), "{good}");
         }
         assert!(hosts.accepts(None, None), "no Host: not a browser");

@@ -140,10 +140,7 @@ impl ProcessTable {
     /// [`MAX_PROCESSES`] and [`MAX_THREADS`], else `EAGAIN`, as Linux
     /// answers at `RLIMIT_NPROC`.
     pub fn room_for(&self, process: bool) -> Result<(), Errno> {
-        let alive = self
-            .processes
-            .values()
-            .filter(|p| p.life == Life::Running);
+        let alive = self.processes.values().filter(|p| p.life == Life::Running);
         let (processes, threads) = alive.fold((0, 0), |(n, t), p| (n + 1, t + 1 + p.extra_threads));
         if threads >= MAX_THREADS || (process && processes >= MAX_PROCESSES) {
             return Err(Errno::EAGAIN);
