@@ -713,3 +713,59 @@ fn the_stream_socket_is_never_reachable_by_another_user() {
         "another user connected to the stream socket"
     );
 }
+
+/// Issue 41: a wait on host files only (`epoll_wait` on an instance that
+/// watches nothing, `poll` of no fds, `select` of none) that times out
+/// moves the guest's clock on by its timeout, as a sleep does, so a "wait
+/// until the deadline" loop ends (it used to wait on the host while the
+/// virtual clock stood still).
+#[test]
+fn timeouts_of_host_waits_advance_the_virtual_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = r#"#include <poll.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+int main(void) {
+    int ep = epoll_create1(0);
+    struct epoll_event ev;
+    long long t0 = now_ms();
+    int e = epoll_wait(ep, &ev, 1, 100);
+    long long t1 = now_ms();
+    int p = poll(NULL, 0, 100);
+    long long t2 = now_ms();
+    struct timeval tv = {0, 100000};
+    int s = select(0, NULL, NULL, NULL, &tv);
+    long long t3 = now_ms();
+    int rounds = 0;
+    for (long long deadline = now_ms() + 50; now_ms() < deadline && rounds < 1000; rounds++)
+        poll(NULL, 0, 10);
+    printf("epoll %d after %lld ms, poll %d after %lld ms, select %d after %lld ms, %d rounds\n",
+           e, t1 - t0, p, t2 - t1, s, t3 - t2, rounds);
+    return 0;
+}
+"#;
+    let program = build(dir.path(), "waits", source);
+    let mut command = emuprof();
+    command
+        .args(["-q", "-o", "p.json"])
+        .arg(&program)
+        .current_dir(dir.path());
+    let out = run_with_timeout(command, "emuprof waits");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "epoll 0 after 100 ms, poll 0 after 100 ms, select 0 after 100 ms, 5 rounds\n"
+    );
+}
