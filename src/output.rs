@@ -17,7 +17,8 @@
 //! A run killed while writing (`kill -9`, a power cut) leaves its temporary
 //! `.emuprof-<what>-<pid>-<attempt>-<random>.tmp` behind; the next regular
 //! target opened in that directory removes every such file whose pid is
-//! not a live process ([`remove_stale_temps`]).
+//! not a live process and that nothing has written for
+//! [`STALE_AFTER`] ([`remove_stale_temps`]).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -150,13 +151,19 @@ fn regular(path: &Path) -> io::Result<Kind> {
     Ok(Kind::Regular { dir, name })
 }
 
+/// How long a temporary file of a dead pid must have gone unwritten to be
+/// removed: a pid that is not alive here may be alive in another pid
+/// namespace or on another machine sharing the directory (a container, NFS),
+/// whose run is writing the file now and keeps its modification time fresh.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// Removes the temporary files that emuprof runs which are no longer
 /// alive left in `dir` (open as `handle`): names of the form
 /// `.emuprof-<what>-<pid>-<attempt>-<16 hex digits>.tmp` whose pid no
-/// process has. Removal goes through the directory handle and never
-/// follows a symlink; a file whose pid is alive (another run writing now,
-/// or an unrelated process that got the pid) stays. Best effort: errors
-/// are ignored.
+/// process has, last written [`STALE_AFTER`] ago or more. Removal goes
+/// through the directory handle and never follows a symlink; a file whose
+/// pid is alive (another run writing now, or an unrelated process that got
+/// the pid) stays. Best effort: errors are ignored.
 fn remove_stale_temps(dir: &Path, handle: &File) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -169,7 +176,13 @@ fn remove_stale_temps(dir: &Path, handle: &File) {
         // SAFETY: kill with signal 0 only checks whether `pid` exists.
         let dead = unsafe { libc::kill(pid, 0) } != 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if !dead {
+        let unwritten = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        if !dead || !unwritten {
             continue;
         }
         if let Ok(c_name) = c_name(&name) {

@@ -517,8 +517,10 @@ int main(void) {
 
 /// Issue 41: a run killed while writing its profile (`kill -9`) leaves its
 /// `.emuprof-out-<pid>-…tmp` behind; the next run writing into that
-/// directory removes the ones whose process is gone and leaves those of a
-/// live process (another run writing now) alone.
+/// directory removes the ones whose process is gone and that nothing wrote
+/// for 10 minutes, and leaves those of a live process (another run writing
+/// now) or written recently (a run in another pid namespace or on another
+/// machine sharing the directory) alone.
 #[test]
 fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -533,9 +535,17 @@ fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
         ".emuprof-out-{}-0-0123456789abcdef.tmp",
         std::process::id()
     ));
+    let recent = dir
+        .path()
+        .join(format!(".emuprof-out-{dead_pid}-1-0123456789abcdef.tmp"));
     let unrelated = dir.path().join(".emuprof-notes.tmp");
-    for path in [&stale, &live, &unrelated] {
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    for path in [&stale, &live, &recent, &unrelated] {
         std::fs::write(path, "half a profile").unwrap();
+        if path != &recent {
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(an_hour_ago).unwrap();
+        }
     }
     let mut command = emuprof();
     command
@@ -552,6 +562,7 @@ fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
     assert!(dir.path().join("p.json").is_file());
     assert!(!stale.exists(), "the dead run's temporary file stayed");
     assert!(live.exists(), "a live process's temporary file was removed");
+    assert!(recent.exists(), "a temporary file written just now was removed");
     assert!(
         unrelated.exists(),
         "a file emuprof did not name was removed"
