@@ -562,7 +562,10 @@ fn temporary_files_of_killed_runs_are_removed_by_the_next_run() {
     assert!(dir.path().join("p.json").is_file());
     assert!(!stale.exists(), "the dead run's temporary file stayed");
     assert!(live.exists(), "a live process's temporary file was removed");
-    assert!(recent.exists(), "a temporary file written just now was removed");
+    assert!(
+        recent.exists(),
+        "a temporary file written just now was removed"
+    );
     assert!(
         unrelated.exists(),
         "a file emuprof did not name was removed"

@@ -93,7 +93,7 @@ pub fn enter(
     // failure.
     let entered = uc.emu_start(TRAMPOLINE, entry, 0, 1);
     if let Err(error) = entered {
-        if error != uc_error::EXCEPTION || entry % PAGE_SIZE != 0 {
+        if error != uc_error::EXCEPTION || !entry.is_multiple_of(PAGE_SIZE) {
             return Err(EmuError::unicorn("entering user mode", error));
         }
     }
