@@ -235,6 +235,33 @@ impl ProcessTable {
 mod tests {
     use super::*;
 
+    /// Issue 41: past the caps a new process or thread gets `EAGAIN`;
+    /// threads of ended processes and of an exec'd image no longer count.
+    #[test]
+    fn processes_and_threads_are_capped_per_run() {
+        let mut t = ProcessTable::new(1);
+        for pid in 2..=MAX_PROCESSES as u64 {
+            assert_eq!(t.room_for(true), Ok(()));
+            t.add_child(pid, 1);
+        }
+        assert_eq!(t.room_for(true), Err(Errno::EAGAIN));
+        assert_eq!(t.room_for(false), Ok(()), "threads may still start");
+        t.ended(2, Ending::Exited(0));
+        assert_eq!(t.room_for(true), Ok(()));
+        let room = MAX_THREADS - (MAX_PROCESSES - 1);
+        for _ in 0..room - 1 {
+            t.count_thread(1, 1);
+        }
+        assert_eq!(t.room_for(false), Ok(()));
+        t.count_thread(1, 1);
+        assert_eq!(t.room_for(false), Err(Errno::EAGAIN));
+        t.count_thread(1, -1);
+        assert_eq!(t.room_for(false), Ok(()));
+        t.count_thread(1, 1);
+        t.one_thread(1);
+        assert_eq!(t.room_for(false), Ok(()), "an exec leaves one thread");
+    }
+
     #[test]
     fn ids_are_shared_and_count_up() {
         let mut t = ProcessTable::new(100);

@@ -399,6 +399,28 @@ mod tests {
         assert!(!h.host("escape").exists());
     }
 
+    /// `holds`: a directory is inside the root when `..` from it reaches
+    /// the root; the host's `/`, a sibling of the root and the root's
+    /// parent are not (issue 41: fds 0–2 inherited from the host).
+    #[test]
+    fn directories_inside_the_root_are_told_from_those_outside() {
+        use super::{PathGuard, PathResolver};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("a/b")).expect("dirs");
+        std::fs::create_dir_all(dir.path().join("outside")).expect("dirs");
+        let resolver = PathResolver::new(Some(&root), PathGuard::new(&[])).expect("resolver");
+        let holds = |path: &std::path::Path| {
+            let dir = std::fs::File::open(path).expect("open dir");
+            resolver.holds(std::os::fd::AsFd::as_fd(&dir))
+        };
+        assert!(holds(&root));
+        assert!(holds(&root.join("a/b")));
+        assert!(!holds(dir.path()));
+        assert!(!holds(&dir.path().join("outside")));
+        assert!(!holds(std::path::Path::new("/")));
+    }
+
     #[test]
     fn a_file_in_the_path_is_enotdir_and_a_missing_dir_enoent() {
         let mut h = sandbox();
