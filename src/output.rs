@@ -15,6 +15,12 @@
 //!   and without following symlinks: a guest that swaps a directory on the
 //!   path for a symlink (under `--root`) cannot move the write elsewhere.
 //! - A directory, socket or block device is refused before the run.
+//!
+//! A run killed while writing (`kill -9`, a power cut) leaves its temporary
+//! `.emuprof-<what>-<pid>-<attempt>-<random>.tmp` behind; the next regular
+//! target opened in that directory removes every such file whose pid is
+//! not a live process and that nothing has written for
+//! [`STALE_AFTER`] ([`remove_stale_temps`]).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
@@ -174,9 +180,71 @@ fn regular(path: &Path) -> io::Result<Kind> {
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(parent)?;
+    remove_stale_temps(parent, &dir);
     let probe = TempFile::create(&dir, "check")?;
     drop(probe);
     Ok(Kind::Regular { dir, name })
+}
+
+/// How long a temporary file of a dead pid must have gone unwritten to be
+/// removed: a pid that is not alive here may be alive in another pid
+/// namespace or on another machine sharing the directory (a container, NFS),
+/// whose run is writing the file now and keeps its modification time fresh.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// Removes the temporary files that emuprof runs which are no longer
+/// alive left in `dir` (open as `handle`): names of the form
+/// `.emuprof-<what>-<pid>-<attempt>-<16 hex digits>.tmp` whose pid no
+/// process has, last written [`STALE_AFTER`] ago or more. Removal goes
+/// through the directory handle and never follows a symlink; a file whose
+/// pid is alive (another run writing now, or an unrelated process that got
+/// the pid) stays. Best effort: errors are ignored.
+fn remove_stale_temps(dir: &Path, handle: &File) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = stale_temp_pid(name.as_bytes()) else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether `pid` exists.
+        let dead = unsafe { libc::kill(pid, 0) } != 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let unwritten = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        if !dead || !unwritten {
+            continue;
+        }
+        if let Ok(c_name) = c_name(&name) {
+            // SAFETY: `c_name` is a valid C string and `handle` an open directory.
+            unsafe { libc::unlinkat(handle.as_raw_fd(), c_name.as_ptr(), 0) };
+        }
+    }
+}
+
+/// The pid in an emuprof temporary file's name (see [`TempFile::create`]),
+/// or `None` when `name` is not one.
+fn stale_temp_pid(name: &[u8]) -> Option<libc::pid_t> {
+    let rest = name.strip_prefix(b".emuprof-")?.strip_suffix(b".tmp")?;
+    let text = std::str::from_utf8(rest).ok()?;
+    let mut parts = text.split('-');
+    let (what, pid, attempt, random) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let well_formed = parts.next().is_none()
+        && !what.is_empty()
+        && what.bytes().all(|b| b.is_ascii_lowercase())
+        && attempt.bytes().all(|b| b.is_ascii_digit())
+        && !attempt.is_empty()
+        && random.len() == 16
+        && random.bytes().all(|b| b.is_ascii_hexdigit());
+    if !well_formed || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok().filter(|&pid| pid > 0)
 }
 
 /// Temporary file, then `renameat` over `name`, all relative to `dir`.
@@ -291,6 +359,39 @@ impl Drop for TempFile<'_> {
         if !self.kept {
             // SAFETY: `name` is a valid C string and `dir` an open directory.
             unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.name.as_ptr(), 0) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stale_temp_pid;
+
+    #[test]
+    fn only_emuprofs_own_temporary_names_are_recognised() {
+        assert_eq!(
+            stale_temp_pid(b".emuprof-out-1234-0-00112233445566ff.tmp"),
+            Some(1234)
+        );
+        assert_eq!(
+            stale_temp_pid(b".emuprof-check-7-12-00112233445566ff.tmp"),
+            Some(7)
+        );
+        for other in [
+            &b".emuprof-out-1234-0-00112233445566ff"[..],
+            b".emuprof-out-1234-0-0011.tmp",
+            b".emuprof-out-0-0-00112233445566ff.tmp",
+            b".emuprof-out--0-00112233445566ff.tmp",
+            b".emuprof-out-12x-0-00112233445566ff.tmp",
+            b".emuprof-out-1-0-00112233445566ff-x.tmp",
+            b"profile.json",
+        ] {
+            assert_eq!(
+                stale_temp_pid(other),
+                None,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
         }
     }
 }

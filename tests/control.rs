@@ -61,6 +61,37 @@ fn as_nobody(control_dir: &Path, command: &[&str]) -> Option<Output> {
     )
 }
 
+/// Builds (in `dir`, readable by all) a client that sends `stack` to the
+/// socket argv[1] and prints the answer, or `connect failed`.
+fn raw_client(dir: &Path) -> PathBuf {
+    let source = r#"#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strncpy(addr.sun_path, argv[1], sizeof addr.sun_path - 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        puts("connect failed");
+        return 0;
+    }
+    write(fd, "stack\n", 6);
+    shutdown(fd, SHUT_WR);
+    char buf[4096];
+    long n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        fwrite(buf, 1, n, stdout);
+    return 0;
+}
+"#;
+    let client = common::compile::compile_c(dir, "raw_client", source, "gcc", &[])
+        .expect("gcc builds the raw client");
+    std::fs::set_permissions(&client, std::fs::Permissions::from_mode(0o755)).unwrap();
+    client
+}
+
 /// The running emuprof, killed if the test fails before it ends.
 struct Running(Child);
 
@@ -132,19 +163,31 @@ fn control_lists_shows_the_stack_dumps_and_stops_a_run_and_refuses_other_users()
     let pid_text = pid.to_string();
     let nobody_command = [binary, "control", "--pid", &pid_text, "stack"];
     if let Some(output) = as_nobody(&control_dir, &nobody_command) {
+        // `emuprof control` itself talks only to its user's sockets.
         assert!(!output.status.success());
         let stderr = text(&output.stderr);
-        assert!(stderr.contains("Permission denied"), "{stderr}");
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let output = as_nobody(&control_dir, &nobody_command).expect("setpriv ran once");
-        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let stderr = text(&output.stderr);
-        assert!(!output.status.success());
         assert!(
-            stderr.contains("refused: this emuprof belongs to user 0"),
+            stderr.contains("is not a directory of yours that only you can write"),
             "{stderr}"
         );
-        assert!(!stderr.contains("thread 4242"), "{stderr}");
+        // A raw connection: refused by the socket's mode, then past the
+        // mode by the server's user id check.
+        let client = raw_client(dir.path());
+        let raw = [
+            client.to_str().expect("utf-8 path"),
+            socket.to_str().expect("utf-8"),
+        ];
+        let output = as_nobody(&control_dir, &raw).expect("setpriv ran once");
+        assert_eq!(text(&output.stdout), "connect failed\n");
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let output = as_nobody(&control_dir, &raw).expect("setpriv ran again");
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let stdout = text(&output.stdout);
+        assert!(
+            stdout.contains("refused: this emuprof belongs to user 0"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("thread 4242"), "{stdout}");
     }
 
     // Several sockets: the request must name one.
@@ -252,4 +295,102 @@ fn control_switches_collection_off_and_on() {
     );
     assert!(control(&control_dir, &["stop"]).status.success());
     running.0.wait().expect("emuprof ends");
+}
+
+/// Issue 41: whatever an answer holds reaches the terminal escaped: guest
+/// function names in `control stack` (a hostile binary's symbols) and the
+/// answers of a socket someone planted in the control directory.
+#[test]
+fn control_answers_reach_the_terminal_escaped() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let control_dir = dir.path().join("control");
+    std::fs::create_dir(&control_dir).unwrap();
+    std::fs::set_permissions(&control_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let planted = control_dir.join("4000000.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&planted).expect("bind");
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let answer = "thread 1, running\n  main\x1b]0;owned\x07\x1b[2J  inclusive 1  self 1\n";
+    let server = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let mut request = String::new();
+            let _ = stream.read_to_string(&mut request);
+            let reply = match request.trim() {
+                "info" => "pid 4000000\ncommand \x1b[2Jprog\n".to_string(),
+                _ => answer.to_string(),
+            };
+            stream.write_all(reply.as_bytes()).expect("answer");
+        }
+    });
+    let listed = control(&control_dir, &[]);
+    let stack = control(&control_dir, &["--pid", "4000000", "stack"]);
+    server.join().expect("the planted server");
+    for out in [&listed, &stack] {
+        assert!(out.status.success(), "{out:?}");
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+            "a control character reached the terminal: {:?}",
+            text(&out.stdout)
+        );
+    }
+    assert_eq!(text(&listed.stdout), "4000000: \\x1b[2Jprog\n");
+    assert!(
+        text(&stack.stdout).contains("main\\x1b]0;owned\\x07\\x1b[2J  inclusive 1"),
+        "{}",
+        text(&stack.stdout)
+    );
+}
+
+/// Issue 41: `emuprof control` talks only to a socket of its user's that
+/// nobody else may use, in a directory nobody else may write; and a run
+/// removes the sockets that killed runs left behind.
+#[test]
+fn control_refuses_foreign_sockets_and_runs_remove_stale_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let control_dir = dir.path().join("control");
+    std::fs::create_dir(&control_dir).unwrap();
+    std::fs::set_permissions(&control_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut gone = Command::new("true").spawn().expect("run true");
+    let dead_pid = gone.id();
+    gone.wait().expect("reap true");
+    let stale = control_dir.join(format!("{dead_pid}.sock"));
+    drop(std::os::unix::net::UnixListener::bind(&stale).expect("bind"));
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o666)).unwrap();
+
+    let pid = dead_pid.to_string();
+    let open_to_all = control(&control_dir, &["--pid", &pid, "stack"]);
+    assert!(!open_to_all.status.success());
+    assert!(
+        text(&open_to_all.stderr)
+            .contains("is not a control socket of yours that only you can use"),
+        "{}",
+        text(&open_to_all.stderr)
+    );
+    std::fs::set_permissions(&control_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let writable_dir = control(&control_dir, &["--pid", &pid, "stack"]);
+    assert!(
+        text(&writable_dir.stderr).contains("is not a directory of yours that only you can write"),
+        "{}",
+        text(&writable_dir.stderr)
+    );
+    std::fs::set_permissions(&control_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+
+    let program = common::compile::compile_c(
+        dir.path(),
+        "ok",
+        "int main(void){ return 0; }\n",
+        "gcc",
+        &[],
+    )
+    .expect("gcc builds ok.c");
+    let run = emuprof(&control_dir)
+        .arg("-q")
+        .arg("-o")
+        .arg(dir.path().join("ok.json"))
+        .arg(&program)
+        .output()
+        .expect("run emuprof");
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert!(!stale.exists(), "the killed run's socket stayed");
 }

@@ -143,3 +143,43 @@ fn corrupt_programs_are_refused_in_one_line_or_run_sandboxed() {
         failures.extend(check_case(dir.path(), case));
     });
 }
+
+/// Issue 41: a program whose entry point starts a page (`_start` at
+/// 0x401000, where `ld` puts the code of a small `-nostdlib` assembly
+/// program) runs, like one whose entry is two bytes later (it used to fail
+/// with `the emulator failed while entering user mode: EXCEPTION`).
+#[test]
+fn a_page_aligned_entry_point_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, padding) in [("aligned", ""), ("unaligned", "nop\\n nop\\n")] {
+        let source = format!(
+            "__asm__(\".globl _start\\n {padding}_start:\\n mov $60, %eax\\n mov $7, %edi\\n \
+             syscall\\n\");\n"
+        );
+        let program = compile_c(dir.path(), name, &source, "gcc", &["-nostdlib"])
+            .expect("gcc builds a -nostdlib program");
+        let elf = std::fs::read(&program).expect("read the program");
+        let entry = u64::from_le_bytes(elf[24..32].try_into().expect("e_entry"));
+        assert_eq!(
+            entry % 0x1000 == 0,
+            name == "aligned",
+            "{name}: entry {entry:#x}"
+        );
+        let profile = dir.path().join(format!("{name}.json"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+        command
+            .env_clear()
+            .arg("-q")
+            .arg("-o")
+            .arg(&profile)
+            .arg(&program);
+        let out = run_with_timeout(command, name);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(profile.is_file(), "{name}: no profile");
+    }
+}

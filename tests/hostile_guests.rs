@@ -374,3 +374,68 @@ fn two_guests_racing_in_one_root_never_escape() {
         "racing guests changed the host outside the root"
     );
 }
+
+/// Runs the `stdin` attack with fd 0 the host directory `stdin_dir` (plus
+/// `extra` options).
+fn stdin_attack(sb: &Sandbox, stdin_dir: &Path, extra: &[&str]) -> Output {
+    let dir = std::fs::File::open(stdin_dir).expect("open the directory for stdin");
+    attack_command(sb, "stdin", extra, None)
+        .stdin(Stdio::from(dir))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run emuprof")
+}
+
+/// Issue 41: `emuprof --root R prog < /host/dir` hands the guest a host
+/// directory as fd 0, a way around the path guard (`openat(0, …)`,
+/// `fchdir(0)`, and every `*at` call that changes a name). Such a run is
+/// refused before the program starts, with one `emuprof:` line saying
+/// which fd and what to do; `--read-only` too.
+#[test]
+fn a_host_directory_on_stdin_outside_the_root_is_refused() {
+    for extra in [&[][..], &["--read-only"][..]] {
+        let sb = sandbox();
+        let before = snapshot(&sb.outside);
+        let out = stdin_attack(&sb, &sb.outside.join("dir"), extra);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stdout.contains(SECRET),
+            "{extra:?}: read the secret: {stdout}"
+        );
+        assert!(!stdout.contains("done stdin"), "{extra:?}: the guest ran");
+        assert_ne!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{extra:?}: {stderr}");
+        assert!(
+            lines[0].starts_with("emuprof: ")
+                && lines[0].contains("stdin (fd 0) is the host directory")
+                && lines[0].contains("--root"),
+            "{stderr}"
+        );
+        assert_eq!(snapshot(&sb.outside), before, "{extra:?}: changed outside");
+    }
+}
+
+/// A directory inside the root on stdin is a dirfd like any the guest could
+/// open: it works, and `..` from it stops at the root.
+#[test]
+fn a_directory_inside_the_root_on_stdin_stays_in_the_root() {
+    let sb = sandbox();
+    let before = snapshot(&sb.outside);
+    std::fs::write(sb.root.join("sub/secret"), "guest decoy").expect("decoy");
+    let out = stdin_attack(&sb, &sb.root.join("sub"), &[]);
+    assert_held(&sb, "stdin", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("read openat(stdin, secret): guest decoy"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("cwd after fchdir(stdin): /sub\n"),
+        "{stdout}"
+    );
+    assert!(sb.root.join("sub/made-dir").is_dir(), "{stdout}");
+    assert_eq!(snapshot(&sb.outside), before, "changed outside the root");
+}

@@ -8,7 +8,9 @@
  * (content "HOST-SECRET") and `dir/`. Every file the guest manages to read
  * is printed as "read <what>: <bytes>", so the test finds any leaked secret
  * in stdout; what the guest manages to change is checked on the host.
- * ATTACK is one of: dotdot, symlinks, dirfd, proc, readonly, swap, race.
+ * ATTACK is one of: dotdot, symlinks, dirfd, proc, readonly, stdin, swap,
+ * race. `stdin` uses fd 0 (a directory the test redirected) as a dirfd and
+ * as the working directory.
  * The last two run together in two emuprof processes sharing one root:
  * `swap` flips names between a file and a symlink to the host until `race`,
  * which hammers those names with every path call for argv[3] rounds,
@@ -200,6 +202,32 @@ static void dirfd_tricks(void) {
     syscall(SYS_fchownat, file, "", 4321, 4321, AT_EMPTY_PATH);
 }
 
+/* Fd 0 is a directory the guest did not open: use it for everything. */
+static void stdin_dir(void) {
+    try_open_at(0, "secret", "openat(stdin, secret)");
+    try_open_at(0, "../secret", "openat(stdin, ../secret)");
+    try_open_at(0, climb("secret"), "openat(stdin, ../..)");
+    syscall(SYS_mkdirat, 0, "made-dir", 0777);
+    int fd = (int)syscall(SYS_openat, 0, "made-file", O_WRONLY | O_CREAT, 0666);
+    if (fd >= 0)
+        syscall(SYS_close, fd);
+    syscall(SYS_symlinkat, "x", 0, "made-link");
+    syscall(SYS_fchmodat, 0, "secret", 0777, 0);
+    syscall(SYS_fchownat, 0, "secret", 4321, 4321, 0);
+    syscall(SYS_linkat, AT_FDCWD, "/data", 0, "made-hardlink", 0);
+    syscall(SYS_renameat, 0, "secret", AT_FDCWD, "/stolen-by-renameat");
+    try_open("/stolen-by-renameat", "a file renamed from stdin's directory");
+    syscall(SYS_unlinkat, 0, "secret", 0);
+    if (syscall(SYS_fchdir, 0) == 0) {
+        try_open("secret", "secret after fchdir(stdin)");
+        try_open("../secret", "../secret after fchdir(stdin)");
+        syscall(SYS_mkdir, "made-after-fchdir", 0777);
+        long n = syscall(SYS_getcwd, buf, sizeof buf);
+        if (n > 0)
+            printf("cwd after fchdir(stdin): %s\n", buf);
+    }
+}
+
 static void proc_files(void) {
     static const char *paths[] = {
         "/proc/self/root/secret", "/proc/self/cwd/secret", "/proc/self/fd/0",
@@ -295,6 +323,8 @@ int main(int argc, char **argv) {
         proc_files();
     else if (!strcmp(attack, "readonly"))
         read_only();
+    else if (!strcmp(attack, "stdin"))
+        stdin_dir();
     else if (!strcmp(attack, "swap"))
         swap();
     else if (!strcmp(attack, "race"))

@@ -73,6 +73,13 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         st.stop.get_or_insert(StopReason::Interrupted);
         return;
     }
+    if result == Ok(0) {
+        // A wait on host files only that timed out on the host: the
+        // guest's clock moves on by the timeout, as a sleep moves it.
+        if let Some(ns) = wait_timeout_ns(uc, st, number, args) {
+            st.sys.time.clock.sleep(ns);
+        }
+    }
     let result = match result {
         Err(Errno::WOULD_BLOCK) if matches!(number, SYS_POLL | SYS_PPOLL) => {
             let timeout_ns = poll_timeout_ns(uc, st, number, args);
@@ -135,6 +142,26 @@ fn io_direction(number: u64) -> Option<bool> {
     match number {
         SYS_READ | SYS_READV => Some(false),
         SYS_WRITE | SYS_WRITEV => Some(true),
+        _ => None,
+    }
+}
+
+/// The timeout of a waiting call (`poll`, `ppoll`, `select`, `pselect6`,
+/// `epoll_wait`, `epoll_pwait`) in nanoseconds, when it has one; `None`
+/// for every other call. Such a call returns 0 only when its timeout passed.
+fn wait_timeout_ns(
+    uc: &mut Unicorn<'_, ()>,
+    st: &MachineState,
+    number: u64,
+    args: [u64; 6],
+) -> Option<u64> {
+    match number {
+        SYS_POLL | SYS_PPOLL => poll_timeout_ns(uc, st, number, args),
+        SYS_SELECT | SYS_PSELECT6 => select_timeout_ns(uc, st, number, args[4]),
+        SYS_EPOLL_WAIT | SYS_EPOLL_PWAIT => {
+            let ms = args[3] as i32;
+            (ms >= 0).then(|| ms as u64 * 1_000_000)
+        }
         _ => None,
     }
 }

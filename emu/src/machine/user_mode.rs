@@ -15,7 +15,7 @@
 //!
 //! The floating-point state is `fninit`'s and Linux's ([`cpu::reset_fpu`]).
 
-use unicorn_engine::{RegisterX86, Unicorn};
+use unicorn_engine::{uc_error, RegisterX86, Unicorn};
 
 use crate::memory::AddressSpace;
 use crate::{cpu, EmuError};
@@ -40,6 +40,8 @@ const USER_DATA_DESCRIPTOR: u64 = 0x00cf_f300_0000_ffff;
 const USER_CODE_DESCRIPTOR: u64 = 0x00af_fb00_0000_ffff;
 /// `iretq`.
 const IRETQ: [u8; 2] = [0x48, 0xcf];
+/// The guest page size.
+const PAGE_SIZE: u64 = 0x1000;
 
 /// Puts the CPU in the state a new Linux program starts in and moves it to
 /// CPL 3 at `entry` with stack pointer `sp`. Every general register other
@@ -81,12 +83,27 @@ pub fn enter(
     // `entry`. (The count installs Unicorn's own counting hook; the next
     // start without a count removes it and drops every translation, so no
     // trace of this run remains, not even the stop at `entry`.)
-    uc.emu_start(TRAMPOLINE, entry, 0, 1)
-        .map_err(err("entering user mode"))?;
+    //
+    // Unicorn stops at `entry` by translating an empty block there. Stock
+    // Unicorn (without emuprof's patch 0014) looks up the page of that
+    // block's "last byte", the byte before `entry`: for an entry at a page
+    // start that page is not executable or not mapped, and the start fails
+    // with UC_ERR_EXCEPTION after the iretq has run. The CPU is then where
+    // it should be, which the check below tells apart from every other
+    // failure.
+    let entered = uc.emu_start(TRAMPOLINE, entry, 0, 1);
+    if let Err(error) = entered {
+        if error != uc_error::EXCEPTION || !entry.is_multiple_of(PAGE_SIZE) {
+            return Err(EmuError::unicorn("entering user mode", error));
+        }
+    }
     let (rip, rsp) = (
         uc.reg_read(RegisterX86::RIP).map_err(err("reading rip"))?,
         uc.reg_read(RegisterX86::RSP).map_err(err("reading rsp"))?,
     );
+    if let (Err(error), true) = (entered, (rip, rsp) != (entry, sp)) {
+        return Err(EmuError::unicorn("entering user mode", error));
+    }
     if (rip, rsp) != (entry, sp) {
         return Err(EmuError::Layout(format!(
             "entering user mode left rip {rip:#x} and rsp {rsp:#x} instead of {entry:#x} and {sp:#x}"

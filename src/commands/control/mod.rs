@@ -2,7 +2,9 @@
 //! through its control socket ([`server`], started by `emuprof run`) to dump
 //! a part, zero the counters, switch collection on or off, print each guest
 //! thread's call stack with its
-//! costs so far, or stop the run keeping the profile.
+//! costs so far, or stop the run keeping the profile. Everything an answer
+//! holds (guest function names, or whatever a socket planted in the control
+//! directory says) reaches the terminal with its control characters escaped.
 
 mod peer;
 pub mod server;
@@ -14,6 +16,8 @@ use std::os::unix::net::UnixStream;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+
+use emuprof::terminal_text::escape_controls;
 
 /// What to ask a running emuprof.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -73,9 +77,17 @@ pub struct ControlArgs {
     pub pid: Option<u32>,
 }
 
+/// The longest answer read: a `stack` of the deepest recursion a run
+/// records fits many times over; a planted socket cannot make `control`
+/// read without end.
+const MAX_REPLY_BYTES: u64 = 256 << 20;
+
 /// Runs `emuprof control`.
 pub fn run(args: ControlArgs) -> Result<i32> {
     let running = socket_dir::running();
+    if !running.is_empty() {
+        socket_dir::check_dir(&socket_dir::path())?;
+    }
     let Some(request) = args.request else {
         if running.is_empty() {
             bail!(
@@ -85,7 +97,7 @@ pub fn run(args: ControlArgs) -> Result<i32> {
         }
         for pid in running {
             match ask(pid, Request::Info.word()) {
-                Ok(info) => print!("{}", summary_of(&info)),
+                Ok(info) => print!("{}", escape_controls(&summary_of(&info))),
                 Err(_) => println!("{pid}: not answering (a stale socket)"),
             }
         }
@@ -116,10 +128,13 @@ pub fn run(args: ControlArgs) -> Result<i32> {
     };
     let reply = ask(pid, line)?;
     if let Some(message) = reply.strip_prefix("error: ") {
-        eprint!("emuprof: emuprof {pid} answered: {message}");
+        eprint!(
+            "emuprof: emuprof {pid} answered: {}",
+            escape_controls(message)
+        );
         return Ok(crate::exit_code::EMUPROF_FAILED);
     }
-    print!("{reply}");
+    print!("{}", escape_controls(&reply));
     Ok(0)
 }
 
@@ -138,6 +153,7 @@ fn summary_of(info: &str) -> String {
 /// answer.
 fn ask(pid: u32, request: &str) -> Result<String> {
     let path = socket_dir::socket_of(pid);
+    socket_dir::check_socket(&path)?;
     let mut stream = UnixStream::connect(&path).with_context(|| {
         format!(
             "cannot reach emuprof {pid} at {}; is it running, and yours?",
@@ -148,6 +164,7 @@ fn ask(pid: u32, request: &str) -> Result<String> {
     stream.shutdown(std::net::Shutdown::Write)?;
     let mut reply = String::new();
     stream
+        .take(MAX_REPLY_BYTES)
         .read_to_string(&mut reply)
         .with_context(|| format!("emuprof {pid} did not answer"))?;
     Ok(reply)

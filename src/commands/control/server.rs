@@ -2,7 +2,7 @@
 //! (mode 0600 in a 0700 directory, and every connection's user id checked),
 //! answering one request per connection with lines of text.
 
-use std::io::{BufRead, BufReader, PipeReader, PipeWriter, Write};
+use std::io::{BufRead, BufReader, PipeReader, PipeWriter, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -20,6 +20,9 @@ use super::socket_dir;
 use super::stack;
 use crate::commands::dumps::Written;
 use crate::commands::live::LiveResolver;
+
+/// The longest request line read (the longest request is `collect off`).
+const MAX_REQUEST_BYTES: u64 = 256;
 
 /// Set when a `stop` request stopped the run.
 static STOPPED: AtomicBool = AtomicBool::new(false);
@@ -57,6 +60,7 @@ impl ControlServer {
     /// Listens on this process's socket in the control directory.
     pub fn start(mut controlled: Controlled) -> Result<ControlServer> {
         socket_dir::create()?;
+        socket_dir::remove_stale();
         let path = socket_dir::socket_of(std::process::id());
         let _ = std::fs::remove_file(&path);
         let listener = crate::commands::private_socket::listen_privately(&path)
@@ -125,7 +129,7 @@ fn answer(stream: UnixStream, controlled: &mut Controlled) -> std::io::Result<()
     // The request is read first even when it is refused: closing a socket
     // with unread data resets it, and the refusal would be lost.
     let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line)?;
+    BufReader::new(stream.take(MAX_REQUEST_BYTES)).read_line(&mut line)?;
     if uid != socket_dir::euid() {
         return writeln!(
             writer,

@@ -3,10 +3,15 @@
 //!
 //! `$EMUPROF_CONTROL_DIR` if set, else `$XDG_RUNTIME_DIR/emuprof`, else
 //! `/tmp/emuprof-<uid>`. A directory emuprof creates gets mode 0700; one that
-//! exists must belong to the user and be writable by nobody else.
+//! exists must belong to the user and be writable by nobody else, both for
+//! the run that listens there and for `emuprof control`, which also talks
+//! only to a socket of the user's that nobody else may use ([`check_socket`]):
+//! another user's directory or socket, planted where the user would look,
+//! is refused rather than trusted. A run removes the sockets that runs which
+//! are no longer alive left behind ([`remove_stale`]).
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
 
@@ -37,7 +42,14 @@ pub fn create() -> Result<PathBuf> {
             .create(&dir)
             .with_context(|| format!("cannot create the control directory {}", dir.display()))?;
     }
-    let meta = std::fs::metadata(&dir)
+    check_dir(&dir)?;
+    Ok(dir)
+}
+
+/// An error unless `dir` is a directory of the user's that nobody else can
+/// write.
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let meta = std::fs::metadata(dir)
         .with_context(|| format!("cannot read the control directory {}", dir.display()))?;
     ensure!(
         meta.is_dir() && meta.uid() == euid() && meta.mode() & 0o022 == 0,
@@ -45,7 +57,42 @@ pub fn create() -> Result<PathBuf> {
          remove it or set EMUPROF_CONTROL_DIR",
         dir.display()
     );
-    Ok(dir)
+    Ok(())
+}
+
+/// An error unless the control directory is the user's alone and `socket`
+/// in it is a socket of the user's that nobody else may use (mode 0600,
+/// as a run makes it): the checks `emuprof control` makes before it sends
+/// a request or believes an answer.
+pub fn check_socket(socket: &Path) -> Result<()> {
+    check_dir(&path())?;
+    let meta = std::fs::symlink_metadata(socket)
+        .with_context(|| format!("cannot read the control socket {}", socket.display()))?;
+    ensure!(
+        meta.file_type().is_socket() && meta.uid() == euid() && meta.mode() & 0o077 == 0,
+        "{} is not a control socket of yours that only you can use; remove it",
+        socket.display()
+    );
+    Ok(())
+}
+
+/// Removes the sockets of the user's runs that are no longer alive (their
+/// pid is no process's): `kill -9` leaves its socket behind. Best effort.
+pub fn remove_stale() {
+    for pid in running() {
+        let Ok(pid_t) = libc::pid_t::try_from(pid) else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let gone = unsafe { libc::kill(pid_t, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let socket = socket_of(pid);
+        let ours = std::fs::symlink_metadata(&socket)
+            .is_ok_and(|m| m.file_type().is_socket() && m.uid() == euid());
+        if gone && ours {
+            let _ = std::fs::remove_file(&socket);
+        }
+    }
 }
 
 /// The socket of the emuprof with process id `pid`.

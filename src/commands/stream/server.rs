@@ -19,6 +19,10 @@ use super::protocol::{Hello, ServerLine, VERSION};
 
 /// Viewers served at once; more are refused.
 const MAX_VIEWERS: usize = 16;
+/// Connections waiting for their hello line at once: when one more comes,
+/// the one that has waited longest is dropped, so connections that never
+/// say hello (another user's, on a shared address) cannot keep viewers out.
+const MAX_WAITING: usize = 16;
 /// Time a viewer has to send its hello line.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest hello line accepted.
@@ -91,7 +95,8 @@ impl Publisher {
                 sent: 0,
                 closing: false,
             };
-            if self.viewers.len() >= MAX_VIEWERS {
+            self.make_room_to_wait();
+            if self.viewers() >= MAX_VIEWERS {
                 viewer.refuse("too many viewers");
             }
             self.viewers.push(viewer);
@@ -102,6 +107,25 @@ impl Publisher {
                 .serve(token.as_deref(), header, latest.as_ref())
                 .is_ok()
         });
+    }
+
+    /// Drops the connection that has waited longest for its hello when
+    /// [`MAX_WAITING`] are waiting.
+    fn make_room_to_wait(&mut self) {
+        let waiting = |v: &Viewer| v.hello.is_some() && !v.closing;
+        if self.viewers.iter().filter(|v| waiting(v)).count() < MAX_WAITING {
+            return;
+        }
+        let oldest = self
+            .viewers
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| waiting(v))
+            .min_by_key(|(_, v)| v.since)
+            .map(|(i, _)| i);
+        if let Some(i) = oldest {
+            self.viewers.remove(i);
+        }
     }
 
     /// Whether every greeted viewer has been sent the newest line.
@@ -310,6 +334,29 @@ mod tests {
         bytes.resize(size, b'x');
         bytes.extend_from_slice(b"\"}\n");
         bytes
+    }
+
+    /// Issue 41: connections that never say hello cannot keep a viewer out.
+    #[test]
+    fn silent_connections_do_not_keep_viewers_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = Listener::bind(&Address::Unix(path.clone())).unwrap();
+        let mut publisher = Publisher::new(listener, &ServerLine::header(&[]), None);
+        let silent: Vec<UnixStream> = (0..3 * MAX_WAITING)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        publisher.pump();
+        let mut viewer = UnixStream::connect(&path).unwrap();
+        viewer.write_all(b"{\"version\":1}\n").unwrap();
+        publisher.pump();
+        publisher.pump();
+        assert_eq!(publisher.viewers(), 1, "the viewer was kept out");
+        let mut header = String::new();
+        BufReader::new(&viewer).read_line(&mut header).unwrap();
+        assert!(!header.contains("too many viewers"), "{header}");
+        assert!(publisher.viewers.len() <= MAX_WAITING + 1);
+        drop(silent);
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! A minimal HTTP/1.1 server for `emuprof view`: GET only, one request per
 //! connection, bounded request heads and read timeouts. Responses come from a
 //! fixed routing function, never from the file system, so no path can reach
-//! outside what the page serves.
+//! outside what the page serves. A request whose `Host` or `Origin` names
+//! another site gets 403 (see `origin`).
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use super::origin::Hosts;
 
 /// The longest request head (request line and headers) accepted.
 const MAX_HEAD_BYTES: u64 = 16 * 1024;
@@ -66,7 +69,7 @@ impl Request<'_> {
 
 /// Accepts connections forever, answering each with `route` on its own thread
 /// (at most [`MAX_CONNECTIONS`] at once).
-pub fn serve<F>(listener: &TcpListener, route: F) -> io::Result<()>
+pub fn serve<F>(listener: &TcpListener, hosts: Hosts, route: F) -> io::Result<()>
 where
     F: Fn(&Request) -> Response + Sync,
 {
@@ -81,7 +84,7 @@ where
             let (route, active) = (&route, &active);
             scope.spawn(move || {
                 // A client that goes away mid-request is not our problem.
-                let _ = handle(stream, route);
+                let _ = handle(stream, hosts, route);
                 active.fetch_sub(1, Ordering::AcqRel);
             });
         }
@@ -89,7 +92,7 @@ where
     Ok(())
 }
 
-fn handle<F>(stream: TcpStream, route: &F) -> io::Result<()>
+fn handle<F>(stream: TcpStream, hosts: Hosts, route: &F) -> io::Result<()>
 where
     F: Fn(&Request) -> Response,
 {
@@ -100,6 +103,7 @@ where
     // Read the rest of the head; an unterminated head is too long or cut off.
     let mut complete = false;
     let mut line = String::new();
+    let (mut host, mut origin) = (None, None);
     loop {
         line.clear();
         if reader.read_line(&mut line)? == 0 {
@@ -109,9 +113,22 @@ where
             complete = true;
             break;
         }
+        if let Some((name, value)) = line.split_once(':') {
+            let value = Some(value.trim().to_string());
+            if name.eq_ignore_ascii_case("host") {
+                host = value;
+            } else if name.eq_ignore_ascii_case("origin") {
+                origin = value;
+            }
+        }
     }
     let response = match parse_request_line(&request_line) {
         _ if !complete => Response::error(431, "request head too large or incomplete"),
+        _ if !hosts.accepts(host.as_deref(), origin.as_deref()) => Response::error(
+            403,
+            "this page answers only requests for its own loopback address; open the URL \
+             emuprof view printed",
+        ),
         Some(("GET", request)) => route(&request),
         Some(_) => Response::error(405, "only GET is served"),
         None => Response::error(400, "bad request"),
@@ -135,6 +152,7 @@ fn write_response(mut stream: &TcpStream, response: &Response) -> io::Result<()>
     let reason = match response.status {
         200 => "OK",
         400 => "Bad Request",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         431 => "Request Header Fields Too Large",

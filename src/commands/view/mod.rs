@@ -9,6 +9,7 @@
 //! [`ViewData`] and [`FunctionCode`].
 
 mod http;
+mod origin;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -116,7 +117,9 @@ fn serve_page(args: &ViewArgs, what: &str, page: &Page) -> Result<i32> {
     if args.open {
         open_browser(&url);
     }
-    http::serve(&listener, |request| page.route(request))?;
+    http::serve(&listener, origin::Hosts::serving(address), |request| {
+        page.route(request)
+    })?;
     Ok(0)
 }
 

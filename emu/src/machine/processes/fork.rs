@@ -30,11 +30,6 @@ use crate::EmuError;
 /// Length of the `syscall` instruction.
 const SYSCALL_LENGTH: u64 = 2;
 
-/// Most guest processes alive at once (`RLIMIT_NPROC` as the guest sees
-/// it): each is an engine and a call-tree thread of emuprof's, so a fork
-/// bomb gets `EAGAIN` instead of exhausting the host.
-pub const MAX_PROCESSES: usize = 64;
-
 /// A `clone` that makes a process, as the thread code read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessClone {
@@ -82,9 +77,7 @@ pub struct ForkRequest {
 /// pid and registers and asks the run loop to make it. The parent gets the
 /// pid (with `vfork`, once the child has exec'd or exited).
 pub fn fork(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, clone: ProcessClone) -> SysResult {
-    if st.table.borrow().running().count() >= MAX_PROCESSES {
-        return Err(Errno::EAGAIN);
-    }
+    st.table.borrow().room_for(true)?;
     let fail = |_| Errno::ENOMEM;
     let parent = uc.context_init().map_err(fail)?;
     let pc = uc.pc_read().map_err(fail)?;

@@ -19,7 +19,10 @@ use std::sync::Arc;
 
 use emuprof_model::{ProcessOrigin, RawProcess};
 
+use unicorn_engine::RegisterX86;
+
 use super::super::guest_process::{FinishedImage, GuestProcess, ImageStart};
+use super::super::host_limits;
 use super::super::stop::StopReason;
 use super::super::threads::{self, RunState, Wait};
 use super::super::{ProcessImage, RunOutcome};
@@ -27,6 +30,7 @@ use super::table::{Ending, Life, ProcessTable};
 use super::ProcessRequest;
 use crate::live::SnapshotSlot;
 use crate::syscalls::files::select;
+use crate::syscalls::Errno;
 use crate::EmuError;
 
 mod outside_peers;
@@ -196,9 +200,19 @@ impl World {
                     blocked
                 };
                 let image = self.finished.len();
-                let child = self.running[index]
-                    .process
-                    .fork_child(fork, self.running[index].image)?;
+                let pid = fork.pid;
+                let made = host_limits::room_for_an_engine().and_then(|()| {
+                    self.running[index]
+                        .process
+                        .fork_child(fork, self.running[index].image)
+                });
+                let child = match made {
+                    Ok(child) => child,
+                    Err(_) => {
+                        self.fork_failed(index, pid, vfork);
+                        return Ok(());
+                    }
+                };
                 self.finished.push(None);
                 self.running.push(Running {
                     image,
@@ -223,10 +237,32 @@ impl World {
         Ok(())
     }
 
+    /// emuprof could not make the child `pid` that process `index` forked
+    /// (no host memory or descriptors for another engine): the parent's
+    /// `fork` fails with `ENOMEM`, as Linux's does when memory is tight,
+    /// and the run goes on.
+    fn fork_failed(&mut self, index: usize, pid: u64, vfork: bool) {
+        self.table.borrow_mut().forget(pid);
+        let failed = Errno::ENOMEM.to_rax();
+        let p = &mut self.running[index].process;
+        let mut st = p.state.borrow_mut();
+        if vfork {
+            for thread in st.threads.blocked_on(|w| *w == Wait::Vfork(pid)) {
+                st.threads.wake(thread, failed);
+            }
+        } else if p.uc.reg_write(RegisterX86::RAX, failed).is_err() {
+            st.stop = Some(StopReason::Internal(
+                "cannot make a forked process fail".into(),
+            ));
+        }
+    }
+
     /// Replaces process `index`'s image with the program `exec` loaded.
     fn exec(&mut self, index: usize, exec: super::exec::ExecRequest) -> Result<(), EmuError> {
         let Running { image, process } = self.running.remove(index);
         let identity = process.identity.clone();
+        // Linux ends every other thread of the process at a successful execve.
+        self.table.borrow_mut().one_thread(identity.pid);
         let mut options = process.state.borrow().options.clone();
         let handles = process.state.borrow().handles.for_another_image();
         let table = Rc::clone(&process.state.borrow().table);

@@ -4,6 +4,21 @@
 
 use std::collections::BTreeMap;
 
+use crate::syscalls::Errno;
+
+/// Most guest processes alive at once in a run (`RLIMIT_NPROC` as the
+/// guest sees it): each is an engine (with its 1 GiB translation buffer)
+/// and a call-tree thread of emuprof's, so a fork bomb gets `EAGAIN`
+/// instead of exhausting the host.
+pub const MAX_PROCESSES: usize = 64;
+
+/// Most guest threads alive at once in a run, every process's main thread
+/// included: `clone` of a thread or a process past it fails with `EAGAIN`.
+/// Each thread is a shadow stack in the call-tree builder and a slot the
+/// scheduler and futex wakeups look through, so a thread bomb stays small
+/// and fast instead of growing until guest memory runs out.
+pub const MAX_THREADS: usize = 1024;
+
 /// How a process ended, as `wait4` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Ending {
@@ -55,6 +70,8 @@ pub struct ProcessEntry {
     /// `prctl(PR_SET_PDEATHSIG)`: the signal it gets when its parent ends
     /// (0: none). Not inherited by a fork child, kept across `execve`.
     pub death_signal: u64,
+    /// Its live threads besides the main one (counted for [`MAX_THREADS`]).
+    pub extra_threads: usize,
 }
 
 /// Every guest process, by pid.
@@ -81,6 +98,7 @@ impl ProcessTable {
                 sid: pid,
                 life: Life::Running,
                 death_signal: 0,
+                extra_threads: 0,
             },
         );
         ProcessTable {
@@ -113,8 +131,42 @@ impl ProcessTable {
                 sid,
                 life: Life::Running,
                 death_signal: 0,
+                extra_threads: 0,
             },
         );
+    }
+
+    /// `Ok` when one more process (`process`) or thread fits under
+    /// [`MAX_PROCESSES`] and [`MAX_THREADS`], else `EAGAIN`, as Linux
+    /// answers at `RLIMIT_NPROC`.
+    pub fn room_for(&self, process: bool) -> Result<(), Errno> {
+        let alive = self.processes.values().filter(|p| p.life == Life::Running);
+        let (processes, threads) = alive.fold((0, 0), |(n, t), p| (n + 1, t + 1 + p.extra_threads));
+        if threads >= MAX_THREADS || (process && processes >= MAX_PROCESSES) {
+            return Err(Errno::EAGAIN);
+        }
+        Ok(())
+    }
+
+    /// Process `pid` started a thread (`delta` 1) or one of its threads
+    /// ended (`delta` -1).
+    pub fn count_thread(&mut self, pid: u64, delta: isize) {
+        if let Some(p) = self.processes.get_mut(&pid) {
+            p.extra_threads = p.extra_threads.saturating_add_signed(delta);
+        }
+    }
+
+    /// Process `pid` is down to one thread (`execve`).
+    pub fn one_thread(&mut self, pid: u64) {
+        if let Some(p) = self.processes.get_mut(&pid) {
+            p.extra_threads = 0;
+        }
+    }
+
+    /// Removes `pid`, a child that could not be made after all (its
+    /// parent's `fork` fails instead).
+    pub fn forget(&mut self, pid: u64) {
+        self.processes.remove(&pid);
     }
 
     /// The process `pid`, if it ever existed.
@@ -182,6 +234,33 @@ impl ProcessTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 41: past the caps a new process or thread gets `EAGAIN`;
+    /// threads of ended processes and of an exec'd image no longer count.
+    #[test]
+    fn processes_and_threads_are_capped_per_run() {
+        let mut t = ProcessTable::new(1);
+        for pid in 2..=MAX_PROCESSES as u64 {
+            assert_eq!(t.room_for(true), Ok(()));
+            t.add_child(pid, 1);
+        }
+        assert_eq!(t.room_for(true), Err(Errno::EAGAIN));
+        assert_eq!(t.room_for(false), Ok(()), "threads may still start");
+        t.ended(2, Ending::Exited(0));
+        assert_eq!(t.room_for(true), Ok(()));
+        let room = MAX_THREADS - (MAX_PROCESSES - 1);
+        for _ in 0..room - 1 {
+            t.count_thread(1, 1);
+        }
+        assert_eq!(t.room_for(false), Ok(()));
+        t.count_thread(1, 1);
+        assert_eq!(t.room_for(false), Err(Errno::EAGAIN));
+        t.count_thread(1, -1);
+        assert_eq!(t.room_for(false), Ok(()));
+        t.count_thread(1, 1);
+        t.one_thread(1);
+        assert_eq!(t.room_for(false), Ok(()), "an exec leaves one thread");
+    }
 
     #[test]
     fn ids_are_shared_and_count_up() {

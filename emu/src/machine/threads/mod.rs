@@ -119,6 +119,7 @@ pub fn clone(
 }
 
 fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, request: CloneRequest) -> SysResult {
+    st.table.borrow().room_for(false)?;
     let fail = |_| Errno::ENOMEM;
     let parent = uc.context_init().map_err(fail)?;
     let pc = uc.pc_read().map_err(fail)?;
@@ -144,6 +145,7 @@ fn spawn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, request: CloneRequest)
 
     let signals = st.sys.signals.running_thread().for_new_thread();
     let tid = st.table.borrow_mut().next_id();
+    st.table.borrow_mut().count_thread(st.pid, 1);
     let index = st.threads.add(tid, signals);
     let thread = &mut st.threads.threads[index];
     thread.context = Some(child);
@@ -178,6 +180,7 @@ pub fn exit_thread(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, status: u64)
         return;
     }
     let running = st.threads.running;
+    st.table.borrow_mut().count_thread(st.pid, -1);
     let thread = st.threads.current();
     thread.state = RunState::Exited;
     let clear = std::mem::take(&mut thread.clear_child_tid);

@@ -25,6 +25,7 @@ pub mod fd_table;
 pub mod fifo;
 pub mod guest_io;
 pub mod host;
+mod inherited;
 pub mod interruptible;
 pub mod io;
 pub mod network;
@@ -104,6 +105,22 @@ pub enum FilesError {
     /// emuprof's own working directory cannot be opened for the guest.
     #[error("cannot open the current directory for the guest: {0}")]
     WorkingDirectory(std::io::Error),
+    /// Under `--root`, one of fds 0–2 is a host directory outside the root,
+    /// through which the guest could reach host files.
+    #[error(
+        "{name} (fd {fd}) is the host directory {}, outside the guest's root (--root): the \
+         program could reach host files through it; redirect {name} from a file, or from a \
+         directory inside the root",
+        path.display()
+    )]
+    InheritedDirectory {
+        /// The fd (0, 1 or 2).
+        fd: i32,
+        /// `stdin`, `stdout` or `stderr`.
+        name: &'static str,
+        /// The directory's host path.
+        path: PathBuf,
+    },
 }
 
 /// Guest fds, paths and the sandbox: the state behind every file syscall.
@@ -131,7 +148,9 @@ impl Files {
         self.cpus = cpus;
     }
 
-    /// Sets up the guest's file view; fds 0–2 are emuprof's own stdin/stdout/stderr.
+    /// Sets up the guest's file view; fds 0–2 are emuprof's own
+    /// stdin/stdout/stderr (under `--root`, refused when one is a directory
+    /// outside the root: see `inherited`).
     pub fn new(options: FilesOptions) -> Result<Files, FilesError> {
         let guard = PathGuard::new(&options.protected_paths);
         let paths = PathResolver::new(options.root.as_deref(), guard).map_err(|source| {
@@ -143,8 +162,12 @@ impl Files {
                 None => FilesError::WorkingDirectory(source),
             }
         })?;
+        let fds = FdTable::with_host_stdio();
+        if options.root.is_some() {
+            inherited::check_inherited(&fds, &paths)?;
+        }
         Ok(Files {
-            fds: FdTable::with_host_stdio(),
+            fds,
             paths,
             read_only: options.read_only,
             exe_path: guest_exe_path(&options).as_os_str().as_bytes().to_vec(),

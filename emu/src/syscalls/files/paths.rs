@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::host::{self, FileId, HostStat};
 use super::path_guard::PathGuard;
+use super::PATH_MAX;
 use crate::syscalls::Errno;
 
 /// Most symlinks followed in one resolution, as in Linux.
@@ -221,6 +222,33 @@ impl PathResolver {
         })
     }
 
+    /// Whether host directory `dir` lies inside the root: walking `..` from
+    /// it reaches the root before the host's `/` (whose `..` is itself).
+    /// An error on the way, or a walk longer than any real path, counts as
+    /// outside.
+    pub fn holds(&self, dir: BorrowedFd<'_>) -> bool {
+        let Ok(mut cur) = dup(dir) else {
+            return false;
+        };
+        for _ in 0..PATH_MAX / 2 {
+            let Ok(stat) = host::fstat(cur.as_fd()) else {
+                return false;
+            };
+            if stat.id == self.root_id {
+                return true;
+            }
+            let Ok(parent) = host::openat(cur.as_fd(), c"..", libc::O_PATH | libc::O_DIRECTORY, 0)
+            else {
+                return false;
+            };
+            match host::fstat(parent.as_fd()) {
+                Ok(up) if up.id != stat.id => cur = parent,
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// `..` of `dir`, which stays put at the guest root.
     fn parent(&self, dir: OwnedFd, dir_stat: &HostStat) -> Result<OwnedFd, Errno> {
         if dir_stat.id == self.root_id {
@@ -369,6 +397,28 @@ mod tests {
         h.call(SYS_MKDIR, &[escape, 0o755]).expect("mkdir");
         assert!(h.host("root/escape").is_dir());
         assert!(!h.host("escape").exists());
+    }
+
+    /// `holds`: a directory is inside the root when `..` from it reaches
+    /// the root; the host's `/`, a sibling of the root and the root's
+    /// parent are not (issue 41: fds 0–2 inherited from the host).
+    #[test]
+    fn directories_inside_the_root_are_told_from_those_outside() {
+        use super::{PathGuard, PathResolver};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("a/b")).expect("dirs");
+        std::fs::create_dir_all(dir.path().join("outside")).expect("dirs");
+        let resolver = PathResolver::new(Some(&root), PathGuard::new(&[])).expect("resolver");
+        let holds = |path: &std::path::Path| {
+            let dir = std::fs::File::open(path).expect("open dir");
+            resolver.holds(std::os::fd::AsFd::as_fd(&dir))
+        };
+        assert!(holds(&root));
+        assert!(holds(&root.join("a/b")));
+        assert!(!holds(dir.path()));
+        assert!(!holds(&dir.path().join("outside")));
+        assert!(!holds(std::path::Path::new("/")));
     }
 
     #[test]
