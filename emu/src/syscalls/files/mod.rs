@@ -25,6 +25,7 @@ pub mod fd_table;
 pub mod fifo;
 pub mod guest_io;
 pub mod host;
+mod inodes;
 pub mod interruptible;
 pub mod io;
 pub mod network;
@@ -123,6 +124,9 @@ pub struct Files {
     pub(super) cpus: u32,
     /// What reads of `/dev/urandom` and `/dev/random` return.
     pub(super) random: RandomStream,
+    /// The inode and device numbers the guest sees (shared with every
+    /// process of the run).
+    pub(super) inodes: inodes::GuestInodes,
 }
 
 impl Files {
@@ -154,6 +158,7 @@ impl Files {
             interrupt: Default::default(),
             cpus: crate::cpu::DEFAULT_CPUS,
             random: RandomStream::new(0),
+            inodes: inodes::GuestInodes::default(),
         })
     }
 
@@ -177,6 +182,7 @@ impl Files {
             interrupt: std::sync::Arc::clone(&self.interrupt),
             cpus: self.cpus,
             random: self.random.fork(),
+            inodes: self.inodes.clone(),
         })
     }
 
