@@ -123,6 +123,12 @@ impl Process {
             | SYS_SCHED_GET_PRIORITY_MAX
             | SYS_SCHED_GET_PRIORITY_MIN
             | SYS_GETPRIORITY => scheduling_query(call),
+            // Nice values are accepted and kept by nobody: the threads take
+            // turns on one emulated CPU whatever their priority. Lowering
+            // the nice value below 0 needs a privilege the guest has not.
+            SYS_SETPRIORITY if a[0] > PRIO_USER => Err(Errno::EINVAL),
+            SYS_SETPRIORITY if (a[2] as i32) < 0 => Err(Errno::EACCES),
+            SYS_SETPRIORITY => Ok(0),
             SYS_UNAME => uname(call, a[0]),
             SYS_GETRANDOM => {
                 let mut buf = vec![0u8; a[1].min(1 << 20) as usize];

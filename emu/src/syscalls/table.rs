@@ -449,7 +449,10 @@ syscall_table! {
     SYS_GETPRIORITY = 140 => getpriority: Process, Partial(
         "nice 0 for every process, group and user (ids are not checked)"
     );
-    SYS_SETPRIORITY = 141 => setpriority;
+    SYS_SETPRIORITY = 141 => setpriority: Process, Partial(
+        "accepted and ignored (getpriority still says nice 0); a negative nice value gets EACCES, \
+         as for an unprivileged user"
+    );
     SYS_SCHED_SETPARAM = 142 => sched_setparam;
     SYS_SCHED_GETPARAM = 143 => sched_getparam: Process, Partial(
         "static priority 0 (SCHED_OTHER) for every thread (ids are not checked)"

@@ -91,6 +91,8 @@ impl Files {
         ];
         // SAFETY: `out` is valid for `out.len()` bytes.
         let n = unsafe { host::syscall6(libc::SYS_getdents64, args)? } as usize;
+        let dev = host::fstat(host_fd)?.id.dev;
+        self.inodes.guest_dirents(dev, &mut out[..n]);
         mem.write(buf, &out[..n])?;
         Ok(n as u64)
     }

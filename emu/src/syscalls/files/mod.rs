@@ -26,6 +26,7 @@ pub mod fifo;
 pub mod guest_io;
 pub mod host;
 mod inherited;
+mod inodes;
 pub mod interruptible;
 pub mod io;
 pub mod network;
@@ -140,6 +141,9 @@ pub struct Files {
     pub(super) cpus: u32,
     /// What reads of `/dev/urandom` and `/dev/random` return.
     pub(super) random: RandomStream,
+    /// The inode and device numbers the guest sees (shared with every
+    /// process of the run).
+    pub(super) inodes: inodes::GuestInodes,
 }
 
 impl Files {
@@ -177,6 +181,7 @@ impl Files {
             interrupt: Default::default(),
             cpus: crate::cpu::DEFAULT_CPUS,
             random: RandomStream::new(0),
+            inodes: inodes::GuestInodes::default(),
         })
     }
 
@@ -200,6 +205,7 @@ impl Files {
             interrupt: std::sync::Arc::clone(&self.interrupt),
             cpus: self.cpus,
             random: self.random.fork(),
+            inodes: self.inodes.clone(),
         })
     }
 

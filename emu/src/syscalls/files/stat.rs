@@ -2,8 +2,9 @@
 //! (the older `utime`/`utimes`/`futimesat` are in `attributes`).
 //!
 //! Results are the host kernel's structures (host and guest are both x86-64
-//! Linux), so inode numbers, devices and times are the host's; owners are
-//! the guest's (`owners`: the host user's files are the guest user's).
+//! Linux), so times and sizes are the host's; owners are the guest's
+//! (`owners`: the host user's files are the guest user's), and so are inode
+//! and device numbers (`inodes`: numbered as the guest first sees them).
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -85,6 +86,7 @@ impl Files {
     ) -> SysResult {
         let mut raw = self.query_at(mem, dirfd, path_addr, flags, host::fstatat_raw)?;
         owners::guest_stat(&mut raw);
+        self.inodes.guest_stat(&mut raw);
         mem.write(buf, &raw)?;
         Ok(0)
     }
@@ -92,6 +94,7 @@ impl Files {
     fn fstat(&self, mem: &mut dyn GuestMemory, fd: i32, buf: u64) -> SysResult {
         let mut raw = host::fstatat_raw(self.fds.host(fd)?, c"", libc::AT_EMPTY_PATH)?;
         owners::guest_stat(&mut raw);
+        self.inodes.guest_stat(&mut raw);
         mem.write(buf, &raw)?;
         Ok(0)
     }
@@ -115,6 +118,7 @@ impl Files {
             Ok(out)
         })?;
         owners::guest_statx(&mut raw);
+        self.inodes.guest_statx(&mut raw);
         mem.write(buf, &raw)?;
         Ok(0)
     }
@@ -302,9 +306,9 @@ mod tests {
         )
         .expect("fstatat");
         assert_eq!(size_and_type(&h), (5, libc::S_IFREG));
-        let ino = std::os::unix::fs::MetadataExt::ino(
-            &std::fs::metadata(h.host("root/f")).expect("meta"),
-        );
+        // The guest's inode number: the same for every name of the file.
+        let ino = h.out_u64(8);
+        h.call(SYS_STAT, &[link, OUT]).expect("stat");
         assert_eq!(h.out_u64(8), ino);
         h.call(SYS_STATX, &[AT_FDCWD as u64, link, 0, 0xfff, OUT])
             .expect("statx");
