@@ -45,7 +45,12 @@ fn graph_nodes(text: &str, svg: bool) -> Vec<String> {
             && id[1..].chars().all(|c| c.is_ascii_digit())
     };
     if svg {
-        let document = roxmltree::Document::parse(text).expect("well-formed SVG");
+        let options = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..roxmltree::ParsingOptions::default()
+        };
+        let document =
+            roxmltree::Document::parse_with_options(text, options).expect("well-formed SVG");
         document
             .descendants()
             .filter(|n| n.attribute("class") == Some("node"))
@@ -229,4 +234,53 @@ fn the_view_serves_its_data_at_once_and_stopping_it_stops_dot() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let _ = slow.join();
+}
+
+/// In headless Chromium: the tree and flame graph of the large profile are
+/// drawn while Graphviz still lays out an unbudgeted graph, and the page's
+/// default graph shows at most the budgeted nodes.
+#[test]
+fn the_page_draws_tree_and_flame_graph_without_waiting_for_the_graph() {
+    let (Some(chromium), Some(_dot)) = (
+        require_tool("chromium", "chromium"),
+        require_tool("dot", "graphviz"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = large_profile(dir.path());
+    let profile = profile.to_str().expect("utf-8 path");
+    let (_chromium, mut page) =
+        common::browser::start_chromium(&chromium, &dir.path().join("chromium"));
+
+    // Every function (no budget): dot takes minutes, the rest does not wait.
+    let (_slow, url) = start_view(&[profile, "--max-nodes", "0", "--max-edges", "0"]);
+    page.call("Page.navigate", serde_json::json!({ "url": url }));
+    page.wait_for(
+        "document.querySelectorAll('#tree div').length > 10",
+        "display tree rows",
+    );
+    page.wait_for(
+        "document.querySelectorAll('#flame div').length > 10",
+        "flame graph frames",
+    );
+    let pane = page.eval("document.getElementById('graph').innerText");
+    assert!(
+        pane.as_str().unwrap_or_default().contains("laying out"),
+        "{pane}"
+    );
+
+    // The default budget: the graph comes, with at most 40 nodes.
+    let (_view, url) = start_view(&[profile]);
+    page.call("Page.navigate", serde_json::json!({ "url": url }));
+    let nodes = page.wait_for(
+        "document.querySelectorAll('#graph g.node').length",
+        "graph nodes",
+    );
+    let drawn = page.eval(
+        "[...document.querySelectorAll('#graph g.node title')]
+           .filter(t => /^[fo][0-9]+$/.test(t.textContent)).length",
+    );
+    let drawn = drawn.as_u64().expect("a count");
+    assert!((20..=40).contains(&drawn), "{drawn} nodes ({nodes} with the legend)");
 }

@@ -316,16 +316,14 @@ impl Builder<'_> {
             line: i64::from(line),
         });
         let id = self.locations.len() as u64 + 1;
-        // The object holding the address; 0 (no mapping) for code outside
-        // every recorded object.
-        let objects = &self.profile.objects;
-        let mapping_id = match objects.is_empty() {
-            true => 1,
-            false => objects
-                .iter()
-                .position(|o| o.start <= address && address < o.end)
-                .map_or(0, |i| i as u64 + 1),
-        };
+        // The object holding the address; the program's (as in the
+        // Callgrind export) for code outside every recorded object.
+        let mapping_id = self
+            .profile
+            .objects
+            .iter()
+            .position(|o| o.start <= address && address < o.end)
+            .map_or(1, |i| i as u64 + 1);
         self.locations.push(proto::Location {
             id,
             mapping_id,
