@@ -105,7 +105,7 @@ fn thousands_of_functions_export_to_svg_in_seconds_within_the_budget() {
         );
         assert!(nodes.iter().any(|n| n.starts_with('o')), "no other node");
         assert!(
-            text.contains("functions above") && text.contains("node budget 40"),
+            text.contains("functions at or above") && text.contains("node budget 40"),
             "the title says what the budget left out"
         );
     }

@@ -178,7 +178,7 @@ fn budget_note(pruned: &PrunedGraph, options: &PruneOptions) -> String {
     let mut parts = Vec::new();
     if pruned.functions.len() < pruned.eligible_functions && !options.hot_path {
         parts.push(format!(
-            "{} of {} functions above {}% drawn, hottest paths first (node budget {})",
+            "{} of {} functions at or above {}% drawn, hottest paths first (node budget {})",
             pruned.functions.len(),
             grouped(pruned.eligible_functions as u64),
             options.threshold_percent,
