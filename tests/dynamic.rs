@@ -305,7 +305,14 @@ fn each_object_stays_apart_in_callgrind_diff_and_tree() {
 
     let callgrind = dir.path().join("callgrind.out");
     let callgrind_arg = callgrind.to_str().expect("utf-8 path");
-    emuprof_stdout(&["export", profile_arg, "-f", "callgrind", "-o", callgrind_arg]);
+    emuprof_stdout(&[
+        "export",
+        profile_arg,
+        "-f",
+        "callgrind",
+        "-o",
+        callgrind_arg,
+    ]);
     let text = std::fs::read_to_string(&callgrind).expect("callgrind file");
     let mut named: Vec<&str> = text
         .lines()
@@ -323,7 +330,10 @@ fn each_object_stays_apart_in_callgrind_diff_and_tree() {
         .output()
         .expect("run callgrind_annotate");
     let warnings = String::from_utf8_lossy(&annotated.stderr);
-    assert!(annotated.status.success() && warnings.trim().is_empty(), "{warnings}");
+    assert!(
+        annotated.status.success() && warnings.trim().is_empty(),
+        "{warnings}"
+    );
     let listing = String::from_utf8_lossy(&annotated.stdout);
     assert!(
         listing.lines().any(|l| l.contains("libc.so.6]")),
@@ -340,7 +350,9 @@ fn each_object_stays_apart_in_callgrind_diff_and_tree() {
         .collect();
     assert_eq!(starts.len(), 2, "{starts:?}");
     for start in &starts {
-        let share = start["a"]["inclusive_share_percent"].as_f64().expect("share");
+        let share = start["a"]["inclusive_share_percent"]
+            .as_f64()
+            .expect("share");
         assert!(share <= 100.0, "{start}");
     }
     let text = emuprof_stdout(&["diff", profile_arg, profile_arg, "--all"]);

@@ -160,7 +160,10 @@ fn a_layout_that_takes_too_long_is_stopped_with_a_message() {
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");
-    assert!(stderr.contains("did not lay out the call graph within 1 s"), "{stderr}");
+    assert!(
+        stderr.contains("did not lay out the call graph within 1 s"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--max-nodes"), "{stderr}");
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
@@ -173,14 +176,24 @@ fn children(pid: u32) -> Vec<u32> {
     };
     for task in tasks.flatten() {
         let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        found.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        found.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
     }
     found
 }
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .map(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
         .unwrap_or(false)
 }
 
@@ -282,5 +295,8 @@ fn the_page_draws_tree_and_flame_graph_without_waiting_for_the_graph() {
            .filter(t => /^[fo][0-9]+$/.test(t.textContent)).length",
     );
     let drawn = drawn.as_u64().expect("a count");
-    assert!((20..=40).contains(&drawn), "{drawn} nodes ({nodes} with the legend)");
+    assert!(
+        (20..=40).contains(&drawn),
+        "{drawn} nodes ({nodes} with the legend)"
+    );
 }

@@ -439,7 +439,11 @@ impl Profile {
         }
         self.functions
             .iter()
-            .map(|f| f.object.as_deref().filter(|_| shared.contains(f.name.as_str())))
+            .map(|f| {
+                f.object
+                    .as_deref()
+                    .filter(|_| shared.contains(f.name.as_str()))
+            })
             .collect()
     }
 

@@ -330,7 +330,11 @@ fn add_self_and_inline_costs(
             );
             // One call line per inline site, at the first instruction seen for it.
             let address = *site_addresses
-                .entry(((object, caller.to_string()), callee.to_string(), position.clone()))
+                .entry((
+                    (object, caller.to_string()),
+                    callee.to_string(),
+                    position.clone(),
+                ))
                 .or_insert(instruction.address);
             let call = functions
                 .entry((object, caller.to_string()))

@@ -79,7 +79,9 @@ fn edges_by_function(profile: &Profile) -> BTreeMap<(FunctionKey<'_>, FunctionKe
     };
     let mut edges = BTreeMap::new();
     for edge in &graph.edges {
-        *edges.entry((key(edge.caller), key(edge.callee))).or_insert(0) += edge.calls;
+        *edges
+            .entry((key(edge.caller), key(edge.callee)))
+            .or_insert(0) += edge.calls;
     }
     edges
 }
@@ -178,8 +180,7 @@ fn write_edges<W: Write>(
     kept: &BTreeMap<FunctionKey, usize>,
 ) -> Result<()> {
     let (edges_a, edges_b) = (edges_by_function(a), edges_by_function(b));
-    let mut keys: Vec<&(FunctionKey, FunctionKey)> =
-        edges_a.keys().chain(edges_b.keys()).collect();
+    let mut keys: Vec<&(FunctionKey, FunctionKey)> = edges_a.keys().chain(edges_b.keys()).collect();
     keys.sort_unstable();
     keys.dedup();
     for key in keys {

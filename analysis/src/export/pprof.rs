@@ -126,18 +126,19 @@ fn build(
         .max()
         .unwrap_or(0);
     let has_lines = costs.is_some();
-    let mapping_of = |id: u64, start: u64, limit: u64, filename: i64, build_id: i64| proto::Mapping {
-        id,
-        memory_start: start,
-        memory_limit: limit,
-        filename,
-        build_id,
-        has_functions: true,
-        has_filenames: has_lines,
-        has_line_numbers: has_lines,
-        has_inline_frames: has_lines && options.inline,
-        ..proto::Mapping::default()
-    };
+    let mapping_of =
+        |id: u64, start: u64, limit: u64, filename: i64, build_id: i64| proto::Mapping {
+            id,
+            memory_start: start,
+            memory_limit: limit,
+            filename,
+            build_id,
+            has_functions: true,
+            has_filenames: has_lines,
+            has_line_numbers: has_lines,
+            has_inline_frames: has_lines && options.inline,
+            ..proto::Mapping::default()
+        };
     // One mapping per loaded object (program, dynamic linker, libraries), as
     // pprof gives each its own; a profile that records none gets one
     // mapping for the program covering every address.

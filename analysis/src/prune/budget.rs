@@ -70,7 +70,8 @@ pub(super) fn within_budget(
         full
     } else {
         let order = hottest_first(graph, &full, eligible);
-        let threshold = graph.profile.totals.instructions as f64 * options.threshold_percent / 100.0;
+        let threshold =
+            graph.profile.totals.instructions as f64 * options.threshold_percent / 100.0;
         // The most functions (down to half the budget) that leave room for
         // their other nodes; at half, the costliest other nodes fill the rest.
         let fits = |count: usize| {
@@ -295,7 +296,9 @@ mod tests {
     fn thousands_of_functions_stay_within_the_budget() {
         let profile = profile_of(many_functions(3000));
         let graph = CallGraph::new(&profile);
-        for (threshold, nodes, edges) in [(0.5, 40, 80), (0.0, 40, 80), (0.0, 10, 12), (2.0, 25, 30)] {
+        for (threshold, nodes, edges) in
+            [(0.5, 40, 80), (0.0, 40, 80), (0.0, 10, 12), (2.0, 25, 30)]
+        {
             let pruned = prune(&graph, &options(threshold, nodes, edges)).expect("no regex");
             assert!(pruned.eligible_functions > nodes, "the budget must bind");
             assert!(
@@ -305,7 +308,11 @@ mod tests {
                 pruned.others.len()
             );
             assert!(pruned.edges.len() + pruned.others.len() <= edges);
-            assert!(pruned.functions.len() >= nodes / 2, "{}", pruned.functions.len());
+            assert!(
+                pruned.functions.len() >= nodes / 2,
+                "{}",
+                pruned.functions.len()
+            );
             assert_connected(&graph, &pruned);
         }
     }
@@ -342,7 +349,10 @@ mod tests {
         assert_eq!(pruned.others.len(), 1);
         let other = &pruned.others[0];
         assert_eq!(graph.name(other.caller), "main");
-        assert_eq!((other.instructions, other.calls, other.functions), (26 * 5, 26, 26));
+        assert_eq!(
+            (other.instructions, other.calls, other.functions),
+            (26 * 5, 26, 26)
+        );
         assert_eq!(names.len() + pruned.others.len(), 4);
         assert!(pruned.edges.iter().all(|e| e.kind == EdgeKind::Direct));
     }
