@@ -238,15 +238,11 @@ fn limit_edges(graph: &CallGraph, pruned: &mut PrunedGraph, max_edges: usize) {
     for i in best.into_iter().flatten() {
         keep[i] = true;
     }
-    let mut used = keep.iter().filter(|&&k| k).count() + pruned.others.len();
+    let used = keep.iter().filter(|&&k| k).count() + pruned.others.len();
     let mut rest: Vec<usize> = (0..pruned.edges.len()).filter(|&i| !keep[i]).collect();
     rest.sort_by_key(|&i| (Reverse(pruned.edges[i].inclusive_instructions), i));
-    for i in rest {
-        if used >= max_edges {
-            break;
-        }
+    for i in rest.into_iter().take(max_edges.saturating_sub(used)) {
         keep[i] = true;
-        used += 1;
     }
     let before = pruned.edges.len();
     let mut index = 0;
