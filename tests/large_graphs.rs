@@ -300,3 +300,29 @@ fn the_page_draws_tree_and_flame_graph_without_waiting_for_the_graph() {
         "{drawn} nodes ({nodes} with the legend)"
     );
 }
+
+/// When Graphviz runs out of time, the view draws the graph with its own
+/// simple layout and says so.
+#[test]
+fn the_view_falls_back_to_its_own_layout_when_dot_is_too_slow() {
+    if require_tool("dot", "graphviz").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = large_profile(dir.path());
+    let (_view, url) = start_view(&[
+        profile.to_str().expect("utf-8 path"),
+        "--layout-timeout",
+        "1",
+    ]);
+    let started = Instant::now();
+    let svg = http_get(port_of(&url), "/api/graph.svg?threshold=0&nodes=0");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        svg.contains("Laid out by emuprof, not Graphviz") && svg.contains("within 1 s"),
+        "{}",
+        &svg[..svg.len().min(2000)]
+    );
+    let nodes = graph_nodes(&svg, true);
+    assert!(nodes.len() > 40, "{} nodes: every function", nodes.len());
+}

@@ -3,7 +3,9 @@
 //! (a `host:port` or `unix:PATH` that is not a file) draws a run streamed by
 //! `emuprof run --serve ADDR` in the terminal instead ([`super::stream`]).
 //!
-//! The graph is the DOT export laid out by Graphviz `dot` on the server; the
+//! The graph is the DOT export laid out by Graphviz `dot` on the server
+//! (within `--layout-timeout`; without Graphviz, or when it runs out of
+//! time, the same graph laid out in-process by [`write_layered_svg`]); the
 //! page (`assets/`, emuprof's own HTML, CSS and JavaScript, compiled into the
 //! binary) draws the display tree, the flame graph and the detail pane from
 //! [`ViewData`] and [`FunctionCode`].
@@ -17,6 +19,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use emuprof_analysis::annotate::calls::LineCalls;
 use emuprof_analysis::export::dot::{self, DotOptions};
+use emuprof_analysis::export::layered_svg::write_layered_svg;
 use emuprof_analysis::export::view::{FunctionCode, ViewData};
 use emuprof_analysis::instructions::InstructionCosts;
 use emuprof_analysis::prune::{DEFAULT_MAX_EDGES, DEFAULT_MAX_NODES};
@@ -226,9 +229,16 @@ impl Page<'_> {
             options.prune.max_nodes = max_nodes;
             options.prune.max_edges = self.graph.max_edges;
             let mut dot_text = Vec::new();
-            let svg = dot::write_dot(graph, &options, &mut dot_text)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| super::graphviz::svg(&dot_text, self.graph.layout));
+            if let Err(err) = dot::write_dot(graph, &options, &mut dot_text) {
+                return Response::error(500, &err.to_string());
+            }
+            // Without Graphviz, or when it runs out of time: emuprof's own
+            // simple layout, saying why.
+            let svg = super::graphviz::svg(&dot_text, self.graph.layout).or_else(|err| {
+                let note = format!("Laid out by emuprof, not Graphviz: {err}");
+                let mut svg = Vec::new();
+                write_layered_svg(graph, &options, &note, &mut svg).map(|()| svg)
+            });
             match svg {
                 Ok(svg) => Response::ok("image/svg+xml", svg),
                 Err(err) => Response::error(500, &err.to_string()),
