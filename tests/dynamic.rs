@@ -277,3 +277,90 @@ fn library_code_counting_itself_gives_the_profile_of_every_block_seen() {
         );
     }
 }
+
+/// In reports and exports a dynamically linked program's objects stay apart:
+/// the Callgrind export gives each object its own `ob=` (callgrind_annotate
+/// reads it without a warning and names the libraries' functions with their
+/// object), `diff` of the profile against itself keeps the program's and
+/// the dynamic linker's `_start` in two rows (never one at 199 %), and the
+/// tree names the dynamic linker's.
+#[test]
+fn each_object_stays_apart_in_callgrind_diff_and_tree() {
+    let Some(annotate) = common::tools::require_tool("callgrind_annotate", "valgrind") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = program(dir.path()) else {
+        return;
+    };
+    let profile = dir.path().join("p.json");
+    let profile_arg = profile.to_str().expect("utf-8 path");
+    let run = EmuprofCommand::new(&binary).run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    std::fs::write(&profile, run.profile_bytes.as_deref().expect("a profile")).expect("copy it");
+    let objects: Vec<String> = run.profile()["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| o["path"].as_str().expect("path").to_string())
+        .collect();
+    assert!(objects.len() >= 3, "{objects:?}");
+
+    let callgrind = dir.path().join("callgrind.out");
+    let callgrind_arg = callgrind.to_str().expect("utf-8 path");
+    emuprof_stdout(&[
+        "export",
+        profile_arg,
+        "-f",
+        "callgrind",
+        "-o",
+        callgrind_arg,
+    ]);
+    let text = std::fs::read_to_string(&callgrind).expect("callgrind file");
+    let mut named: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ob=").or_else(|| l.strip_prefix("cob=")))
+        .filter_map(|l| l.split_once(") ").map(|(_, path)| path))
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    let mut expected: Vec<&str> = objects.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(named, expected, "one ob= per object");
+    let annotated = std::process::Command::new(annotate)
+        .arg(&callgrind)
+        .current_dir("/")
+        .output()
+        .expect("run callgrind_annotate");
+    let warnings = String::from_utf8_lossy(&annotated.stderr);
+    assert!(
+        annotated.status.success() && warnings.trim().is_empty(),
+        "{warnings}"
+    );
+    let listing = String::from_utf8_lossy(&annotated.stdout);
+    assert!(
+        listing.lines().any(|l| l.contains("libc.so.6]")),
+        "libc's functions are under libc:\n{listing}"
+    );
+
+    let diff = emuprof_stdout(&["diff", profile_arg, profile_arg, "--all", "--json"]);
+    let diff: serde_json::Value = serde_json::from_str(&diff).expect("diff JSON");
+    let starts: Vec<&serde_json::Value> = diff["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .filter(|f| f["name"] == "_start")
+        .collect();
+    assert_eq!(starts.len(), 2, "{starts:?}");
+    for start in &starts {
+        let share = start["a"]["inclusive_share_percent"]
+            .as_f64()
+            .expect("share");
+        assert!(share <= 100.0, "{start}");
+    }
+    let text = emuprof_stdout(&["diff", profile_arg, profile_arg, "--all"]);
+    assert!(text.contains("_start [program]"), "{text}");
+    assert!(text.contains("_start [ld-linux-x86-64.so.2]"), "{text}");
+    let tree = emuprof_stdout(&["report", profile_arg, "--tree"]);
+    assert!(tree.contains("_start [ld-linux-x86-64.so.2]"), "{tree}");
+}

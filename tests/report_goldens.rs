@@ -81,6 +81,11 @@ fn reports_and_dot_match_goldens() {
             "dot",
             "--threshold",
             "0",
+            // Every function: the golden shows the whole graph's DOT.
+            "--max-nodes",
+            "0",
+            "--max-edges",
+            "0",
             "-o",
             dot_arg,
         ]);

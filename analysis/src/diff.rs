@@ -1,10 +1,13 @@
 //! Comparing two profiles function by function: what `-O3`, LTO or a patch
 //! changed.
 //!
-//! Functions are matched **by name** (the two profiles usually come from two
-//! different binaries, so addresses mean nothing across them). Functions that
-//! share a name within one profile (two `static` helpers in different files)
-//! are added together. A function only in A was removed or inlined away in B; a
+//! Functions are matched **by object and name** (the two profiles usually
+//! come from two different binaries, so addresses mean nothing across them;
+//! the object is the shared library's file name, none for the program's own
+//! functions, so the program's `_start` and the dynamic linker's stay apart).
+//! Functions that share both within one profile (two `static` helpers in
+//! different files) are added together. Where one name has rows of several
+//! objects, the text table names the object (`_start [ld-linux-x86-64.so.2]`). A function only in A was removed or inlined away in B; a
 //! function only in B is new or was newly kept out of line.
 //!
 //! Because every executed instruction belongs to exactly one function, the self
@@ -30,7 +33,7 @@
 //! # Ok::<(), emuprof_analysis::AnalysisError>(())
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use emuprof_model::SimEvent;
@@ -66,21 +69,44 @@ pub struct FunctionCosts {
 pub fn costs_by_name(profile: &Profile) -> BTreeMap<&str, FunctionCosts> {
     let mut by_name: BTreeMap<&str, FunctionCosts> = BTreeMap::new();
     for f in &profile.functions {
-        let costs = by_name.entry(f.name.as_str()).or_default();
-        costs.self_instructions += f.self_instructions;
-        costs.inclusive_instructions += f.inclusive_instructions;
-        costs.calls += f.calls;
-        costs.self_cycles += f.self_cycles;
-        costs.inclusive_cycles += f.inclusive_cycles;
+        by_name.entry(f.name.as_str()).or_default().add(profile, f);
+    }
+    by_name
+}
+
+/// A function as the diff matches it: its object (`None` for the program's
+/// own functions) and its name.
+pub type FunctionKey<'p> = (Option<&'p str>, &'p str);
+
+/// Costs of every function of `profile` by object and name (functions
+/// sharing both are added together), in that order.
+pub fn costs_by_function(profile: &Profile) -> BTreeMap<FunctionKey<'_>, FunctionCosts> {
+    let mut by_key: BTreeMap<FunctionKey, FunctionCosts> = BTreeMap::new();
+    for f in &profile.functions {
+        let costs = by_key
+            .entry((f.object.as_deref(), f.name.as_str()))
+            .or_default();
+        costs.add(profile, f);
+    }
+    by_key
+}
+
+impl FunctionCosts {
+    /// Adds the costs of `f`, a function of `profile`.
+    fn add(&mut self, profile: &Profile, f: &crate::profile::Function) {
+        self.self_instructions += f.self_instructions;
+        self.inclusive_instructions += f.inclusive_instructions;
+        self.calls += f.calls;
+        self.self_cycles += f.self_cycles;
+        self.inclusive_cycles += f.inclusive_cycles;
         if let Some(simulation) = &profile.simulation {
             for (column, &event) in simulation.events.iter().enumerate() {
                 let i = event as usize;
-                costs.self_events[i] += f.self_events.get(column).copied().unwrap_or(0);
-                costs.inclusive_events[i] += f.inclusive_events.get(column).copied().unwrap_or(0);
+                self.self_events[i] += f.self_events.get(column).copied().unwrap_or(0);
+                self.inclusive_events[i] += f.inclusive_events.get(column).copied().unwrap_or(0);
             }
         }
     }
-    by_name
 }
 
 /// Options of [`ProfileDiff::new`].
@@ -119,11 +145,13 @@ impl Presence {
     }
 }
 
-/// One function name compared.
+/// One function compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionDiff {
     /// The function's name.
     pub name: String,
+    /// The shared object holding it (file name); `None` for the program's own.
+    pub object: Option<String>,
     /// In which profiles it ran.
     pub presence: Presence,
     /// Its costs in A (zero when only in B).
@@ -178,17 +206,18 @@ pub struct ProfileDiff {
 impl ProfileDiff {
     /// Compares `a` (the reference) with `b`.
     pub fn new(a: &Profile, b: &Profile, options: &DiffOptions) -> ProfileDiff {
-        let costs_a = costs_by_name(a);
-        let costs_b = costs_by_name(b);
-        let mut names: Vec<&str> = costs_a.keys().chain(costs_b.keys()).copied().collect();
-        names.sort_unstable();
-        names.dedup();
-        let all: Vec<FunctionDiff> = names
+        let costs_a = costs_by_function(a);
+        let costs_b = costs_by_function(b);
+        let mut keys: Vec<FunctionKey> = costs_a.keys().chain(costs_b.keys()).copied().collect();
+        keys.sort_unstable_by_key(|&(object, name)| (name, object));
+        keys.dedup();
+        let all: Vec<FunctionDiff> = keys
             .into_iter()
-            .map(|name| {
-                let (in_a, in_b) = (costs_a.get(name), costs_b.get(name));
+            .map(|key| {
+                let (in_a, in_b) = (costs_a.get(&key), costs_b.get(&key));
                 FunctionDiff {
-                    name: name.to_string(),
+                    name: key.1.to_string(),
+                    object: key.0.map(str::to_string),
                     presence: match (in_a, in_b) {
                         (Some(_), None) => Presence::OnlyInA,
                         (None, Some(_)) => Presence::OnlyInB,
@@ -222,6 +251,7 @@ impl ProfileDiff {
                         .cmp(&x.inclusive_change().unsigned_abs())
                 })
                 .then_with(|| x.name.cmp(&y.name))
+                .then_with(|| x.object.cmp(&y.object))
         });
         ProfileDiff {
             a_command: a.command.clone(),
@@ -303,8 +333,18 @@ pub fn write_text<W: Write>(diff: &ProfileDiff, out: W) -> Result<()> {
         ("change", Align::Right),
         ("function", Align::Left),
     ]);
+    let mut objects_of: BTreeMap<&str, BTreeSet<Option<&str>>> = BTreeMap::new();
+    for f in &diff.functions {
+        objects_of
+            .entry(&f.name)
+            .or_default()
+            .insert(f.object.as_deref());
+    }
     for f in &diff.functions {
         let mut name = f.name.clone();
+        if objects_of[f.name.as_str()].len() > 1 {
+            name = format!("{name} [{}]", f.object.as_deref().unwrap_or("program"));
+        }
         if f.presence != Presence::Both {
             name = format!("{name}  [{}]", f.presence.note());
         }
@@ -404,6 +444,8 @@ struct JsonSide<'a> {
 #[derive(Debug, Serialize)]
 struct JsonFunction<'a> {
     name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object: Option<&'a str>,
     presence: Presence,
     a: JsonCosts,
     b: JsonCosts,
@@ -452,6 +494,7 @@ pub fn write_json<W: Write>(diff: &ProfileDiff, out: W) -> Result<()> {
             .iter()
             .map(|f| JsonFunction {
                 name: &f.name,
+                object: f.object.as_deref(),
                 presence: f.presence,
                 a: json_costs(&f.a, ta),
                 b: json_costs(&f.b, tb),

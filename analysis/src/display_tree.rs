@@ -55,6 +55,11 @@ pub struct TreeRow {
     pub function: Option<FunctionId>,
     /// Function name; for a folded row, how many callees were folded (`"3 callees"`).
     pub name: String,
+    /// The function's shared object, when a function of another object has
+    /// the same name (the dynamic linker's `_start` beside the program's);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
     /// Master rows: all calls of the function. Link and recursive rows: calls
     /// along the edge from the parent row. Folded rows: the sum over the folded edges.
     pub calls: u64,
@@ -129,11 +134,14 @@ impl DisplayTree {
             return Vec::new();
         };
         let root_function = &profile.functions[root as usize];
+        let objects = profile.distinguishing_objects();
+        let object_of = |f: FunctionId| objects[f as usize].map(str::to_string);
         let mut rows = vec![TreeRow {
             depth: 0,
             kind: RowKind::Master,
             function: Some(root),
             name: root_function.name.clone(),
+            object: object_of(root),
             calls: root_function.calls,
             inclusive_instructions: root_function.inclusive_instructions,
             inclusive_percent: profile.percent(root_function.inclusive_instructions),
@@ -171,6 +179,7 @@ impl DisplayTree {
                         folded.len(),
                         if folded.len() == 1 { "" } else { "s" }
                     ),
+                    object: None,
                     calls: folded.iter().map(|&e| graph.edges[e as usize].calls).sum(),
                     inclusive_instructions: inclusive,
                     inclusive_percent: profile.percent(inclusive),
@@ -199,6 +208,7 @@ impl DisplayTree {
                 kind,
                 function: Some(callee),
                 name: function.name.clone(),
+                object: object_of(callee),
                 calls,
                 inclusive_instructions: inclusive,
                 inclusive_percent: profile.percent(inclusive),

@@ -419,6 +419,34 @@ impl Profile {
         self.code.as_ref()?.instruction_before(node.return_address?)
     }
 
+    /// Per function: its shared object, when a function of another object
+    /// has the same name (the program's `_start` and the dynamic linker's);
+    /// `None` otherwise and for the program's own functions. Reports show it
+    /// beside the name so that rows of the same name can be told apart.
+    pub fn distinguishing_objects(&self) -> Vec<Option<&str>> {
+        let mut objects: std::collections::HashMap<&str, Option<&str>> = Default::default();
+        let mut shared: std::collections::HashSet<&str> = Default::default();
+        for f in &self.functions {
+            match objects.get(f.name.as_str()) {
+                Some(&object) if object != f.object.as_deref() => {
+                    shared.insert(&f.name);
+                }
+                Some(_) => {}
+                None => {
+                    objects.insert(&f.name, f.object.as_deref());
+                }
+            }
+        }
+        self.functions
+            .iter()
+            .map(|f| {
+                f.object
+                    .as_deref()
+                    .filter(|_| shared.contains(f.name.as_str()))
+            })
+            .collect()
+    }
+
     /// `part` as a percentage of the total cost (0 when the total is 0).
     pub fn percent(&self, part: u64) -> f64 {
         if self.totals.instructions == 0 {

@@ -7,7 +7,12 @@
 //! labelled with how many levels it skips. Because every calling context has a
 //! kept ancestor (the root at worst), no kept function is ever left without a
 //! caller (a spawned thread's root is no call: nothing connects across a
-//! spawn; [`crate::export::dot`] draws spawn edges itself). Hot-path mode then keeps only the edges along the hottest path(s).
+//! spawn; [`crate::export::dot`] draws spawn edges itself). The drawing
+//! budget ([`budget`]) then keeps at most so many nodes and edges, hottest
+//! paths first, and sums what it leaves out into "other" nodes. Hot-path mode
+//! then keeps only the edges along the hottest path(s).
+
+mod budget;
 
 use regex::RegexSet;
 use rustc_hash::FxHashMap;
@@ -17,6 +22,13 @@ use crate::error::{AnalysisError, Result};
 use crate::profile::FunctionId;
 use crate::threads::{per_thread_keys, spawned_roots, thread_of_contexts};
 use crate::tree::{Children, Visit};
+
+pub use budget::OtherNode;
+
+/// The node budget of [`PruneOptions::default`]: what one screen shows readably.
+pub const DEFAULT_MAX_NODES: usize = 40;
+/// The edge budget of [`PruneOptions::default`].
+pub const DEFAULT_MAX_EDGES: usize = 80;
 
 /// Marks a dropped spawned-thread root on the path of kept ancestors.
 const NO_NODE: u32 = u32::MAX;
@@ -38,6 +50,13 @@ pub struct PruneOptions {
     /// follow the costliest non-recursive edge (every one of them on a tie) while
     /// it costs at least the threshold. Default: false.
     pub hot_path: bool,
+    /// Draw at most this many nodes (functions and "other" nodes), hottest
+    /// paths first ([`budget`]); `None`: no limit. Default:
+    /// [`DEFAULT_MAX_NODES`].
+    pub max_nodes: Option<usize>,
+    /// Draw at most this many edges, keeping the one that brings each drawn
+    /// function in; `None`: no limit. Default: [`DEFAULT_MAX_EDGES`].
+    pub max_edges: Option<usize>,
 }
 
 impl Default for PruneOptions {
@@ -47,6 +66,8 @@ impl Default for PruneOptions {
             include: Vec::new(),
             exclude: Vec::new(),
             hot_path: false,
+            max_nodes: Some(DEFAULT_MAX_NODES),
+            max_edges: Some(DEFAULT_MAX_EDGES),
         }
     }
 }
@@ -89,6 +110,13 @@ pub struct PrunedGraph {
     pub functions: Vec<FunctionId>,
     /// Edges between kept functions, sorted by (caller, callee, direct first).
     pub edges: Vec<PrunedEdge>,
+    /// What the node budget left out below each kept function, by caller
+    /// (empty when the budget left out no function).
+    pub others: Vec<OtherNode>,
+    /// How many functions the threshold and patterns kept before the budget.
+    pub eligible_functions: usize,
+    /// How many edges the edge budget left out.
+    pub hidden_edges: usize,
 }
 
 /// Prunes `graph`. Fails only on an invalid regex.
@@ -114,7 +142,7 @@ pub fn prune(graph: &CallGraph, options: &PruneOptions) -> Result<PrunedGraph> {
                     && !exclude.is_match(&f.name))
         })
         .collect();
-    let mut pruned = connect(graph, &keep);
+    let mut pruned = budget::within_budget(graph, &keep, options);
     if options.hot_path {
         pruned = hottest_paths(graph, pruned, options.threshold_percent);
     }
@@ -237,7 +265,11 @@ fn connect(graph: &CallGraph, keep: &[bool]) -> PrunedGraph {
     let functions = (0..keep.len() as FunctionId)
         .filter(|&f| keep[f as usize])
         .collect();
-    PrunedGraph { functions, edges }
+    PrunedGraph {
+        functions,
+        edges,
+        ..PrunedGraph::default()
+    }
 }
 
 /// Keeps the edges on the hottest path(s) from the root and the functions on them.
@@ -290,6 +322,12 @@ fn hottest_paths(graph: &CallGraph, pruned: PrunedGraph, threshold_percent: f64)
             .zip(keep_edge)
             .filter_map(|(e, keep)| keep.then_some(e))
             .collect(),
+        others: pruned
+            .others
+            .into_iter()
+            .filter(|o| on_path[o.caller as usize])
+            .collect(),
+        ..pruned
     }
 }
 

@@ -261,6 +261,41 @@ pub fn worker_threads() -> RawTreeBuilder {
     tree
 }
 
+/// A large profile shaped like an interpreter's: `functions` functions
+/// (`main`, then `fn_00001`…) whose contexts hang under earlier contexts in a
+/// fixed pseudo-random pattern (a third of the functions are called from a
+/// second context too, some of them recursively), with self costs spread
+/// over six orders of magnitude. The same tree on every call; for tests of
+/// what must stay fast and readable on real programs' sizes.
+pub fn many_functions(functions: usize) -> RawTreeBuilder {
+    let mut tree = RawTreeBuilder::new("main", 100);
+    let mut contexts: Vec<NodeId> = vec![0];
+    let mut taken: rustc_hash::FxHashSet<(NodeId, usize)> = Default::default();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for function in 1..functions.max(1) {
+        let name = format!("fn_{function:05}");
+        let r = next();
+        let calls = 1 + r % 50;
+        let self_instructions = 1 + (r >> 8) % (1 << ((r >> 40) % 20));
+        let parent = contexts[(next() % contexts.len() as u64) as usize];
+        taken.insert((parent, function));
+        contexts.push(tree.call(parent, &name, calls, self_instructions));
+        if r % 3 == 0 {
+            let other = contexts[(next() % contexts.len() as u64) as usize];
+            if taken.insert((other, function)) {
+                contexts.push(tree.call(other, &name, 1 + calls / 2, 1 + self_instructions / 2));
+            }
+        }
+    }
+    tree
+}
+
 /// The function of `profile` named `name`; panics when there is none (for
 /// tests).
 pub fn function<'p>(profile: &'p crate::Profile, name: &str) -> &'p crate::Function {

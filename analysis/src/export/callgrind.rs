@@ -28,6 +28,13 @@
 //!   count of its most executed instruction (exact for straight-line inlined
 //!   bodies, an estimate for inlined loops). Without `inline`, inlined code stays
 //!   in the function it was inlined into, at the line of the inline site.
+//! - Objects: each loaded object (`Profile::objects`: the program, its
+//!   dynamic linker, the shared libraries) has its own `ob=`, as Callgrind
+//!   writes them; a call into another object says so with `cob=`. A
+//!   function belongs to the object whose address range holds its start
+//!   (code outside every recorded object: the program's), so functions of
+//!   the same name in two objects (the program's and `ld.so`'s `_start`)
+//!   stay apart.
 //! - Names are compressed (`fn=(3) name` once, `fn=(3)` afterwards).
 //! - Threads: a multi-thread profile is written as one part covering every
 //!   thread, as Callgrind does by default (`--separate-threads=no`); a spawn
@@ -67,7 +74,9 @@ const UNKNOWN_FILE: &str = "???";
 pub struct CallgrindOptions {
     /// Show inlined functions as their own functions. Default: true.
     pub inline: bool,
-    /// The `ob=` line: path of the profiled binary. Default: none.
+    /// The `ob=` path of the profiled binary (the other objects are named
+    /// by their recorded paths). Default: none (the recorded path of
+    /// `objects[0]`, and no `ob=` for the program when nothing is recorded).
     pub object: Option<String>,
     /// The `thread:` header line: the guest thread id of a one-thread view.
     /// Default: none (the file covers the whole process).
@@ -206,6 +215,10 @@ struct CallCost {
     cost: Costs,
 }
 
+/// A function of the file: the index of its object in `Profile::objects`
+/// (0, the program, for code outside every recorded object) and its name.
+type FnKey = (usize, String);
+
 /// Everything written for one function.
 #[derive(Debug, Default)]
 struct FunctionEntry {
@@ -214,7 +227,17 @@ struct FunctionEntry {
     /// Self cost per instruction.
     lines: BTreeMap<CostPosition, Costs>,
     /// Calls per (callee, call instruction position).
-    calls: BTreeMap<(String, CostPosition), CallCost>,
+    calls: BTreeMap<(FnKey, CostPosition), CallCost>,
+}
+
+/// The object holding `address`: its index in `profile.objects`, 0 (the
+/// program) when none does.
+fn object_of(profile: &Profile, address: u64) -> usize {
+    profile
+        .objects
+        .iter()
+        .position(|o| o.start <= address && address < o.end)
+        .unwrap_or(0)
 }
 
 impl FunctionEntry {
@@ -242,11 +265,12 @@ pub fn write_callgrind<W: Write>(
     out: W,
 ) -> io::Result<()> {
     let columns = Columns::new(profile, options.first);
-    let mut functions: BTreeMap<String, FunctionEntry> = BTreeMap::new();
-    add_self_and_inline_costs(costs, &columns, options.inline, &mut functions);
+    let mut functions: BTreeMap<FnKey, FunctionEntry> = BTreeMap::new();
+    add_self_and_inline_costs(profile, costs, &columns, options.inline, &mut functions);
     add_calls(profile, costs, &columns, &mut functions);
     for function in &profile.functions {
-        if let Some(entry) = functions.get_mut(&function.name) {
+        let key = (object_of(profile, function.address), function.name.clone());
+        if let Some(entry) = functions.get_mut(&key) {
             if entry.home.is_none() {
                 entry.home = function.file.clone();
             }
@@ -267,14 +291,16 @@ fn position_of(instruction: &InstructionCost, inline: bool) -> Position {
 }
 
 fn add_self_and_inline_costs(
+    profile: &Profile,
     costs: &InstructionCosts,
     columns: &Columns,
     inline: bool,
-    functions: &mut BTreeMap<String, FunctionEntry>,
+    functions: &mut BTreeMap<FnKey, FunctionEntry>,
 ) {
-    let mut site_addresses: FxHashMap<(String, String, Position), u64> = FxHashMap::default();
+    let mut site_addresses: FxHashMap<(FnKey, String, Position), u64> = FxHashMap::default();
     for instruction in &costs.instructions {
         let own = &costs.functions[instruction.function as usize].name;
+        let object = object_of(profile, instruction.address);
         let inlined = if inline {
             instruction.inlined()
         } else {
@@ -284,7 +310,7 @@ fn add_self_and_inline_costs(
         let cost = columns.instruction(instruction);
         add(
             functions
-                .entry(name.to_string())
+                .entry((object, name.to_string()))
                 .or_default()
                 .lines
                 .entry(at(position_of(instruction, inline), instruction.address))
@@ -304,13 +330,17 @@ fn add_self_and_inline_costs(
             );
             // One call line per inline site, at the first instruction seen for it.
             let address = *site_addresses
-                .entry((caller.to_string(), callee.to_string(), position.clone()))
+                .entry((
+                    (object, caller.to_string()),
+                    callee.to_string(),
+                    position.clone(),
+                ))
                 .or_insert(instruction.address);
             let call = functions
-                .entry(caller.to_string())
+                .entry((object, caller.to_string()))
                 .or_default()
                 .calls
-                .entry((callee.to_string(), at(position, address)))
+                .entry(((object, callee.to_string()), at(position, address)))
                 .or_default();
             call.calls = call.calls.max(instruction.executions);
             add(&mut call.cost, &cost);
@@ -325,7 +355,7 @@ fn add_calls(
     profile: &Profile,
     costs: &InstructionCosts,
     columns: &Columns,
-    functions: &mut BTreeMap<String, FunctionEntry>,
+    functions: &mut BTreeMap<FnKey, FunctionEntry>,
 ) {
     let sites = call_sites(costs);
     let outermost = outermost_calls(profile);
@@ -352,15 +382,16 @@ fn add_calls(
             .or_else(|| sites.get(&(caller.address, callee.address)).cloned())
             .or_else(|| Some(at((caller.file.clone()?, caller.line?), caller.address)))
             .unwrap_or_else(|| (UNKNOWN_FILE.into(), caller.address, 0));
+        let callee_key = (object_of(profile, callee.address), callee.name.clone());
         let call = functions
-            .entry(caller.name.clone())
+            .entry((object_of(profile, caller.address), caller.name.clone()))
             .or_default()
             .calls
-            .entry((callee.name.clone(), position))
+            .entry((callee_key.clone(), position))
             .or_default();
         call.calls += node.calls;
         add(&mut call.cost, &cost);
-        functions.entry(callee.name.clone()).or_default();
+        functions.entry(callee_key).or_default();
     }
 }
 
@@ -412,6 +443,7 @@ struct Writer<W: Write> {
     out: io::BufWriter<W>,
     files: FxHashMap<String, usize>,
     names: FxHashMap<String, usize>,
+    objects: FxHashMap<String, usize>,
 }
 
 impl<W: Write> Writer<W> {
@@ -420,6 +452,7 @@ impl<W: Write> Writer<W> {
             out: io::BufWriter::new(out),
             files: FxHashMap::default(),
             names: FxHashMap::default(),
+            objects: FxHashMap::default(),
         }
     }
 
@@ -443,13 +476,17 @@ impl<W: Write> Writer<W> {
         Self::compressed(&mut self.names, name)
     }
 
+    fn object(&mut self, name: &str) -> String {
+        Self::compressed(&mut self.objects, name)
+    }
+
     fn write(
         mut self,
         profile: &Profile,
         columns: &Columns,
         total: &[u64],
         options: &CallgrindOptions,
-        functions: &BTreeMap<String, FunctionEntry>,
+        functions: &BTreeMap<FnKey, FunctionEntry>,
     ) -> io::Result<()> {
         writeln!(self.out, "# callgrind format")?;
         writeln!(self.out, "version: 1")?;
@@ -480,22 +517,35 @@ impl<W: Write> Writer<W> {
         writeln!(self.out, "events: {}", names.join(" "))?;
         writeln!(self.out, "summary: {}", text(total))?;
         writeln!(self.out)?;
-        if let Some(object) = &options.object {
-            writeln!(self.out, "ob=(1) {object}")?;
-        }
-        let homes: FxHashMap<&str, String> = functions
+        // The `ob=` path of each object; None: the program's is unknown.
+        let object_path = |index: usize| -> Option<String> {
+            match (index, &options.object) {
+                (0, Some(program)) => Some(program.clone()),
+                _ => profile.objects.get(index).map(|o| o.path.clone()),
+            }
+        };
+        let homes: FxHashMap<&FnKey, String> = functions
             .iter()
-            .map(|(name, entry)| {
+            .map(|(key, entry)| {
                 let home = entry
                     .home
                     .clone()
                     .or_else(|| entry.lines.keys().next().map(|(f, _, _)| f.clone()))
                     .unwrap_or_else(|| UNKNOWN_FILE.into());
-                (name.as_str(), home)
+                (key, home)
             })
             .collect();
-        for (name, entry) in functions {
-            let home = &homes[name.as_str()];
+        let mut current_object = None;
+        for (key, entry) in functions {
+            let (object, name) = key;
+            if current_object != Some(*object) {
+                if let Some(path) = object_path(*object) {
+                    let ob = self.object(&path);
+                    writeln!(self.out, "ob={ob}")?;
+                }
+                current_object = Some(*object);
+            }
+            let home = &homes[key];
             let fl = self.file(home);
             let function = self.name(name);
             writeln!(self.out, "fl={fl}\nfn={function}")?;
@@ -516,16 +566,20 @@ impl<W: Write> Writer<W> {
                     writeln!(self.out, "{key}={id}")?;
                     current = file.clone();
                 }
-                let callee_home = homes
-                    .get(callee.as_str())
-                    .map_or(UNKNOWN_FILE, String::as_str);
+                let callee_home = homes.get(callee).map_or(UNKNOWN_FILE, String::as_str);
+                if callee.0 != *object {
+                    if let Some(path) = object_path(callee.0) {
+                        let cob = self.object(&path);
+                        writeln!(self.out, "cob={cob}")?;
+                    }
+                }
                 // As Callgrind: no `cfi=` for a callee in the current file
                 // (callgrind_annotate then names caller and callee alike).
                 if callee_home != current || current != *home {
                     let cfi = self.file(callee_home);
                     writeln!(self.out, "cfi={cfi}")?;
                 }
-                let cfn = self.name(callee);
+                let cfn = self.name(&callee.1);
                 let (callee_address, callee_line) = functions
                     .get(callee)
                     .map_or((0, 0), FunctionEntry::entry_point);

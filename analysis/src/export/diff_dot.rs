@@ -1,7 +1,9 @@
 //! The call graphs of two profiles drawn as one Graphviz DOT graph, coloured
 //! by how each function's inclusive cost changed from A to B.
 //!
-//! Functions and edges are matched by name. A node is filled red when its
+//! Functions and edges are matched by object and name, as in
+//! [`crate::diff`] (a name that several objects have is labelled with its
+//! object). A node is filled red when its
 //! inclusive cost grew and green when it shrank, darker the larger the change
 //! as a share of A's total (five steps, explained in the legend); unchanged
 //! nodes are white. A function only in A has a dashed border, one only in B a
@@ -17,7 +19,7 @@ use std::io::Write;
 
 use super::dot::{escape, write_header};
 use crate::callgraph::CallGraph;
-use crate::diff::costs_by_name;
+use crate::diff::{costs_by_function, FunctionKey};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::report::format::grouped;
@@ -67,16 +69,19 @@ fn colour(change: i128, change_percent: f64) -> (&'static str, &'static str) {
     (fill, if step >= 3 { "white" } else { "black" })
 }
 
-/// Calls per (caller name, callee name) edge of a profile.
-fn edges_by_name(profile: &Profile) -> BTreeMap<(String, String), u64> {
+/// Calls per (caller, callee) edge of a profile, functions keyed by object
+/// and name.
+fn edges_by_function(profile: &Profile) -> BTreeMap<(FunctionKey<'_>, FunctionKey<'_>), u64> {
     let graph = CallGraph::new(profile);
+    let key = |id: u32| {
+        let f = &profile.functions[id as usize];
+        (f.object.as_deref(), f.name.as_str())
+    };
     let mut edges = BTreeMap::new();
     for edge in &graph.edges {
-        let key = (
-            graph.name(edge.caller).to_string(),
-            graph.name(edge.callee).to_string(),
-        );
-        *edges.entry(key).or_insert(0) += edge.calls;
+        *edges
+            .entry((key(edge.caller), key(edge.callee)))
+            .or_insert(0) += edge.calls;
     }
     edges
 }
@@ -94,11 +99,11 @@ pub fn write_diff_dot<W: Write>(
 ) -> Result<()> {
     let mut out = std::io::BufWriter::new(out);
     let (total_a, total_b) = (a.totals.instructions, b.totals.instructions);
-    let (costs_a, costs_b) = (costs_by_name(a), costs_by_name(b));
-    let mut names: Vec<&str> = costs_a.keys().chain(costs_b.keys()).copied().collect();
-    names.sort_unstable();
+    let (costs_a, costs_b) = (costs_by_function(a), costs_by_function(b));
+    let mut names: Vec<FunctionKey> = costs_a.keys().chain(costs_b.keys()).copied().collect();
+    names.sort_unstable_by_key(|&(object, name)| (name, object));
     names.dedup();
-    let kept: BTreeMap<&str, usize> = names
+    let kept: BTreeMap<FunctionKey, usize> = names
         .into_iter()
         .filter(|name| {
             let (ca, cb) = (
@@ -125,8 +130,16 @@ pub fn write_diff_dot<W: Write>(
         percent_change(total_a, total_b)
     );
     write_header(&mut out, "emuprof_diff", &title)?;
-    for (&name, &id) in &kept {
-        let (in_a, in_b) = (costs_a.get(name), costs_b.get(name));
+    let mut objects_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, name) in kept.keys() {
+        *objects_of.entry(name).or_default() += 1;
+    }
+    for (&key, &id) in &kept {
+        let (in_a, in_b) = (costs_a.get(&key), costs_b.get(&key));
+        let name = match (key, objects_of[key.1] > 1) {
+            ((object, name), true) => format!("{name} [{}]", object.unwrap_or("program")),
+            ((_, name), false) => name.to_string(),
+        };
         let (ca, cb) = (
             in_a.copied().unwrap_or_default(),
             in_b.copied().unwrap_or_default(),
@@ -144,7 +157,7 @@ pub fn write_diff_dot<W: Write>(
         writeln!(
             out,
             "  f{id} [label=\"{}\\nincl {} ({})\\nself {}\\ncalls {}{note}\", style=\"{style}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"];",
-            escape(name),
+            escape(&name),
             arrow(ca.inclusive_instructions, cb.inclusive_instructions),
             percent_change(ca.inclusive_instructions, cb.inclusive_instructions),
             arrow(ca.self_instructions, cb.self_instructions),
@@ -164,15 +177,14 @@ fn write_edges<W: Write>(
     out: &mut W,
     a: &Profile,
     b: &Profile,
-    kept: &BTreeMap<&str, usize>,
+    kept: &BTreeMap<FunctionKey, usize>,
 ) -> Result<()> {
-    let (edges_a, edges_b) = (edges_by_name(a), edges_by_name(b));
-    let mut keys: Vec<&(String, String)> = edges_a.keys().chain(edges_b.keys()).collect();
+    let (edges_a, edges_b) = (edges_by_function(a), edges_by_function(b));
+    let mut keys: Vec<&(FunctionKey, FunctionKey)> = edges_a.keys().chain(edges_b.keys()).collect();
     keys.sort_unstable();
     keys.dedup();
     for key in keys {
-        let (Some(caller), Some(callee)) = (kept.get(key.0.as_str()), kept.get(key.1.as_str()))
-        else {
+        let (Some(caller), Some(callee)) = (kept.get(&key.0), kept.get(&key.1)) else {
             continue;
         };
         let (in_a, in_b) = (edges_a.get(key), edges_b.get(key));

@@ -13,12 +13,18 @@
 //! (brown outline); functions and call edges that more than one thread ran
 //! say how many; the legend explains both. Spawn edges are drawn when both
 //! ends are kept. A single-thread profile's DOT has none of this.
+//!
+//! The drawing budget ([`crate::prune`]: 40 nodes and 80 edges by default)
+//! keeps large profiles readable: the code below a drawn function that the
+//! budget left out is one dashed grey "other" node under it (`N other
+//! functions`, its share of the total), and the title says how many functions
+//! and edges were left out.
 
 use std::io::Write;
 
 use crate::callgraph::CallGraph;
 use crate::error::Result;
-use crate::prune::{prune, EdgeKind, PruneOptions, PrunedEdge};
+use crate::prune::{prune, EdgeKind, OtherNode, PruneOptions, PrunedEdge, PrunedGraph};
 use crate::report::format::{grouped, percent};
 
 /// Options of the DOT export.
@@ -106,16 +112,18 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> R
     let pruned = prune(graph, &options.prune)?;
     let mut out = std::io::BufWriter::new(out);
     let title = format!(
-        "{}\\n{} instructions{}",
+        "{}\\n{} instructions{}{}",
         escape(&profile.command.join(" ")),
         grouped(profile.totals.instructions),
         profile
             .partial
             .as_ref()
-            .map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p)))
+            .map_or(String::new(), |p| format!(" (PARTIAL: {})", escape(p))),
+        budget_note(&pruned, &options.prune)
     );
     write_header(&mut out, "emuprof", &title)?;
     let threaded = profile.threads.len() > 1;
+    let objects = profile.distinguishing_objects();
     for &id in &pruned.functions {
         let f = &profile.functions[id as usize];
         let inclusive = profile.percent(f.inclusive_instructions);
@@ -130,12 +138,16 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> R
         }
         writeln!(
             out,
-            "  f{id} [label=\"{}\\nself {}  incl {}\\n{}{threads}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"{outline}];",
+            "  f{id} [label=\"{}{}\\nself {}  incl {}\\n{}{threads}\", fillcolor=\"{fill}\", fontcolor=\"{font}\"{outline}];",
             escape(&f.name),
+            objects[id as usize].map_or(String::new(), |o| format!(" [{}]", escape(o))),
             percent(profile.percent(f.self_instructions)),
             percent(inclusive),
             plural(f.calls, "call"),
         )?;
+    }
+    for other in &pruned.others {
+        write_other(&mut out, graph, other)?;
     }
     for edge in &pruned.edges {
         write_edge(&mut out, graph, edge)?;
@@ -158,6 +170,52 @@ pub fn write_dot<W: Write>(graph: &CallGraph, options: &DotOptions, out: W) -> R
     }
     writeln!(out, "}}")?;
     out.flush()?;
+    Ok(())
+}
+
+/// The title's line on what the budget left out; empty when it left out nothing.
+fn budget_note(pruned: &PrunedGraph, options: &PruneOptions) -> String {
+    let mut parts = Vec::new();
+    if pruned.functions.len() < pruned.eligible_functions && !options.hot_path {
+        parts.push(format!(
+            "{} of {} functions at or above {}% drawn, hottest paths first (node budget {})",
+            pruned.functions.len(),
+            grouped(pruned.eligible_functions as u64),
+            options.threshold_percent,
+            options.max_nodes.map_or("none".into(), |n| n.to_string())
+        ));
+    }
+    if pruned.hidden_edges > 0 {
+        parts.push(format!(
+            "{} weaker edges left out (edge budget {})",
+            grouped(pruned.hidden_edges as u64),
+            options.max_edges.map_or("none".into(), |n| n.to_string())
+        ));
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!("\\n{}", parts.join("; ")),
+    }
+}
+
+/// The "other" node below a drawn function and the edge to it.
+fn write_other<W: Write>(out: &mut W, graph: &CallGraph, other: &OtherNode) -> Result<()> {
+    let profile = graph.profile;
+    writeln!(
+        out,
+        "  o{} [label=\"{}\\nself {}\", style=\"rounded,dashed,filled\", fillcolor=\"#f0f0f0\", color=\"#707070\", fontcolor=\"#505050\"];",
+        other.caller,
+        plural(u64::from(other.functions), "other function"),
+        percent(profile.percent(other.instructions)),
+    )?;
+    writeln!(
+        out,
+        "  f{} -> o{} [label=\"{}\\n{} instr\", style=dashed, color=\"#707070\", fontcolor=\"#505050\"];",
+        other.caller,
+        other.caller,
+        plural(other.calls, "call"),
+        grouped(other.instructions)
+    )?;
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! | format | module | read by |
 //! |---|---|---|
 //! | Graphviz DOT call graph / diff call graph | [`dot`], [`diff_dot`] | Graphviz (`emuprof export -f svg` runs `dot -Tsvg`) |
+//! | the call graph as SVG laid out in-process, when Graphviz is missing or too slow | [`layered_svg`] | `emuprof view`, any browser |
 //! | Callgrind | [`callgrind`] | `callgrind_annotate`, KCachegrind, QCachegrind |
 //! | folded stacks | [`folded`] | inferno, `flamegraph.pl`, speedscope |
 //! | flame graph / differential flame graph SVG | [`flamegraph`] | any browser |
@@ -20,6 +21,7 @@ pub mod diff_dot;
 pub mod dot;
 pub mod flamegraph;
 pub mod folded;
+pub mod layered_svg;
 pub mod pprof;
 pub mod pprof_proto;
 pub mod speedscope;

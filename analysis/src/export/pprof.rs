@@ -126,23 +126,43 @@ fn build(
         .max()
         .unwrap_or(0);
     let has_lines = costs.is_some();
+    let mapping_of =
+        |id: u64, start: u64, limit: u64, filename: i64, build_id: i64| proto::Mapping {
+            id,
+            memory_start: start,
+            memory_limit: limit,
+            filename,
+            build_id,
+            has_functions: true,
+            has_filenames: has_lines,
+            has_line_numbers: has_lines,
+            has_inline_frames: has_lines && options.inline,
+            ..proto::Mapping::default()
+        };
+    // One mapping per loaded object (program, dynamic linker, libraries), as
+    // pprof gives each its own; a profile that records none gets one
+    // mapping for the program covering every address.
+    let mapping = if profile.objects.is_empty() {
+        vec![mapping_of(1, 0, memory_limit, binary, 0)]
+    } else {
+        let objects = profile.objects.clone();
+        objects
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let filename = builder.string(&o.path);
+                let build_id = builder.string(o.build_id.as_deref().unwrap_or(""));
+                mapping_of(i as u64 + 1, o.start, o.end, filename, build_id)
+            })
+            .collect()
+    };
     proto::Profile {
         sample_type: vec![proto::ValueType {
             r#type: instructions,
             unit: count,
         }],
         sample: samples,
-        mapping: vec![proto::Mapping {
-            id: 1,
-            memory_start: 0,
-            memory_limit,
-            filename: binary,
-            has_functions: true,
-            has_filenames: has_lines,
-            has_line_numbers: has_lines,
-            has_inline_frames: has_lines && options.inline,
-            ..proto::Mapping::default()
-        }],
+        mapping,
         location: builder.locations,
         function: builder.functions,
         string_table: builder.strings,
@@ -297,9 +317,17 @@ impl Builder<'_> {
             line: i64::from(line),
         });
         let id = self.locations.len() as u64 + 1;
+        // The object holding the address; the program's (as in the
+        // Callgrind export) for code outside every recorded object.
+        let mapping_id = self
+            .profile
+            .objects
+            .iter()
+            .position(|o| o.start <= address && address < o.end)
+            .map_or(1, |i| i as u64 + 1);
         self.locations.push(proto::Location {
             id,
-            mapping_id: 1,
+            mapping_id,
             address,
             line: lines,
             is_folded: false,

@@ -62,6 +62,10 @@ pub struct ViewFunction {
     pub id: FunctionId,
     /// Demangled name.
     pub name: String,
+    /// Its shared object, when a function of another object has the same
+    /// name ([`crate::Profile::distinguishing_objects`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
     /// Source file of the function, when known.
     pub file: Option<String>,
     /// Source line of the function, when known.
@@ -110,6 +114,7 @@ impl ViewData {
     /// The page data of `graph`, its display tree folded at `threshold_percent`.
     pub fn new(graph: &CallGraph, threshold_percent: f64) -> ViewData {
         let profile = graph.profile;
+        let objects = profile.distinguishing_objects();
         let functions = profile
             .functions
             .iter()
@@ -120,6 +125,7 @@ impl ViewData {
                 ViewFunction {
                     id: id as FunctionId,
                     name: f.name.clone(),
+                    object: objects[id].map(str::to_string),
                     file: f.file.clone(),
                     line: f.line,
                     self_instructions: f.self_instructions,

@@ -97,6 +97,7 @@ fn with_inlined(rows: Vec<TreeRow>, graph: &CallGraph, options: &TreeOptions) ->
                 kind: RowKind::Inlined,
                 function: None,
                 name: name.clone(),
+                object: None,
                 calls: 0,
                 inclusive_instructions: *instructions,
                 inclusive_percent: share,
@@ -142,7 +143,14 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &TreeOptions, mut out: W
             } else {
                 grouped(row.calls)
             },
-            format!("{}{marker}{}", "  ".repeat(row.depth as usize), row.name),
+            format!(
+                "{}{marker}{}{}",
+                "  ".repeat(row.depth as usize),
+                row.name,
+                row.object
+                    .as_ref()
+                    .map_or(String::new(), |o| format!(" [{o}]"))
+            ),
         ]);
     }
     table.write(&mut out)?;

@@ -3,7 +3,9 @@
 //! (a `host:port` or `unix:PATH` that is not a file) draws a run streamed by
 //! `emuprof run --serve ADDR` in the terminal instead ([`super::stream`]).
 //!
-//! The graph is the DOT export laid out by Graphviz `dot` on the server; the
+//! The graph is the DOT export laid out by Graphviz `dot` on the server
+//! (within `--layout-timeout`; without Graphviz, or when it runs out of
+//! time, the same graph laid out in-process by [`write_layered_svg`]); the
 //! page (`assets/`, emuprof's own HTML, CSS and JavaScript, compiled into the
 //! binary) draws the display tree, the flame graph and the detail pane from
 //! [`ViewData`] and [`FunctionCode`].
@@ -18,11 +20,14 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use emuprof_analysis::annotate::calls::LineCalls;
 use emuprof_analysis::export::dot::{self, DotOptions};
+use emuprof_analysis::export::layered_svg::write_layered_svg;
 use emuprof_analysis::export::view::{FunctionCode, ViewData};
 use emuprof_analysis::instructions::InstructionCosts;
+use emuprof_analysis::prune::{DEFAULT_MAX_EDGES, DEFAULT_MAX_NODES};
 use emuprof_analysis::{CallGraph, Profile};
 
 use super::annotate::CodeArgs;
+use super::export::{layout_time_limit, limit};
 use super::profile_file;
 use super::stream::{Address, Over, Subscription};
 use http::{Request, Response};
@@ -56,6 +61,16 @@ pub struct ViewArgs {
     /// Open the page in the default browser (xdg-open).
     #[arg(long)]
     pub open: bool,
+    /// Draw at most N nodes in the call graph (the page can change it; 0: no limit).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_NODES)]
+    pub max_nodes: usize,
+    /// Draw at most N edges in the call graph (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_EDGES)]
+    pub max_edges: usize,
+    /// Seconds Graphviz `dot` may take to lay out the graph before it is
+    /// stopped (the page then says so; tree and flame graph are unaffected).
+    #[arg(long, value_name = "SECONDS", default_value_t = super::graphviz::DEFAULT_TIME_LIMIT.as_secs_f64())]
+    pub layout_timeout: f64,
     /// Binary and inline options (source lines and instructions of the detail pane).
     #[command(flatten)]
     pub code: CodeArgs,
@@ -89,6 +104,7 @@ pub fn run(args: ViewArgs) -> Result<i32> {
         let page = Page {
             source: Source::Stream(&subscription),
             costs: None,
+            graph: GraphLimits::of(&args)?,
         };
         return serve_page(&args, &format!("the run streamed at {address}"), &page);
     }
@@ -98,6 +114,7 @@ pub fn run(args: ViewArgs) -> Result<i32> {
     let page = Page {
         source: Source::File(&graph),
         costs: costs.as_ref(),
+        graph: GraphLimits::of(&args)?,
     };
     serve_page(&args, &args.profile.display().to_string(), &page)
 }
@@ -134,6 +151,24 @@ fn open_browser(url: &str) {
 struct Page<'p> {
     source: Source<'p>,
     costs: Option<&'p InstructionCosts>,
+    graph: GraphLimits,
+}
+
+/// How much of the call graph is drawn, and how long `dot` may take.
+struct GraphLimits {
+    max_nodes: Option<usize>,
+    max_edges: Option<usize>,
+    layout: std::time::Duration,
+}
+
+impl GraphLimits {
+    fn of(args: &ViewArgs) -> Result<GraphLimits> {
+        Ok(GraphLimits {
+            max_nodes: limit(args.max_nodes),
+            max_edges: limit(args.max_edges),
+            layout: layout_time_limit(args.layout_timeout)?,
+        })
+    }
 }
 
 /// Where the page's profile comes from.
@@ -157,7 +192,7 @@ impl Page<'_> {
                 include_str!("assets/view.js"),
             ),
             "/api/data" => self.data(threshold(request)),
-            "/api/graph.svg" => self.svg(threshold(request)),
+            "/api/graph.svg" => self.svg(request),
             "/api/live" => self.live(),
             path => match path.strip_prefix("/api/code/") {
                 Some(id) => self.code(id),
@@ -182,14 +217,31 @@ impl Page<'_> {
         self.with_graph(|graph| json(&ViewData::new(graph, threshold)))
     }
 
-    fn svg(&self, threshold: f64) -> Response {
+    /// The call graph at the request's `threshold`, drawing at most its
+    /// `nodes` nodes (default: `--max-nodes`; 0: no limit).
+    fn svg(&self, request: &Request) -> Response {
+        let threshold = threshold(request);
+        let max_nodes = match request.param("nodes").map(str::parse::<usize>) {
+            Some(Ok(nodes)) => limit(nodes),
+            Some(Err(_)) => return Response::error(400, "nodes: give a whole number"),
+            None => self.graph.max_nodes,
+        };
         self.with_graph(|graph| {
             let mut options = DotOptions::default();
             options.prune.threshold_percent = threshold;
+            options.prune.max_nodes = max_nodes;
+            options.prune.max_edges = self.graph.max_edges;
             let mut dot_text = Vec::new();
-            let svg = dot::write_dot(graph, &options, &mut dot_text)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| super::graphviz::svg(&dot_text));
+            if let Err(err) = dot::write_dot(graph, &options, &mut dot_text) {
+                return Response::error(500, &err.to_string());
+            }
+            // Without Graphviz, or when it runs out of time: emuprof's own
+            // simple layout, saying why.
+            let svg = super::graphviz::svg(&dot_text, self.graph.layout).or_else(|err| {
+                let note = format!("Laid out by emuprof, not Graphviz: {err}");
+                let mut svg = Vec::new();
+                write_layered_svg(graph, &options, &note, &mut svg).map(|()| svg)
+            });
             match svg {
                 Ok(svg) => Response::ok("image/svg+xml", svg),
                 Err(err) => Response::error(500, &err.to_string()),
@@ -198,10 +250,12 @@ impl Page<'_> {
     }
 
     /// Whether the page shows a streamed run, how many snapshots came and
-    /// how the run stands (the page reloads its data when the count grows).
+    /// how the run stands (the page reloads its data when the count grows),
+    /// and the node budget the page starts with.
     fn live(&self) -> Response {
+        let max_nodes = self.graph.max_nodes.unwrap_or(0);
         let Source::Stream(subscription) = self.source else {
-            return json(&serde_json::json!({ "live": false }));
+            return json(&serde_json::json!({ "live": false, "max_nodes": max_nodes }));
         };
         let latest = subscription.latest();
         let status = match &latest.over {
@@ -211,6 +265,7 @@ impl Page<'_> {
         };
         json(&serde_json::json!({
             "live": true,
+            "max_nodes": max_nodes,
             "received": latest.received,
             "status": status,
         }))

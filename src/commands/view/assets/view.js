@@ -20,23 +20,37 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// A function's name, with its shared object when another object has a function of that name.
+const fnName = (f) => f.name + (f.object ? " [" + f.object + "]" : "");
+
 function fnLink(id) {
-  return el("a", { class: "fn", "data-function": id, onclick: () => select(id) }, data.functions[id].name);
+  return el("a", { class: "fn", "data-function": id, onclick: () => select(id) }, fnName(data.functions[id]));
 }
 
+// The data (tree, flame graph, tables) is drawn as soon as it arrives; the
+// call graph, laid out by Graphviz on the server, follows when it is ready
+// (or says why it is not), so a large graph never holds up the rest.
+let graphRequest = 0;
 async function load(threshold) {
-  const [d, svg] = await Promise.all([
-    fetch("/api/data?threshold=" + threshold).then((r) => r.json()),
-    fetch("/api/graph.svg?threshold=" + threshold).then((r) => r.text()),
-  ]);
-  data = d;
+  const nodes = $("nodes").value;
+  const request = ++graphRequest;
+  $("graph").replaceChildren(el("p", { class: "hint" }, "laying out the call graph…"));
+  const graphDone = fetch("/api/graph.svg?threshold=" + threshold + "&nodes=" + nodes)
+    .then(async (r) => ({ ok: r.ok, text: await r.text() }))
+    .catch((e) => ({ ok: false, text: String(e) }));
+  data = await fetch("/api/data?threshold=" + threshold).then((r) => r.json());
   $("command").textContent = data.command.join(" ");
   $("total").textContent = fmt(data.total_instructions) + " instructions" +
     (data.partial ? " (PARTIAL: " + data.partial + ")" : "");
   drawLegend();
-  drawGraph(svg);
   drawTree();
   drawFlame();
+  applySearch();
+  if (selected !== null) select(selected);
+  const graph = await graphDone;
+  if (request !== graphRequest) return;
+  if (graph.ok) drawGraph(graph.text);
+  else $("graph").replaceChildren(el("p", { class: "hint", id: "graph-error" }, "No call graph: " + graph.text));
   applySearch();
   if (selected !== null) select(selected);
 }
@@ -137,7 +151,7 @@ function select(id) {
   const callees = data.edges.filter((e) => e.caller === id).sort(byCost);
   const detail = $("detail");
   detail.replaceChildren(
-    el("h2", { id: "detail-name" }, f.name + (f.recursive ? " ↻" : "")),
+    el("h2", { id: "detail-name" }, fnName(f) + (f.recursive ? " ↻" : "")),
     el("p", {}, (f.file ? f.file + (f.line ? ":" + f.line : "") + " — " : "") +
       "self " + fmt(f.self_instructions) + " (" + pct(f.self_instructions) + "), inclusive " +
       fmt(f.inclusive_instructions) + " (" + pct(f.inclusive_instructions) + "), " + fmt(f.calls) + " calls"),
@@ -185,13 +199,16 @@ function applySearch() {
 $("search").addEventListener("input", applySearch);
 $("threshold").addEventListener("input", () => { $("threshold-value").textContent = $("threshold").value + "%"; });
 $("threshold").addEventListener("change", () => load($("threshold").value));
+$("nodes").addEventListener("change", () => load($("threshold").value));
 
 // A profile file loads once. A streamed run (emuprof view ADDR --web) is
 // polled every second: the data is reloaded whenever a newer snapshot came,
 // until the run is over.
 let snapshotsSeen = 0;
+let nodesSet = false;
 async function follow() {
   const live = await fetch("/api/live").then((r) => r.json());
+  if (!nodesSet) { $("nodes").value = live.max_nodes; nodesSet = true; }
   if (!live.live) return load($("threshold").value);
   $("status").textContent = live.status;
   if (live.received > snapshotsSeen) {
