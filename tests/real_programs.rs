@@ -26,7 +26,8 @@ use std::process::{Command, Output};
 
 use common::process::run_with_timeout;
 
-/// The guest and the native run see exactly this environment.
+/// The guest and the native run see exactly this environment, and `PWD`
+/// (as a shell exports it), the work directory.
 const ENV: [(&str, &str); 8] = [
     ("TZ", "UTC"),
     ("LC_ALL", "C"),
@@ -140,6 +141,8 @@ const CASES: &[Case] = &[
 #[test]
 fn debian_tools_match_a_native_run_and_count_the_same_twice() {
     let top = tempfile::tempdir().expect("temporary directory");
+    let profiles = tempfile::tempdir().expect("temporary directory");
+    let profiles_dir = profiles.path();
     let mut failures = Vec::new();
     let mut ran = 0;
     for (index, case) in CASES.iter().enumerate() {
@@ -153,20 +156,23 @@ fn debian_tools_match_a_native_run_and_count_the_same_twice() {
         }
         ran += 1;
         let what = format!("{} {}", case.tool, case.args.join(" "));
-        let dirs: Vec<_> = ["native", "emu1", "emu2"]
-            .iter()
-            .map(|name| {
-                let dir = top.path().join(format!("{index}-{name}"));
-                make_work_dir(&dir);
-                dir
-            })
-            .collect();
-        let native = run(&tool, case.args, &dirs[0], None);
+        // Every run gets a fresh copy of the work directory; the two runs
+        // under emuprof get it at the same path (the working directory is
+        // an input: programs hash its name).
+        let native_dir = top.path().join(format!("{index}-native"));
+        make_work_dir(&native_dir);
+        let native = run(&tool, case.args, &native_dir, None);
+        let emu_dir = top.path().join(format!("{index}-emu"));
         let profiles: Vec<_> = (1..=2)
-            .map(|i| top.path().join(format!("{index}-{i}.json")))
+            .map(|i| profiles_dir.join(format!("{index}-{i}.json")))
             .collect();
-        let emu: Vec<Output> = (1..=2)
-            .map(|i| run(&tool, case.args, &dirs[i], Some(&profiles[i - 1])))
+        let emu: Vec<Output> = profiles
+            .iter()
+            .map(|profile| {
+                let _ = fs::remove_dir_all(&emu_dir);
+                make_work_dir(&emu_dir);
+                run(&tool, case.args, &emu_dir, Some(profile))
+            })
             .collect();
         let (emu_stderr, emuprof_lines) = split_stderr(&emu[0].stderr);
         if native.stdout != emu[0].stdout || native.stderr != emu_stderr {
@@ -238,11 +244,17 @@ fn run(tool: &Path, args: &[&str], dir: &Path, profile: Option<&Path>) -> Output
             for (key, value) in ENV {
                 command.arg(format!("--env={key}={value}"));
             }
+            command.arg(format!("--env=PWD={}", dir.display()));
             command.arg("-o").arg(profile).arg(tool);
             command
         }
     };
-    command.args(args).env_clear().envs(ENV).current_dir(dir);
+    command
+        .args(args)
+        .env_clear()
+        .envs(ENV)
+        .env("PWD", dir)
+        .current_dir(dir);
     run_with_timeout(command, &tool.display().to_string())
 }
 
