@@ -4,7 +4,8 @@
 //! POSIX timers, `setitimer`, `alarm`, `sigsuspend` and `pause` behave as
 //! natively, and so do `mincore`, the scheduling queries, `capget` and
 //! `eventfd`. The output equals the native run's, and two runs count the
-//! same instructions (the profile's bytes are the same).
+//! same instructions (the profile's bytes are the same). `--clock-start`
+//! sets where the virtual clock starts.
 
 mod common;
 
@@ -50,4 +51,19 @@ fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
         first.profile_bytes == second.profile_bytes,
         "two runs wrote different profiles"
     );
+}
+
+/// The virtual clock starts at 2030-01-01 (later than the host's files),
+/// or where `--clock-start` says.
+#[test]
+fn the_clock_starts_where_the_option_says() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = "#include <stdio.h>\n#include <time.h>\n\
+                  int main(void) { printf(\"%ld\\n\", (long)(time(NULL) / 86400)); return 0; }\n";
+    let Some(binary) = compile_c(dir.path(), "days", source, "gcc", &["-O2"]) else {
+        return;
+    };
+    let days = |flags: &[&str]| run_emuprof(&binary, &[] as &[&str], flags).stdout_text();
+    assert_eq!(days(&["--quiet"]), "21915\n", "2030-01-01");
+    assert_eq!(days(&["--quiet", "--clock-start", "259200"]), "3\n");
 }
