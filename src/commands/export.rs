@@ -14,11 +14,11 @@ use emuprof_analysis::export::folded::{folded_stacks, write_folded, FoldedStack}
 use emuprof_analysis::export::pprof::write_pprof;
 use emuprof_analysis::export::speedscope::write_speedscope;
 use emuprof_analysis::export::stacks::StackOptions;
-use emuprof_analysis::prune::{DEFAULT_MAX_EDGES, DEFAULT_MAX_NODES};
 use emuprof_analysis::report::format::grouped;
 use emuprof_analysis::{CallGraph, Profile};
 
 use super::annotate::CodeArgs;
+use super::graph_budget::GraphBudgetArgs;
 use super::profile_file;
 
 /// Output formats of `emuprof export`.
@@ -68,18 +68,9 @@ pub struct ExportArgs {
     /// Keep only the edges on the hottest path(s) from the root.
     #[arg(long)]
     pub hot_path: bool,
-    /// Draw at most N nodes (dot/svg): functions hottest paths first, the
-    /// code left out below each drawn function as one "other" node (0: no limit).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_NODES)]
-    pub max_nodes: usize,
-    /// Draw at most N edges (dot/svg), keeping the one that brings each
-    /// drawn function in (0: no limit).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_EDGES)]
-    pub max_edges: usize,
-    /// Seconds Graphviz `dot` may take to lay out the graph (svg) before it
-    /// is stopped.
-    #[arg(long, value_name = "SECONDS", default_value_t = super::graphviz::DEFAULT_TIME_LIMIT.as_secs_f64())]
-    pub layout_timeout: f64,
+    /// The call graph's budget (dot/svg).
+    #[command(flatten)]
+    pub graph: GraphBudgetArgs,
     /// Leave out the colour legend.
     #[arg(long)]
     pub no_legend: bool,
@@ -163,30 +154,16 @@ fn dot_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
     options.prune.include = args.include.clone();
     options.prune.exclude = args.exclude.clone();
     options.prune.hot_path = args.hot_path;
-    options.prune.max_nodes = limit(args.max_nodes);
-    options.prune.max_edges = limit(args.max_edges);
+    let budget = args.graph.budget()?;
+    options.prune.max_nodes = budget.max_nodes;
+    options.prune.max_edges = budget.max_edges;
     options.legend = !args.no_legend;
     let mut dot_bytes = Vec::new();
     dot::write_dot(&graph, &options, &mut dot_bytes)?;
     Ok(match args.format {
-        ExportFormat::Svg => {
-            super::graphviz::svg(&dot_bytes, layout_time_limit(args.layout_timeout)?)?
-        }
+        ExportFormat::Svg => super::graphviz::svg(&dot_bytes, budget.layout)?,
         _ => dot_bytes,
     })
-}
-
-/// A budget option: 0 is no limit.
-pub fn limit(count: usize) -> Option<usize> {
-    (count > 0).then_some(count)
-}
-
-/// `--layout-timeout` as a duration; refuses what is not a positive number.
-pub fn layout_time_limit(seconds: f64) -> Result<std::time::Duration> {
-    std::time::Duration::try_from_secs_f64(seconds)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .with_context(|| format!("--layout-timeout {seconds}: give a positive number of seconds"))
 }
 
 /// The export in the chosen format.

@@ -6,6 +6,7 @@ pub mod control;
 pub mod diff;
 pub mod dumps;
 pub mod export;
+mod graph_budget;
 mod graphviz;
 mod live;
 mod private_socket;

@@ -23,11 +23,10 @@ use emuprof_analysis::export::dot::{self, DotOptions};
 use emuprof_analysis::export::layered_svg::write_layered_svg;
 use emuprof_analysis::export::view::{FunctionCode, ViewData};
 use emuprof_analysis::instructions::InstructionCosts;
-use emuprof_analysis::prune::{DEFAULT_MAX_EDGES, DEFAULT_MAX_NODES};
 use emuprof_analysis::{CallGraph, Profile};
 
 use super::annotate::CodeArgs;
-use super::export::{layout_time_limit, limit};
+use super::graph_budget::{limit, GraphBudget, GraphBudgetArgs};
 use super::profile_file;
 use super::stream::{Address, Over, Subscription};
 use http::{Request, Response};
@@ -61,16 +60,9 @@ pub struct ViewArgs {
     /// Open the page in the default browser (xdg-open).
     #[arg(long)]
     pub open: bool,
-    /// Draw at most N nodes in the call graph (the page can change it; 0: no limit).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_NODES)]
-    pub max_nodes: usize,
-    /// Draw at most N edges in the call graph (0: no limit).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_EDGES)]
-    pub max_edges: usize,
-    /// Seconds Graphviz `dot` may take to lay out the graph before it is
-    /// stopped (the page then says so; tree and flame graph are unaffected).
-    #[arg(long, value_name = "SECONDS", default_value_t = super::graphviz::DEFAULT_TIME_LIMIT.as_secs_f64())]
-    pub layout_timeout: f64,
+    /// The call graph's budget.
+    #[command(flatten)]
+    pub graph: GraphBudgetArgs,
     /// Binary and inline options (source lines and instructions of the detail pane).
     #[command(flatten)]
     pub code: CodeArgs,
@@ -104,7 +96,7 @@ pub fn run(args: ViewArgs) -> Result<i32> {
         let page = Page {
             source: Source::Stream(&subscription),
             costs: None,
-            graph: GraphLimits::of(&args)?,
+            graph: args.graph.budget()?,
         };
         return serve_page(&args, &format!("the run streamed at {address}"), &page);
     }
@@ -114,7 +106,7 @@ pub fn run(args: ViewArgs) -> Result<i32> {
     let page = Page {
         source: Source::File(&graph),
         costs: costs.as_ref(),
-        graph: GraphLimits::of(&args)?,
+        graph: args.graph.budget()?,
     };
     serve_page(&args, &args.profile.display().to_string(), &page)
 }
@@ -151,24 +143,7 @@ fn open_browser(url: &str) {
 struct Page<'p> {
     source: Source<'p>,
     costs: Option<&'p InstructionCosts>,
-    graph: GraphLimits,
-}
-
-/// How much of the call graph is drawn, and how long `dot` may take.
-struct GraphLimits {
-    max_nodes: Option<usize>,
-    max_edges: Option<usize>,
-    layout: std::time::Duration,
-}
-
-impl GraphLimits {
-    fn of(args: &ViewArgs) -> Result<GraphLimits> {
-        Ok(GraphLimits {
-            max_nodes: limit(args.max_nodes),
-            max_edges: limit(args.max_edges),
-            layout: layout_time_limit(args.layout_timeout)?,
-        })
-    }
+    graph: GraphBudget,
 }
 
 /// Where the page's profile comes from.
