@@ -38,12 +38,14 @@
 //! the translated code's, since mixing the two on one cache line sends the
 //! line to memory and back.
 //!
-//! The answer is the hook's own fast-path test (`text.contains`), taken at
-//! translation time. `text` only ever shrinks to nothing, when code inside
-//! it changes (see [`super::code_changes`]); the blocks of the changed
-//! range lose their translations then and are asked again, while the others
-//! keep recording inline code that still matches the loaded text the
-//! builder decodes them from.
+//! The answer is taken at translation time: inside the text, the hook's own
+//! fast-path test (`text.contains`); outside it, in mapped code that counts
+//! itself (`crate::tree::mapped_code`: shared libraries, `ld.so`), events
+//! only. `text` only ever shrinks to nothing and mapped code loses the
+//! ranges that change (see [`super::code_changes`]); the blocks of the
+//! changed range lose their translations then and are asked again, while
+//! the others keep inline code that still matches the bytes they were
+//! decoded from.
 //!
 //! Stock Unicorn rejects the control (`UC_ERR_ARG`); the hook then sees
 //! every block, as it always did. `EMUPROF_BLOCK_HOOK_REGISTER_API` (see
@@ -159,9 +161,9 @@ pub(crate) unsafe fn install(
     rc == 0
 }
 
-/// How the block at `address` reports its runs ([`InlineMode`]): inline
-/// only inside the text (the block hook's fast-path test), as the feed
-/// says. Unicorn calls it while it translates (inside `emu_start`, never
+/// How the block at `address` reports its runs ([`InlineMode`]): inside
+/// the text as the feed says, in mapped code that counts itself with
+/// events only, elsewhere through the hook. Unicorn calls it while it translates (inside `emu_start`, never
 /// from a hook); when the state is in use anyway the answer is the hook,
 /// which only costs a hook call per run.
 ///
