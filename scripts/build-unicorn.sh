@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Unicorn engine emuprof links: the exact source of the
-# unicorn-engine-sys crate that Cargo.lock pins, with emuprof's patches
-# (emu/unicorn/*.patch), x86 only, installed into target/unicorn.
+# unicorn-engine-sys crate that Cargo.lock pins, with emuprof's three patch
+# series applied in order with no fuzz (emu/unicorn/fixes, speed, then
+# instrumentation: see docs/architecture.md), x86 only, installed into
+# target/unicorn.
 #
 # .cargo/config.toml points pkg-config at target/unicorn/lib/pkgconfig, and
 # unicorn-engine-sys links a Unicorn that pkg-config finds instead of building
@@ -25,7 +27,8 @@ sys_crate = next(p for p in meta["packages"] if p["name"] == "unicorn-engine-sys
 print(os.path.dirname(sys_crate["manifest_path"]))
 ')"
 
-stamp="$(cat "$crate_dir/Cargo.toml" emu/unicorn/*.patch "$0" | sha256sum | cut -d' ' -f1)"
+series=(emu/unicorn/fixes/*.patch emu/unicorn/speed/*.patch emu/unicorn/instrumentation/*.patch)
+stamp="$(cat "$crate_dir/Cargo.toml" "${series[@]}" "$0" | sha256sum | cut -d' ' -f1)"
 if [[ -f "$prefix/stamp" && "$(cat "$prefix/stamp")" == "$stamp" ]]; then
     echo "build-unicorn: $prefix is up to date"
     exit 0
@@ -36,8 +39,9 @@ rm -rf "$work" "$prefix"
 mkdir -p "$work"
 cp -r "$crate_dir" "$work/src"
 chmod -R u+w "$work/src"
-for patch in emu/unicorn/*.patch; do
-    patch --quiet --directory="$work/src" -p1 < "$patch"
+for patch in "${series[@]}"; do
+    patch --quiet --fuzz=0 --directory="$work/src" -p1 < "$patch" ||
+        { echo "build-unicorn: $patch does not apply exactly" >&2; exit 1; }
 done
 cmake -S "$work/src" -B "$work/build" \
     -DCMAKE_BUILD_TYPE=Release \

@@ -21,6 +21,7 @@ mod client_requests;
 mod clock;
 mod cpu;
 pub mod dumps;
+pub(crate) mod engine_seam;
 mod error;
 mod initial_stack;
 pub mod live;

@@ -4,7 +4,7 @@
 //! For a block inside the program's loaded text the block hook's fast path
 //! does nothing but append `(address | size << 48, rsp)` to the current
 //! batch. emuprof's Unicorn build
-//! (`emu/unicorn/0006-block-runs-recorded-inline.patch`) can do exactly that in the
+//! (`emu/unicorn/instrumentation/02-block-runs-recorded-inline.patch`) can do exactly that in the
 //! translated code: when it translates a block it asks
 //! [`traces_inline`] once, and for a block answered yes it emits a few TCG
 //! ops that store the record at the feed's [`TraceCursor`] and advance it
@@ -21,7 +21,7 @@
 //!
 //! While a late start fast-forwards (`--start-at`, `--start-after`) the
 //! same control makes the blocks of the text count themselves instead
-//! (`emu/unicorn/0007`, [`InlineMode::Count`], see
+//! (`emu/unicorn/instrumentation/03`, [`InlineMode::Count`], see
 //! `tree_feed::inline_count`): the trace is installed for that on any
 //! number of CPUs, and blocks translated after the start point are
 //! answered as below.
@@ -63,6 +63,7 @@ use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
 use super::stop::contain_panic_translating;
+use crate::engine_seam::{CTL_BLOCK_TRACE, CTL_CPU_STATE, FUNCTION_START};
 use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
 
 /// Set to `off` in emuprof's environment: no inline trace, the block hook
@@ -80,16 +81,9 @@ pub(crate) fn events_only_wanted() -> bool {
     std::env::var_os(TRACE_SWITCH).is_none_or(|v| v != "record")
 }
 
-/// `UC_CTL_EMUPROF_BLOCK_TRACE` from the patched `unicorn.h`.
-const CTL_BLOCK_TRACE: c_int = 0x6570;
-/// `UC_CTL_EMUPROF_CPU_STATE` from the patched `unicorn.h`.
-const CTL_CPU_STATE: c_int = 0x6571;
 /// `UC_CTL_IO_READ << 30 | 1 << 26` (one argument), as `UC_CTL_READ`
 /// builds it.
 const CTL_READ_ONE_ARG: u32 = 2 << 30 | 1 << 26;
-/// `UC_EMUPROF_FUNCTION_START` from the patched `unicorn.h`, added to a
-/// counting block's mode.
-const FUNCTION_START: c_int = 0x100;
 /// `UC_CTL_IO_WRITE << 30 | 6 << 26` (six arguments), as `UC_CTL_WRITE`
 /// builds it.
 const CTL_WRITE_SIX_ARGS: u32 = 1 << 30 | 6 << 26;
@@ -245,8 +239,8 @@ mod tests {
     use super::super::stack_pointer::StackPointerSource;
 
     /// Both controls come from emuprof's Unicorn build: an engine that
-    /// passes the stack pointer to the block hook (patch 0005) also takes
-    /// the trace (0006), and stock Unicorn takes neither.
+    /// passes the stack pointer to the block hook (patch instrumentation/01) also takes
+    /// the trace (instrumentation/02), and stock Unicorn takes neither.
     #[test]
     fn the_engine_takes_the_trace_exactly_when_it_is_emuprofs_build() {
         let uc = new_engine().expect("engine");
@@ -258,7 +252,7 @@ mod tests {
         assert_eq!(taken, patched);
     }
 
-    /// Patch 0010: emuprof's build says where its CPU state lies, stock
+    /// Patch instrumentation/05: emuprof's build says where its CPU state lies, stock
     /// Unicorn does not.
     #[test]
     fn the_engine_tells_its_cpu_state_exactly_when_it_is_emuprofs_build() {

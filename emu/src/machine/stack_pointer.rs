@@ -2,7 +2,7 @@
 //!
 //! The call-tree builder needs `rsp` at the start of every block (a frame
 //! remembers it; returns are matched with it). emuprof's Unicorn build
-//! (`emu/unicorn/0005-block-hooks-receive-the-stack-pointer.patch`) passes it
+//! (`emu/unicorn/instrumentation/01-block-hooks-receive-the-stack-pointer.patch`) passes it
 //! to the block hook as a fifth argument, loaded by the translated code
 //! itself. Stock Unicorn calls block hooks with four arguments; there the
 //! hook asks `uc_reg_read`, which goes through Unicorn's generic register
@@ -16,15 +16,14 @@ use std::ffi::c_int;
 
 use unicorn_engine::{uc_engine, RegisterX86};
 
+use crate::engine_seam::QUERY_BLOCK_HOOK_SP;
+
 /// When set (to anything) in emuprof's environment, emuprof runs as with
 /// stock Unicorn whatever Unicorn is linked: the block hook reads `rsp`
 /// through the register API and sees every block (no inline trace, see
 /// [`super::block_trace`]); the stock path, testable with the patched build
 /// (`tests/stock_unicorn_path.rs`).
 pub(crate) const FORCE_REGISTER_API: &str = "EMUPROF_BLOCK_HOOK_REGISTER_API";
-
-/// `UC_QUERY_EMUPROF_BLOCK_HOOK_SP` from the patched `unicorn.h`.
-const QUERY_BLOCK_HOOK_SP: c_int = 0x656d_7001;
 
 unsafe extern "C" {
     /// `uc_query` with the query type as a plain integer: the binding's

@@ -85,7 +85,7 @@ pub fn enter(
     // trace of this run remains, not even the stop at `entry`.)
     //
     // Unicorn stops at `entry` by translating an empty block there. Stock
-    // Unicorn (without emuprof's patch 0014) looks up the page of that
+    // Unicorn (without emuprof's patch fixes/03) looks up the page of that
     // block's "last byte", the byte before `entry`: for an entry at a page
     // start that page is not executable or not mapped, and the start fails
     // with UC_ERR_EXCEPTION after the iretq has run. The CPU is then where

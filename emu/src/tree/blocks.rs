@@ -82,8 +82,8 @@ impl Terminator {
     /// Those after which the next block runs in another call (calls, the
     /// return, the indirect jump) are the lowest four, up to
     /// `LAST_LEAVING_CODE`: the translated code of emuprof's Unicorn build
-    /// tells them from the rest with one comparison (`emu/unicorn/0007`,
-    /// `0008`, which number them the same).
+    /// tells them from the rest with one comparison (`emu/unicorn/instrumentation/03`,
+    /// `instrumentation/04`, which number them the same).
     pub const fn code(self) -> u64 {
         match self {
             Terminator::Call { indirect: false } => 0,

@@ -104,6 +104,15 @@ pub struct StartFrame {
     pub return_address: u64,
 }
 
+crate::engine_seam::same_layout_as_c!(
+    StartFrame,
+    uc_emuprof_frame {
+        entry,
+        sp,
+        return_address
+    }
+);
+
 /// The builder's state as the emulation thread sees it after a sync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TreeState {

@@ -1,5 +1,5 @@
 //! The clocks of blocks that send events only where the call tree can
-//! change (`emu/unicorn/0008`): one word that the translated code adds a
+//! change (`emu/unicorn/instrumentation/04`): one word that the translated code adds a
 //! block's instructions and cycles to with one addition, and the full
 //! counts emuprof keeps beside it.
 //!

@@ -5,7 +5,7 @@
 //! block hook, system calls, thread switches) and, with emuprof's Unicorn
 //! build, the translated guest code itself, which stores a block's record at
 //! `next` and advances it without calling the block hook
-//! (`emu/unicorn/0006`, [`crate::machine`]'s `block_trace`). The cursor
+//! (`emu/unicorn/instrumentation/02`, [`crate::machine`]'s `block_trace`). The cursor
 //! therefore lives at a fixed address for the buffer's whole life, and the
 //! buffer's `Vec` length stays 0 while it fills: the cursor is the length.
 //!
@@ -32,7 +32,7 @@ use cursor_page::CursorPage;
 /// Where the next event of the current batch goes: the layout of
 /// `uc_emuprof_block_trace` in the patched `unicorn.h` (`next < end` while
 /// there is room), then what blocks counted in the translated code share
-/// with emuprof while fast-forwarding (`emu/unicorn/0007`, see
+/// with emuprof while fast-forwarding (`emu/unicorn/instrumentation/03`, see
 /// [`super::inline_count`]), then emuprof's own side of that.
 #[repr(C)]
 pub struct TraceCursor {
@@ -50,7 +50,7 @@ pub struct TraceCursor {
     depth: u64,
     capacity: u64,
     /// Instructions and cycles run so far, while blocks send events only
-    /// where the call tree can change (`emu/unicorn/0008`, see
+    /// where the call tree can change (`emu/unicorn/instrumentation/04`, see
     /// [`super::events_only`]), in one word the blocks add to with one
     /// instruction, with the room they have in its low bits (see
     /// [`Clocks`] and [`Tally`]).
@@ -60,6 +60,10 @@ pub struct TraceCursor {
     /// Emuprof's side of the budget, while blocks count inline.
     tally: Option<Tally>,
 }
+
+crate::engine_seam::same_layout_as_c!(TraceCursor, prefix uc_emuprof_block_trace {
+    next, end, budget, last, frames, depth, capacity, clocks
+});
 
 /// The current batch: a buffer of `capacity` events filled through a
 /// [`TraceCursor`].
@@ -342,7 +346,7 @@ pub(super) fn publish_streaming_writes() {
 mod tests {
     use super::{EventBuffer, TreeEvent};
 
-    /// A record as the translated code appends it (`emu/unicorn/0006`):
+    /// A record as the translated code appends it (`emu/unicorn/instrumentation/02`):
     /// at the cursor's `next`, which then moves on.
     fn engine_appends(buffer: &EventBuffer, event: TreeEvent) {
         let cursor = buffer.cursor();

@@ -1,5 +1,5 @@
 //! A full profile with events only where the call tree can change
-//! (`emu/unicorn/0008-events-only-where-the-call-tree-can-change.patch`).
+//! (`emu/unicorn/instrumentation/04-events-only-where-the-call-tree-can-change.patch`).
 //!
 //! With emuprof's Unicorn build the blocks of the program's text count
 //! themselves in the translated code: each adds one to its own run
@@ -91,6 +91,17 @@ pub struct BlockConstants {
     /// Its terminator's code.
     pub terminator: u32,
 }
+
+crate::engine_seam::same_layout_as_c!(
+    BlockConstants,
+    uc_emuprof_block_constants {
+        counter,
+        key,
+        clocks,
+        room_end,
+        terminator
+    }
+);
 
 impl RunCounters {
     /// The run counter of block `id`.

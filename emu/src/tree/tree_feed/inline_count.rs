@@ -1,5 +1,5 @@
 //! Fast-forwarding with blocks counted in the translated code
-//! (`emu/unicorn/0007-blocks-counted-inline.patch`).
+//! (`emu/unicorn/instrumentation/03-blocks-counted-inline.patch`).
 //!
 //! [`fast_forward`](super::fast_forward) walks every block of the skipped
 //! part of the run after the fact. With emuprof's Unicorn build the blocks

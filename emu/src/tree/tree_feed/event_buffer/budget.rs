@@ -9,7 +9,7 @@ use super::{EventBuffer, StartFrame, TreeEvent};
 
 /// Emuprof's side of the counting blocks' budget.
 ///
-/// Blocks that only count (`emu/unicorn/0007`, while fast-forwarding) pay
+/// Blocks that only count (`emu/unicorn/instrumentation/03`, while fast-forwarding) pay
 /// a budget of one word, so that a block checks and pays it with one load:
 /// instructions in its low 32 bits, blocks in its high 32. Each counting
 /// block first calls the hook if bit 31 or bit 63 is set, then adds its
@@ -18,7 +18,7 @@ use super::{EventBuffer, StartFrame, TreeEvent};
 /// full; at most 2^31 each), so its top bit sets exactly when that is used
 /// up; neither half carries into the other (a block adds under 2^16).
 ///
-/// Blocks that send events (`emu/unicorn/0008`) pay with the addition
+/// Blocks that send events (`emu/unicorn/instrumentation/04`) pay with the addition
 /// that runs their clocks instead: the clocks word's low 16 bits are the
 /// room, armed to [`ROOM_END`] minus the blocks that may still run, and a
 /// block calls the hook once they reach [`ROOM_END`]. That room is one
@@ -513,7 +513,7 @@ mod tests {
     }
 
     /// One run of a counting block of `instructions`, as the translated
-    /// code does it (`emu/unicorn/0007`): true when it calls the hook.
+    /// code does it (`emu/unicorn/instrumentation/03`): true when it calls the hook.
     fn run_block(buffer: &EventBuffer, instructions: u64) -> bool {
         let cursor = buffer.cursor();
         // SAFETY: the buffer's live cursor; nothing else uses it here.
@@ -564,7 +564,7 @@ mod tests {
         assert!(run_block(&buffer, 1));
     }
     /// One run of a block that sends events, as the translated code does
-    /// it (`emu/unicorn/0008`) but for the event: true when it calls the
+    /// it (`emu/unicorn/instrumentation/04`) but for the event: true when it calls the
     /// hook.
     fn run_event_block(buffer: &EventBuffer, instructions: u64, cycles: u64) -> bool {
         let cursor = buffer.cursor();
@@ -580,7 +580,7 @@ mod tests {
         false
     }
 
-    /// An event as a block sending events stores it (`emu/unicorn/0008`):
+    /// An event as a block sending events stores it (`emu/unicorn/instrumentation/04`):
     /// two slots at `next`, the second with the clocks.
     fn store_event(buffer: &EventBuffer) {
         let cursor = buffer.cursor();

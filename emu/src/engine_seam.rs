@@ -1,0 +1,98 @@
+//! What emuprof shares with its Unicorn build's instrumentation series
+//! (`emu/unicorn/instrumentation/`): the controls it asks for, the answers a
+//! translated block takes, and the structs the translated code reads and
+//! writes.
+//!
+//! Each value is declared here once, and each shared struct says next to
+//! its declaration which C struct it mirrors ([`same_layout_as_c`]). With
+//! the patched `unicorn.h` present, `emu/build.rs` measures the C side and
+//! the assertions below fail the build when the two disagree; stock Unicorn
+//! rejects every control, so nothing is checked against it.
+
+use std::ffi::c_int;
+
+use crate::tree::blocks::Terminator;
+use crate::tree::tree_feed::InlineMode;
+
+/// The C side as the patched `unicorn.h` declares it (`emu/build.rs`).
+#[cfg(patched_unicorn_header)]
+#[allow(dead_code, non_upper_case_globals)]
+pub(crate) mod c_layout {
+    include!(concat!(env!("OUT_DIR"), "/engine_layout.rs"));
+}
+
+/// `UC_QUERY_EMUPROF_BLOCK_HOOK_SP`: whether block hooks receive the guest
+/// stack pointer.
+pub(crate) const QUERY_BLOCK_HOOK_SP: c_int = 0x656d_7001;
+/// `UC_CTL_EMUPROF_BLOCK_TRACE`: installs the block trace.
+pub(crate) const CTL_BLOCK_TRACE: c_int = 0x6570;
+/// `UC_CTL_EMUPROF_CPU_STATE`: reads the CPU state's address.
+pub(crate) const CTL_CPU_STATE: c_int = 0x6571;
+/// `UC_EMUPROF_FUNCTION_START`, added to a block's [`InlineMode`] where a
+/// function starts.
+pub(crate) const FUNCTION_START: c_int = 0x100;
+
+/// Asserts at compile time that a `#[repr(C)]` Rust struct has the C
+/// struct's field offsets and size (`prefix`: the C struct is a prefix of
+/// the Rust one, which may add fields of its own after it). Place it next
+/// to the struct, where its fields are visible.
+macro_rules! same_layout_as_c {
+    ($rust:ty, $c:ident { $($field:ident),* $(,)? }) => {
+        $crate::engine_seam::same_layout_as_c!(@check $rust, $c, false, $($field),*);
+    };
+    ($rust:ty, prefix $c:ident { $($field:ident),* $(,)? }) => {
+        $crate::engine_seam::same_layout_as_c!(@check $rust, $c, true, $($field),*);
+    };
+    (@check $rust:ty, $c:ident, $prefix:literal, $($field:ident),*) => {
+        #[cfg(patched_unicorn_header)]
+        const _: () = {
+            use $crate::engine_seam::c_layout::$c as c;
+            $(
+                assert!(
+                    std::mem::offset_of!($rust, $field) == c::$field,
+                    concat!(stringify!($rust), ".", stringify!($field), " is not where ",
+                            stringify!($c), " has it")
+                );
+            )*
+            let size = std::mem::size_of::<$rust>();
+            assert!(
+                size == c::SIZE || ($prefix && size >= c::SIZE),
+                concat!(stringify!($rust), " and ", stringify!($c), " differ in size")
+            );
+        };
+    };
+}
+pub(crate) use same_layout_as_c;
+
+#[cfg(patched_unicorn_header)]
+const _: () = {
+    use c_layout as c;
+    assert!(QUERY_BLOCK_HOOK_SP as i64 == c::UC_QUERY_EMUPROF_BLOCK_HOOK_SP);
+    assert!(CTL_BLOCK_TRACE as i64 == c::UC_CTL_EMUPROF_BLOCK_TRACE);
+    assert!(CTL_CPU_STATE as i64 == c::UC_CTL_EMUPROF_CPU_STATE);
+    assert!(FUNCTION_START as i64 == c::UC_EMUPROF_FUNCTION_START);
+    assert!(InlineMode::Hook as i64 == c::UC_EMUPROF_HOOK);
+    assert!(InlineMode::Record as i64 == c::UC_EMUPROF_RECORD);
+    assert!(InlineMode::Count as i64 == c::UC_EMUPROF_COUNT);
+    assert!(InlineMode::Events as i64 == c::UC_EMUPROF_EVENTS);
+    let codes = [
+        (Terminator::Call { indirect: false }, c::UC_EMUPROF_CALL),
+        (
+            Terminator::Call { indirect: true },
+            c::UC_EMUPROF_CALL_INDIRECT,
+        ),
+        (Terminator::Return, c::UC_EMUPROF_RETURN),
+        (Terminator::IndirectJump, c::UC_EMUPROF_INDIRECT_JUMP),
+        (Terminator::Jump, c::UC_EMUPROF_JUMP),
+        (Terminator::Syscall, c::UC_EMUPROF_SYSCALL),
+        (Terminator::Other, c::UC_EMUPROF_OTHER),
+    ];
+    let mut i = 0;
+    while i < codes.len() {
+        assert!(
+            codes[i].0.code() as i64 == codes[i].1,
+            "a terminator code differs from unicorn.h"
+        );
+        i += 1;
+    }
+};
