@@ -1,5 +1,5 @@
 //! Blocks that count themselves and send events only where the call tree
-//! can change (the default with emuprof's Unicorn build, patch `0008`) give
+//! can change (the default with emuprof's Unicorn build, patch `instrumentation/04`) give
 //! the same profile bytes as blocks that each send an event
 //! (`EMUPROF_BLOCK_TRACE=record`).
 

@@ -12,17 +12,10 @@ mod common;
 use common::{testprog, EmuprofCommand, Libc};
 
 fn profile_with_builder(command: &EmuprofCommand, placement: &str, exit_status: i32) -> Vec<u8> {
-    let run = command
-        .clone()
-        .host_env("EMUPROF_TREE_BUILDER", placement)
-        .run();
-    assert_eq!(
-        run.status.code(),
-        Some(exit_status),
-        "{placement}: {}",
-        run.stderr
-    );
-    run.profile_bytes.expect("profile written")
+    profile_with(
+        &command.clone().host_env("EMUPROF_TREE_BUILDER", placement),
+        exit_status,
+    )
 }
 
 #[test]
@@ -47,6 +40,56 @@ fn both_builder_placements_write_the_same_profiles() {
             );
         }
     }
+}
+
+/// A way of feeding the call tree: its name, the switches that force it,
+/// and whether emuprof may use only one CPU.
+type Plan = (&'static str, &'static [(&'static str, &'static str)], bool);
+
+/// Every way of feeding the call tree that `FeedPlan` can choose (or a
+/// switch can force), on two CPUs and on one, gives the default run's
+/// profile, byte for byte.
+#[test]
+fn every_feed_plan_writes_the_same_profile() {
+    #[rustfmt::skip]
+    let plans: &[Plan] = &[
+        ("one CPU: inline builder, events only", &[], true),
+        ("hook on every block, builder thread", &[("EMUPROF_BLOCK_TRACE", "off")], false),
+        ("hook on every block, inline builder", &[("EMUPROF_BLOCK_TRACE", "off")], true),
+        ("record per block: hook, builder thread", &[("EMUPROF_BLOCK_TRACE", "record")], false),
+        ("record per block, inline builder", &[("EMUPROF_BLOCK_TRACE", "record")], true),
+        ("stock-Unicorn path", &[("EMUPROF_BLOCK_HOOK_REGISTER_API", "1")], false),
+        ("stock-Unicorn path, one CPU", &[("EMUPROF_BLOCK_HOOK_REGISTER_API", "1")], true),
+        ("events only, builder thread", &[("EMUPROF_TREE_BUILDER", "thread")], false),
+        ("events only, builder moving every batch", &[("EMUPROF_TREE_BUILDER", "moving")], true),
+    ];
+    for program in ["fib", "threads", "processes"] {
+        let variant = testprog(program, Libc::Glibc, "O2");
+        let command = EmuprofCommand::for_variant(&variant).flags(&["--quiet"]);
+        let status = variant.spec.exit_status;
+        let default = profile_with(&command, status);
+        for (plan, switches, one_cpu) in plans {
+            let mut forced = command.clone();
+            for (variable, value) in switches.iter() {
+                forced = forced.host_env(variable, value);
+            }
+            if *one_cpu {
+                forced = forced.on_one_cpu();
+            }
+            assert!(
+                profile_with(&forced, status) == default,
+                "{}: {plan} gives another profile than the default run",
+                variant.name()
+            );
+        }
+    }
+}
+
+/// The profile of `command`, which must exit with `exit_status`.
+fn profile_with(command: &EmuprofCommand, exit_status: i32) -> Vec<u8> {
+    let run = command.run();
+    assert_eq!(run.status.code(), Some(exit_status), "{}", run.stderr);
+    run.profile_bytes.expect("profile written")
 }
 
 #[test]

@@ -42,17 +42,6 @@ pub enum EmuError {
         /// What the emulator needs.
         needed_mib: u64,
     },
-    /// One of emuprof's measurement switches in the environment has a value
-    /// it does not know (a typo would otherwise measure something else).
-    #[error("{variable}={value} is not one of {known}; fix or unset it")]
-    UnknownSwitch {
-        /// The environment variable.
-        variable: &'static str,
-        /// Its value.
-        value: String,
-        /// The values it takes.
-        known: String,
-    },
     /// The call-tree builder panicked, on its thread or inline (a bug in
     /// emuprof).
     #[error("internal error: the call-tree builder failed; please report this with the program that caused it")]

@@ -43,3 +43,4 @@ pub use machine::{
 pub use sim::{geometry, SimulationOptions, PENALTIES};
 pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};
+pub use tree::tree_feed::{FeedSwitches, PlacementSwitch, SwitchValues, TraceSwitch};

@@ -6,6 +6,7 @@ pub mod control;
 pub mod diff;
 pub mod dumps;
 pub mod export;
+mod feed_switches;
 mod graph_budget;
 mod graphviz;
 mod live;

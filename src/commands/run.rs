@@ -278,6 +278,7 @@ pub(super) fn configure_run(
          would escape them; drop one of the options"
     );
     options.exec_native = guest.exec_native;
+    options.feed_switches = super::feed_switches::from_environment(|name| std::env::var_os(name))?;
     options.files.root = guest.root.clone();
     options.files.read_only = guest.read_only;
     options.files.protected_paths = protected_paths;

@@ -156,6 +156,7 @@ pub struct EmuprofCommand {
     flags: Vec<String>,
     host_env: Vec<(String, String)>,
     cwd: Option<PathBuf>,
+    one_cpu: bool,
 }
 
 impl EmuprofCommand {
@@ -167,6 +168,7 @@ impl EmuprofCommand {
             flags: Vec::new(),
             host_env: Vec::new(),
             cwd: None,
+            one_cpu: false,
         }
     }
 
@@ -206,12 +208,26 @@ impl EmuprofCommand {
         self
     }
 
+    /// Run emuprof allowed on one CPU only (`taskset -c 0`), as on a
+    /// one-CPU CI runner.
+    pub fn on_one_cpu(mut self) -> Self {
+        self.one_cpu = true;
+        self
+    }
+
     /// Runs emuprof and reads back the profile.
     pub fn run(&self) -> EmuprofRun {
         let out_dir = fresh_dir();
         let fresh_cwd = fresh_dir();
         let profile_path = out_dir.path().join("p.json");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+        let emuprof = env!("CARGO_BIN_EXE_emuprof");
+        let mut command = if self.one_cpu {
+            let mut taskset = Command::new("taskset");
+            taskset.args(["-c", "0", emuprof]);
+            taskset
+        } else {
+            Command::new(emuprof)
+        };
         command
             .args(&self.flags)
             .arg("-o")

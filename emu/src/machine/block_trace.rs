@@ -48,13 +48,8 @@
 //! decoded from.
 //!
 //! Stock Unicorn rejects the control (`UC_ERR_ARG`); the hook then sees
-//! every block, as it always did. `EMUPROF_BLOCK_HOOK_REGISTER_API` (see
-//! [`super::stack_pointer`]) turns the trace off too, so the stock path is
-//! testable with the patched build; `EMUPROF_BLOCK_TRACE=off` turns off
-//! only the trace (to measure it, `tests/stock_unicorn_path.rs`), and
-//! `EMUPROF_BLOCK_TRACE=record` keeps a record per block in a full profile
-//! instead of events only where the call tree can change
-//! (`tree_feed::events_only`; `tests/events_only.rs` compares the two).
+//! every block, as it always did. Whether the trace is installed at all,
+//! and for which answers, is the run's `tree_feed::FeedPlan`.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
@@ -65,21 +60,6 @@ use super::state::MachineState;
 use super::stop::contain_panic_translating;
 use crate::engine_seam::{CTL_BLOCK_TRACE, CTL_CPU_STATE, FUNCTION_START};
 use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
-
-/// Set to `off` in emuprof's environment: no inline trace, the block hook
-/// sees every block (everything else as with the patched build); set to
-/// `record`: a record per block in a full profile; `on`: the default.
-pub(crate) const TRACE_SWITCH: &str = "EMUPROF_BLOCK_TRACE";
-
-/// The values [`TRACE_SWITCH`] takes (another is refused when a run
-/// starts).
-pub(crate) const TRACE_VALUES: &[&str] = &["on", "off", "record"];
-
-/// Whether a full profile may send events only where the call tree can
-/// change (unless the environment asks for a record per block).
-pub(crate) fn events_only_wanted() -> bool {
-    std::env::var_os(TRACE_SWITCH).is_none_or(|v| v != "record")
-}
 
 /// `UC_CTL_IO_READ << 30 | 1 << 26` (one argument), as `UC_CTL_READ`
 /// builds it.
@@ -114,7 +94,7 @@ pub(crate) fn cpu_state(uc: *mut uc_engine) -> Option<u64> {
 
 /// Asks the engine to record the blocks [`traces_inline`] accepts at
 /// `cursor`. True when it will (emuprof's Unicorn build); false with stock
-/// Unicorn, or when forced off.
+/// Unicorn.
 ///
 /// # Safety
 /// `uc` must be a live engine with emuprof's block hook installed;
@@ -126,11 +106,6 @@ pub(crate) unsafe fn install(
     cursor: *mut TraceCursor,
     state: *const RefCell<MachineState>,
 ) -> bool {
-    if std::env::var_os(super::stack_pointer::FORCE_REGISTER_API).is_some()
-        || std::env::var_os(TRACE_SWITCH).is_some_and(|v| v == "off")
-    {
-        return false;
-    }
     let ask: unsafe extern "C" fn(*mut c_void, u64) -> c_int = traces_inline;
     let key: extern "C" fn(*mut c_void, u64, u32) -> u64 = trace_key;
     let count: unsafe extern "C" fn(*mut c_void, u64, u32) -> u64 = inline_count;

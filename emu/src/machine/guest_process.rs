@@ -29,7 +29,9 @@ use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot, SpanBytes};
 use crate::tree::recorded;
-use crate::tree::tree_feed::{self, BuilderHandle, BuilderSetup};
+use crate::tree::tree_feed::{
+    self, BlockPath, BuilderHandle, BuilderSetup, FeedPlan, RunFacts, StackPointerPath,
+};
 use crate::{cpu, initial_stack, EmuError};
 
 /// A guest process image that has started and not yet been finished.
@@ -170,7 +172,7 @@ impl GuestProcess {
             });
             slot.thread_started(0, identity.pid);
         }
-        let (mut feed, builder) = tree_feed::spawn(BuilderSetup {
+        let setup = BuilderSetup {
             code: Arc::clone(&code),
             function_starts: Arc::clone(&function_starts),
             tree: CallTreeBuilder::new(start, stack.sp),
@@ -185,8 +187,12 @@ impl GuestProcess {
                 process: identity.clone(),
             }),
             cpu_state: block_trace::cpu_state(uc.get_handle()),
-        })
-        .map_err(EmuError::BuilderStart)?;
+        };
+        // Only the first program starts late (an exec'd one inherits state).
+        let late_start = options.start.filter(|_| first_program);
+        let plan = feed_plan(&uc, &setup, &options, late_start.is_some());
+        let (mut feed, builder) =
+            tree_feed::spawn(setup, plan.placement).map_err(EmuError::BuilderStart)?;
         // Loading changed code nothing has decoded yet.
         space.take_code_changes();
         // The guest could rewrite writable text without a system call: such
@@ -200,8 +206,7 @@ impl GuestProcess {
         let pid = identity.pid;
         let snapshots = handles.snapshots.clone();
         let snapshot_text = text;
-        // Only the first program starts late (an exec'd one inherits state).
-        if let (Some(point), true) = (options.start, first_program) {
+        if let Some(point) = late_start {
             feed.fast_forward_to(
                 point,
                 (start, stack.sp),
@@ -233,7 +238,7 @@ impl GuestProcess {
             others_runnable: false,
             others_deadline: None,
         }));
-        install_hooks(&mut uc, &state, &code)?;
+        install_hooks(&mut uc, &state, &code, plan)?;
         // The dynamic linker's code, loaded with the program.
         super::code_changes::count_new_code_inline(&uc, &mut state.borrow_mut());
         Ok(GuestProcess {
@@ -498,12 +503,33 @@ fn spans_of(pages: &BTreeMap<u64, Protection>) -> Vec<(u64, u64, Protection)> {
     spans
 }
 
-/// Installs every hook on `uc`, sharing `state`; `code` is the loaded code
-/// (scanned for Valgrind client requests).
+/// How the blocks of a process image set up as `setup` reach its call
+/// tree (see [`FeedPlan`]).
+pub(super) fn feed_plan(
+    uc: &Unicorn<'static, ()>,
+    setup: &BuilderSetup,
+    options: &RunOptions,
+    late_start: bool,
+) -> FeedPlan {
+    FeedPlan::decide(&RunFacts {
+        several_cpus: tree_feed::several_cpus(),
+        live_view: tree_feed::snapshots_while_waiting(setup),
+        every_block_needed: tree_feed::every_block_needed(setup),
+        simulates_caches: options.simulation.caches.is_some(),
+        late_start,
+        patched_engine: StackPointerSource::of_engine(uc.get_handle())
+            == StackPointerSource::HookArgument,
+        switches: options.feed_switches,
+    })
+}
+
+/// Installs every hook on `uc` as `plan` says, sharing `state`; `code` is
+/// the loaded code (scanned for Valgrind client requests).
 pub(super) fn install_hooks(
     uc: &mut Unicorn<'static, ()>,
     state: &hooks::Shared,
     code: &CodeSnapshot,
+    plan: FeedPlan,
 ) -> Result<(), EmuError> {
     let err = |e| EmuError::unicorn("installing hooks", e);
     super::client_request_hook::install(uc, state, code).map_err(err)?;
@@ -530,9 +556,9 @@ pub(super) fn install_hooks(
     // "skip", so these three use the raw API. The state outlives `uc` (it is
     // dropped after `uc`).
     let user_data = Rc::as_ptr(state) as *mut c_void;
-    let block_callback = match StackPointerSource::of_engine(uc.get_handle()) {
-        StackPointerSource::HookArgument => block_hook::on_block as *mut c_void,
-        StackPointerSource::RegisterApi => block_hook::on_block_stock as *mut c_void,
+    let block_callback = match plan.stack_pointer {
+        StackPointerPath::HookArgument => block_hook::on_block as *mut c_void,
+        StackPointerPath::RegisterApi => block_hook::on_block_stock as *mut c_void,
     };
     let mut hook = std::ptr::null_mut::<c_void>() as unicorn_engine::uc_hook;
     // SAFETY: a valid engine handle, a callback with the block-hook signature
@@ -552,36 +578,26 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
-    let (cursor, builder_stays_inline, fast_forwarding, simulates_caches, events_only) = {
-        let mut st = state.borrow_mut();
-        (
-            st.feed.trace_cursor(),
-            st.feed.builder_stays_inline(),
-            st.feed.fast_forwarding(),
-            st.options.simulation.caches.is_some(),
-            st.feed.may_send_events_only() && block_trace::events_only_wanted(),
-        )
-    };
-    // Records only for a builder on this thread (see `block_trace` for
-    // why), counting while fast-forwarding; not with the cache simulation:
-    // its memory hook feeds accesses between the block events, which the
-    // inline trace would write around.
-    if (builder_stays_inline || fast_forwarding || events_only) && !simulates_caches {
+    if plan.blocks != BlockPath::HookEveryBlock {
+        let cursor = state.borrow().feed.trace_cursor();
         // SAFETY: a live engine with the block hook just installed; the
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
         let taken = unsafe { block_trace::install(uc.get_handle(), cursor, Rc::as_ptr(state)) };
+        let mut st = state.borrow_mut();
         if taken {
-            state.borrow_mut().feed.engine_writes_events();
-        }
-        if taken && fast_forwarding {
-            state.borrow_mut().feed.count_inline();
-        } else if taken && events_only {
-            state.borrow_mut().feed.send_events_only();
+            st.feed.engine_writes_events();
+            match plan.blocks {
+                BlockPath::CountUntilStart => st.feed.count_inline(),
+                BlockPath::EventsOnly => st.feed.send_events_only(),
+                BlockPath::RecordInline | BlockPath::HookEveryBlock => {}
+            }
         }
     }
+    // An engine that refused the trace leaves every block to the hook; an
+    // adaptive builder then works on its own thread.
     state.borrow_mut().feed.settle_placement();
-    if simulates_caches {
+    if state.borrow().options.simulation.caches.is_some() {
         super::memory_hook::install(uc, user_data)?;
     }
     for (insn, callback) in [

@@ -85,28 +85,6 @@ pub struct ProcessImage {
     pub libraries: Vec<LoadedLibrary>,
 }
 
-/// Refuses a value of a measurement switch ([`block_trace::TRACE_SWITCH`],
-/// [`crate::tree::tree_feed::PLACEMENT_VARIABLE`]) that would be ignored.
-fn check_switches() -> Result<(), EmuError> {
-    use crate::tree::tree_feed::{PLACEMENT_VALUES, PLACEMENT_VARIABLE};
-    let switches = [
-        (block_trace::TRACE_SWITCH, block_trace::TRACE_VALUES),
-        (PLACEMENT_VARIABLE, PLACEMENT_VALUES),
-    ];
-    for (variable, values) in switches {
-        if let Some(value) = std::env::var_os(variable) {
-            if !values.iter().any(|v| value == *v) {
-                return Err(EmuError::UnknownSwitch {
-                    variable,
-                    value: value.to_string_lossy().into_owned(),
-                    known: values.join(", "),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Runs `binary` to completion under the emulator and returns its profile,
 /// and one profile per further process image when it starts processes.
 ///
@@ -124,7 +102,6 @@ pub fn run(
         handles.snapshots = Some(Arc::default());
     }
     host_limits::check_address_space_limit()?;
-    check_switches()?;
     let table = Rc::new(RefCell::new(processes::ProcessTable::new(GUEST_PID)));
     let program = options.args.first().cloned().unwrap_or_default();
     let first = GuestProcess::start(ImageStart {

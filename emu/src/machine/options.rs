@@ -55,6 +55,12 @@ pub struct RunOptions {
     /// Start the call tree late, at this point of the first program
     /// (`--start-at`, `--start-after`); `None`: at the first instruction.
     pub start: Option<super::StartPoint>,
+    /// Forces one of the equivalent ways blocks reach the call tree, to
+    /// measure and test them against each other (the same profile with
+    /// every setting); the default lets the run decide
+    /// (`tree::tree_feed::FeedPlan`).
+    #[doc(hidden)]
+    pub feed_switches: crate::FeedSwitches,
 }
 
 impl RunOptions {
@@ -74,6 +80,7 @@ impl RunOptions {
             exec_native: false,
             simulation: crate::sim::SimulationOptions::default(),
             start: None,
+            feed_switches: Default::default(),
         }
     }
 }

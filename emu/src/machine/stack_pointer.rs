@@ -18,13 +18,6 @@ use unicorn_engine::{uc_engine, RegisterX86};
 
 use crate::engine_seam::QUERY_BLOCK_HOOK_SP;
 
-/// When set (to anything) in emuprof's environment, emuprof runs as with
-/// stock Unicorn whatever Unicorn is linked: the block hook reads `rsp`
-/// through the register API and sees every block (no inline trace, see
-/// [`super::block_trace`]); the stock path, testable with the patched build
-/// (`tests/stock_unicorn_path.rs`).
-pub(crate) const FORCE_REGISTER_API: &str = "EMUPROF_BLOCK_HOOK_REGISTER_API";
-
 unsafe extern "C" {
     /// `uc_query` with the query type as a plain integer: the binding's
     /// `Query` enum has no variant for the patch's query.
@@ -44,9 +37,6 @@ pub(crate) enum StackPointerSource {
 impl StackPointerSource {
     /// Asks the linked Unicorn whether its block hooks receive `rsp`.
     pub(crate) fn of_engine(uc: *mut uc_engine) -> StackPointerSource {
-        if std::env::var_os(FORCE_REGISTER_API).is_some() {
-            return StackPointerSource::RegisterApi;
-        }
         let mut answer: usize = 0;
         // SAFETY: `uc` is a live engine handle; `answer` is a writable
         // `size_t`. Stock Unicorn returns an error for the unknown query

@@ -44,6 +44,7 @@ mod cutting;
 mod event_buffer;
 mod events_only;
 mod fast_forward;
+mod feed_plan;
 mod inline_count;
 mod late_start;
 mod migration;
@@ -62,13 +63,18 @@ use event_buffer::{publish_streaming_writes, EventBuffer};
 pub use events_only::BlockConstants;
 use fast_forward::FastForward;
 pub use fast_forward::StartPoint;
+pub use feed_plan::{
+    BlockPath, FeedPlan, FeedSwitches, PlacementSwitch, RunFacts, StackPointerPath, SwitchValues,
+    TraceSwitch,
+};
 pub use inline_count::InlineMode;
-pub use placement::{Placement, PLACEMENT_VALUES, PLACEMENT_VARIABLE};
+pub use placement::Placement;
 pub use tree_event::TreeEvent;
 use tree_event::{
     CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME, START_LATE, START_PENDING,
     SWITCH_AFTER_EXIT, SWITCH_THREAD, SYSCALL,
 };
+pub use waiting::several_cpus;
 
 /// Events per batch: large enough that the channel costs nothing per block,
 /// small enough that a batch stays in the CPU caches.
@@ -310,29 +316,30 @@ pub struct BuiltTree {
 }
 
 /// Starts the call-tree builder of one guest process image where
-/// [`Placement::choose`] says: on a builder thread (`emuprof-tree`) that the
-/// returned feed sends events to, or inside the feed. Fails only when the
-/// system cannot start a thread.
-pub fn spawn(setup: BuilderSetup) -> std::io::Result<(TreeFeed, BuilderHandle)> {
-    // A live view or stream (never with dumps) wants its snapshots while
-    // the guest waits too, which only a thread can give; a plain run's
-    // `emuprof control` (with dumps) is answered after each batch.
-    let events_only_setup = events_only::Setup::of(&setup);
-    let placement = Placement::choose(
-        setup.snapshots.is_some() && setup.dumps.is_none(),
-        events_only_setup.is_some(),
-    );
-    spawn_with(setup, placement, events_only_setup)
-}
-
-/// [`spawn`] with the builder where `placement` says.
-#[cfg(test)]
-fn spawn_placed(
+/// `placement` says ([`FeedPlan::placement`]): on a builder thread
+/// (`emuprof-tree`) that the returned feed sends events to, or inside the
+/// feed. Fails only when the system cannot start a thread.
+pub fn spawn(
     setup: BuilderSetup,
     placement: Placement,
 ) -> std::io::Result<(TreeFeed, BuilderHandle)> {
     let events_only_setup = events_only::Setup::of(&setup);
     spawn_with(setup, placement, events_only_setup)
+}
+
+/// Whether the builder of a run set up as `setup` needs every block (a
+/// fact of its [`FeedPlan`]): a cache or branch simulation, parts cut at
+/// instruction counts or returns, Valgrind client requests in the code.
+pub fn every_block_needed(setup: &BuilderSetup) -> bool {
+    events_only::Setup::of(setup).is_none()
+}
+
+/// Whether a live view or stream asks the builder of a run set up as
+/// `setup` for snapshots while the guest waits (a fact of its
+/// [`FeedPlan`]); a plain run's `emuprof control` (with dumps) is answered
+/// after each batch.
+pub fn snapshots_while_waiting(setup: &BuilderSetup) -> bool {
+    setup.snapshots.is_some() && setup.dumps.is_none()
 }
 
 /// [`spawn`] with the builder where `placement` says and what sending
@@ -428,12 +435,6 @@ impl TreeFeed {
     /// stores (see [`event_buffer`]).
     pub fn engine_writes_events(&mut self) {
         self.events.shared_with_engine();
-    }
-
-    /// Whether the builder runs on this thread for good
-    /// ([`Placement::Inline`]; an adaptive builder may move).
-    pub fn builder_stays_inline(&self) -> bool {
-        self.inline.is_some() && self.migration.is_none()
     }
 
     /// A block the builder cannot find in the code snapshot, decoded here;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use emuprof_model::{ProcessOrigin, RawProcess};
 use unicorn_engine::{RegisterX86, Unicorn};
 
-use super::super::guest_process::{install_hooks, new_engine, GuestProcess};
+use super::super::guest_process::{feed_plan, install_hooks, new_engine, GuestProcess};
 use super::super::state::{MachineState, SyscallState};
 use super::super::threads::{self, RunState, Wait};
 use super::super::{block_trace, hooks};
@@ -179,7 +179,7 @@ impl GuestProcess {
         };
         let options = parent.options.clone();
         let instruction_limit = parent.instruction_limit;
-        let (feed, builder) = tree_feed::spawn(BuilderSetup {
+        let setup = BuilderSetup {
             code: Arc::clone(&self.code),
             function_starts: Arc::clone(&self.function_starts),
             tree: CallTreeBuilder::new(pc, sp),
@@ -190,8 +190,10 @@ impl GuestProcess {
             simulation: options.simulation,
             dumps: None,
             cpu_state: block_trace::cpu_state(uc.get_handle()),
-        })
-        .map_err(EmuError::BuilderStart)?;
+        };
+        let plan = feed_plan(&uc, &setup, &options, false);
+        let (feed, builder) =
+            tree_feed::spawn(setup, plan.placement).map_err(EmuError::BuilderStart)?;
         let identity = RawProcess {
             pid,
             parent: Some(parent.pid),
@@ -223,7 +225,7 @@ impl GuestProcess {
         }));
         let mapped_code = parent.feed.mapped_code().cloned();
         drop(parent);
-        install_hooks(&mut uc, &state, &self.code)?;
+        install_hooks(&mut uc, &state, &self.code, plan)?;
         if let Some(mapped_code) = mapped_code {
             state.borrow_mut().feed.adopt_mapped_code(mapped_code);
         }

@@ -192,12 +192,6 @@ impl Setup {
 }
 
 impl TreeFeed {
-    /// Whether this run may send events only where the call tree can
-    /// change (not while it fast-forwards to a late start).
-    pub fn may_send_events_only(&self) -> bool {
-        self.events_only_setup.is_some() && self.fast_forward.is_none()
-    }
-
     /// Sends events only where the call tree can change from now on: the
     /// engine takes the cursor's clocks (with their room) and `last` (emuprof's
     /// Unicorn build). Nothing was translated yet.

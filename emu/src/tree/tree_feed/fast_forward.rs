@@ -4,8 +4,8 @@
 //! This is the walk that defines what fast-forwarding keeps. With emuprof's
 //! Unicorn build the blocks of the program's text do the same work
 //! themselves as they run, and only the rest comes here
-//! ([`super::inline_count`]); with stock Unicorn (or
-//! `EMUPROF_BLOCK_TRACE=off`) every block does, as follows.
+//! ([`super::inline_count`]); where the [`super::FeedPlan`] has every
+//! block call the hook (stock Unicorn), every block does, as follows.
 //!
 //! While fast-forwarding, the block hook runs exactly as in a full run: it
 //! appends each block to the feed's batch. Where the feed would ship a

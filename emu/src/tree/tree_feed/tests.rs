@@ -47,7 +47,7 @@ fn run_placed(
         dumps: None,
         cpu_state: None,
     };
-    let (mut feed, handle) = spawn_placed(setup, placement).expect("a thread");
+    let (mut feed, handle) = spawn(setup, placement).expect("a thread");
     events(&mut feed);
     let state = feed.close();
     drop(feed);

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Whether the process may run on more than one CPU
 /// (`available_parallelism` reads the affinity mask and the cgroup CPU
 /// quota).
-pub(super) fn several_cpus() -> bool {
+pub fn several_cpus() -> bool {
     std::thread::available_parallelism().is_ok_and(|cpus| cpus.get() > 1)
 }
 
