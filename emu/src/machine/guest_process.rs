@@ -16,16 +16,15 @@ use unicorn_engine::{Arch, HookType, Mode, Unicorn, X86Insn};
 use super::guest_symbols::{GuestSymbols, LoadedLibrary};
 use super::processes::ProcessTable;
 use super::stack_pointer::StackPointerSource;
-use super::state::{MachineState, SyscallState};
+use super::state::{ImageParts, MachineState, SyscallState};
 use super::stop::{self, StopReason};
-use super::{block_hook, block_trace, hooks, threads, RunHandles, RunOptions, STACK_TOP};
+use super::{block_hook, block_trace, hooks, RunHandles, RunOptions, STACK_TOP};
 use crate::clock::VirtualClock;
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
-use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot, SpanBytes};
 use crate::tree::recorded;
@@ -205,7 +204,6 @@ impl GuestProcess {
         };
         let pid = identity.pid;
         let snapshots = handles.snapshots.clone();
-        let snapshot_text = text;
         if let Some(point) = late_start {
             feed.fast_forward_to(
                 point,
@@ -215,29 +213,18 @@ impl GuestProcess {
                 instruction_limit,
             );
         }
-        let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
+        let state: hooks::Shared = Rc::new(RefCell::new(MachineState::new(ImageParts {
             symbols: GuestSymbols::new(Arc::clone(&binary)),
-            blocks: BlockCache::new()?,
             text,
-            snapshot_text,
             feed,
             space,
             sys,
-            threads: threads::Scheduler::new(pid, options.quantum),
             options,
             handles,
-            stop: None,
-            notes: Vec::new(),
             instruction_limit,
-            signal_contexts: Vec::new(),
-            reschedule: false,
-            quantum_start: 0,
             pid,
             table,
-            request: None,
-            others_runnable: false,
-            others_deadline: None,
-        }));
+        })?));
         install_hooks(&mut uc, &state, &code, plan)?;
         // The dynamic linker's code, loaded with the program.
         super::code_changes::count_new_code_inline(&uc, &mut state.borrow_mut());

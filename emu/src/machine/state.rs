@@ -104,7 +104,72 @@ pub struct MachineState {
     pub others_deadline: Option<u64>,
 }
 
+/// What differs between one process image's machine state and another's:
+/// everything else starts the same ([`MachineState::new`]).
+pub struct ImageParts {
+    /// Symbols of everything loaded.
+    pub symbols: GuestSymbols,
+    /// The program's text, while it counts itself (see [`MachineState::text`]).
+    pub text: CodeRange,
+    /// The feed to the image's call-tree builder.
+    pub feed: TreeFeed,
+    /// Guest memory.
+    pub space: AddressSpace,
+    /// The system calls' state.
+    pub sys: SyscallState,
+    /// The run's options.
+    pub options: RunOptions,
+    /// What the image shares with the caller's threads.
+    pub handles: RunHandles,
+    /// `--max-instructions`, or `u64::MAX`.
+    pub instruction_limit: u64,
+    /// The image's process id.
+    pub pid: u64,
+    /// Every process of the run.
+    pub table: Rc<RefCell<ProcessTable>>,
+}
+
 impl MachineState {
+    /// The state of an image made of `parts`, before its first instruction:
+    /// one thread (its process id), nothing stopped, asked or noted yet.
+    pub fn new(parts: ImageParts) -> Result<MachineState, capstone::Error> {
+        let ImageParts {
+            symbols,
+            text,
+            feed,
+            space,
+            sys,
+            options,
+            handles,
+            instruction_limit,
+            pid,
+            table,
+        } = parts;
+        Ok(MachineState {
+            symbols,
+            blocks: BlockCache::new()?,
+            text,
+            snapshot_text: text,
+            feed,
+            space,
+            sys,
+            threads: Scheduler::new(pid, options.quantum),
+            options,
+            handles,
+            stop: None,
+            notes: Vec::new(),
+            instruction_limit,
+            signal_contexts: Vec::new(),
+            reschedule: false,
+            quantum_start: 0,
+            pid,
+            table,
+            request: None,
+            others_runnable: false,
+            others_deadline: None,
+        })
+    }
+
     /// Function name for an address, for messages.
     pub fn function_name(&self, addr: u64) -> String {
         self.symbols.name_for(addr)

@@ -16,13 +16,12 @@ use emuprof_model::{ProcessOrigin, RawProcess};
 use unicorn_engine::{RegisterX86, Unicorn};
 
 use super::super::guest_process::{feed_plan, install_hooks, new_engine, GuestProcess};
-use super::super::state::{MachineState, SyscallState};
+use super::super::state::{ImageParts, MachineState, SyscallState};
 use super::super::threads::{self, RunState, Wait};
 use super::super::{block_trace, hooks};
 use super::ProcessRequest;
 use crate::memory::GuestView;
 use crate::syscalls::{Errno, GuestMemory, SysResult};
-use crate::tree::blocks::BlockCache;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::tree_feed::{self, BuilderSetup};
 use crate::EmuError;
@@ -200,29 +199,18 @@ impl GuestProcess {
             origin: ProcessOrigin::Forked { image, at },
             program: self.identity.program.clone(),
         };
-        let state: hooks::Shared = Rc::new(RefCell::new(MachineState {
+        let state: hooks::Shared = Rc::new(RefCell::new(MachineState::new(ImageParts {
             symbols: parent.symbols.clone(),
-            blocks: BlockCache::new()?,
             text: parent.text,
-            snapshot_text: parent.text,
             feed,
             space,
             sys,
-            threads: threads::Scheduler::new(pid, options.quantum),
             options,
             handles: parent.handles.for_another_image(),
-            stop: None,
-            notes: Vec::new(),
             instruction_limit,
-            signal_contexts: Vec::new(),
-            reschedule: false,
-            quantum_start: 0,
             pid,
             table: Rc::clone(&parent.table),
-            request: None,
-            others_runnable: false,
-            others_deadline: None,
-        }));
+        })?));
         let mapped_code = parent.feed.mapped_code().cloned();
         drop(parent);
         install_hooks(&mut uc, &state, &self.code, plan)?;
