@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs speedscope (the viewer, from npm: MIT) into target/speedscope, so
-# tests/speedscope_viewer.rs can load emuprof's speedscope export in it with
+# tests/commands/speedscope_viewer.rs can load emuprof's speedscope export in it with
 # headless Chromium. A no-op when that version is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ if [ -f "$DIR/node_modules/speedscope/package.json" ] &&
     exit 0
 fi
 if ! command -v npm >/dev/null; then
-    echo "install-speedscope: npm is missing; tests/speedscope_viewer.rs will say so" >&2
+    echo "install-speedscope: npm is missing; tests/commands/speedscope_viewer.rs will say so" >&2
     exit 0
 fi
 mkdir -p "$DIR"

@@ -38,7 +38,7 @@
 //! ```
 //!
 //! In a test crate, depend on `emuprof` (as a dev-dependency) and build the
-//! binary under test with `-static`; see `tests/library_api.rs` in the
+//! binary under test with `-static`; see `tests/commands/library_api.rs` in the
 //! repository for a complete test.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -64,7 +64,7 @@ pub use error::{Error, Result};
 pub use runner::{symbolicate_part, CompletedRun, Run};
 
 /// The README's library example (section "From Rust tests"), compiled by
-/// `cargo test --doc`; `tests/readme_example.rs` checks that the two are equal.
+/// `cargo test --doc`; `tests/commands/readme_example.rs` checks that the two are equal.
 ///
 /// ```rust,no_run
 /// fn main() -> Result<(), emuprof::Error> {

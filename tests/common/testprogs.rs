@@ -78,7 +78,7 @@ pub const PROGRAMS: &[ProgramSpec] = &[
     },
     spec("smc", 0),
     // Callgrind counts `main` entered twice (it forgets its call stack when
-    // instrumentation starts again): tests/client_requests.rs compares
+    // instrumentation starts again): tests/counting/client_requests.rs compares
     // this program's self counts with Callgrind's, not its calls.
     ProgramSpec {
         callgrind_comparable: false,

@@ -1,4 +1,4 @@
-/* A hostile guest for tests/hostile_guests.rs: it tries every way out of
+/* A hostile guest for tests/hostile/hostile_guests.rs: it tries every way out of
  * emuprof's --root and --read-only it knows, through raw system calls (no
  * libc path handling in between).
  *

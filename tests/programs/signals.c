@@ -1,6 +1,6 @@
 /* Signal handlers under emuprof: raise() to a handler, a SIGSEGV handler
  * that siglongjmps out of a null-pointer write, an ignored SIGPIPE, and
- * abort() caught by a SIGABRT handler that exits 7. Built by tests/signals.rs. */
+ * abort() caught by a SIGABRT handler that exits 7. Built by tests/guest/signals.rs. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Waits, timers and machine queries as real programs use them; every line
  * it prints is the same natively and under emuprof. Built by
- * tests/waits_and_timers.rs (gcc -static -pthread).
+ * tests/guest/waits_and_timers.rs (gcc -static -pthread).
  *
  *   spin      main spins on a flag a second thread sets after usleep(10000)
  *   poll      poll(NULL, 0, 100) and epoll_wait of an empty instance wait

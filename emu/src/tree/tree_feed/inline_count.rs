@@ -27,7 +27,7 @@
 //! run.
 //!
 //! The result is the walk's, so profiles are the same bytes with stock
-//! Unicorn (`tests/start_late.rs` compares them).
+//! Unicorn (`tests/counting/start_late.rs` compares them).
 
 use super::event_buffer::Counting;
 use super::fast_forward::FastForward;

@@ -1,0 +1,241 @@
+//! `--cache-sim` and `--branch-sim`: Callgrind's events, counted so that the
+//! total D1 and LL misses of three programs are within 5 % of Cachegrind's
+//! with the same cache geometry, without changing a single instruction
+//! count; the events add up everywhere, and repeat exactly.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::compile::compile_c;
+use common::testprogs::{testprog, Libc};
+use common::tools::require_tool;
+use common::{repo_root, EmuprofCommand, EmuprofRun};
+use serde_json::Value;
+
+/// A geometry unlike the default, so both tools are told, not guessing.
+const GEOMETRY: [&str; 3] = ["--I1=16384,4,64", "--D1=16384,4,64", "--LL=1048576,16,64"];
+
+fn memwalk(out: &Path) -> PathBuf {
+    let source = std::fs::read_to_string(repo_root().join("tests/programs/memwalk.c"))
+        .expect("read memwalk.c");
+    compile_c(out, "memwalk", &source, "gcc", &["-O2", "-g"]).expect("gcc builds memwalk.c")
+}
+
+/// The three programs: (binary, arguments).
+fn programs(dir: &Path) -> Vec<(PathBuf, Vec<&'static str>)> {
+    let memwalk = memwalk(dir);
+    vec![
+        (testprog("qsortcb", Libc::Glibc, "O2").path, vec![]),
+        (memwalk.clone(), vec!["chase", "200000"]),
+        (memwalk, vec!["matrix", "3"]),
+    ]
+}
+
+fn emuprof(binary: &Path, args: &[&str], flags: &[&str]) -> EmuprofRun {
+    let mut all = vec!["--quiet"];
+    all.extend(flags);
+    let run = EmuprofCommand::new(binary).args(args).flags(&all).run();
+    assert!(run.status.success(), "emuprof failed: {}", run.stderr);
+    run
+}
+
+fn simulated(binary: &Path, args: &[&str]) -> EmuprofRun {
+    let mut flags = vec!["--cache-sim", "--branch-sim"];
+    flags.extend(GEOMETRY);
+    emuprof(binary, args, &flags)
+}
+
+/// A space-separated list of counts.
+fn counts(value: &Value) -> Vec<u64> {
+    value
+        .as_str()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|n| n.parse().expect("a count"))
+        .collect()
+}
+
+/// The profile's event totals by name.
+fn event_totals(profile: &Value) -> BTreeMap<String, u64> {
+    let names = profile["simulation"]["events"]
+        .as_array()
+        .expect("simulation.events");
+    names
+        .iter()
+        .map(|n| n.as_str().expect("an event name").to_string())
+        .zip(counts(&profile["event_totals"]))
+        .collect()
+}
+
+/// Cachegrind's totals by event name, for `binary args` in an empty
+/// environment (as emuprof runs the guest).
+fn cachegrind(binary: &Path, args: &[&str], out: &Path) -> BTreeMap<String, u64> {
+    let status = Command::new("valgrind")
+        .args(["--tool=cachegrind", "--cache-sim=yes"])
+        .args(GEOMETRY)
+        .arg(format!("--cachegrind-out-file={}", out.display()))
+        .arg(binary)
+        .args(args)
+        .env_clear()
+        .output()
+        .expect("run valgrind");
+    assert!(status.status.success(), "cachegrind failed: {status:?}");
+    let text = std::fs::read_to_string(out).expect("cachegrind output");
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events:"))
+        .expect("events line")
+        .split_whitespace()
+        .collect();
+    let summary = text
+        .lines()
+        .find_map(|l| l.strip_prefix("summary:"))
+        .expect("summary line");
+    events
+        .iter()
+        .map(|e| e.to_string())
+        .zip(
+            summary
+                .split_whitespace()
+                .map(|n| n.parse().expect("a count")),
+        )
+        .collect()
+}
+
+fn within_five_percent(what: &str, ours: u64, theirs: u64) {
+    let error = (ours as f64 - theirs as f64).abs() / theirs as f64;
+    assert!(
+        error <= 0.05,
+        "{what}: emuprof {ours}, Cachegrind {theirs} ({:.1} % apart)",
+        100.0 * error
+    );
+}
+
+#[test]
+fn misses_match_cachegrind_and_instructions_do_not_change() {
+    if require_tool("valgrind", "valgrind").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (binary, args) in programs(dir.path()) {
+        let name = format!("{} {}", binary.display(), args.join(" "));
+        let sim = simulated(&binary, &args);
+        let ours = event_totals(sim.profile());
+        let theirs = cachegrind(&binary, &args, &dir.path().join("cachegrind.out"));
+        let sum = |m: &BTreeMap<String, u64>, events: &[&str]| -> u64 {
+            events.iter().map(|e| m[*e]).sum()
+        };
+        within_five_percent(
+            &format!("{name}: D1 misses"),
+            sum(&ours, &["D1mr", "D1mw"]),
+            sum(&theirs, &["D1mr", "D1mw"]),
+        );
+        within_five_percent(
+            &format!("{name}: LL misses"),
+            sum(&ours, &["ILmr", "DLmr", "DLmw"]),
+            sum(&theirs, &["ILmr", "DLmr", "DLmw"]),
+        );
+
+        // Simulation changes no instruction count: per function, the same.
+        let plain = emuprof(&binary, &args, &[]);
+        assert!(plain.profile().get("simulation").is_none());
+        assert_eq!(plain.total_instructions(), sim.total_instructions());
+        for function in plain.profile()["functions"].as_array().expect("functions") {
+            let function_name = function["name"].as_str().expect("a name");
+            assert_eq!(
+                sim.function_metric(function_name, "self_instructions"),
+                function["self_instructions"].as_u64().expect("self"),
+                "{name}: self instructions of {function_name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn events_add_up_repeat_and_cost_cycles() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let binary = memwalk(dir.path());
+    let args = ["chase", "50000"];
+    let first = simulated(&binary, &args);
+    let second = simulated(&binary, &args);
+    assert_eq!(
+        first.profile_bytes, second.profile_bytes,
+        "two runs wrote different profiles"
+    );
+    let p = first.profile();
+    let totals = counts(&p["event_totals"]);
+    let width = totals.len();
+    assert_eq!(width, 12, "eight cache and four branch events");
+    let mut by_nodes = vec![0; width];
+    for node in p["call_tree"].as_array().expect("call tree") {
+        for (sum, n) in by_nodes.iter_mut().zip(counts(&node["self_events"])) {
+            *sum += n;
+        }
+    }
+    assert_eq!(by_nodes, totals, "contexts add up to the totals");
+    let mut by_instructions = vec![0; width];
+    for block in p["blocks"].as_array().expect("blocks") {
+        let events = counts(&block["events"]);
+        assert_eq!(
+            events.len() as u64,
+            width as u64 * block["instructions"].as_u64().expect("instructions")
+        );
+        for (i, n) in events.into_iter().enumerate() {
+            by_instructions[i % width] += n;
+        }
+    }
+    assert_eq!(by_instructions, totals, "instructions add up to the totals");
+    assert_eq!(
+        counts(&p["call_tree"][0]["inclusive_events"]),
+        totals,
+        "the root's inclusive events are the run's"
+    );
+    // The walk through memory misses: chase's own D1 read misses are most
+    // of its loads.
+    let chase = first.function("chase").expect("chase ran");
+    let chase_events = counts(&chase["self_events"]);
+    assert!(chase_events[3] > 40_000, "chase D1mr {}", chase_events[3]);
+
+    // Cycles are the cost model's plus the documented penalties.
+    let plain = emuprof(&binary, &args, &[]);
+    let names: Vec<&str> = p["simulation"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let penalties = &p["simulation"]["penalties"];
+    let weight = |event: &str| -> u64 {
+        let key = match event {
+            "I1mr" | "D1mr" | "D1mw" => "l1_miss",
+            "ILmr" | "DLmr" | "DLmw" => "ll_miss",
+            "Bcm" | "Bim" => "mispredict",
+            _ => return 0,
+        };
+        penalties[key].as_u64().expect("a penalty")
+    };
+    let penalty: u64 = names.iter().zip(&totals).map(|(e, n)| weight(e) * n).sum();
+    assert_eq!(
+        p["totals"]["cycles"].as_u64().unwrap(),
+        plain.profile()["totals"]["cycles"].as_u64().unwrap() + penalty
+    );
+}
+
+#[test]
+fn geometry_options_are_checked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let binary = memwalk(dir.path());
+    let run = EmuprofCommand::new(&binary)
+        .flags(&["--cache-sim", "--D1=3000,8,64"])
+        .run();
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("multiple"), "{}", run.stderr);
+    let run = EmuprofCommand::new(&binary)
+        .flags(&["--LL=1048576,16,64"])
+        .run();
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("add --cache-sim"), "{}", run.stderr);
+}

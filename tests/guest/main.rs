@@ -1,0 +1,25 @@
+//! Programs under emuprof behave as natively: output, exit status, threads, processes, signals, waits, dynamic linking, real tools.
+//!
+//! One test binary of the integration tests (few binaries link faster than one
+//! per file); each module holds one subject.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod busybox;
+mod cpp_program;
+mod determinism;
+mod dynamic;
+mod fidelity;
+mod mutual_recursion;
+mod process_profiles;
+mod processes;
+mod real_programs;
+mod runtime_code;
+mod rust_program;
+mod signals;
+mod testprogs_native;
+mod threads;
+mod under_emuprof;
+mod unsupported_instruction;
+mod waits_and_timers;
