@@ -17,6 +17,7 @@ mod processes;
 mod real_programs;
 mod runtime_code;
 mod rust_program;
+mod shared_mappings;
 mod signals;
 mod testprogs_native;
 mod threads;

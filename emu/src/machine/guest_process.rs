@@ -125,6 +125,7 @@ impl GuestProcess {
                 signals: Signals::default(),
                 futexes: Default::default(),
                 enosys_noted: BTreeSet::new(),
+                shared_mappings: Default::default(),
             },
         };
         if first_program {
@@ -264,6 +265,9 @@ impl GuestProcess {
             ..
         } = self;
         let mut st = state.borrow_mut();
+        // What the image wrote into shared file mappings reaches the files
+        // (a failure there has no one left to tell).
+        let _ = st.sys.shared_mappings.write_back_all(&st.space, &uc);
         let tree_state = st.feed.close();
         let pc = uc.pc_read().unwrap_or(0);
         let stop = match (stop::take_hook_failure().or(st.stop.take()), run_result) {

@@ -14,6 +14,7 @@ use crate::memory::AddressSpace;
 use crate::syscalls::files::Files;
 use crate::syscalls::futex::Futexes;
 use crate::syscalls::process::Process;
+use crate::syscalls::shared_mappings::SharedMappings;
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
 use crate::tree::blocks::BlockCache;
@@ -34,6 +35,8 @@ pub struct SyscallState {
     pub futexes: Futexes,
     /// Syscalls answered with ENOSYS so far (noted once each).
     pub enosys_noted: BTreeSet<u64>,
+    /// Shared file mappings, written back to their files.
+    pub shared_mappings: SharedMappings,
 }
 
 impl SyscallState {
@@ -47,6 +50,8 @@ impl SyscallState {
         self.time.timers = self.time.timers.for_new_program();
         self.signals.reset_handlers_for_exec();
         self.futexes = Futexes::default();
+        // The old image's memory is gone (written back as it ended).
+        self.shared_mappings = SharedMappings::default();
         self
     }
 }

@@ -302,7 +302,13 @@ fn memory_call(
     } = st;
     let files = &sys.files;
     let mut read_file = |fd: i32, offset: u64, buf: &mut [u8]| files.read_file_at(fd, offset, buf);
-    let result = memory_map::handle(number, args, space, uc, &mut read_file)?;
+    let writable = |fd: i32| files.writable_file_copy(fd);
+    let mapping_files = memory_map::MappingFiles {
+        read: &mut read_file,
+        writable: &writable,
+        shared: &mut sys.shared_mappings,
+    };
+    let result = memory_map::handle(number, args, space, uc, mapping_files)?;
     Some(result.unwrap_or_else(|e| {
         *stop = Some(StopReason::Internal(e.to_string()));
         Err(Errno::ENOMEM)

@@ -1,12 +1,16 @@
-//! Memory management: `brk`, `mmap` (anonymous and private file mappings),
-//! `munmap`, `mprotect`, `mremap`, `madvise`, `mincore`.
+//! Memory management: `brk`, `mmap` (anonymous and file mappings, shared
+//! ones written back as [`super::shared_mappings`] says), `munmap`,
+//! `mprotect`, `mremap`, `madvise`, `mincore`, `msync`.
 //!
 //! Unlike the other families this one needs the emulator itself, since it
 //! changes guest page tables.
 
+use std::os::fd::OwnedFd;
+
 use unicorn_engine::Unicorn;
 
 use super::numbers::*;
+use super::shared_mappings::SharedMappings;
 use super::{Errno, SysResult};
 use crate::memory::{page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::EmuError;
@@ -28,6 +32,18 @@ const FILE_CHUNK: u64 = 1 << 20;
 /// bytes read.
 pub type FileReader<'a> = &'a mut dyn FnMut(i32, u64, &mut [u8]) -> Result<usize, Errno>;
 
+/// What file mappings need of the process: its files and its shared
+/// mappings.
+pub struct MappingFiles<'a> {
+    /// Reads the files mapped.
+    pub read: FileReader<'a>,
+    /// A host duplicate of a guest fd's file when it is open for reading
+    /// and writing (a shared mapping of it is written back).
+    pub writable: &'a dyn Fn(i32) -> Option<OwnedFd>,
+    /// The image's shared mappings.
+    pub shared: &'a mut SharedMappings,
+}
+
 /// Handles a memory-management syscall, or returns `None` for other numbers.
 /// The outer error is emuprof's own failure, the inner one the guest's errno.
 pub fn handle(
@@ -35,18 +51,29 @@ pub fn handle(
     a: [u64; 6],
     space: &mut AddressSpace,
     uc: &mut Unicorn<'_, ()>,
-    read_file: FileReader<'_>,
+    files: MappingFiles<'_>,
 ) -> Option<Result<SysResult, EmuError>> {
     Some(match number {
         SYS_BRK => space.set_brk(uc, a[0]).map(Ok),
-        SYS_MMAP => mmap(space, uc, a, read_file),
+        SYS_MMAP => mmap(space, uc, a, files),
         SYS_MUNMAP => {
             if !a[0].is_multiple_of(PAGE_SIZE) || a[1] == 0 {
                 Ok(Err(Errno::EINVAL))
             } else {
-                space.unmap(uc, a[0], page_align_up(a[1])).map(|_| Ok(0))
+                let len = page_align_up(a[1]);
+                // Linux reports no write-back failure to munmap.
+                let _ = release_shared(files.shared, space, uc, a[0], len);
+                space.unmap(uc, a[0], len).map(|_| Ok(0))
             }
         }
+        SYS_MSYNC => Ok(if !a[0].is_multiple_of(PAGE_SIZE) {
+            Err(Errno::EINVAL)
+        } else {
+            files
+                .shared
+                .write_back(space, uc, a[0], page_align_up(a[1]))
+                .map(|()| 0)
+        }),
         SYS_MPROTECT => {
             if !a[0].is_multiple_of(PAGE_SIZE) {
                 Ok(Err(Errno::EINVAL))
@@ -56,12 +83,34 @@ pub fn handle(
                     .map(|r| r.map(|_| 0).map_err(|_| Errno::ENOMEM))
             }
         }
-        SYS_MREMAP => mremap(space, uc, a),
+        SYS_MREMAP => {
+            // A remapped shared mapping is written back and stays a private
+            // copy.
+            let _ = release_shared(files.shared, space, uc, a[0], page_align_up(a[1]));
+            mremap(space, uc, a)
+        }
         SYS_MADVISE => madvise(space, uc, a),
         SYS_MINCORE => Ok(mincore(space, uc, a)),
-        SYS_MSYNC | SYS_MLOCK | SYS_MUNLOCK | SYS_MLOCKALL | SYS_MUNLOCKALL => Ok(Ok(0)),
+        SYS_MLOCK | SYS_MUNLOCK | SYS_MLOCKALL | SYS_MUNLOCKALL => Ok(Ok(0)),
         _ => return None,
     })
+}
+
+/// Writes back the shared mappings in `[start, start + len)` and forgets
+/// them there (the range is unmapped or replaced next).
+fn release_shared(
+    shared: &mut SharedMappings,
+    space: &AddressSpace,
+    uc: &Unicorn<'_, ()>,
+    start: u64,
+    len: u64,
+) -> Result<(), Errno> {
+    if !shared.overlaps(start, len) {
+        return Ok(());
+    }
+    let written = shared.write_back(space, uc, start, len);
+    shared.forget(start, len);
+    written
 }
 
 /// Maps pages the guest asked for; `ENOMEM` for the guest, as Linux gives
@@ -83,8 +132,13 @@ fn mmap(
     space: &mut AddressSpace,
     uc: &mut Unicorn<'_, ()>,
     a: [u64; 6],
-    read_file: FileReader<'_>,
+    files: MappingFiles<'_>,
 ) -> Result<SysResult, EmuError> {
+    let MappingFiles {
+        read: read_file,
+        writable,
+        shared,
+    } = files;
     let [addr, len, prot, flags, fd, offset] = a;
     if len == 0 || len > MAX_MAPPING || offset % PAGE_SIZE != 0 {
         return Ok(Err(Errno::EINVAL));
@@ -116,6 +170,10 @@ fn mmap(
     if !space.can_commit(len - replaced_len) {
         return Ok(Err(Errno::ENOMEM));
     }
+    if fixed {
+        // Linux reports no write-back failure when a mapping is replaced.
+        let _ = release_shared(shared, space, uc, at, len);
+    }
     let protection = Protection::from_linux(prot);
     if flags & MAP_ANONYMOUS != 0 {
         if let Err(errno) = map_guest(space, uc, at, len, protection)? {
@@ -123,9 +181,11 @@ fn mmap(
         }
         return Ok(Ok(at));
     }
-    // A file mapping: private copy of the file's bytes (MAP_SHARED writes are
-    // not written back to the file).
-    let _shared = flags & MAP_SHARED != 0;
+    // A file mapping: a copy of the file's bytes, written back to it when
+    // shared and the file is open for writing.
+    let written_back = (flags & MAP_SHARED != 0)
+        .then(|| writable(fd as i32))
+        .flatten();
     // Copy what the file holds, chunk by chunk: a huge mapping of a small
     // file costs only the file's size here, and a large file never sits in
     // one host buffer. The first read, before anything is mapped, checks
@@ -155,6 +215,9 @@ fn mmap(
                 return Ok(Err(e));
             }
         };
+    }
+    if let Some(file) = written_back {
+        shared.add(at, len, file, offset);
     }
     Ok(Ok(at))
 }

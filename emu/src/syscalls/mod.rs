@@ -16,6 +16,7 @@ pub mod memory_access;
 pub mod memory_map;
 pub mod process;
 pub mod random;
+pub mod shared_mappings;
 pub mod signals;
 pub mod table;
 #[cfg(test)]

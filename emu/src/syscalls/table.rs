@@ -251,7 +251,8 @@ syscall_table! {
     );
     SYS_LSEEK = 8 => lseek: Files(Io), Full;
     SYS_MMAP = 9 => mmap: MemoryMap, Partial(
-        "MAP_SHARED file mappings are private copies: writes never reach the file"
+        "MAP_SHARED file mappings reach the file at msync, munmap and exit, not at once; \
+         processes share no memory"
     );
     SYS_MPROTECT = 10 => mprotect: MemoryMap, Full;
     SYS_MUNMAP = 11 => munmap: MemoryMap, Full;
@@ -278,7 +279,7 @@ syscall_table! {
     );
     SYS_SCHED_YIELD = 24 => sched_yield: Threads, Full;
     SYS_MREMAP = 25 => mremap: MemoryMap, Partial("MREMAP_FIXED gets EINVAL");
-    SYS_MSYNC = 26 => msync: MemoryMap, Partial("does nothing: file mappings are private copies");
+    SYS_MSYNC = 26 => msync: MemoryMap, Full;
     SYS_MINCORE = 27 => mincore: MemoryMap, Partial(
         "every mapped page is reported resident (guest memory is never paged out)"
     );

@@ -175,6 +175,7 @@ impl GuestProcess {
             signals: parent.sys.signals.for_child(),
             futexes: Default::default(),
             enosys_noted: BTreeSet::new(),
+            shared_mappings: parent.sys.shared_mappings.clone(),
         };
         let options = parent.options.clone();
         let instruction_limit = parent.instruction_limit;

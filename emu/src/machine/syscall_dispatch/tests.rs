@@ -66,14 +66,14 @@ impl Families {
                 let mut no_file = |_: i32, _: u64, _: &mut [u8]| -> Result<usize, _> {
                     panic!("no probe maps a file")
                 };
-                memory_map::handle(
-                    number,
-                    PROBE_ARGS,
-                    &mut self.space,
-                    &mut self.uc,
-                    &mut no_file,
-                )
-                .is_some()
+                let no_writable_file = |_: i32| None;
+                let files = memory_map::MappingFiles {
+                    read: &mut no_file,
+                    writable: &no_writable_file,
+                    shared: &mut Default::default(),
+                };
+                memory_map::handle(number, PROBE_ARGS, &mut self.space, &mut self.uc, files)
+                    .is_some()
             }
             Family::Time => self.time.handle(&mut call, || 0).is_some(),
             Family::Process => self.process.handle(&mut call).is_some(),

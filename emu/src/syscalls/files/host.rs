@@ -196,6 +196,20 @@ pub fn fstat(fd: BorrowedFd<'_>) -> Result<HostStat, Errno> {
     lstat_at(fd, c"")
 }
 
+/// The size of the file open as `fd` (`st_size`).
+pub fn fstat_size(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    let raw = fstatat_raw(fd, c"", libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH)?;
+    Ok(u64::from_le_bytes(raw[48..56].try_into().unwrap_or([0; 8])))
+}
+
+/// Whether `fd` is open for reading and writing (`O_RDWR`), as a shared
+/// writable mapping needs.
+pub fn open_for_reading_and_writing(fd: BorrowedFd<'_>) -> bool {
+    // SAFETY: fcntl on a borrowed, open fd with integer arguments.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDWR
+}
+
 /// The target of the symlink `name` in `dir` (empty name: `dir` is the link).
 pub fn readlink_at(dir: BorrowedFd<'_>, name: &CStr) -> Result<Vec<u8>, Errno> {
     let mut buf = vec![0u8; libc::PATH_MAX as usize];

@@ -252,6 +252,15 @@ impl Files {
         self.fds.host(fd).ok()?.try_clone_to_owned().ok()
     }
 
+    /// A host duplicate of guest fd `fd`'s file when it is open for reading
+    /// and writing (what a shared mapping written back needs).
+    pub fn writable_file_copy(&self, fd: i32) -> Option<std::os::fd::OwnedFd> {
+        let host_fd = self.fds.host(fd).ok()?;
+        host::open_for_reading_and_writing(host_fd)
+            .then(|| host_fd.try_clone_to_owned().ok())
+            .flatten()
+    }
+
     /// Whether a read (or, with `write`, a write) of guest fd `fd` would
     /// go through without waiting now; true for an fd that is not open (the
     /// call then fails at once).
