@@ -160,7 +160,9 @@ mod tests {
 
     #[test]
     fn forgetting_a_range_keeps_the_parts_around_it() {
-        let table: &[((u64, u64), &[(u64, u64, u64)])] = &[
+        // (range forgotten, mappings left as (start, len, offset))
+        type Case = ((u64, u64), &'static [(u64, u64, u64)]);
+        let table: &[Case] = &[
             ((0x1000, 0x1000), &[(0x2000, 0x3000, 0x2000)]),
             (
                 (0x2000, 0x1000),
