@@ -84,12 +84,8 @@ const BATCH: usize = 1 << 12;
 const BATCHES_IN_FLIGHT: usize = 4;
 
 /// Batches a builder thread gets at once while blocks send events only
-/// where the call tree can change: the hand-over is what made a builder
-/// thread lose (`cpuheavy 30 fib` on two CPUs with
-/// `EMUPROF_TREE_BUILDER=thread`: one batch per hand-over, 0.55–0.73 s of
-/// wall time and about 1.0 s of CPU time against 0.53–0.62 s inline; four,
-/// 0.31–0.52 s and 0.57–0.99 s against 0.53–0.85 s inline, in the host's
-/// fast and slow spells).
+/// where the call tree can change: the hand-over, not the builder's work,
+/// is what costs a builder thread (figures in `docs/performance.md`).
 const BATCHES_PER_HAND_OVER: usize = 4;
 
 /// How often a builder with a live view answers its snapshot requests while

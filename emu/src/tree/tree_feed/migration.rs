@@ -23,10 +23,8 @@
 //! windows in a row on the builder's own thread are not clearly shorter
 //! than the last one before the move (the other CPU is busy with someone
 //! else's work, as on a shared CI runner, and the builder thread waits for
-//! it; or the hand-over costs more than the builder's work, as it did for
-//! `cpuheavy 30 fib` while a builder thread got a batch at a time: 0.64 s
-//! of wall time and 0.95 s of CPU time where the inline builder took 0.54
-//! s of both), the builder comes back and stays on the emulation thread
+//! it; or the hand-over costs more than the builder's work), the builder
+//! comes back and stays on the emulation thread
 //! for a while: [`HOLD_WINDOWS`] windows, twice as many after every move
 //! that did not pay. Otherwise a busy second CPU would cost CPU time and win no wall
 //! time. (Comparing only the first window after a move let such moves
@@ -70,21 +68,16 @@ const PAYS_BELOW: f64 = 0.8;
 
 /// Windows in a row on the builder's own thread that must fail to pay
 /// before it comes back: one window is a few milliseconds, and one in a
-/// while runs slow for reasons of the host's (on `cpuheavy 30 fib`, one
-/// window in about five took twice as long as the others).
+/// while runs slow for reasons of the host's.
 const UNPAID_WINDOWS: u32 = 2;
 
 /// Windows on the builder's own thread after which it comes back to the
 /// emulation thread to measure a window there again: the host's speed
-/// changes during a run (on this host the inline builder's windows of
-/// `cpuheavy 30 fib` took 2.4 ms in one phase and 4.3 ms in another, a
-/// builder thread's 2.2–2.7 ms in both), so a reference measured once goes
-/// stale, and a move that paid against a slow window would go on costing
-/// CPU time for nothing once the host is fast again. Each look costs two
-/// windows inline and a thread's start: every 32 windows (about 70 ms of
-/// `cpuheavy 112 fib`) cost a fifth of the thread's gain in wall time
-/// (2.06–2.45 s against 1.64–1.93 s without looking, 3.0–3.1 s inline);
-/// every 256, 1.81–1.93 s.
+/// changes during a run, so a reference measured once goes stale, and a
+/// move that paid against a slow window would go on costing CPU time for
+/// nothing once the host is fast again. Each look costs two windows inline
+/// and a thread's start, hence not more often (figures in
+/// `docs/performance.md`).
 const RECHECK_WINDOWS: u32 = 256;
 
 /// Windows an adaptive builder stays on the emulation thread after a move

@@ -1,15 +1,9 @@
 //! How the two ends of the feed wait for each other: they block.
 //!
-//! Both ends once spun briefly before blocking (waking a sleeping thread
-//! costs a system call and, on a virtual machine, an inter-processor
-//! interrupt), with a budget that adapted to how waits ended. Measured
-//! since blocks send events only where the call tree can change
-//! (`bench/run.py`'s programs on two CPUs, four runs each), spinning bought
-//! no wall time (`30 fib` 0.55–0.58 s with a spin of up to 0.5 ms, 0.56–0.57 s
-//! without; `cpuheavy.musl.O2` 1.13–1.17 s against 1.16–1.19 s) and cost
-//! CPU time (1.06–1.13 s against 0.98–1.00 s; 2.06–2.14 s against
-//! 1.81–1.82 s): batches are large enough that a wake-up per batch is
-//! cheap, and a spinning side only burns the time it waits. With one CPU
+//! Neither end spins before it blocks: batches are large enough that a
+//! wake-up per batch is cheap, and a spinning side only burns the time it
+//! waits (figures in `docs/performance.md`, "Figures behind the design").
+//! With one CPU
 //! (an affinity mask of one CPU, as `taskset -c 0` sets, or a cgroup quota
 //! of one CPU) a process normally builds its tree on the emulation thread
 //! instead (see [`super::Placement`]).
