@@ -53,6 +53,9 @@ pub enum EmuError {
         /// The values it takes.
         known: String,
     },
+    /// The chosen CPU level needs emuprof's patched Unicorn build.
+    #[error("--cpu {0} needs emuprof's patched Unicorn build: run scripts/build-unicorn.sh, then build again")]
+    CpuLevelUnavailable(&'static str),
     /// The call-tree builder panicked, on its thread or inline (a bug in
     /// emuprof).
     #[error("internal error: the call-tree builder failed; please report this with the program that caused it")]

@@ -90,7 +90,7 @@ impl GuestProcess {
             inherited,
         } = start;
         let image = &binary.image;
-        let mut uc = new_engine()?;
+        let mut uc = new_engine(options.cpu)?;
         let mut space = AddressSpace::new(&mut uc)?;
         let program_code = load_segments(&mut uc, &mut space, image)?;
         let interpreter = binary.interpreter.as_deref();
@@ -283,6 +283,7 @@ impl GuestProcess {
                 pc,
                 function: st.function_name(pc),
                 bytes: hooks::instruction_bytes(&uc, &st, pc),
+                level: st.options.cpu,
             },
             (None, Err(e)) => {
                 StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}"))
@@ -368,11 +369,11 @@ pub(super) struct FinishedImage {
     pub sys: Option<SyscallState>,
 }
 
-/// A new engine with emuprof's CPU model.
-pub(super) fn new_engine() -> Result<Unicorn<'static, ()>, EmuError> {
+/// A new engine with emuprof's CPU model at `level`.
+pub(super) fn new_engine(level: cpu::CpuLevel) -> Result<Unicorn<'static, ()>, EmuError> {
     let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
         .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
-    cpu::select_model(&mut uc)?;
+    cpu::select_model(&mut uc, level)?;
     Ok(uc)
 }
 
