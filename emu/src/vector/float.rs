@@ -229,9 +229,9 @@ pub(super) fn fused(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         };
         let negate = op >= 0xc;
         let x = if size == 4 {
-            fma_element::<f32>(a, b, c, negate, subtract, [x1, x2, x3])
+            fma_element::<f32>(a, b, c, negate, subtract)
         } else {
-            fma_element::<f64>(a, b, c, negate, subtract, [x1, x2, x3])
+            fma_element::<f64>(a, b, c, negate, subtract)
         };
         set(&mut r, size, i, x);
     }
@@ -252,8 +252,10 @@ impl Fma for f64 {
     }
 }
 
-fn fma_element<F: Fma>(a: u64, b: u64, c: u64, negate: bool, subtract: bool, order: [u64; 3]) -> u64 {
-    nan_rules::<F>(&order, || {
+/// `±a·b ± c` rounded once; a NaN operand wins in the order multiplicand,
+/// multiplier, addend.
+fn fma_element<F: Fma>(a: u64, b: u64, c: u64, negate: bool, subtract: bool) -> u64 {
+    nan_rules::<F>(&[a, b, c], || {
         let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
         let a = if negate { -a } else { a };
         let c = if subtract { -c } else { c };
@@ -399,38 +401,60 @@ pub(super) fn single_to_half(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]
     }
 }
 
+/// Rounds single precision `bits` to half precision in `mode` (0 nearest
+/// even, 1 down, 2 up, 3 toward zero), with integer arithmetic.
 fn f32_to_half(bits: u32, mode: u8) -> u16 {
     let sign = ((bits >> 16) & 0x8000) as u16;
-    let x = f32::from_bits(bits);
-    if x.is_nan() {
-        return sign | 0x7e00 | ((bits >> 13) & 0x3ff) as u16;
-    }
-    let a = f64::from(x.abs());
     let negative = sign != 0;
-    // Scale to units of the half's last place at this magnitude.
-    let exp = if a == 0.0 { -14 } else { (a.log2().floor() as i32).max(-14) };
-    let ulp = 2f64.powi(exp - 10);
-    let units = a / ulp;
-    let rounded = match mode {
-        0 => units.round_ties_even(),
-        1 => if negative { units.ceil() } else { units.floor() },
-        2 => if negative { units.floor() } else { units.ceil() },
-        _ => units.trunc(),
-    };
-    let value = rounded * ulp;
-    if value >= 65536.0 || (value > 65504.0) {
-        let to_max = match mode {
-            0 => false,
-            1 => !negative,
-            2 => negative,
-            _ => true,
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let fraction = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return match fraction {
+            0 => sign | 0x7c00,
+            _ => sign | 0x7e00 | (fraction >> 13) as u16,
         };
-        return sign | if to_max { 0x7bff } else { 0x7c00 };
     }
-    if value < 2f64.powi(-14) {
-        return sign | (value / 2f64.powi(-24)) as u16;
+    // The value is m·2^e.
+    let (m, e) = if exp == 0 {
+        (u64::from(fraction), -149)
+    } else {
+        (u64::from(fraction | 0x80_0000), exp - 150)
+    };
+    if m == 0 {
+        return sign;
     }
-    let e = value.log2().floor() as i32;
-    let frac = ((value / 2f64.powi(e) - 1.0) * 1024.0) as u16;
-    sign | (((e + 15) as u16) << 10) | frac
+    let top = 63 - m.leading_zeros() as i32 + e;
+    let ulp = if top < -14 { -24 } else { top - 10 };
+    let shift = ulp - e;
+    let mut q = if shift <= 0 { m << -shift } else if shift >= 64 { 0 } else { m >> shift };
+    let rest = match shift {
+        s if s <= 0 => 0,
+        s if s >= 64 => m,
+        s => m & ((1u64 << s) - 1),
+    };
+    let half = if (1..=64).contains(&shift) { 1u64 << (shift - 1).min(63) } else { u64::MAX };
+    let up = match mode {
+        0 => rest > half || (rest == half && rest != 0 && q & 1 == 1),
+        1 => negative && rest != 0,
+        2 => !negative && rest != 0,
+        _ => false,
+    };
+    q += u64::from(up);
+    let overflow = || {
+        let to_infinity = match mode {
+            0 => true,
+            1 => negative,
+            2 => !negative,
+            _ => false,
+        };
+        sign | if to_infinity { 0x7c00 } else { 0x7bff }
+    };
+    if ulp == -24 {
+        return sign | q as u16;
+    }
+    let (q, top) = if q == 2048 { (1024, top + 1) } else { (q, top) };
+    if top > 15 {
+        return overflow();
+    }
+    sign | (((top + 15) as u16) << 10) | (q - 1024) as u16
 }
