@@ -160,7 +160,7 @@ impl GuestProcess {
         cpu::enable_paging(&mut uc, space.page_table_root())?;
         super::user_mode::enter(&mut uc, &mut space, start, stack.sp)?;
 
-        sys.files.describe_cpus(cpus);
+        sys.files.describe_cpus(cpus, options.cpu);
         sys.files.interrupt_reads_on(Arc::clone(&handles.interrupt));
         let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
         if let Some(slot) = &handles.snapshots {
