@@ -49,7 +49,10 @@ fn a_program_built_for_x86_64_v3_prints_what_it_prints_natively() {
         let first = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
         assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
         assert_eq!(first.stdout_text(), native, "{}", binary.display());
-        assert!(native.starts_with("avx 1 fma 1 f16c 1 avx2 1 xcr0 7"), "{native}");
+        assert!(
+            native.starts_with("avx 1 fma 1 f16c 1 avx2 1 xcr0 7"),
+            "{native}"
+        );
         // glibc dispatches to its AVX2 string functions, as on such a CPU.
         for function in ["__strlen_avx2", "__memchr_avx2", "__strchr_avx2"] {
             assert!(first.function(function).is_some(), "{function} did not run");
@@ -84,17 +87,34 @@ fn cpuid_xgetbv_and_cpuinfo_follow_the_level() {
         return;
     };
     for (level, expected) in [
-        ("x86-64", "cpuinfo avx2 0 sse4_2 0\navx 0 fma 0 f16c 0 avx2 0 xcr0 0\n"),
-        ("x86-64-v2", "cpuinfo avx2 0 sse4_2 1\navx 0 fma 0 f16c 0 avx2 0 xcr0 3\n"),
-        ("x86-64-v3", "cpuinfo avx2 1 sse4_2 1\navx 1 fma 1 f16c 1 avx2 1 xcr0 7\n"),
+        (
+            "x86-64",
+            "cpuinfo avx2 0 sse4_2 0\navx 0 fma 0 f16c 0 avx2 0 xcr0 0\n",
+        ),
+        (
+            "x86-64-v2",
+            "cpuinfo avx2 0 sse4_2 1\navx 0 fma 0 f16c 0 avx2 0 xcr0 3\n",
+        ),
+        (
+            "x86-64-v3",
+            "cpuinfo avx2 1 sse4_2 1\navx 1 fma 1 f16c 1 avx2 1 xcr0 7\n",
+        ),
     ] {
         let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", level, "--quiet"]);
         assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
-        assert!(run.stdout_text().starts_with(expected), "--cpu {level}: {}", run.stdout_text());
+        assert!(
+            run.stdout_text().starts_with(expected),
+            "--cpu {level}: {}",
+            run.stdout_text()
+        );
     }
     // The default is x86-64-v2.
     let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
-    assert!(run.stdout_text().contains("xcr0 3"), "{}", run.stdout_text());
+    assert!(
+        run.stdout_text().contains("xcr0 3"),
+        "{}",
+        run.stdout_text()
+    );
 }
 
 const VEX_PROBE: &str = r#"
@@ -130,14 +150,22 @@ fn vex_instructions_below_x86_64_v3_raise_sigill() {
     let Some(binary) = compile_c(dir.path(), "probe", VEX_PROBE, "gcc", &["-O2"]) else {
         return;
     };
-    for (level, expected) in [("x86-64-v2", "SIGILL\n"), ("x86-64", "SIGILL\n"), ("x86-64-v3", "ran\n")] {
+    for (level, expected) in [
+        ("x86-64-v2", "SIGILL\n"),
+        ("x86-64", "SIGILL\n"),
+        ("x86-64-v3", "ran\n"),
+    ] {
         let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", level, "--quiet"]);
         assert_eq!(run.stdout_text(), expected, "--cpu {level}: {}", run.stderr);
     }
     // Without a handler, emuprof says which level would run it.
     let run = run_emuprof(&binary, &["no-handler"], &["--quiet"]);
     assert_ne!(run.status.code(), Some(0));
-    assert!(run.stderr.contains("rerun with --cpu x86-64-v3"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("rerun with --cpu x86-64-v3"),
+        "{}",
+        run.stderr
+    );
 }
 
 const XSAVE_ROUND_TRIP: &str = r#"
@@ -172,5 +200,8 @@ fn xsave_and_xrstor_keep_the_upper_ymm_halves() {
     };
     let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
-    assert_eq!(run.stdout_text(), "1fffffffffffffff ".repeat(3) + "1fffffffffffffff\n");
+    assert_eq!(
+        run.stdout_text(),
+        "1fffffffffffffff ".repeat(3) + "1fffffffffffffff\n"
+    );
 }

@@ -30,7 +30,13 @@ fn build_vecdiff(dir: &Path) -> Option<std::path::PathBuf> {
     let forms = common::repo_root().join("testprogs/vector");
     let source = std::fs::read_to_string(forms.join("vecdiff.c")).expect("read vecdiff.c");
     let include = format!("-I{}", forms.display());
-    compile_c(dir, "vecdiff", &source, "gcc", &["-O1", "-mno-red-zone", &include])
+    compile_c(
+        dir,
+        "vecdiff",
+        &source,
+        "gcc",
+        &["-O1", "-mno-red-zone", &include],
+    )
 }
 
 #[test]
@@ -73,5 +79,9 @@ fn every_vector_form_computes_what_the_host_cpu_computes() {
         mismatches.len(),
         mismatches.join(" ")
     );
-    assert_eq!(emulated.lines().count(), native.lines().count(), "{emulated}");
+    assert_eq!(
+        emulated.lines().count(),
+        native.lines().count(),
+        "{emulated}"
+    );
 }

@@ -76,18 +76,22 @@ mod tests {
 
     #[test]
     fn cpu_files_and_cpuinfo_describe_the_same_cpus() {
-        let online = |cpus| content(b"/sys/devices/system/cpu/online", cpus, Default::default()).expect("served");
+        let online = |cpus| {
+            content(b"/sys/devices/system/cpu/online", cpus, Default::default()).expect("served")
+        };
         assert_eq!(online(1), b"0\n");
         assert_eq!(online(4), b"0-3\n");
         let cpuinfo =
-            String::from_utf8(content(b"/proc/cpuinfo", 3, Default::default()).expect("served")).expect("text");
+            String::from_utf8(content(b"/proc/cpuinfo", 3, Default::default()).expect("served"))
+                .expect("text");
         assert_eq!(cpuinfo.matches("processor\t:").count(), 3);
         assert!(
             !cpuinfo.contains("rdrand"),
             "the guest's CPUID has no RDRAND"
         );
         let meminfo =
-            String::from_utf8(content(b"/proc/meminfo", 1, Default::default()).expect("served")).expect("text");
+            String::from_utf8(content(b"/proc/meminfo", 1, Default::default()).expect("served"))
+                .expect("text");
         assert!(
             meminfo.starts_with("MemTotal:        8388608 kB\n"),
             "{meminfo}"

@@ -71,8 +71,20 @@ macro_rules! arith {
             0x59 => nan_rules::<$t>(&[$a, $b], || x * y),
             0x5c => nan_rules::<$t>(&[$a, $b], || x - y),
             0x5e => nan_rules::<$t>(&[$a, $b], || x / y),
-            0x5d => if x < y { $a } else { $b },
-            0x5f => if x > y { $a } else { $b },
+            0x5d => {
+                if x < y {
+                    $a
+                } else {
+                    $b
+                }
+            }
+            0x5f => {
+                if x > y {
+                    $a
+                } else {
+                    $b
+                }
+            }
             _ => nan_rules::<$t>(&[$b], || y.sqrt()),
         }
     }};
@@ -96,12 +108,22 @@ pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let op = insn.opcode();
     if insn.pp() >= 2 {
         let mut r = a;
-        set(&mut r, size, 0, element(op, size, get(&a, size, 0), get(&b, size, 0)));
+        set(
+            &mut r,
+            size,
+            0,
+            element(op, size, get(&a, size, 0), get(&b, size, 0)),
+        );
         write(regs, insn.reg(), &r, 16);
     } else {
         let mut r = [0u8; 32];
         for i in 0..insn.width() / size {
-            set(&mut r, size, i, element(op, size, get(&a, size, i), get(&b, size, i)));
+            set(
+                &mut r,
+                size,
+                i,
+                element(op, size, get(&a, size, i), get(&b, size, i)),
+            );
         }
         write(regs, insn.reg(), &r, insn.width());
     }
@@ -118,11 +140,19 @@ pub(super) fn horizontal(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         for i in 0..per {
             let k = lane * per + i;
             let (x, y, op) = match insn.opcode() {
-                0xd0 => (get(&a, size, k), get(&b, size, k), if i % 2 == 0 { 0x5c } else { 0x58 }),
+                0xd0 => (
+                    get(&a, size, k),
+                    get(&b, size, k),
+                    if i % 2 == 0 { 0x5c } else { 0x58 },
+                ),
                 opcode => {
                     let src = if i < per / 2 { &a } else { &b };
                     let j = lane * per + 2 * (i % (per / 2));
-                    (get(src, size, j), get(src, size, j + 1), if opcode == 0x7c { 0x58 } else { 0x5c })
+                    (
+                        get(src, size, j),
+                        get(src, size, j + 1),
+                        if opcode == 0x7c { 0x58 } else { 0x5c },
+                    )
                 }
             };
             set(&mut r, size, k, element(op, size, x, y));
@@ -175,10 +205,18 @@ pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let b = rm(regs, insn, mem);
     let size = if insn.pp() & 1 == 0 { 4 } else { 8 };
     let p = insn.imm() & 31;
-    let count = if insn.pp() >= 2 { 1 } else { insn.width() / size };
+    let count = if insn.pp() >= 2 {
+        1
+    } else {
+        insn.width() / size
+    };
     let mut r = if insn.pp() >= 2 { a } else { [0u8; 32] };
     for i in 0..count {
-        let t = predicate(p, as_f64(get(&a, size, i), size), as_f64(get(&b, size, i), size));
+        let t = predicate(
+            p,
+            as_f64(get(&a, size, i), size),
+            as_f64(get(&b, size, i), size),
+        );
         set(&mut r, size, i, if t { u64::MAX } else { 0 });
     }
     let width = if insn.pp() >= 2 { 16 } else { insn.width() };
@@ -272,25 +310,67 @@ pub(super) fn convert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let mut r = [0u8; 32];
     let mut width = w;
     match (insn.opcode(), insn.pp()) {
-        (0x5a, 0) => (0..w / 8).for_each(|i| set(&mut r, 8, i, f64::from(f32::from_bits(get(&b, 4, i) as u32)).to_bits())),
+        (0x5a, 0) => (0..w / 8).for_each(|i| {
+            set(
+                &mut r,
+                8,
+                i,
+                f64::from(f32::from_bits(get(&b, 4, i) as u32)).to_bits(),
+            )
+        }),
         (0x5a, 1) => {
-            (0..w / 8).for_each(|i| set(&mut r, 4, i, u64::from((f64::from_bits(get(&b, 8, i)) as f32).to_bits())));
+            (0..w / 8).for_each(|i| {
+                set(
+                    &mut r,
+                    4,
+                    i,
+                    u64::from((f64::from_bits(get(&b, 8, i)) as f32).to_bits()),
+                )
+            });
             width = 16;
         }
         (0x5a, _) => {
             r = src1(regs, insn);
             width = 16;
             if insn.pp() == 2 {
-                set(&mut r, 8, 0, f64::from(f32::from_bits(get(&b, 4, 0) as u32)).to_bits());
+                set(
+                    &mut r,
+                    8,
+                    0,
+                    f64::from(f32::from_bits(get(&b, 4, 0) as u32)).to_bits(),
+                );
             } else {
-                set(&mut r, 4, 0, u64::from((f64::from_bits(get(&b, 8, 0)) as f32).to_bits()));
+                set(
+                    &mut r,
+                    4,
+                    0,
+                    u64::from((f64::from_bits(get(&b, 8, 0)) as f32).to_bits()),
+                );
             }
         }
-        (0x5b, 0) => (0..w / 4).for_each(|i| set(&mut r, 4, i, u64::from((get(&b, 4, i) as i32 as f32).to_bits()))),
-        (0x5b, p) => (0..w / 4).for_each(|i| set(&mut r, 4, i, to_int(as_f64(get(&b, 4, i), 4), p == 2, 4))),
-        (0xe6, 2) => (0..w / 8).for_each(|i| set(&mut r, 8, i, f64::from(get(&b, 4, i) as i32).to_bits())),
+        (0x5b, 0) => (0..w / 4).for_each(|i| {
+            set(
+                &mut r,
+                4,
+                i,
+                u64::from((get(&b, 4, i) as i32 as f32).to_bits()),
+            )
+        }),
+        (0x5b, p) => {
+            (0..w / 4).for_each(|i| set(&mut r, 4, i, to_int(as_f64(get(&b, 4, i), 4), p == 2, 4)))
+        }
+        (0xe6, 2) => {
+            (0..w / 8).for_each(|i| set(&mut r, 8, i, f64::from(get(&b, 4, i) as i32).to_bits()))
+        }
         (_, p) => {
-            (0..w / 8).for_each(|i| set(&mut r, 4, i, to_int(f64::from_bits(get(&b, 8, i)), p == 1, 4)));
+            (0..w / 8).for_each(|i| {
+                set(
+                    &mut r,
+                    4,
+                    i,
+                    to_int(f64::from_bits(get(&b, 8, i)), p == 1, 4),
+                )
+            });
             width = 16;
         }
     }
@@ -300,7 +380,11 @@ pub(super) fn convert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
 /// A float to an integer of `size` bytes, truncated or rounded to nearest
 /// even; out of range or NaN: the integer indefinite (only the sign bit).
 fn to_int(x: f64, truncate: bool, size: usize) -> u64 {
-    let x = if truncate { x.trunc() } else { x.round_ties_even() };
+    let x = if truncate {
+        x.trunc()
+    } else {
+        x.round_ties_even()
+    };
     let limit = 2f64.powi(8 * size as i32 - 1);
     if x.is_nan() || x >= limit || x < -limit {
         1u64 << (8 * size - 1)
@@ -314,10 +398,18 @@ pub(super) fn convert_scalar(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]
     let isize = if insn.w() { 8 } else { 4 };
     let fsize = if insn.pp() == 2 { 4 } else { 8 };
     if insn.opcode() == 0x2a {
-        let x = if insn.mem() { get(&rm(regs, insn, mem), isize, 0) } else { regs.gpr[insn.rm()] };
+        let x = if insn.mem() {
+            get(&rm(regs, insn, mem), isize, 0)
+        } else {
+            regs.gpr[insn.rm()]
+        };
         let x = super::lanes::sext(x, isize);
         let mut r = src1(regs, insn);
-        let bits = if fsize == 4 { u64::from((x as f32).to_bits()) } else { (x as f64).to_bits() };
+        let bits = if fsize == 4 {
+            u64::from((x as f32).to_bits())
+        } else {
+            (x as f64).to_bits()
+        };
         set(&mut r, fsize, 0, bits);
         write(regs, insn.reg(), &r, 16);
     } else {
@@ -333,7 +425,11 @@ pub(super) fn round(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let size = if insn.opcode() & 1 == 0 { 4 } else { 8 };
     let scalar = insn.opcode() >= 0x0a;
     let b = rm(regs, insn, mem);
-    let mode = if insn.imm() & 4 != 0 { 0 } else { insn.imm() & 3 };
+    let mode = if insn.imm() & 4 != 0 {
+        0
+    } else {
+        insn.imm() & 3
+    };
     let rounded = |x: u64| -> u64 {
         let f = |y: f64| match mode {
             0 => y.round_ties_even(),
@@ -363,7 +459,12 @@ pub(super) fn half_to_single(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]
     let b = rm(regs, insn, mem);
     let mut r: V = [0u8; 32];
     for i in 0..insn.width() / 4 {
-        set(&mut r, 4, i, u64::from(half_to_f32_bits(get(&b, 2, i) as u16)));
+        set(
+            &mut r,
+            4,
+            i,
+            u64::from(half_to_f32_bits(get(&b, 2, i) as u16)),
+        );
     }
     write(regs, insn.reg(), &r, insn.width());
 }
@@ -388,10 +489,19 @@ fn half_to_f32_bits(h: u16) -> u32 {
 /// set: MXCSR's, nearest here); stores to r/m.
 pub(super) fn single_to_half(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let a = xmm(regs, insn.reg());
-    let mode = if insn.imm() & 4 != 0 { 0 } else { insn.imm() & 3 };
+    let mode = if insn.imm() & 4 != 0 {
+        0
+    } else {
+        insn.imm() & 3
+    };
     let mut r: V = [0u8; 32];
     for i in 0..insn.width() / 4 {
-        set(&mut r, 2, i, u64::from(f32_to_half(get(&a, 4, i) as u32, mode)));
+        set(
+            &mut r,
+            2,
+            i,
+            u64::from(f32_to_half(get(&a, 4, i) as u32, mode)),
+        );
     }
     let bytes = insn.width() / 2;
     if insn.mem() {
@@ -426,13 +536,23 @@ fn f32_to_half(bits: u32, mode: u8) -> u16 {
     let top = 63 - m.leading_zeros() as i32 + e;
     let ulp = if top < -14 { -24 } else { top - 10 };
     let shift = ulp - e;
-    let mut q = if shift <= 0 { m << -shift } else if shift >= 64 { 0 } else { m >> shift };
+    let mut q = if shift <= 0 {
+        m << -shift
+    } else if shift >= 64 {
+        0
+    } else {
+        m >> shift
+    };
     let rest = match shift {
         s if s <= 0 => 0,
         s if s >= 64 => m,
         s => m & ((1u64 << s) - 1),
     };
-    let half = if (1..=64).contains(&shift) { 1u64 << (shift - 1).min(63) } else { u64::MAX };
+    let half = if (1..=64).contains(&shift) {
+        1u64 << (shift - 1).min(63)
+    } else {
+        u64::MAX
+    };
     let up = match mode {
         0 => rest > half || (rest == half && rest != 0 && q & 1 == 1),
         1 => negative && rest != 0,

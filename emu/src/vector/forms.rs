@@ -230,9 +230,11 @@ fn map_0f38(insn: Insn) -> Option<Described> {
         }
         0x1a if w0 && l => plain(Avx, MemLoad(16), shuffle::broadcast),
         0x5a if w0 && l => plain(Avx2, MemLoad(16), shuffle::broadcast),
-        0x58 | 0x59 | 0x78 | 0x79 if w0 => {
-            plain(Avx2, Load(shuffle::broadcast_size(op) as u32), shuffle::broadcast)
-        }
+        0x58 | 0x59 | 0x78 | 0x79 if w0 => plain(
+            Avx2,
+            Load(shuffle::broadcast_size(op) as u32),
+            shuffle::broadcast,
+        ),
         0x1c..=0x1e => plain(Avx2At256, Full, int::abs),
         0x20..=0x25 | 0x30..=0x35 => {
             let (from, to) = int::extend_sizes(op);
@@ -262,7 +264,11 @@ fn masked(need: Need, insn: Insn, store: bool, element8: bool) -> Option<Describ
         element8,
         ..Plan::default()
     };
-    let access = if store { Access::MemStore(w) } else { Access::MemLoad(w) };
+    let access = if store {
+        Access::MemStore(w)
+    } else {
+        Access::MemLoad(w)
+    };
     Some((need, access, shuffle::masked_move, plan))
 }
 
@@ -303,13 +309,21 @@ fn map_0f3a(insn: Insn) -> Option<Described> {
         0x0c | 0x0d => plain(Avx, Full, shuffle::blend),
         0x0e => plain(Avx2At256, Full, shuffle::blend),
         0x0f => plain(Avx2At256, Full, shuffle::align),
-        0x14..=0x17 if !l => plain(Avx, Store(shuffle::insert_size(insn) as u32), shuffle::extract),
+        0x14..=0x17 if !l => plain(
+            Avx,
+            Store(shuffle::insert_size(insn) as u32),
+            shuffle::extract,
+        ),
         0x18 if w0 && l => plain(Avx, Load(16), shuffle::insert128),
         0x38 if w0 && l => plain(Avx2, Load(16), shuffle::insert128),
         0x19 if w0 && l => plain(Avx, Store(16), shuffle::extract128),
         0x39 if w0 && l => plain(Avx2, Store(16), shuffle::extract128),
         0x1d if w0 => plain(F16c, Store(insn.width() as u32 / 2), float::single_to_half),
-        0x20 | 0x22 if !l => plain(Avx, Load(shuffle::insert_size(insn) as u32), shuffle::insert),
+        0x20 | 0x22 if !l => plain(
+            Avx,
+            Load(shuffle::insert_size(insn) as u32),
+            shuffle::insert,
+        ),
         0x21 if !l => plain(Avx, Load(4), shuffle::insert),
         0x4a | 0x4b if w0 => plain(Avx, Full, shuffle::blend),
         0x4c if w0 => plain(Avx2At256, Full, shuffle::blend),

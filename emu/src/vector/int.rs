@@ -79,7 +79,9 @@ pub(super) fn binop(insn: Insn) -> Option<(usize, Bin)> {
         (2, 0x08) => (1, |a, b| sign(a, b, 1)),
         (2, 0x09) => (2, |a, b| sign(a, b, 2)),
         (2, 0x0a) => (4, |a, b| sign(a, b, 4)),
-        (2, 0x0b) => (2, |a, b| ((((sext(a, 2) * sext(b, 2)) >> 14) + 1) >> 1) as u64),
+        (2, 0x0b) => (2, |a, b| {
+            ((((sext(a, 2) * sext(b, 2)) >> 14) + 1) >> 1) as u64
+        }),
         (2, 0x45) if insn.w() => (8, |a, b| if b < 64 { a >> b } else { 0 }),
         (2, 0x45) => (4, |a, b| if b < 32 { a >> b } else { 0 }),
         (2, 0x46) if !insn.w() => (4, |a, b| (sext(a, 4) >> b.min(31)) as u64),
@@ -101,14 +103,22 @@ fn sign(a: u64, b: u64, size: usize) -> u64 {
 /// `dst = op(vvvv, r/m)` element-wise.
 pub(super) fn binary(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let Some((size, f)) = binop(insn) else { return };
-    let r = map2(&src1(regs, insn), &rm(regs, insn, mem), size, insn.width(), f);
+    let r = map2(
+        &src1(regs, insn),
+        &rm(regs, insn, mem),
+        size,
+        insn.width(),
+        f,
+    );
     write(regs, insn.reg(), &r, insn.width());
 }
 
 /// `vpabsb/w/d`.
 pub(super) fn abs(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let size = 1 << (insn.opcode() - 0x1c);
-    let r = map1(&rm(regs, insn, mem), size, insn.width(), |a| sext(a, size).unsigned_abs());
+    let r = map1(&rm(regs, insn, mem), size, insn.width(), |a| {
+        sext(a, size).unsigned_abs()
+    });
     write(regs, insn.reg(), &r, insn.width());
 }
 
@@ -129,7 +139,11 @@ pub(super) fn shift_imm(regs: &mut Regs<'_>, insn: Insn, _mem: &mut [u8; 64]) {
             let n = count.min(16) as usize;
             for lane in 0..insn.width() / 16 {
                 for i in 0..16usize {
-                    let from = if left { i.checked_sub(n) } else { Some(i + n).filter(|&j| j < 16) };
+                    let from = if left {
+                        i.checked_sub(n)
+                    } else {
+                        Some(i + n).filter(|&j| j < 16)
+                    };
                     r[lane * 16 + i] = from.map_or(0, |j| src[lane * 16 + j]);
                 }
             }
@@ -196,7 +210,11 @@ pub(super) fn test(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let mut zf = true;
     let mut cf = true;
     for i in 0..insn.width() {
-        let m = if keep == 0xff || i % size == size - 1 { keep } else { 0 };
+        let m = if keep == 0xff || i % size == size - 1 {
+            keep
+        } else {
+            0
+        };
         zf &= a[i] & b[i] & m == 0;
         cf &= !a[i] & b[i] & m == 0;
     }
@@ -243,7 +261,9 @@ pub(super) fn multiply_add(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) 
         }
         (1, 0xf6) => {
             for i in 0..insn.width() / 8 {
-                let sum: u64 = (0..8).map(|j| u64::from(a[8 * i + j].abs_diff(b[8 * i + j]))).sum();
+                let sum: u64 = (0..8)
+                    .map(|j| u64::from(a[8 * i + j].abs_diff(b[8 * i + j])))
+                    .sum();
                 set(&mut r, 8, i, sum);
             }
         }
@@ -270,7 +290,10 @@ pub(super) fn horizontal(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         for i in 0..per {
             let src = if i < per / 2 { &a } else { &b };
             let j = lane * per + 2 * (i % (per / 2));
-            let (x, y) = (sext(get(src, size, j), size), sext(get(src, size, j + 1), size));
+            let (x, y) = (
+                sext(get(src, size, j), size),
+                sext(get(src, size, j + 1), size),
+            );
             let v = match op {
                 0x01 | 0x02 => x.wrapping_add(y) as u64,
                 0x03 => sat_s(x + y, 2),
@@ -301,7 +324,11 @@ pub(super) fn pack(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         for (k, src) in [&a, &b].into_iter().enumerate() {
             for i in 0..per {
                 let x = sext(get(src, from, lane * per + i), from);
-                let v = if signed_out { sat_s(x, to) } else { sat_u(x, to) };
+                let v = if signed_out {
+                    sat_s(x, to)
+                } else {
+                    sat_u(x, to)
+                };
                 set(&mut r, to, lane * 2 * per + k * per + i, v);
             }
         }

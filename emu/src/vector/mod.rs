@@ -12,8 +12,8 @@
 //! never fails. Every form is checked against the host CPU by
 //! `tests/vector_differential.rs`.
 
-mod forms;
 mod float;
+mod forms;
 mod int;
 mod lanes;
 mod shuffle;

@@ -46,7 +46,11 @@ pub(super) fn move_scalar(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         }
         return;
     }
-    let (dst, low) = if store { (insn.rm(), insn.reg()) } else { (insn.reg(), insn.rm()) };
+    let (dst, low) = if store {
+        (insn.rm(), insn.reg())
+    } else {
+        (insn.reg(), insn.rm())
+    };
     let mut v = src1(regs, insn);
     v[..size].copy_from_slice(&regs.xmm[low][..size]);
     write(regs, dst, &v, 16);
@@ -58,7 +62,11 @@ pub(super) fn move_gpr(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let size = if insn.w() { 8 } else { 4 };
     match (insn.opcode(), insn.pp()) {
         (0x6e, _) => {
-            let x = if insn.mem() { get_mem(mem, size) } else { regs.gpr[insn.rm()] };
+            let x = if insn.mem() {
+                get_mem(mem, size)
+            } else {
+                regs.gpr[insn.rm()]
+            };
             let mut v = [0u8; 32];
             set(&mut v, size, 0, x);
             write(regs, insn.reg(), &v, 16);
@@ -162,7 +170,12 @@ pub(super) fn permute_across(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]
     let mut r = [0u8; 32];
     if insn.map() == 3 {
         for i in 0..4 {
-            set(&mut r, 8, i, get(&src, 8, usize::from(insn.imm() >> (2 * i)) & 3));
+            set(
+                &mut r,
+                8,
+                i,
+                get(&src, 8, usize::from(insn.imm() >> (2 * i)) & 3),
+            );
         }
     } else {
         let idx = src1(regs, insn);
@@ -223,7 +236,12 @@ pub(super) fn shuffle_imm(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
             _ => (2, lane * 8),
         };
         for i in 0..4 {
-            set(&mut r, size, base + i, get(&src, size, base + ((imm >> (2 * i)) & 3)));
+            set(
+                &mut r,
+                size,
+                base + i,
+                get(&src, size, base + ((imm >> (2 * i)) & 3)),
+            );
         }
     }
     write(regs, insn.reg(), &r, insn.width());
@@ -270,7 +288,12 @@ pub(super) fn unpack(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         let from = lane * per + if high { per / 2 } else { 0 };
         for i in 0..per / 2 {
             set(&mut r, size, lane * per + 2 * i, get(&a, size, from + i));
-            set(&mut r, size, lane * per + 2 * i + 1, get(&b, size, from + i));
+            set(
+                &mut r,
+                size,
+                lane * per + 2 * i + 1,
+                get(&b, size, from + i),
+            );
         }
     }
     write(regs, insn.reg(), &r, insn.width());
@@ -303,7 +326,13 @@ pub(super) fn blend(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let b = rm(regs, insn, mem);
     let imm = u32::from(insn.imm());
     let size = match insn.opcode() {
-        0x0e | 0x4c => if insn.opcode() == 0x4c { 1 } else { 2 },
+        0x0e | 0x4c => {
+            if insn.opcode() == 0x4c {
+                1
+            } else {
+                2
+            }
+        }
         0x0d | 0x4b => 8,
         _ => 4,
     };
@@ -328,7 +357,11 @@ pub(super) fn insert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let imm = usize::from(insn.imm());
     if insn.opcode() == 0x21 {
         let src = rm(regs, insn, mem);
-        let x = if insn.mem() { get(&src, 4, 0) } else { get(&src, 4, (imm >> 6) & 3) };
+        let x = if insn.mem() {
+            get(&src, 4, 0)
+        } else {
+            get(&src, 4, (imm >> 6) & 3)
+        };
         set(&mut r, 4, (imm >> 4) & 3, x);
         for i in 0..4 {
             if imm >> i & 1 == 1 {
@@ -337,7 +370,11 @@ pub(super) fn insert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         }
     } else {
         let size = insert_size(insn);
-        let x = if insn.mem() { get_mem(mem, size) } else { regs.gpr[insn.rm()] };
+        let x = if insn.mem() {
+            get_mem(mem, size)
+        } else {
+            regs.gpr[insn.rm()]
+        };
         set(&mut r, size, imm % (16 / size), x);
     }
     write(regs, insn.reg(), &r, 16);
