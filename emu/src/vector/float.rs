@@ -170,8 +170,8 @@ fn predicate(p: u8, x: f64, y: f64) -> bool {
         2 => x <= y,
         3 => unordered,
         4 => x != y,
-        5 => !(x < y),
-        6 => !(x <= y),
+        5 => unordered || x >= y,
+        6 => unordered || x > y,
         _ => !unordered,
     };
     if p & 8 == 0 {
@@ -180,8 +180,8 @@ fn predicate(p: u8, x: f64, y: f64) -> bool {
         // 8-15: EQ_UQ, NGE, NGT, FALSE, NEQ_OQ, GE, GT, TRUE.
         match p & 7 {
             0 => x == y || unordered,
-            1 => !(x >= y),
-            2 => !(x > y),
+            1 => unordered || x < y,
+            2 => unordered || x <= y,
             3 => false,
             4 => x != y && !unordered,
             5 => x >= y,

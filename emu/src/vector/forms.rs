@@ -71,7 +71,7 @@ pub(super) fn form(insn: Insn) -> Option<Form> {
             Access::RegOnly => (0, false),
         };
         plan.size = size;
-        plan.load = !store && !plan.masked || (plan.masked && !store);
+        plan.load = !store;
         plan.store = store;
     } else if !mem {
         plan.aligned = false;

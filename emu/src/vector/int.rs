@@ -218,7 +218,7 @@ pub(super) fn test(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         zf &= a[i] & b[i] & m == 0;
         cf &= !a[i] & b[i] & m == 0;
     }
-    *regs.eflags = u64::from(zf) * super::CC_Z | u64::from(cf) * super::CC_C;
+    *regs.eflags = (u64::from(zf) * super::CC_Z) | (u64::from(cf) * super::CC_C);
 }
 
 /// `vpmovsx*`/`vpmovzx*`: widen the low elements.
