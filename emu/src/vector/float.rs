@@ -63,70 +63,101 @@ fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
     }
 }
 
-macro_rules! arith {
-    ($t:ty, $op:expr, $a:expr, $b:expr) => {{
-        let (x, y) = (<$t>::from_bits($a as _), <$t>::from_bits($b as _));
-        match $op {
-            0x58 => nan_rules::<$t>(&[$a, $b], || x + y),
-            0x59 => nan_rules::<$t>(&[$a, $b], || x * y),
-            0x5c => nan_rules::<$t>(&[$a, $b], || x - y),
-            0x5e => nan_rules::<$t>(&[$a, $b], || x / y),
-            0x5d => {
-                if x < y {
-                    $a
-                } else {
-                    $b
-                }
-            }
-            0x5f => {
-                if x > y {
-                    $a
-                } else {
-                    $b
-                }
-            }
-            _ => nan_rules::<$t>(&[$b], || y.sqrt()),
-        }
-    }};
+/// `r = x op y` under the NaN rules: the first NaN operand, quieted; the
+/// default NaN for an invalid operation.
+#[inline]
+fn nan2<F: Float>(a: u64, b: u64, r: F) -> u64 {
+    if F::from_bits64(a).is_nan() {
+        F::quiet(a)
+    } else if F::from_bits64(b).is_nan() {
+        F::quiet(b)
+    } else if r.is_nan() {
+        F::DEFAULT_NAN
+    } else {
+        r.to_bits64()
+    }
+}
+
+/// The element types arithmetic runs on.
+trait Arith:
+    Float
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    const SIZE: usize;
+    fn sqrt(self) -> Self;
+}
+impl Arith for f32 {
+    const SIZE: usize = 4;
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+}
+impl Arith for f64 {
+    const SIZE: usize = 8;
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+}
+
+/// `f` on the first `count` elements of `a` and `b`, into `r`.
+#[inline]
+fn each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, f: impl Fn(u64, u64) -> u64) {
+    for i in 0..count {
+        set(r, F::SIZE, i, f(get(a, F::SIZE, i), get(b, F::SIZE, i)));
+    }
 }
 
 /// `op` (58 add, 59 mul, 5c sub, 5d min, 5e div, 5f max, 51 sqrt of `b`)
-/// on one element of `size` bytes.
-fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
-    if size == 4 {
-        arith!(f32, op, a, b)
-    } else {
-        arith!(f64, op, a, b)
+/// on the first `count` elements.
+fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize) {
+    let v = F::from_bits64;
+    match op {
+        0x58 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) + v(y))),
+        0x59 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) * v(y))),
+        0x5c => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) - v(y))),
+        0x5e => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) / v(y))),
+        0x5d => each::<F>(r, a, b, count, |x, y| if v(x) < v(y) { x } else { y }),
+        0x5f => each::<F>(r, a, b, count, |x, y| if v(x) > v(y) { x } else { y }),
+        _ => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, v(y).sqrt())),
     }
+}
+
+/// `op` on one element of `size` bytes (for the horizontal forms).
+fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
+    let (mut r, x, y) = ([0u8; 32], a.to_le_bytes(), b.to_le_bytes());
+    let (mut va, mut vb) = ([0u8; 32], [0u8; 32]);
+    va[..8].copy_from_slice(&x);
+    vb[..8].copy_from_slice(&y);
+    if size == 4 {
+        apply::<f32>(op, &mut r, &va, &vb, 1);
+    } else {
+        apply::<f64>(op, &mut r, &va, &vb, 1);
+    }
+    get(&r, size, 0)
 }
 
 /// Packed (`ps`/`pd`) and scalar (`ss`/`sd`) arithmetic: 51, 58-5f.
 pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let a = src1(regs, insn);
     let b = rm(regs, insn, mem);
-    let size = if insn.pp() & 1 == 0 { 4 } else { 8 };
-    let op = insn.opcode();
-    if insn.pp() >= 2 {
-        let mut r = a;
-        set(
-            &mut r,
-            size,
-            0,
-            element(op, size, get(&a, size, 0), get(&b, size, 0)),
-        );
-        write(regs, insn.reg(), &r, 16);
+    let double = insn.pp() & 1 == 1;
+    let scalar = insn.pp() >= 2;
+    let size = if double { 8 } else { 4 };
+    let (mut r, count, width) = if scalar {
+        (a, 1, 16)
     } else {
-        let mut r = [0u8; 32];
-        for i in 0..insn.width() / size {
-            set(
-                &mut r,
-                size,
-                i,
-                element(op, size, get(&a, size, i), get(&b, size, i)),
-            );
-        }
-        write(regs, insn.reg(), &r, insn.width());
+        ([0u8; 32], insn.width() / size, insn.width())
+    };
+    if double {
+        apply::<f64>(insn.opcode(), &mut r, &a, &b, count);
+    } else {
+        apply::<f32>(insn.opcode(), &mut r, &a, &b, count);
     }
+    write(regs, insn.reg(), &r, width);
 }
 
 /// `vhaddps/pd` (7c), `vhsubps/pd` (7d), `vaddsubps/pd` (d0).

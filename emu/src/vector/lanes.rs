@@ -6,16 +6,37 @@ use super::{Insn, Regs};
 /// One YMM value.
 pub(crate) type V = [u8; 32];
 
-/// Element `i` of `size` bytes, zero-extended.
+/// Element `i` of `size` bytes (1, 2, 4 or 8), zero-extended.
+#[inline]
 pub(crate) fn get(v: &V, size: usize, i: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes[..size].copy_from_slice(&v[i * size..(i + 1) * size]);
-    u64::from_le_bytes(bytes)
+    let at = i * size;
+    match size {
+        1 => u64::from(v[at]),
+        2 => u64::from(u16::from_le_bytes([v[at], v[at + 1]])),
+        4 => {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&v[at..at + 4]);
+            u64::from(u32::from_le_bytes(b))
+        }
+        _ => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&v[at..at + 8]);
+            u64::from_le_bytes(b)
+        }
+    }
 }
 
-/// Sets element `i` of `size` bytes to the low bytes of `x`.
+/// Sets element `i` of `size` bytes (1, 2, 4 or 8) to the low bytes of `x`.
+#[inline]
 pub(crate) fn set(v: &mut V, size: usize, i: usize, x: u64) {
-    v[i * size..(i + 1) * size].copy_from_slice(&x.to_le_bytes()[..size]);
+    let at = i * size;
+    let bytes = x.to_le_bytes();
+    match size {
+        1 => v[at] = bytes[0],
+        2 => v[at..at + 2].copy_from_slice(&bytes[..2]),
+        4 => v[at..at + 4].copy_from_slice(&bytes[..4]),
+        _ => v[at..at + 8].copy_from_slice(&bytes),
+    }
 }
 
 /// Sign-extends the low `size` bytes of `x`.
@@ -53,8 +74,13 @@ pub(crate) fn xmm(regs: &Regs<'_>, n: usize) -> V {
 /// forms zero the destination above their width).
 pub(crate) fn write(regs: &mut Regs<'_>, n: usize, v: &V, width: usize) {
     let r = &mut regs.xmm[n];
-    r[..width].copy_from_slice(&v[..width]);
-    r[width..].fill(0);
+    if width == 16 {
+        r[..16].copy_from_slice(&v[..16]);
+        r[16..].fill(0);
+    } else {
+        r[..32].copy_from_slice(v);
+        r[32..].fill(0);
+    }
 }
 
 /// The r/m operand: a register or the loaded memory buffer.

@@ -3,11 +3,11 @@
 //! lacks.
 //!
 //! The engine (patch `0015`) hands every VEX instruction except BMI1/BMI2 to
-//! [`decode`] once, when it translates it, as a 64-bit description
+//! `decode` once, when it translates it, as a 64-bit description
 //! ([`Insn`]). `decode` answers `#UD` (0) or an access plan ([`Plan`]). The
 //! translated instruction is one call of the engine's helper, which loads
 //! the memory operand into a buffer (faulting as the instruction would),
-//! calls [`exec`] to compute on the registers and the buffer, and stores
+//! calls `exec` to compute on the registers and the buffer, and stores
 //! the buffer when the plan says so. Guest faults happen in C only; `exec`
 //! never fails. Every form is checked against the host CPU by
 //! `tests/vector_differential.rs`.
@@ -22,7 +22,7 @@ use std::mem::{offset_of, size_of};
 
 use unicorn_engine::Unicorn;
 
-/// The registers the engine hands to [`exec`] (`uc_emuprof_vector_cpu`).
+/// The registers the engine hands to `exec` (`uc_emuprof_vector_cpu`).
 #[repr(C)]
 pub struct VectorCpu {
     xmm: *mut u8,
@@ -149,7 +149,8 @@ pub(crate) const CC_C: u64 = 0x0001;
 pub(crate) const CC_P: u64 = 0x0004;
 pub(crate) const CC_Z: u64 = 0x0040;
 
-/// How the engine's helper treats memory around [`exec`].
+/// How the engine's helper treats memory around `exec`; the op index rides
+/// in the upper 16 bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Plan {
     /// Bytes of the memory operand (0 for register forms).
@@ -182,7 +183,7 @@ impl Plan {
     }
 }
 
-/// The registers [`exec`] works on.
+/// The registers `exec` works on.
 pub(crate) struct Regs<'a> {
     pub xmm: &'a mut [[u8; 64]; 16],
     pub gpr: &'a mut [u64; 16],
@@ -191,7 +192,7 @@ pub(crate) struct Regs<'a> {
 
 extern "C" fn decode_entry(insn: u64) -> u32 {
     match forms::form(Insn(insn)) {
-        Some(form) => form.plan.bits(),
+        Some(form) => form.plan.bits() | form.op.index() << 16,
         None => 0,
     }
 }
@@ -199,7 +200,7 @@ extern "C" fn decode_entry(insn: u64) -> u32 {
 /// # Safety
 /// The engine's helper passes pointers to the live CPU state and a 64-byte
 /// buffer, for an instruction [`decode_entry`] accepted.
-unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, _plan: u32, mem: *mut u8) {
+unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem: *mut u8) {
     // SAFETY: the helper's contract (above): `cpu` points to pointers into
     // the CPU state (16 ZMM registers of 64 bytes, 16 general registers,
     // the flags word), all live and unaliased for the call, and `mem` to a
@@ -215,9 +216,9 @@ unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, _plan: u32, me
             &mut *(mem as *mut [u8; 64]),
         )
     };
-    let insn = Insn(insn);
-    if let Some(form) = forms::form(insn) {
+    // The plan carries the op `decode` chose.
+    if let Some(exec) = forms::Op::exec(plan >> 16) {
         let mut regs = regs;
-        (form.exec)(&mut regs, insn, mem);
+        exec(&mut regs, Insn(insn), mem);
     }
 }
