@@ -25,9 +25,9 @@ const EFER_NXE: u64 = 1 << 11;
 /// determinism (the threads still run one at a time).
 pub const DEFAULT_CPUS: u32 = 4;
 
-/// The CPU model every run uses. CPUID answers from this model decide which
-/// string functions glibc picks, so it is fixed (DESIGN.md: Haswell as
-/// Unicorn emulates it reports no AVX/AVX2).
+/// The CPU model every run uses; [`CpuLevel`] then sets its feature bits.
+/// CPUID answers from this model decide which string functions glibc
+/// picks, so it is fixed.
 pub const CPU_MODEL: X86CpuModel = X86CpuModel::HASWELL;
 
 /// What the guest's CPU can do (`--cpu`): an x86-64 micro-architecture
