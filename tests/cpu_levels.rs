@@ -16,13 +16,6 @@ fn v3loop_source() -> String {
         .expect("read v3loop.c")
 }
 
-fn host_has_avx2() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .split_whitespace()
-        .any(|w| w == "avx2")
-}
-
 fn native_stdout(binary: &Path) -> String {
     let out = Command::new(binary).output().expect("run natively");
     assert!(out.status.success());
@@ -31,7 +24,7 @@ fn native_stdout(binary: &Path) -> String {
 
 #[test]
 fn a_program_built_for_x86_64_v3_prints_what_it_prints_natively() {
-    if !host_has_avx2() {
+    if !common::host_cpu_has(&["avx2"]) {
         common::ci::skip_unless_ci("the host CPU has no AVX2 to compare with");
         return;
     }
@@ -225,7 +218,7 @@ const SAME_AS_CALLGRIND: &[&str] = &[
 
 #[test]
 fn x86_64_v3_counts_equal_callgrinds() {
-    if !host_has_avx2() {
+    if !common::host_cpu_has(&["avx2"]) {
         common::ci::skip_unless_ci("the host CPU has no AVX2 to compare with");
         return;
     }

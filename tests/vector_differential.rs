@@ -14,18 +14,6 @@ use common::run_emuprof;
 /// Random cases per form.
 const CASES: &str = "1000";
 
-/// Whether the host CPU runs every form natively.
-pub fn host_has_avx2_fma_f16c() -> bool {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .unwrap_or_default();
-    ["avx2", "fma", "f16c"]
-        .iter()
-        .all(|f| flags.split_whitespace().any(|w| w == *f))
-}
-
 fn build_vecdiff(dir: &Path) -> Option<std::path::PathBuf> {
     let forms = common::repo_root().join("testprogs/vector");
     let source = std::fs::read_to_string(forms.join("vecdiff.c")).expect("read vecdiff.c");
@@ -41,7 +29,7 @@ fn build_vecdiff(dir: &Path) -> Option<std::path::PathBuf> {
 
 #[test]
 fn every_vector_form_computes_what_the_host_cpu_computes() {
-    if !host_has_avx2_fma_f16c() {
+    if !common::host_cpu_has(&["avx2", "fma", "f16c"]) {
         common::ci::skip_unless_ci("the host CPU has no AVX2, FMA or F16C to compare with");
         return;
     }
