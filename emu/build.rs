@@ -30,6 +30,11 @@ const SHARED_STRUCTS: &[(&str, &[&str])] = &[
         "uc_emuprof_block_constants",
         &["counter", "key", "clocks", "room_end", "terminator"],
     ),
+    ("uc_emuprof_vector_cpu", &["xmm", "regs", "eflags", "mxcsr"]),
+    (
+        "uc_emuprof_vector_unit",
+        &["size", "cpu_size", "decode", "exec"],
+    ),
 ];
 
 /// The C constants emuprof's Rust code repeats.
@@ -37,6 +42,8 @@ const SHARED_CONSTANTS: &[&str] = &[
     "UC_QUERY_EMUPROF_BLOCK_HOOK_SP",
     "UC_CTL_EMUPROF_BLOCK_TRACE",
     "UC_CTL_EMUPROF_CPU_STATE",
+    "UC_CTL_EMUPROF_VECTOR_UNIT",
+    "UC_CTL_EMUPROF_CPU_FEATURE",
     "UC_EMUPROF_HOOK",
     "UC_EMUPROF_RECORD",
     "UC_EMUPROF_COUNT",

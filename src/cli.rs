@@ -67,6 +67,30 @@ pub enum UnsupportedPolicy {
     Enosys,
 }
 
+/// What the guest's CPU can do (`--cpu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CpuArg {
+    /// The x86-64 baseline (SSE2).
+    #[value(name = "x86-64")]
+    X86_64,
+    /// SSE4.2 and POPCNT, no AVX (a Haswell without the AVX family).
+    #[value(name = "x86-64-v2")]
+    X86_64V2,
+    /// AVX, AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE (Haswell).
+    #[value(name = "x86-64-v3")]
+    X86_64V3,
+}
+
+impl From<CpuArg> for emuprof_emu::CpuLevel {
+    fn from(arg: CpuArg) -> Self {
+        match arg {
+            CpuArg::X86_64 => emuprof_emu::CpuLevel::X86_64,
+            CpuArg::X86_64V2 => emuprof_emu::CpuLevel::X86_64V2,
+            CpuArg::X86_64V3 => emuprof_emu::CpuLevel::X86_64V3,
+        }
+    }
+}
+
 /// How the guest runs, shared by `run`, `check` and `diff --run`.
 #[derive(Debug, Clone, Args)]
 pub struct GuestArgs {
@@ -90,6 +114,12 @@ pub struct GuestArgs {
     #[arg(long, value_name = "N", default_value_t = emuprof_emu::DEFAULT_CPUS,
           value_parser = clap::value_parser!(u32).range(1..=emuprof_emu::MAX_CPUS as i64))]
     pub cpus: u32,
+    /// The CPU's x86-64 level: what CPUID, XCR0 and /proc/cpuinfo report and
+    /// which instructions run (above it: SIGILL, as on such a CPU). The
+    /// default keeps profiles comparable with earlier emuprof versions; use
+    /// x86-64-v3 for programs built for current machines.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value = "x86-64-v2")]
+    pub cpu: CpuArg,
     /// Guest work (≈ basic blocks) a thread runs before another runnable
     /// thread gets its turn. Changes the interleaving, never the determinism.
     #[arg(long, value_name = "N", default_value_t = emuprof_emu::DEFAULT_QUANTUM,

@@ -25,15 +25,129 @@ const EFER_NXE: u64 = 1 << 11;
 /// determinism (the threads still run one at a time).
 pub const DEFAULT_CPUS: u32 = 4;
 
-/// The CPU model every run uses. CPUID answers from this model decide which
-/// string functions glibc picks, so it is fixed (DESIGN.md: Haswell as
-/// Unicorn emulates it reports no AVX/AVX2).
+/// The CPU model every run uses; [`CpuLevel`] then sets its feature bits.
+/// CPUID answers from this model decide which string functions glibc
+/// picks, so it is fixed.
 pub const CPU_MODEL: X86CpuModel = X86CpuModel::HASWELL;
 
-/// Selects the fixed CPU model. Must run before anything else touches the CPU.
-pub fn select_model(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
+/// What the guest's CPU can do (`--cpu`): an x86-64 micro-architecture
+/// level, always on the same Haswell model (family, model, caches), never
+/// the host's. CPUID, XCR0, `/proc/cpuinfo` and the instructions that run
+/// follow it; an instruction above it raises `#UD` (SIGILL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuLevel {
+    /// The x86-64 baseline: SSE2, no SSE3 and up, no XSAVE.
+    X86_64,
+    /// Haswell without the AVX family: x86-64-v2 (SSE4.2, POPCNT) plus
+    /// AES, PCLMUL, MOVBE, BMI1, BMI2, LZCNT, XSAVE. The default: the model
+    /// emuprof always had, so profiles stay comparable.
+    #[default]
+    X86_64V2,
+    /// Haswell: x86-64-v3, with AVX, AVX2, FMA and F16C (XCR0 x87|SSE|YMM).
+    X86_64V3,
+}
+
+impl CpuLevel {
+    /// The name `--cpu` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuLevel::X86_64 => "x86-64",
+            CpuLevel::X86_64V2 => "x86-64-v2",
+            CpuLevel::X86_64V3 => "x86-64-v3",
+        }
+    }
+
+    /// CPUID leaf 1 as the guest sees it: Unicorn's Haswell (family 6,
+    /// model 60, stepping 4, APIC id 0, 64-byte `clflush`) without RDRAND
+    /// (ECX bit 30), which would return host randomness, and with the
+    /// level's features in ECX (OSXSAVE wherever XSAVE is, as Linux sets
+    /// CR4).
+    pub fn leaf_1(self) -> [u32; 4] {
+        const XSAVE: u32 = 1 << 26;
+        const OSXSAVE: u32 = 1 << 27;
+        let ecx = self.leaf_1_ecx();
+        let osxsave = if ecx & XSAVE != 0 { OSXSAVE } else { 0 };
+        [0x0003_06c4, 0x0000_0800, ecx | osxsave, 0x078b_fbfd]
+    }
+
+    /// Leaf 1 ECX without OSXSAVE, which follows CR4.
+    fn leaf_1_ecx(self) -> u32 {
+        const HASWELL_WITHOUT_AVX: u32 = 0x86d8_2203;
+        const AVX: u32 = 1 << 28;
+        const FMA: u32 = 1 << 12;
+        const F16C: u32 = 1 << 29;
+        const HYPERVISOR: u32 = 1 << 31;
+        match self {
+            CpuLevel::X86_64 => HYPERVISOR,
+            CpuLevel::X86_64V2 => HASWELL_WITHOUT_AVX,
+            CpuLevel::X86_64V3 => HASWELL_WITHOUT_AVX | AVX | FMA | F16C,
+        }
+    }
+
+    /// Leaf 7 EBX: fsgsbase, bmi1, smep, bmi2, erms; avx2 at x86-64-v3.
+    fn leaf_7_ebx(self) -> u32 {
+        const HASWELL_WITHOUT_AVX2: u32 = 0x389;
+        const AVX2: u32 = 1 << 5;
+        match self {
+            CpuLevel::X86_64 => 0,
+            CpuLevel::X86_64V2 => HASWELL_WITHOUT_AVX2,
+            CpuLevel::X86_64V3 => HASWELL_WITHOUT_AVX2 | AVX2,
+        }
+    }
+
+    /// The flags line of `/proc/cpuinfo`, as Linux prints the CPUID bits.
+    pub fn cpuinfo_flags(self) -> &'static str {
+        match self {
+            CpuLevel::X86_64 => {
+                "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush \
+                 mmx fxsr sse sse2 syscall nx lm hypervisor lahf_lm abm"
+            }
+            CpuLevel::X86_64V2 => {
+                "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush \
+                 mmx fxsr sse sse2 syscall nx lm pni pclmulqdq ssse3 cx16 sse4_1 sse4_2 movbe \
+                 popcnt aes xsave hypervisor lahf_lm abm fsgsbase bmi1 smep bmi2 erms"
+            }
+            CpuLevel::X86_64V3 => {
+                "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush \
+                 mmx fxsr sse sse2 syscall nx lm pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 \
+                 movbe popcnt aes xsave avx f16c hypervisor lahf_lm abm fsgsbase bmi1 avx2 \
+                 smep bmi2 erms"
+            }
+        }
+    }
+}
+
+/// `UC_CTL_EMUPROF_CPU_FEATURE` written with two arguments.
+const CTL_CPU_FEATURE: u32 = crate::engine_seam::CTL_CPU_FEATURE as u32 | 1 << 30 | 2 << 26;
+/// QEMU's feature words: CPUID leaf 1 ECX and leaf 7 EBX.
+const FEAT_1_ECX: i32 = 1;
+const FEAT_7_0_EBX: i32 = 2;
+
+/// Selects the fixed CPU model at `level` and registers the vector unit.
+/// Must run before anything else touches the CPU. With stock Unicorn,
+/// which can neither change the model's features nor run AVX, only the
+/// default level is possible.
+pub fn select_model(uc: &mut Unicorn<'_, ()>, level: CpuLevel) -> Result<(), EmuError> {
     uc.ctl_set_cpu_model(CPU_MODEL as i32)
-        .map_err(|e| EmuError::unicorn("selecting the CPU model", e))
+        .map_err(|e| EmuError::unicorn("selecting the CPU model", e))?;
+    let features = [
+        (FEAT_1_ECX, level.leaf_1_ecx()),
+        (FEAT_7_0_EBX, level.leaf_7_ebx()),
+    ];
+    for (word, value) in features {
+        // SAFETY: a live engine; the control reads an int and a u32. Stock
+        // Unicorn reads neither and answers UC_ERR_ARG.
+        let rc =
+            unsafe { crate::machine::uc_ctl_raw(uc.get_handle(), CTL_CPU_FEATURE, word, value) };
+        if rc != 0 {
+            if level == CpuLevel::default() {
+                return Ok(());
+            }
+            return Err(EmuError::CpuLevelUnavailable(level.name()));
+        }
+    }
+    crate::vector::register(uc);
+    Ok(())
 }
 
 /// Turns on 4-level paging with the given PML4, write protection at CPL 0 and
@@ -74,16 +188,10 @@ pub fn reset_fpu(uc: &mut Unicorn<'_, ()>) -> Result<(), unicorn_engine::uc_erro
     uc.reg_write(RegisterX86::MXCSR, MXCSR)
 }
 
-/// CPUID leaf 1 as the guest sees it: Unicorn's Haswell (family 6, model
-/// 60, stepping 4, APIC id 0, 64-byte `clflush`) without RDRAND (ECX bit
-/// 30), which would return host randomness. Every other leaf is Unicorn's
-/// fixed Haswell answer (docs/guest.md, "CPU", lists them).
-pub const CPUID_LEAF_1: [u32; 4] = [0x0003_06c4, 0x0000_0800, 0x8ed8_2203, 0x078b_fbfd];
-
 /// The answer to `cpuid` with `leaf` in EAX when emuprof overrides Unicorn's
-/// (`None`: Unicorn answers).
-pub fn cpuid_override(leaf: u32) -> Option<[u32; 4]> {
-    (leaf == 1).then_some(CPUID_LEAF_1)
+/// (`None`: Unicorn answers from the level's feature words).
+pub fn cpuid_override(level: CpuLevel, leaf: u32) -> Option<[u32; 4]> {
+    (leaf == 1).then(|| level.leaf_1())
 }
 
 fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {

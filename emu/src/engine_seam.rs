@@ -28,6 +28,10 @@ pub(crate) const QUERY_BLOCK_HOOK_SP: c_int = 0x656d_7001;
 pub(crate) const CTL_BLOCK_TRACE: c_int = 0x6570;
 /// `UC_CTL_EMUPROF_CPU_STATE`: reads the CPU state's address.
 pub(crate) const CTL_CPU_STATE: c_int = 0x6571;
+/// `UC_CTL_EMUPROF_VECTOR_UNIT`: registers the vector unit.
+pub(crate) const CTL_VECTOR_UNIT: c_int = 0x6572;
+/// `UC_CTL_EMUPROF_CPU_FEATURE`: sets a CPUID feature word.
+pub(crate) const CTL_CPU_FEATURE: c_int = 0x6573;
 /// `UC_EMUPROF_FUNCTION_START`, added to a block's [`InlineMode`] where a
 /// function starts.
 pub(crate) const FUNCTION_START: c_int = 0x100;
@@ -70,6 +74,8 @@ const _: () = {
     assert!(QUERY_BLOCK_HOOK_SP as i64 == c::UC_QUERY_EMUPROF_BLOCK_HOOK_SP);
     assert!(CTL_BLOCK_TRACE as i64 == c::UC_CTL_EMUPROF_BLOCK_TRACE);
     assert!(CTL_CPU_STATE as i64 == c::UC_CTL_EMUPROF_CPU_STATE);
+    assert!(CTL_VECTOR_UNIT as i64 == c::UC_CTL_EMUPROF_VECTOR_UNIT);
+    assert!(CTL_CPU_FEATURE as i64 == c::UC_CTL_EMUPROF_CPU_FEATURE);
     assert!(FUNCTION_START as i64 == c::UC_EMUPROF_FUNCTION_START);
     assert!(InlineMode::Hook as i64 == c::UC_EMUPROF_HOOK);
     assert!(InlineMode::Record as i64 == c::UC_EMUPROF_RECORD);

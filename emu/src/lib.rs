@@ -30,10 +30,11 @@ mod memory;
 pub mod sim;
 mod syscalls;
 mod tree;
+mod vector;
 
 /// Default wall-clock time (Unix seconds) of the guest's first instruction.
 pub use clock::DEFAULT_START_SECONDS as DEFAULT_CLOCK_START;
-pub use cpu::DEFAULT_CPUS;
+pub use cpu::{CpuLevel, DEFAULT_CPUS};
 pub use emuprof_model::{CacheConfig, CacheGeometry};
 pub use error::EmuError;
 pub use machine::{

@@ -297,6 +297,7 @@ pub(super) fn configure_run(
     options.seed = guest.seed;
     options.clock_start = guest.clock_start;
     options.cpus = guest.cpus;
+    options.cpu = guest.cpu.into();
     options.quantum = guest.quantum;
     options.max_instructions = guest.max_instructions;
     options.simulation = simulation_options(guest)?;

@@ -57,6 +57,20 @@ pub fn bless_requested() -> bool {
     std::env::var_os("EMUPROF_BLESS").is_some_and(|value| value == "1")
 }
 
+/// Whether the host CPU has every one of `flags` (`/proc/cpuinfo` names:
+/// `avx2`, `fma`…), for tests that compare emuprof with the host CPU.
+#[allow(dead_code)] // used by the tests that compare with the host CPU
+pub fn host_cpu_has(flags: &[&str]) -> bool {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let line = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .unwrap_or_default();
+    flags
+        .iter()
+        .all(|f| line.split_whitespace().any(|w| w == *f))
+}
+
 /// Looks `name` up in the test process's `PATH`, as a shell would.
 pub fn find_in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

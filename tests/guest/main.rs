@@ -8,6 +8,7 @@ mod common;
 
 mod busybox;
 mod cpp_program;
+mod cpu_levels;
 mod determinism;
 mod dynamic;
 mod fidelity;
@@ -23,4 +24,5 @@ mod testprogs_native;
 mod threads;
 mod under_emuprof;
 mod unsupported_instruction;
+mod vector_differential;
 mod waits_and_timers;

@@ -1,6 +1,7 @@
-//! AVX2 code cannot run on the emulated CPU: the run stops with the address,
-//! the function, the instruction bytes and a hint, and the partial profile is
-//! still written.
+//! AVX2 code cannot run on the default emulated CPU (`--cpu x86-64-v2`): the
+//! run stops with the address, the function, the instruction bytes and the
+//! hint to choose `--cpu x86-64-v3`, and the partial profile is still
+//! written; with that level it runs.
 
 use crate::common;
 
@@ -30,7 +31,7 @@ fn avx2_code_stops_with_address_function_bytes_and_a_hint() {
         line.contains("(bytes c5 "),
         "shows the VEX-encoded bytes: {line}"
     );
-    assert!(line.contains("-march=x86-64-v2"), "gives the hint: {line}");
+    assert!(line.contains("--cpu x86-64-v3"), "gives the hint: {line}");
     let p = run.profile();
     assert!(
         p["partial"]
@@ -39,4 +40,10 @@ fn avx2_code_stops_with_address_function_bytes_and_a_hint() {
         "partial: {}",
         p["partial"]
     );
+    let native = std::process::Command::new(&binary)
+        .output()
+        .expect("run natively");
+    let run = run_emuprof(&binary, &[] as &[&str], &["--quiet", "--cpu", "x86-64-v3"]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout_text(), String::from_utf8_lossy(&native.stdout));
 }

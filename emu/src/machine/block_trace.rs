@@ -71,7 +71,7 @@ const CTL_WRITE_SIX_ARGS: u32 = 1 << 30 | 6 << 26;
 unsafe extern "C" {
     /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
     #[link_name = "uc_ctl"]
-    fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+    pub(crate) fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
 }
 
 /// The address of the CPU state `uc`'s translated code works on, from
@@ -218,7 +218,7 @@ mod tests {
     /// the trace (instrumentation/02), and stock Unicorn takes neither.
     #[test]
     fn the_engine_takes_the_trace_exactly_when_it_is_emuprofs_build() {
-        let uc = new_engine().expect("engine");
+        let uc = new_engine(Default::default()).expect("engine");
         let handle = uc.get_handle();
         let patched = StackPointerSource::of_engine(handle) == StackPointerSource::HookArgument;
         // SAFETY: a live engine; a null trace turns the trace off, so the
@@ -231,7 +231,7 @@ mod tests {
     /// Unicorn does not.
     #[test]
     fn the_engine_tells_its_cpu_state_exactly_when_it_is_emuprofs_build() {
-        let uc = new_engine().expect("engine");
+        let uc = new_engine(Default::default()).expect("engine");
         let handle = uc.get_handle();
         let patched = StackPointerSource::of_engine(handle) == StackPointerSource::HookArgument;
         assert_eq!(super::cpu_state(handle).is_some(), patched);

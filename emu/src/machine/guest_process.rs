@@ -91,7 +91,7 @@ impl GuestProcess {
             inherited,
         } = start;
         let image = &binary.image;
-        let mut uc = new_engine()?;
+        let mut uc = new_engine(options.cpu)?;
         let mut space = AddressSpace::new(&mut uc)?;
         let program_code = load_segments(&mut uc, &mut space, image)?;
         let interpreter = binary.interpreter.as_deref();
@@ -162,7 +162,7 @@ impl GuestProcess {
         cpu::enable_paging(&mut uc, space.page_table_root())?;
         super::user_mode::enter(&mut uc, &mut space, start, stack.sp)?;
 
-        sys.files.describe_cpus(cpus);
+        sys.files.describe_cpus(cpus, options.cpu);
         sys.files.interrupt_reads_on(Arc::clone(&handles.interrupt));
         let instruction_limit = options.max_instructions.unwrap_or(u64::MAX);
         if let Some(slot) = &handles.snapshots {
@@ -279,6 +279,7 @@ impl GuestProcess {
                 pc,
                 function: st.function_name(pc),
                 bytes: hooks::instruction_bytes(&uc, &st, pc),
+                level: st.options.cpu,
             },
             (None, Err(e)) => {
                 StopReason::Internal(format!("Unicorn stopped with {e:?} at {pc:#x}"))
@@ -364,11 +365,11 @@ pub(super) struct FinishedImage {
     pub sys: Option<SyscallState>,
 }
 
-/// A new engine with emuprof's CPU model.
-pub(super) fn new_engine() -> Result<Unicorn<'static, ()>, EmuError> {
+/// A new engine with emuprof's CPU model at `level`.
+pub(super) fn new_engine(level: cpu::CpuLevel) -> Result<Unicorn<'static, ()>, EmuError> {
     let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
         .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
-    cpu::select_model(&mut uc)?;
+    cpu::select_model(&mut uc, level)?;
     Ok(uc)
 }
 

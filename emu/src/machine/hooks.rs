@@ -114,9 +114,10 @@ pub fn on_interrupt(uc: &mut Unicorn<'_, ()>, state: &Shared, intno: u32) {
 }
 
 /// `#UD`: an instruction the CPU does not have. Linux sends `SIGILL`; emuprof
-/// does the same, except for AVX/AVX-512 encodings, which the real CPU runs
-/// and only the emulated one lacks: those end the run with emuprof's own
-/// message and a hint. True when the guest continues (a handler runs).
+/// does the same, except for VEX/EVEX encodings in a program without a
+/// `SIGILL` handler: those end the run with emuprof's own message and a
+/// hint (`--cpu x86-64-v3`, or the instruction emuprof lacks). True when the
+/// guest continues (a handler runs).
 pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared) -> bool {
     let mut st = state.borrow_mut();
     if !sync_with_tree(&mut st) {
@@ -124,11 +125,18 @@ pub fn on_invalid_instruction(uc: &mut Unicorn<'_, ()>, state: &Shared) -> bool 
     }
     let pc = uc.pc_read().unwrap_or(0);
     let bytes = instruction_bytes(uc, &st, pc);
-    if is_vector_extension(&bytes) {
+    let handled = matches!(
+        st.sys
+            .signals
+            .disposition_for_other_thread(signal::SIGILL as u64),
+        Disposition::Handler(_)
+    );
+    if is_vector_extension(&bytes) && !handled {
         st.stop = Some(StopReason::InvalidInstruction {
             pc,
             function: st.function_name(pc),
             bytes,
+            level: st.options.cpu,
         });
         return false;
     }
@@ -237,16 +245,23 @@ pub unsafe extern "C" fn on_rdtsc(uc: *mut uc_engine, user_data: *mut c_void) ->
 }
 
 /// Raw `cpuid` hook: emuprof's fixed answer where it overrides Unicorn's
-/// (leaf 1, without RDRAND), else Unicorn's own.
+/// (leaf 1 of the run's `--cpu` level, without RDRAND), else Unicorn's own.
 ///
 /// # Safety
-/// `uc` must be the engine running the hook.
-pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, _user_data: *mut c_void) -> i32 {
+/// `uc` must be the engine running the hook; `user_data` must point to the
+/// live `RefCell<MachineState>` the machine registered.
+pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, user_data: *mut c_void) -> i32 {
+    // SAFETY: the caller passes the registered, live `RefCell<MachineState>`.
+    let state = unsafe { &*(user_data as *const RefCell<MachineState>) };
+    let level = state
+        .try_borrow()
+        .map(|st| st.options.cpu)
+        .unwrap_or_default();
     let mut leaf: u64 = 0;
     // SAFETY: `uc` is the live engine running this hook; `leaf` is a u64
     // Unicorn fills for RAX.
     unsafe { unicorn_engine::uc_reg_read(uc, RegisterX86::RAX as i32, (&raw mut leaf).cast()) };
-    let Some(answer) = crate::cpu::cpuid_override(leaf as u32) else {
+    let Some(answer) = crate::cpu::cpuid_override(level, leaf as u32) else {
         return 0; // Unicorn answers
     };
     for (reg, value) in [

@@ -44,6 +44,9 @@ pub struct RunOptions {
     pub quantum: u64,
     /// CPUs the guest sees (affinity mask, `/sys` and `/proc` files).
     pub cpus: u32,
+    /// What the guest's CPU can do (CPUID, XCR0, `/proc/cpuinfo`, the
+    /// instructions that run).
+    pub cpu: crate::cpu::CpuLevel,
     /// Run a program the guest execs that emuprof cannot load (another
     /// architecture, a file the loader rejects) on the host instead,
     /// unprofiled, passing its exit status back. Escapes `--root` and
@@ -77,6 +80,7 @@ impl RunOptions {
             files,
             quantum: super::threads::DEFAULT_QUANTUM,
             cpus: crate::cpu::DEFAULT_CPUS,
+            cpu: crate::cpu::CpuLevel::default(),
             exec_native: false,
             simulation: crate::sim::SimulationOptions::default(),
             start: None,

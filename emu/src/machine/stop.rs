@@ -36,6 +36,8 @@ pub enum StopReason {
         function: String,
         /// Up to 15 bytes at `pc`.
         bytes: Vec<u8>,
+        /// The run's CPU level.
+        level: crate::cpu::CpuLevel,
     },
     /// `--max-instructions` was reached.
     InstructionLimit(u64),
@@ -179,12 +181,22 @@ impl fmt::Display for StopReason {
                 pc,
                 function,
                 bytes,
+                level,
             } => {
                 let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                let why = if *level == crate::cpu::CpuLevel::X86_64V3 {
+                    "emuprof does not implement this vector instruction (AVX-512, or an AVX form \
+                     docs/vector.md lists as missing)"
+                        .to_string()
+                } else {
+                    format!(
+                        "the emulated CPU (--cpu {}) has no AVX/AVX2: rerun with --cpu x86-64-v3",
+                        level.name()
+                    )
+                };
                 write!(
                     f,
-                    "unsupported instruction at {pc:#x} in {function} (bytes {}); the emulated CPU has no AVX/AVX2: \
-                     rebuild with -march=x86-64-v2 or lower",
+                    "unsupported instruction at {pc:#x} in {function} (bytes {}); {why}",
                     hex.join(" ")
                 )
             }

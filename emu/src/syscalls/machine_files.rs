@@ -12,13 +12,13 @@ pub const TOTAL_RAM: u64 = 8 << 30;
 pub const FREE_RAM: u64 = 6 << 30;
 
 /// The contents of `path` when it is one of the machine-description files
-/// emuprof serves for a machine of `cpus` CPUs, else `None`.
-pub fn content(path: &[u8], cpus: u32) -> Option<Vec<u8>> {
+/// emuprof serves for a machine of `cpus` CPUs at `level`, else `None`.
+pub fn content(path: &[u8], cpus: u32, level: crate::cpu::CpuLevel) -> Option<Vec<u8>> {
     let text = match path {
         b"/sys/devices/system/cpu/online"
         | b"/sys/devices/system/cpu/possible"
         | b"/sys/devices/system/cpu/present" => cpu_list(cpus),
-        b"/proc/cpuinfo" => cpuinfo(cpus),
+        b"/proc/cpuinfo" => cpuinfo(cpus, level),
         b"/proc/meminfo" => meminfo(),
         _ => return None,
     };
@@ -35,11 +35,9 @@ fn cpu_list(cpus: u32) -> String {
 
 /// One block per CPU, as the kernel prints it for the emulated Haswell
 /// (CPUID family 6, model 60, stepping 4; the flags are the CPUID bits the
-/// guest sees).
-fn cpuinfo(cpus: u32) -> String {
-    const FLAGS: &str = "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat \
-        pse36 clflush mmx fxsr sse sse2 syscall nx lm pni pclmulqdq ssse3 cx16 sse4_1 \
-        sse4_2 movbe popcnt aes xsave hypervisor lahf_lm abm fsgsbase bmi1 smep bmi2 erms";
+/// guest sees at `level`).
+fn cpuinfo(cpus: u32, level: crate::cpu::CpuLevel) -> String {
+    let flags = level.cpuinfo_flags();
     (0..cpus)
         .map(|cpu| {
             format!(
@@ -48,7 +46,7 @@ fn cpuinfo(cpus: u32) -> String {
                  cpu MHz\t\t: 1000.000\ncache size\t: 16384 KB\nphysical id\t: 0\n\
                  siblings\t: {cpus}\ncore id\t\t: {cpu}\ncpu cores\t: {cpus}\n\
                  apicid\t\t: {cpu}\nfpu\t\t: yes\nfpu_exception\t: yes\ncpuid level\t: 13\n\
-                 wp\t\t: yes\nflags\t\t: {FLAGS}\nclflush size\t: 64\ncache_alignment\t: 64\n\
+                 wp\t\t: yes\nflags\t\t: {flags}\nclflush size\t: 64\ncache_alignment\t: 64\n\
                  address sizes\t: 40 bits physical, 48 bits virtual\n\n"
             )
         })
@@ -78,22 +76,26 @@ mod tests {
 
     #[test]
     fn cpu_files_and_cpuinfo_describe_the_same_cpus() {
-        let online = |cpus| content(b"/sys/devices/system/cpu/online", cpus).expect("served");
+        let online = |cpus| {
+            content(b"/sys/devices/system/cpu/online", cpus, Default::default()).expect("served")
+        };
         assert_eq!(online(1), b"0\n");
         assert_eq!(online(4), b"0-3\n");
         let cpuinfo =
-            String::from_utf8(content(b"/proc/cpuinfo", 3).expect("served")).expect("text");
+            String::from_utf8(content(b"/proc/cpuinfo", 3, Default::default()).expect("served"))
+                .expect("text");
         assert_eq!(cpuinfo.matches("processor\t:").count(), 3);
         assert!(
             !cpuinfo.contains("rdrand"),
             "the guest's CPUID has no RDRAND"
         );
         let meminfo =
-            String::from_utf8(content(b"/proc/meminfo", 1).expect("served")).expect("text");
+            String::from_utf8(content(b"/proc/meminfo", 1, Default::default()).expect("served"))
+                .expect("text");
         assert!(
             meminfo.starts_with("MemTotal:        8388608 kB\n"),
             "{meminfo}"
         );
-        assert_eq!(content(b"/proc/version", 1), None);
+        assert_eq!(content(b"/proc/version", 1, Default::default()), None);
     }
 }

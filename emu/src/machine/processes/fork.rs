@@ -137,7 +137,7 @@ impl GuestProcess {
             at,
             now_ns,
         } = request;
-        let mut uc = new_engine()?;
+        let mut uc = new_engine(self.state.borrow().options.cpu)?;
         let parent = self.state.borrow();
         let space = parent.space.copy_into(&self.uc, &mut uc)?;
         uc.context_restore(&registers)

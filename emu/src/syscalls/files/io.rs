@@ -80,7 +80,7 @@ impl Files {
         mode: u32,
     ) -> SysResult {
         let mut path = read_path(mem, path_addr)?;
-        if let Some(content) = machine_files::content(&path, self.cpus) {
+        if let Some(content) = machine_files::content(&path, self.cpus, self.cpu_level) {
             return self.open_served(&content, flags);
         }
         if is_self_exe(&path) {

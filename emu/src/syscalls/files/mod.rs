@@ -139,6 +139,8 @@ pub struct Files {
     pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// CPUs of the machine the served `/proc` and `/sys` files describe.
     pub(super) cpus: u32,
+    /// The CPU level `/proc/cpuinfo` describes.
+    pub(super) cpu_level: crate::cpu::CpuLevel,
     /// What reads of `/dev/urandom` and `/dev/random` return.
     pub(super) random: RandomStream,
     /// The inode and device numbers the guest sees (shared with every
@@ -147,9 +149,10 @@ pub struct Files {
 }
 
 impl Files {
-    /// The served machine files describe `cpus` CPUs.
-    pub fn describe_cpus(&mut self, cpus: u32) {
+    /// The served machine files describe `cpus` CPUs at `level`.
+    pub fn describe_cpus(&mut self, cpus: u32, level: crate::cpu::CpuLevel) {
         self.cpus = cpus;
+        self.cpu_level = level;
     }
 
     /// Sets up the guest's file view; fds 0–2 are emuprof's own
@@ -180,6 +183,7 @@ impl Files {
             network_noted: false,
             interrupt: Default::default(),
             cpus: crate::cpu::DEFAULT_CPUS,
+            cpu_level: crate::cpu::CpuLevel::default(),
             random: RandomStream::new(0),
             inodes: inodes::GuestInodes::default(),
         })
@@ -204,6 +208,7 @@ impl Files {
             network_noted: self.network_noted,
             interrupt: std::sync::Arc::clone(&self.interrupt),
             cpus: self.cpus,
+            cpu_level: self.cpu_level,
             random: self.random.fork(),
             inodes: self.inodes.clone(),
         })

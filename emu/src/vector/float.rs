@@ -1,0 +1,611 @@
+//! Floating point: arithmetic, FMA3, comparisons, conversions, rounding
+//! and F16C, with the x86 rules for NaNs (the first NaN operand, quieted;
+//! the default NaN for invalid operations) and `minps`/`maxps` (the second
+//! operand unless the first is strictly smaller/larger). Results are those
+//! of round-to-nearest; MXCSR's rounding mode, DAZ, FTZ and exception
+//! flags are not applied.
+
+use super::lanes::{get, rm, set, src1, write, xmm, V};
+use super::{Insn, Regs};
+
+/// One float format's element operations, on raw bits.
+trait Float: Copy {
+    fn from_bits64(x: u64) -> Self;
+    fn to_bits64(self) -> u64;
+    fn is_nan(self) -> bool;
+    fn quiet(x: u64) -> u64;
+    const DEFAULT_NAN: u64;
+}
+
+impl Float for f32 {
+    fn from_bits64(x: u64) -> f32 {
+        f32::from_bits(x as u32)
+    }
+    fn to_bits64(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn quiet(x: u64) -> u64 {
+        x | 0x0040_0000
+    }
+    const DEFAULT_NAN: u64 = 0xffc0_0000;
+}
+
+impl Float for f64 {
+    fn from_bits64(x: u64) -> f64 {
+        f64::from_bits(x)
+    }
+    fn to_bits64(self) -> u64 {
+        self.to_bits()
+    }
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+    fn quiet(x: u64) -> u64 {
+        x | 0x0008_0000_0000_0000
+    }
+    const DEFAULT_NAN: u64 = 0xfff8_0000_0000_0000;
+}
+
+/// The first NaN of `inputs`, quieted; otherwise `op`'s result, with the
+/// default NaN for an invalid operation.
+fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
+    if let Some(&nan) = inputs.iter().find(|&&x| F::from_bits64(x).is_nan()) {
+        return F::quiet(nan);
+    }
+    let r = op();
+    if r.is_nan() {
+        F::DEFAULT_NAN
+    } else {
+        r.to_bits64()
+    }
+}
+
+/// `r = x op y` under the NaN rules: the first NaN operand, quieted; the
+/// default NaN for an invalid operation.
+#[inline]
+fn nan2<F: Float>(a: u64, b: u64, r: F) -> u64 {
+    if F::from_bits64(a).is_nan() {
+        F::quiet(a)
+    } else if F::from_bits64(b).is_nan() {
+        F::quiet(b)
+    } else if r.is_nan() {
+        F::DEFAULT_NAN
+    } else {
+        r.to_bits64()
+    }
+}
+
+/// The element types arithmetic runs on.
+trait Arith:
+    Float
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    const SIZE: usize;
+    fn sqrt(self) -> Self;
+}
+impl Arith for f32 {
+    const SIZE: usize = 4;
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+}
+impl Arith for f64 {
+    const SIZE: usize = 8;
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+}
+
+/// `f` on the first `count` elements of `a` and `b`, into `r`.
+#[inline]
+fn each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, f: impl Fn(u64, u64) -> u64) {
+    for i in 0..count {
+        set(r, F::SIZE, i, f(get(a, F::SIZE, i), get(b, F::SIZE, i)));
+    }
+}
+
+/// `op` (58 add, 59 mul, 5c sub, 5d min, 5e div, 5f max, 51 sqrt of `b`)
+/// on the first `count` elements.
+fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize) {
+    let v = F::from_bits64;
+    match op {
+        0x58 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) + v(y))),
+        0x59 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) * v(y))),
+        0x5c => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) - v(y))),
+        0x5e => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) / v(y))),
+        0x5d => each::<F>(r, a, b, count, |x, y| if v(x) < v(y) { x } else { y }),
+        0x5f => each::<F>(r, a, b, count, |x, y| if v(x) > v(y) { x } else { y }),
+        _ => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, v(y).sqrt())),
+    }
+}
+
+/// `op` on one element of `size` bytes (for the horizontal forms).
+fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
+    let (mut r, x, y) = ([0u8; 32], a.to_le_bytes(), b.to_le_bytes());
+    let (mut va, mut vb) = ([0u8; 32], [0u8; 32]);
+    va[..8].copy_from_slice(&x);
+    vb[..8].copy_from_slice(&y);
+    if size == 4 {
+        apply::<f32>(op, &mut r, &va, &vb, 1);
+    } else {
+        apply::<f64>(op, &mut r, &va, &vb, 1);
+    }
+    get(&r, size, 0)
+}
+
+/// Packed (`ps`/`pd`) and scalar (`ss`/`sd`) arithmetic: 51, 58-5f.
+pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let a = src1(regs, insn);
+    let b = rm(regs, insn, mem);
+    let double = insn.pp() & 1 == 1;
+    let scalar = insn.pp() >= 2;
+    let size = if double { 8 } else { 4 };
+    let (mut r, count, width) = if scalar {
+        (a, 1, 16)
+    } else {
+        ([0u8; 32], insn.width() / size, insn.width())
+    };
+    if double {
+        apply::<f64>(insn.opcode(), &mut r, &a, &b, count);
+    } else {
+        apply::<f32>(insn.opcode(), &mut r, &a, &b, count);
+    }
+    write(regs, insn.reg(), &r, width);
+}
+
+/// `vhaddps/pd` (7c), `vhsubps/pd` (7d), `vaddsubps/pd` (d0).
+pub(super) fn horizontal(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let a = src1(regs, insn);
+    let b = rm(regs, insn, mem);
+    let size = if insn.pp() == 3 { 4 } else { 8 };
+    let per = 16 / size;
+    let mut r = [0u8; 32];
+    for lane in 0..insn.width() / 16 {
+        for i in 0..per {
+            let k = lane * per + i;
+            let (x, y, op) = match insn.opcode() {
+                0xd0 => (
+                    get(&a, size, k),
+                    get(&b, size, k),
+                    if i % 2 == 0 { 0x5c } else { 0x58 },
+                ),
+                opcode => {
+                    let src = if i < per / 2 { &a } else { &b };
+                    let j = lane * per + 2 * (i % (per / 2));
+                    (
+                        get(src, size, j),
+                        get(src, size, j + 1),
+                        if opcode == 0x7c { 0x58 } else { 0x5c },
+                    )
+                }
+            };
+            set(&mut r, size, k, element(op, size, x, y));
+        }
+    }
+    write(regs, insn.reg(), &r, insn.width());
+}
+
+/// Whether predicate `p` (0-31 of `vcmpps`) holds.
+fn predicate(p: u8, x: f64, y: f64) -> bool {
+    let unordered = x.is_nan() || y.is_nan();
+    let r = match p & 7 {
+        0 => x == y,
+        1 => x < y,
+        2 => x <= y,
+        3 => unordered,
+        4 => x != y,
+        5 => unordered || x >= y,
+        6 => unordered || x > y,
+        _ => !unordered,
+    };
+    if p & 8 == 0 {
+        r
+    } else {
+        // 8-15: EQ_UQ, NGE, NGT, FALSE, NEQ_OQ, GE, GT, TRUE.
+        match p & 7 {
+            0 => x == y || unordered,
+            1 => unordered || x < y,
+            2 => unordered || x <= y,
+            3 => false,
+            4 => x != y && !unordered,
+            5 => x >= y,
+            6 => x > y,
+            _ => true,
+        }
+    }
+}
+
+fn as_f64(x: u64, size: usize) -> f64 {
+    if size == 4 {
+        f64::from(f32::from_bits(x as u32))
+    } else {
+        f64::from_bits(x)
+    }
+}
+
+/// `vcmpps/pd/ss/sd` (c2).
+pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let a = src1(regs, insn);
+    let b = rm(regs, insn, mem);
+    let size = if insn.pp() & 1 == 0 { 4 } else { 8 };
+    let p = insn.imm() & 31;
+    let count = if insn.pp() >= 2 {
+        1
+    } else {
+        insn.width() / size
+    };
+    let mut r = if insn.pp() >= 2 { a } else { [0u8; 32] };
+    for i in 0..count {
+        let t = predicate(
+            p,
+            as_f64(get(&a, size, i), size),
+            as_f64(get(&b, size, i), size),
+        );
+        set(&mut r, size, i, if t { u64::MAX } else { 0 });
+    }
+    let width = if insn.pp() >= 2 { 16 } else { insn.width() };
+    write(regs, insn.reg(), &r, width);
+}
+
+/// `vucomiss/sd`, `vcomiss/sd`: ZF PF CF.
+pub(super) fn compare_flags(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let size = if insn.pp() == 0 { 4 } else { 8 };
+    let x = as_f64(get(&xmm(regs, insn.reg()), size, 0), size);
+    let y = as_f64(get(&rm(regs, insn, mem), size, 0), size);
+    *regs.eflags = if x.is_nan() || y.is_nan() {
+        super::CC_Z | super::CC_P | super::CC_C
+    } else if x < y {
+        super::CC_C
+    } else if x == y {
+        super::CC_Z
+    } else {
+        0
+    };
+}
+
+/// FMA3 (map 2 96-9f, a6-af, b6-bf): the operand order from the opcode's
+/// 132/213/231, the operation from its low nibble.
+pub(super) fn fused(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let d = xmm(regs, insn.reg());
+    let v = src1(regs, insn);
+    let m = rm(regs, insn, mem);
+    let size = if insn.w() { 8 } else { 4 };
+    let op = insn.opcode() & 0x0f;
+    let scalar = op >= 9 && op % 2 == 1;
+    let count = if scalar { 1 } else { insn.width() / size };
+    let mut r = if scalar { d } else { [0u8; 32] };
+    for i in 0..count {
+        let (x1, x2, x3) = (get(&d, size, i), get(&v, size, i), get(&m, size, i));
+        // (multiplicand, multiplier, addend)
+        let (a, b, c) = match insn.opcode() >> 4 {
+            0x9 => (x1, x3, x2),
+            0xa => (x2, x1, x3),
+            _ => (x2, x3, x1),
+        };
+        // 6/7: addsub/subadd; 8/9: add; a/b: sub; c/d: -ab+c; e/f: -ab-c.
+        let subtract = match op {
+            6 => i % 2 == 0,
+            7 => i % 2 == 1,
+            8 | 9 | 0xc | 0xd => false,
+            _ => true,
+        };
+        let negate = op >= 0xc;
+        let x = if size == 4 {
+            fma_element::<f32>(a, b, c, negate, subtract)
+        } else {
+            fma_element::<f64>(a, b, c, negate, subtract)
+        };
+        set(&mut r, size, i, x);
+    }
+    write(regs, insn.reg(), &r, if scalar { 16 } else { insn.width() });
+}
+
+trait Fma: Float + std::ops::Neg<Output = Self> {
+    fn fma(self, b: Self, c: Self) -> Self;
+}
+impl Fma for f32 {
+    fn fma(self, b: f32, c: f32) -> f32 {
+        self.mul_add(b, c)
+    }
+}
+impl Fma for f64 {
+    fn fma(self, b: f64, c: f64) -> f64 {
+        self.mul_add(b, c)
+    }
+}
+
+/// `±a·b ± c` rounded once; a NaN operand wins in the order multiplicand,
+/// multiplier, addend.
+fn fma_element<F: Fma>(a: u64, b: u64, c: u64, negate: bool, subtract: bool) -> u64 {
+    nan_rules::<F>(&[a, b, c], || {
+        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
+        let a = if negate { -a } else { a };
+        let c = if subtract { -c } else { c };
+        a.fma(b, c)
+    })
+}
+
+/// Conversions: 5a (`vcvtps2pd`, `vcvtpd2ps`, `vcvtss2sd`, `vcvtsd2ss`),
+/// 5b (`vcvtdq2ps`, `vcvtps2dq`, `vcvttps2dq`), e6 (`vcvttpd2dq`,
+/// `vcvtdq2pd`, `vcvtpd2dq`).
+pub(super) fn convert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let b = rm(regs, insn, mem);
+    let w = insn.width();
+    let mut r = [0u8; 32];
+    let mut width = w;
+    match (insn.opcode(), insn.pp()) {
+        (0x5a, 0) => (0..w / 8).for_each(|i| {
+            set(
+                &mut r,
+                8,
+                i,
+                f64::from(f32::from_bits(get(&b, 4, i) as u32)).to_bits(),
+            )
+        }),
+        (0x5a, 1) => {
+            (0..w / 8).for_each(|i| {
+                set(
+                    &mut r,
+                    4,
+                    i,
+                    u64::from((f64::from_bits(get(&b, 8, i)) as f32).to_bits()),
+                )
+            });
+            width = 16;
+        }
+        (0x5a, _) => {
+            r = src1(regs, insn);
+            width = 16;
+            if insn.pp() == 2 {
+                set(
+                    &mut r,
+                    8,
+                    0,
+                    f64::from(f32::from_bits(get(&b, 4, 0) as u32)).to_bits(),
+                );
+            } else {
+                set(
+                    &mut r,
+                    4,
+                    0,
+                    u64::from((f64::from_bits(get(&b, 8, 0)) as f32).to_bits()),
+                );
+            }
+        }
+        (0x5b, 0) => (0..w / 4).for_each(|i| {
+            set(
+                &mut r,
+                4,
+                i,
+                u64::from((get(&b, 4, i) as i32 as f32).to_bits()),
+            )
+        }),
+        (0x5b, p) => {
+            (0..w / 4).for_each(|i| set(&mut r, 4, i, to_int(as_f64(get(&b, 4, i), 4), p == 2, 4)))
+        }
+        (0xe6, 2) => {
+            (0..w / 8).for_each(|i| set(&mut r, 8, i, f64::from(get(&b, 4, i) as i32).to_bits()))
+        }
+        (_, p) => {
+            (0..w / 8).for_each(|i| {
+                set(
+                    &mut r,
+                    4,
+                    i,
+                    to_int(f64::from_bits(get(&b, 8, i)), p == 1, 4),
+                )
+            });
+            width = 16;
+        }
+    }
+    write(regs, insn.reg(), &r, width);
+}
+
+/// A float to an integer of `size` bytes, truncated or rounded to nearest
+/// even; out of range or NaN: the integer indefinite (only the sign bit).
+fn to_int(x: f64, truncate: bool, size: usize) -> u64 {
+    let x = if truncate {
+        x.trunc()
+    } else {
+        x.round_ties_even()
+    };
+    let limit = 2f64.powi(8 * size as i32 - 1);
+    if x.is_nan() || x >= limit || x < -limit {
+        1u64 << (8 * size - 1)
+    } else {
+        x as i64 as u64
+    }
+}
+
+/// `vcvtsi2ss/sd` (2a), `vcvt[t]ss2si`, `vcvt[t]sd2si` (2c/2d).
+pub(super) fn convert_scalar(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let isize = if insn.w() { 8 } else { 4 };
+    let fsize = if insn.pp() == 2 { 4 } else { 8 };
+    if insn.opcode() == 0x2a {
+        let x = if insn.mem() {
+            get(&rm(regs, insn, mem), isize, 0)
+        } else {
+            regs.gpr[insn.rm()]
+        };
+        let x = super::lanes::sext(x, isize);
+        let mut r = src1(regs, insn);
+        let bits = if fsize == 4 {
+            u64::from((x as f32).to_bits())
+        } else {
+            (x as f64).to_bits()
+        };
+        set(&mut r, fsize, 0, bits);
+        write(regs, insn.reg(), &r, 16);
+    } else {
+        let x = as_f64(get(&rm(regs, insn, mem), fsize, 0), fsize);
+        let v = to_int(x, insn.opcode() == 0x2c, isize);
+        regs.gpr[insn.reg()] = if isize == 4 { v & 0xffff_ffff } else { v };
+    }
+}
+
+/// `vroundps/pd/ss/sd` (map 3 08-0b), in the immediate's mode (bit 2
+/// set: MXCSR's, which is round to nearest here).
+pub(super) fn round(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let size = if insn.opcode() & 1 == 0 { 4 } else { 8 };
+    let scalar = insn.opcode() >= 0x0a;
+    let b = rm(regs, insn, mem);
+    let mode = if insn.imm() & 4 != 0 {
+        0
+    } else {
+        insn.imm() & 3
+    };
+    let rounded = |x: u64| -> u64 {
+        let f = |y: f64| match mode {
+            0 => y.round_ties_even(),
+            1 => y.floor(),
+            2 => y.ceil(),
+            _ => y.trunc(),
+        };
+        if size == 4 {
+            nan_rules::<f32>(&[x], || f(f64::from(f32::from_bits(x as u32))) as f32)
+        } else {
+            nan_rules::<f64>(&[x], || f(f64::from_bits(x)))
+        }
+    };
+    let (mut r, count, width) = if scalar {
+        (src1(regs, insn), 1, 16)
+    } else {
+        ([0u8; 32], insn.width() / size, insn.width())
+    };
+    for i in 0..count {
+        set(&mut r, size, i, rounded(get(&b, size, i)));
+    }
+    write(regs, insn.reg(), &r, width);
+}
+
+/// `vcvtph2ps` (F16C): half-precision elements to single precision.
+pub(super) fn half_to_single(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let b = rm(regs, insn, mem);
+    let mut r: V = [0u8; 32];
+    for i in 0..insn.width() / 4 {
+        set(
+            &mut r,
+            4,
+            i,
+            u64::from(half_to_f32_bits(get(&b, 2, i) as u16)),
+        );
+    }
+    write(regs, insn.reg(), &r, insn.width());
+}
+
+fn half_to_f32_bits(h: u16) -> u32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from((h >> 10) & 0x1f);
+    let frac = u32::from(h & 0x3ff);
+    match exp {
+        0 if frac == 0 => sign,
+        0 => {
+            // Subnormal: exact in single precision.
+            let f = frac as f32 * 2f32.powi(-24);
+            sign | f.to_bits()
+        }
+        0x1f => sign | 0x7f80_0000 | (frac << 13) | if frac != 0 { 0x0040_0000 } else { 0 },
+        _ => sign | ((exp + 112) << 23) | (frac << 13),
+    }
+}
+
+/// `vcvtps2ph` (F16C): single precision to half, rounded by imm8 (bit 2
+/// set: MXCSR's, nearest here); stores to r/m.
+pub(super) fn single_to_half(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let a = xmm(regs, insn.reg());
+    let mode = if insn.imm() & 4 != 0 {
+        0
+    } else {
+        insn.imm() & 3
+    };
+    let mut r: V = [0u8; 32];
+    for i in 0..insn.width() / 4 {
+        set(
+            &mut r,
+            2,
+            i,
+            u64::from(f32_to_half(get(&a, 4, i) as u32, mode)),
+        );
+    }
+    let bytes = insn.width() / 2;
+    if insn.mem() {
+        mem[..bytes].copy_from_slice(&r[..bytes]);
+    } else {
+        write(regs, insn.rm(), &r, 16);
+    }
+}
+
+/// Rounds single precision `bits` to half precision in `mode` (0 nearest
+/// even, 1 down, 2 up, 3 toward zero), with integer arithmetic.
+fn f32_to_half(bits: u32, mode: u8) -> u16 {
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    let negative = sign != 0;
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let fraction = bits & 0x7f_ffff;
+    if exp == 0xff {
+        return match fraction {
+            0 => sign | 0x7c00,
+            _ => sign | 0x7e00 | (fraction >> 13) as u16,
+        };
+    }
+    // The value is m·2^e.
+    let (m, e) = if exp == 0 {
+        (u64::from(fraction), -149)
+    } else {
+        (u64::from(fraction | 0x80_0000), exp - 150)
+    };
+    if m == 0 {
+        return sign;
+    }
+    let top = 63 - m.leading_zeros() as i32 + e;
+    let ulp = if top < -14 { -24 } else { top - 10 };
+    let shift = ulp - e;
+    let mut q = if shift <= 0 {
+        m << -shift
+    } else if shift >= 64 {
+        0
+    } else {
+        m >> shift
+    };
+    let rest = match shift {
+        s if s <= 0 => 0,
+        s if s >= 64 => m,
+        s => m & ((1u64 << s) - 1),
+    };
+    let half = if (1..=64).contains(&shift) {
+        1u64 << (shift - 1).min(63)
+    } else {
+        u64::MAX
+    };
+    let up = match mode {
+        0 => rest > half || (rest == half && rest != 0 && q & 1 == 1),
+        1 => negative && rest != 0,
+        2 => !negative && rest != 0,
+        _ => false,
+    };
+    q += u64::from(up);
+    let overflow = || {
+        let to_infinity = match mode {
+            0 => true,
+            1 => negative,
+            2 => !negative,
+            _ => false,
+        };
+        sign | if to_infinity { 0x7c00 } else { 0x7bff }
+    };
+    if ulp == -24 {
+        return sign | q as u16;
+    }
+    let (q, top) = if q == 2048 { (1024, top + 1) } else { (q, top) };
+    if top > 15 {
+        return overflow();
+    }
+    sign | (((top + 15) as u16) << 10) | (q - 1024) as u16
+}

@@ -1,0 +1,519 @@
+//! The instruction forms the vector unit implements: for each VEX
+//! encoding, the CPU feature it needs, how the engine treats its memory
+//! operand ([`Plan`]) and the function that computes it. Anything not
+//! listed is `#UD`, as on a CPU without it.
+
+use super::{float, int, shuffle, Insn, Plan, Regs};
+
+/// Computes one instruction on the registers and the memory buffer.
+pub(super) type Exec = fn(&mut Regs<'_>, Insn, &mut [u8; 64]);
+
+/// Every computation the unit has, in the order of [`EXECS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Op {
+    IntBinary,
+    ShuffleLoad,
+    ShuffleStore,
+    ShuffleMoveScalar,
+    ShuffleMoveHalf,
+    ShuffleUnpack,
+    FloatConvertScalar,
+    FloatCompareFlags,
+    IntMovmsk,
+    FloatArithmetic,
+    FloatConvert,
+    IntPack,
+    ShuffleMoveGpr,
+    ShuffleShuffleImm,
+    IntShiftImm,
+    ShuffleZero,
+    FloatHorizontal,
+    FloatCompare,
+    ShuffleInsert,
+    ShuffleExtract,
+    ShuffleShuffleFloat,
+    IntShiftXmm,
+    IntMultiplyAdd,
+    ShuffleShuffleBytes,
+    IntHorizontal,
+    ShufflePermuteInLane,
+    IntTest,
+    FloatHalfToSingle,
+    ShufflePermuteAcross,
+    ShuffleBroadcast,
+    IntAbs,
+    IntExtend,
+    FloatFused,
+    ShuffleMaskedMove,
+    ShuffleGather,
+    ShuffleBlend,
+    ShufflePerm2x128,
+    FloatRound,
+    ShuffleAlign,
+    ShuffleInsert128,
+    ShuffleExtract128,
+    FloatSingleToHalf,
+}
+
+/// The function of each [`Op`].
+const EXECS: [Exec; 42] = [
+    int::binary,
+    shuffle::load,
+    shuffle::store,
+    shuffle::move_scalar,
+    shuffle::move_half,
+    shuffle::unpack,
+    float::convert_scalar,
+    float::compare_flags,
+    int::movmsk,
+    float::arithmetic,
+    float::convert,
+    int::pack,
+    shuffle::move_gpr,
+    shuffle::shuffle_imm,
+    int::shift_imm,
+    shuffle::zero,
+    float::horizontal,
+    float::compare,
+    shuffle::insert,
+    shuffle::extract,
+    shuffle::shuffle_float,
+    int::shift_xmm,
+    int::multiply_add,
+    shuffle::shuffle_bytes,
+    int::horizontal,
+    shuffle::permute_in_lane,
+    int::test,
+    float::half_to_single,
+    shuffle::permute_across,
+    shuffle::broadcast,
+    int::abs,
+    int::extend,
+    float::fused,
+    shuffle::masked_move,
+    shuffle::gather,
+    shuffle::blend,
+    shuffle::perm2x128,
+    float::round,
+    shuffle::align,
+    shuffle::insert128,
+    shuffle::extract128,
+    float::single_to_half,
+];
+
+impl Op {
+    /// Its index, carried in the plan from decode to execution.
+    pub(super) fn index(self) -> u32 {
+        self as u32
+    }
+
+    /// The function of the op with `index`.
+    pub(super) fn exec(index: u32) -> Option<Exec> {
+        EXECS.get(index as usize).copied()
+    }
+}
+
+/// A decoded form.
+pub(super) struct Form {
+    pub plan: Plan,
+    pub op: Op,
+}
+
+/// The memory operand of a form.
+#[derive(Clone, Copy)]
+enum Access {
+    /// Register or memory source of the vector's width.
+    Full,
+    /// Register or memory source of this many bytes.
+    Load(u32),
+    /// Register or memory destination of this many bytes.
+    Store(u32),
+    /// Register operands only (memory is `#UD`).
+    RegOnly,
+    /// Memory source only.
+    MemLoad(u32),
+    /// Memory destination only.
+    MemStore(u32),
+}
+
+/// Whether the form needs AVX2 (beyond AVX) at this vector length.
+#[derive(Clone, Copy, PartialEq)]
+enum Need {
+    Avx,
+    Avx2,
+    /// AVX2 for the 256-bit form only (integer instructions AVX had at
+    /// 128 bits).
+    Avx2At256,
+    Fma,
+    F16c,
+}
+
+/// The form of `insn`, or `None` for `#UD`.
+pub(super) fn form(insn: Insn) -> Option<Form> {
+    let (need, access, op, mut plan) = describe(insn)?;
+    let feature = match need {
+        Need::Avx => true,
+        Need::Avx2 => insn.has_avx2(),
+        Need::Avx2At256 => !insn.l() || insn.has_avx2(),
+        Need::Fma => insn.has_fma(),
+        Need::F16c => insn.has_f16c(),
+    };
+    if !insn.has_avx() || !feature {
+        return None;
+    }
+    let mem = insn.mem();
+    let width = insn.width() as u32;
+    match access {
+        Access::RegOnly if mem => return None,
+        Access::MemLoad(_) | Access::MemStore(_) if !mem => return None,
+        _ => {}
+    }
+    if mem && !plan.gather {
+        let (size, store) = match access {
+            Access::Full => (width, false),
+            Access::Load(n) | Access::MemLoad(n) => (n, false),
+            Access::Store(n) | Access::MemStore(n) => (n, true),
+            Access::RegOnly => (0, false),
+        };
+        plan.size = size;
+        plan.load = !store;
+        plan.store = store;
+    } else if !mem {
+        plan.aligned = false;
+    }
+    Some(Form { plan, op })
+}
+
+type Described = (Need, Access, Op, Plan);
+
+fn describe(insn: Insn) -> Option<Described> {
+    match insn.map() {
+        1 => map_0f(insn),
+        2 => map_0f38(insn),
+        _ => map_0f3a(insn),
+    }
+}
+
+fn plain(need: Need, access: Access, op: Op) -> Option<Described> {
+    Some((need, access, op, Plan::default()))
+}
+
+fn aligned(need: Need, access: Access, op: Op) -> Option<Described> {
+    let plan = Plan {
+        aligned: true,
+        ..Plan::default()
+    };
+    Some((need, access, op, plan))
+}
+
+fn flags(access: Access, op: Op) -> Option<Described> {
+    let plan = Plan {
+        flags: true,
+        ..Plan::default()
+    };
+    Some((Need::Avx, access, op, plan))
+}
+
+/// Scalar float element size by pp (F3: 4, F2: 8).
+fn scalar_size(insn: Insn) -> u32 {
+    if insn.pp() == 2 {
+        4
+    } else {
+        8
+    }
+}
+
+fn map_0f(insn: Insn) -> Option<Described> {
+    use Access::*;
+    use Need::*;
+    let (op, pp, l, w) = (insn.opcode(), insn.pp(), insn.l(), insn.width() as u32);
+    let gpr_size = if insn.w() { 8 } else { 4 };
+    if pp == 1 && int::binop(insn).is_some() && !(0x54..=0x57).contains(&op) {
+        return plain(Avx2At256, Full, Op::IntBinary);
+    }
+    match (op, pp) {
+        (0x10 | 0x28, 0 | 1) => {
+            if op == 0x28 {
+                aligned(Avx, Full, Op::ShuffleLoad)
+            } else {
+                plain(Avx, Full, Op::ShuffleLoad)
+            }
+        }
+        (0x11 | 0x29, 0 | 1) => {
+            if op == 0x29 {
+                aligned(Avx, Store(w), Op::ShuffleStore)
+            } else {
+                plain(Avx, Store(w), Op::ShuffleStore)
+            }
+        }
+        (0x10, 2 | 3) => plain(Avx, Load(scalar_size(insn)), Op::ShuffleMoveScalar),
+        (0x11, 2 | 3) => plain(Avx, Store(scalar_size(insn)), Op::ShuffleMoveScalar),
+        (0x12 | 0x16, 0) if !l => plain(Avx, Load(8), Op::ShuffleMoveHalf),
+        (0x12 | 0x16, 1) if !l => plain(Avx, MemLoad(8), Op::ShuffleMoveHalf),
+        (0x12, 3) if !l => plain(Avx, Load(8), Op::ShuffleMoveHalf),
+        (0x12, 2 | 3) | (0x16, 2) => plain(Avx, Full, Op::ShuffleMoveHalf),
+        (0x13 | 0x17, 0 | 1) if !l => plain(Avx, MemStore(8), Op::ShuffleMoveHalf),
+        (0x14 | 0x15, 0 | 1) => plain(Avx, Full, Op::ShuffleUnpack),
+        (0x2b, 0 | 1) => aligned(Avx, MemStore(w), Op::ShuffleStore),
+        (0x2a, 2 | 3) => plain(Avx, Load(gpr_size), Op::FloatConvertScalar),
+        (0x2c | 0x2d, 2 | 3) => plain(Avx, Load(scalar_size(insn)), Op::FloatConvertScalar),
+        (0x2e | 0x2f, 0 | 1) => flags(Load(if pp == 0 { 4 } else { 8 }), Op::FloatCompareFlags),
+        (0x50, 0 | 1) => plain(Avx, RegOnly, Op::IntMovmsk),
+        (0x51 | 0x58 | 0x59 | 0x5c..=0x5f, 0 | 1) => plain(Avx, Full, Op::FloatArithmetic),
+        (0x51 | 0x58 | 0x59 | 0x5c..=0x5f, 2 | 3) => {
+            plain(Avx, Load(scalar_size(insn)), Op::FloatArithmetic)
+        }
+        (0x54..=0x57, 0 | 1) => plain(Avx, Full, Op::IntBinary),
+        (0x5a, 0) => plain(Avx, Load(w / 2), Op::FloatConvert),
+        (0x5a, 1) => plain(Avx, Full, Op::FloatConvert),
+        (0x5a, 2 | 3) => plain(Avx, Load(scalar_size(insn)), Op::FloatConvert),
+        (0x5b, _) | (0xe6, 1 | 3) => plain(Avx, Full, Op::FloatConvert),
+        (0xe6, 2) => plain(Avx, Load(w / 2), Op::FloatConvert),
+        (0x60..=0x62 | 0x68..=0x6a | 0x6c | 0x6d, 1) => plain(Avx2At256, Full, Op::ShuffleUnpack),
+        (0x63 | 0x67 | 0x6b, 1) => plain(Avx2At256, Full, Op::IntPack),
+        (0x6e, 1) if !l => plain(Avx, Load(gpr_size), Op::ShuffleMoveGpr),
+        (0x7e, 1) if !l => plain(Avx, Store(gpr_size), Op::ShuffleMoveGpr),
+        (0x7e, 2) if !l => plain(Avx, Load(8), Op::ShuffleMoveGpr),
+        (0xd6, 1) if !l => plain(Avx, Store(8), Op::ShuffleMoveGpr),
+        (0x6f, 1) => aligned(Avx, Full, Op::ShuffleLoad),
+        (0x6f, 2) => plain(Avx, Full, Op::ShuffleLoad),
+        (0x7f, 1) => aligned(Avx, Store(w), Op::ShuffleStore),
+        (0x7f, 2) => plain(Avx, Store(w), Op::ShuffleStore),
+        (0xe7, 1) => aligned(Avx, MemStore(w), Op::ShuffleStore),
+        (0xf0, 3) => plain(Avx, MemLoad(w), Op::ShuffleLoad),
+        (0x70, 1..=3) => plain(Avx2At256, Full, Op::ShuffleShuffleImm),
+        (0x71 | 0x72, 1) if matches!(insn.reg() & 7, 2 | 4 | 6) => {
+            plain(Avx2At256, RegOnly, Op::IntShiftImm)
+        }
+        (0x73, 1) if matches!(insn.reg() & 7, 2 | 3 | 6 | 7) => {
+            plain(Avx2At256, RegOnly, Op::IntShiftImm)
+        }
+        (0x77, 0) => plain(Avx, RegOnly, Op::ShuffleZero),
+        (0x7c | 0x7d | 0xd0, 1 | 3) => plain(Avx, Full, Op::FloatHorizontal),
+        (0xc2, 0 | 1) => plain(Avx, Full, Op::FloatCompare),
+        (0xc2, 2 | 3) => plain(Avx, Load(scalar_size(insn)), Op::FloatCompare),
+        (0xc4, 1) if !l => plain(Avx, Load(2), Op::ShuffleInsert),
+        (0xc5, 1) if !l => plain(Avx, RegOnly, Op::ShuffleExtract),
+        (0xc6, 0 | 1) => plain(Avx, Full, Op::ShuffleShuffleFloat),
+        (0xd1..=0xd3 | 0xe1 | 0xe2 | 0xf1..=0xf3, 1) => plain(Avx2At256, Load(16), Op::IntShiftXmm),
+        (0xd7, 1) => plain(Avx2At256, RegOnly, Op::IntMovmsk),
+        (0xf5 | 0xf6, 1) => plain(Avx2At256, Full, Op::IntMultiplyAdd),
+        _ => None,
+    }
+}
+
+fn map_0f38(insn: Insn) -> Option<Described> {
+    use Access::*;
+    use Need::*;
+    let (op, l, w) = (insn.opcode(), insn.l(), insn.width() as u32);
+    if insn.pp() != 1 {
+        return None;
+    }
+    if matches!(op, 0x08..=0x0b | 0x28 | 0x29 | 0x37..=0x40 | 0x45..=0x47) {
+        return int::binop(insn).and_then(|_| {
+            let need = if op >= 0x45 { Avx2 } else { Avx2At256 };
+            plain(need, Full, Op::IntBinary)
+        });
+    }
+    let w0 = !insn.w();
+    match op {
+        0x00 => plain(Avx2At256, Full, Op::ShuffleShuffleBytes),
+        0x01..=0x03 | 0x05..=0x07 => plain(Avx2At256, Full, Op::IntHorizontal),
+        0x04 => plain(Avx2At256, Full, Op::IntMultiplyAdd),
+        0x0c | 0x0d if w0 => plain(Avx, Full, Op::ShufflePermuteInLane),
+        0x0e | 0x0f if w0 => flags(Full, Op::IntTest),
+        0x13 if w0 => plain(F16c, Load(w / 2), Op::FloatHalfToSingle),
+        0x16 | 0x36 if w0 && l => plain(Avx2, Full, Op::ShufflePermuteAcross),
+        0x17 => flags(Full, Op::IntTest),
+        0x18 if w0 => {
+            let need = if insn.mem() { Avx } else { Avx2 };
+            plain(need, Load(4), Op::ShuffleBroadcast)
+        }
+        0x19 if w0 && l => {
+            let need = if insn.mem() { Avx } else { Avx2 };
+            plain(need, Load(8), Op::ShuffleBroadcast)
+        }
+        0x1a if w0 && l => plain(Avx, MemLoad(16), Op::ShuffleBroadcast),
+        0x5a if w0 && l => plain(Avx2, MemLoad(16), Op::ShuffleBroadcast),
+        0x58 | 0x59 | 0x78 | 0x79 if w0 => plain(
+            Avx2,
+            Load(shuffle::broadcast_size(op) as u32),
+            Op::ShuffleBroadcast,
+        ),
+        0x1c..=0x1e => plain(Avx2At256, Full, Op::IntAbs),
+        0x20..=0x25 | 0x30..=0x35 => {
+            let (from, to) = int::extend_sizes(op);
+            plain(Avx2At256, Load(w * from as u32 / to as u32), Op::IntExtend)
+        }
+        0x2a => aligned(Avx2At256, MemLoad(w), Op::ShuffleLoad),
+        0x2b => plain(Avx2At256, Full, Op::IntPack),
+        0x2c..=0x2f if w0 => masked(Avx, insn, op >= 0x2e, op & 1 == 1),
+        0x8c | 0x8e => masked(Avx2, insn, op == 0x8e, insn.w()),
+        0x90..=0x93 => gather(insn),
+        0x96..=0x9f | 0xa6..=0xaf | 0xb6..=0xbf => {
+            let low = op & 0x0f;
+            if low >= 9 && low % 2 == 1 {
+                plain(Fma, Load(if insn.w() { 8 } else { 4 }), Op::FloatFused)
+            } else {
+                plain(Fma, Full, Op::FloatFused)
+            }
+        }
+        _ => None,
+    }
+}
+
+fn masked(need: Need, insn: Insn, store: bool, element8: bool) -> Option<Described> {
+    let w = insn.width() as u32;
+    let plan = Plan {
+        masked: true,
+        element8,
+        ..Plan::default()
+    };
+    let access = if store {
+        Access::MemStore(w)
+    } else {
+        Access::MemLoad(w)
+    };
+    Some((need, access, Op::ShuffleMaskedMove, plan))
+}
+
+fn gather(insn: Insn) -> Option<Described> {
+    // A VSIB memory operand, and destination, index and mask all different.
+    let (dst, index, mask) = (insn.reg(), insn.vsib_index(), insn.vvvv());
+    if !insn.mem() || !insn.sib() || dst == index || dst == mask || index == mask {
+        return None;
+    }
+    let (data, count) = shuffle::gather_shape(insn);
+    let plan = Plan {
+        gather: true,
+        size: (data * count) as u32,
+        element8: data == 8,
+        index8: insn.opcode() & 1 == 1,
+        ..Plan::default()
+    };
+    Some((Need::Avx2, Access::Full, Op::ShuffleGather, plan))
+}
+
+fn map_0f3a(insn: Insn) -> Option<Described> {
+    use Access::*;
+    use Need::*;
+    let (op, l) = (insn.opcode(), insn.l());
+    if insn.pp() != 1 {
+        return None;
+    }
+    let w0 = !insn.w();
+    match op {
+        0x00 | 0x01 if insn.w() && l => plain(Avx2, Full, Op::ShufflePermuteAcross),
+        0x02 if w0 => plain(Avx2, Full, Op::ShuffleBlend),
+        0x04 | 0x05 if w0 => plain(Avx, Full, Op::ShufflePermuteInLane),
+        0x06 if w0 && l => plain(Avx, Full, Op::ShufflePerm2x128),
+        0x46 if w0 && l => plain(Avx2, Full, Op::ShufflePerm2x128),
+        0x08 | 0x09 => plain(Avx, Full, Op::FloatRound),
+        0x0a => plain(Avx, Load(4), Op::FloatRound),
+        0x0b => plain(Avx, Load(8), Op::FloatRound),
+        0x0c | 0x0d => plain(Avx, Full, Op::ShuffleBlend),
+        0x0e => plain(Avx2At256, Full, Op::ShuffleBlend),
+        0x0f => plain(Avx2At256, Full, Op::ShuffleAlign),
+        0x14..=0x17 if !l => plain(
+            Avx,
+            Store(shuffle::insert_size(insn) as u32),
+            Op::ShuffleExtract,
+        ),
+        0x18 if w0 && l => plain(Avx, Load(16), Op::ShuffleInsert128),
+        0x38 if w0 && l => plain(Avx2, Load(16), Op::ShuffleInsert128),
+        0x19 if w0 && l => plain(Avx, Store(16), Op::ShuffleExtract128),
+        0x39 if w0 && l => plain(Avx2, Store(16), Op::ShuffleExtract128),
+        0x1d if w0 => plain(F16c, Store(insn.width() as u32 / 2), Op::FloatSingleToHalf),
+        0x20 | 0x22 if !l => plain(
+            Avx,
+            Load(shuffle::insert_size(insn) as u32),
+            Op::ShuffleInsert,
+        ),
+        0x21 if !l => plain(Avx, Load(4), Op::ShuffleInsert),
+        0x4a | 0x4b if w0 => plain(Avx, Full, Op::ShuffleBlend),
+        0x4c if w0 => plain(Avx2At256, Full, Op::ShuffleBlend),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `VEX.pp.map opcode` with ModRM fields, memory operand, and the CPU's
+    /// AVX/AVX2/FMA/F16C bits.
+    fn insn(map: u64, pp: u64, opcode: u64, l: bool, mem: bool, features: u64) -> Insn {
+        Insn(
+            opcode
+                | map << 8
+                | pp << 10
+                | u64::from(l) << 12
+                | 2 << 14
+                | 1 << 18
+                | 3 << 22
+                | u64::from(mem) << 26
+                | features << 42,
+        )
+    }
+    const V2: u64 = 0;
+    const AVX: u64 = 1;
+    const V3: u64 = 0b1111;
+
+    #[test]
+    fn nothing_runs_without_avx() {
+        assert!(form(insn(1, 1, 0xfe, false, false, V2)).is_none());
+        assert!(form(insn(1, 0, 0x77, false, false, V2)).is_none());
+    }
+
+    #[test]
+    fn avx_without_avx2_has_only_the_128_bit_integer_forms() {
+        assert!(
+            form(insn(1, 1, 0xfe, false, false, AVX)).is_some(),
+            "vpaddd xmm"
+        );
+        assert!(
+            form(insn(1, 1, 0xfe, true, false, AVX)).is_none(),
+            "vpaddd ymm"
+        );
+        assert!(
+            form(insn(1, 0, 0x58, true, false, AVX)).is_some(),
+            "vaddps ymm"
+        );
+        assert!(
+            form(insn(2, 1, 0x98, true, false, AVX)).is_none(),
+            "vfmadd132ps"
+        );
+        assert!(
+            form(insn(2, 1, 0x98, true, false, V3)).is_some(),
+            "vfmadd132ps"
+        );
+    }
+
+    #[test]
+    fn plans_say_what_memory_is_touched() {
+        let load = form(insn(1, 2, 0x6f, true, true, V3)).expect("vmovdqu ymm, m256");
+        assert_eq!(
+            (load.plan.size, load.plan.load, load.plan.store),
+            (32, true, false)
+        );
+        let store = form(insn(1, 1, 0x7f, false, true, V3)).expect("vmovdqa m128, xmm");
+        assert_eq!(
+            (store.plan.size, store.plan.store, store.plan.aligned),
+            (16, true, true)
+        );
+        let broadcast = form(insn(2, 1, 0x78, true, true, V3)).expect("vpbroadcastb");
+        assert_eq!(broadcast.plan.size, 1);
+        let test = form(insn(2, 1, 0x17, true, false, V3)).expect("vptest");
+        assert!(test.plan.flags && test.plan.size == 0);
+        // vpmovmskb has no memory form.
+        assert!(form(insn(1, 1, 0xd7, true, true, V3)).is_none());
+    }
+
+    #[test]
+    fn every_op_has_its_function() {
+        for index in 0..EXECS.len() as u32 {
+            assert!(Op::exec(index).is_some());
+        }
+        assert!(Op::exec(EXECS.len() as u32).is_none());
+    }
+}

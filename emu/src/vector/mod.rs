@@ -1,0 +1,230 @@
+//! The vector unit: emuprof's own implementation of the VEX-encoded
+//! instructions (AVX, AVX2, FMA3, F16C) that Unicorn's QEMU 5 front end
+//! lacks.
+//!
+//! The engine (patch `instrumentation/08`) hands every VEX instruction except BMI1/BMI2 to
+//! `decode` once, when it translates it, as a 64-bit description
+//! ([`Insn`]). `decode` answers `#UD` (0) or an access plan ([`Plan`]). The
+//! translated instruction is one call of the engine's helper, which loads
+//! the memory operand into a buffer (faulting as the instruction would),
+//! calls `exec` to compute on the registers and the buffer, and stores
+//! the buffer when the plan says so. Guest faults happen in C only; `exec`
+//! never fails. Every form is checked against the host CPU by
+//! `tests/guest/vector_differential.rs`.
+
+mod float;
+mod forms;
+mod int;
+mod lanes;
+mod shuffle;
+
+use std::mem::size_of;
+
+use unicorn_engine::Unicorn;
+
+/// The registers the engine hands to `exec` (`uc_emuprof_vector_cpu`).
+#[repr(C)]
+pub struct VectorCpu {
+    xmm: *mut u8,
+    regs: *mut u64,
+    eflags: *mut u64,
+    mxcsr: *mut u32,
+}
+
+/// The functions emuprof registers (`uc_emuprof_vector_unit`).
+#[repr(C)]
+struct VectorUnit {
+    size: u32,
+    cpu_size: u32,
+    decode: extern "C" fn(u64) -> u32,
+    exec: unsafe extern "C" fn(*const VectorCpu, u64, u32, *mut u8),
+}
+
+// The engine also compares the sizes when the unit is registered.
+crate::engine_seam::same_layout_as_c!(
+    VectorCpu,
+    uc_emuprof_vector_cpu {
+        xmm,
+        regs,
+        eflags,
+        mxcsr
+    }
+);
+crate::engine_seam::same_layout_as_c!(
+    VectorUnit,
+    uc_emuprof_vector_unit {
+        size,
+        cpu_size,
+        decode,
+        exec
+    }
+);
+
+const UC_CTL_IO_WRITE: u32 = 1;
+
+/// Registers the vector unit with the engine. False with stock Unicorn,
+/// which has no such control (VEX instructions then stay `#UD`).
+pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
+    static UNIT: VectorUnit = VectorUnit {
+        size: size_of::<VectorUnit>() as u32,
+        cpu_size: size_of::<VectorCpu>() as u32,
+        decode: decode_entry,
+        exec: exec_entry,
+    };
+    // SAFETY: a live engine; the control takes one pointer to a unit that
+    // lives for the whole program, as the engine keeps a copy of it.
+    let rc = unsafe {
+        crate::machine::uc_ctl_raw(
+            uc.get_handle(),
+            crate::engine_seam::CTL_VECTOR_UNIT as u32 | (UC_CTL_IO_WRITE << 30) | (1 << 26),
+            &raw const UNIT,
+        )
+    };
+    rc == 0
+}
+
+/// One VEX instruction as the engine describes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Insn(u64);
+
+impl Insn {
+    fn bits(self, at: u32, width: u32) -> u32 {
+        ((self.0 >> at) & ((1 << width) - 1)) as u32
+    }
+    pub(crate) fn opcode(self) -> u8 {
+        self.bits(0, 8) as u8
+    }
+    pub(crate) fn map(self) -> u32 {
+        self.bits(8, 2)
+    }
+    /// 0: none, 1: 66, 2: F3, 3: F2.
+    pub(crate) fn pp(self) -> u32 {
+        self.bits(10, 2)
+    }
+    pub(crate) fn l(self) -> bool {
+        self.bits(12, 1) == 1
+    }
+    pub(crate) fn w(self) -> bool {
+        self.bits(13, 1) == 1
+    }
+    pub(crate) fn vvvv(self) -> usize {
+        self.bits(14, 4) as usize
+    }
+    pub(crate) fn reg(self) -> usize {
+        self.bits(18, 4) as usize
+    }
+    pub(crate) fn rm(self) -> usize {
+        self.bits(22, 4) as usize
+    }
+    pub(crate) fn mem(self) -> bool {
+        self.bits(26, 1) == 1
+    }
+    pub(crate) fn imm(self) -> u8 {
+        self.bits(27, 8) as u8
+    }
+    pub(crate) fn vsib_index(self) -> usize {
+        self.bits(35, 4) as usize
+    }
+    pub(crate) fn sib(self) -> bool {
+        self.bits(41, 1) == 1
+    }
+    pub(crate) fn has_avx(self) -> bool {
+        self.bits(42, 1) == 1
+    }
+    pub(crate) fn has_avx2(self) -> bool {
+        self.bits(43, 1) == 1
+    }
+    pub(crate) fn has_fma(self) -> bool {
+        self.bits(44, 1) == 1
+    }
+    pub(crate) fn has_f16c(self) -> bool {
+        self.bits(45, 1) == 1
+    }
+    /// Vector width in bytes: 16 or 32.
+    pub(crate) fn width(self) -> usize {
+        if self.l() {
+            32
+        } else {
+            16
+        }
+    }
+}
+
+/// Flag bits of `eflags` (QEMU's `CC_*`).
+pub(crate) const CC_C: u64 = 0x0001;
+pub(crate) const CC_P: u64 = 0x0004;
+pub(crate) const CC_Z: u64 = 0x0040;
+
+/// How the engine's helper treats memory around `exec`; the op index rides
+/// in the upper 16 bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Bytes of the memory operand (0 for register forms).
+    pub size: u32,
+    pub load: bool,
+    pub store: bool,
+    /// `#GP` unless the address is a multiple of `size`.
+    pub aligned: bool,
+    /// Writes OF SF ZF AF PF CF.
+    pub flags: bool,
+    /// Elements selected by VVVV's sign bits only (`vmaskmov`).
+    pub masked: bool,
+    /// VSIB elements selected by VVVV's sign bits (gathers).
+    pub gather: bool,
+    pub element8: bool,
+    pub index8: bool,
+}
+
+impl Plan {
+    fn bits(self) -> u32 {
+        1 | (self.size << 1)
+            | u32::from(self.load) << 7
+            | u32::from(self.store) << 8
+            | u32::from(self.aligned) << 9
+            | u32::from(self.flags) << 10
+            | u32::from(self.masked) << 11
+            | u32::from(self.gather) << 12
+            | u32::from(self.element8) << 13
+            | u32::from(self.index8) << 14
+    }
+}
+
+/// The registers `exec` works on.
+pub(crate) struct Regs<'a> {
+    pub xmm: &'a mut [[u8; 64]; 16],
+    pub gpr: &'a mut [u64; 16],
+    pub eflags: &'a mut u64,
+}
+
+extern "C" fn decode_entry(insn: u64) -> u32 {
+    match forms::form(Insn(insn)) {
+        Some(form) => form.plan.bits() | form.op.index() << 16,
+        None => 0,
+    }
+}
+
+/// # Safety
+/// The engine's helper passes pointers to the live CPU state and a 64-byte
+/// buffer, for an instruction [`decode_entry`] accepted.
+unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem: *mut u8) {
+    // SAFETY: the helper's contract (above): `cpu` points to pointers into
+    // the CPU state (16 ZMM registers of 64 bytes, 16 general registers,
+    // the flags word), all live and unaliased for the call, and `mem` to a
+    // 64-byte buffer.
+    let (regs, mem) = unsafe {
+        let cpu = &*cpu;
+        (
+            Regs {
+                xmm: &mut *(cpu.xmm as *mut [[u8; 64]; 16]),
+                gpr: &mut *(cpu.regs as *mut [u64; 16]),
+                eflags: &mut *cpu.eflags,
+            },
+            &mut *(mem as *mut [u8; 64]),
+        )
+    };
+    // The plan carries the op `decode` chose.
+    if let Some(exec) = forms::Op::exec(plan >> 16) {
+        let mut regs = regs;
+        exec(&mut regs, Insn(insn), mem);
+    }
+}
