@@ -582,7 +582,18 @@ pub(super) fn install_hooks(
     }
     state.borrow_mut().feed.settle_placement();
     if simulates_caches {
-        super::memory_hook::install(uc, user_data)?;
+        // The data accesses go into the batches the block hook fills: the
+        // engine records them itself where it can (see `memory_hook`).
+        // SAFETY: a live engine; the cursor belongs to the state's feed,
+        // and the state outlives the engine.
+        let inline = !fast_forwarding
+            && unsafe { super::memory_hook::record_inline(uc.get_handle(), cursor, user_data) };
+        if inline {
+            let records = super::memory_hook::RECORDS_PER_BLOCK as usize;
+            state.borrow_mut().feed.record_memory_inline(records);
+        } else {
+            super::memory_hook::install_hooks(uc, user_data)?;
+        }
     }
     for (insn, callback) in [
         (
