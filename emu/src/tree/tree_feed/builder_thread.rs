@@ -143,7 +143,7 @@ impl BuilderThread {
                 block.event.is_function_start = true;
             }
             if let Some(simulator) = &mut self.simulator {
-                simulator.block_runs(id, self.tree.current_node());
+                simulator.block_runs(&self.blocks, id, self.tree.current_node());
             }
             if self.tree.needs_attention() && self.attend() {
                 self.applying = false;
@@ -320,7 +320,7 @@ impl BuilderThread {
         let simulation = self.simulator.take().map(|mut simulator| {
             simulator.interrupted(&self.blocks);
             self.tree.add_cycles(simulator.take_penalty());
-            simulator.take_counts()
+            simulator.take_counts(&self.blocks)
         });
         let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
@@ -476,7 +476,7 @@ impl BuilderThread {
         };
         let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
         // Parts carry the events counted since the last cut, as their costs.
-        let events = self.simulator.as_mut().map(|s| s.take_counts());
+        let events = self.simulator.as_mut().map(|s| s.take_counts(&self.blocks));
         cutter.cut(
             &mut self.tree,
             self.blocks.blocks(),
