@@ -243,7 +243,21 @@ impl Simulator {
         self.last_read = None;
     }
 
+    /// Data accesses `(pc, address, size, write)` in a row, each as
+    /// [`Simulator::data`].
+    #[inline]
+    pub(crate) fn data_run(
+        &mut self,
+        blocks: &BlockCache,
+        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
+    ) {
+        for (pc, address, size, write) in accesses {
+            self.data(blocks, pc, address, size, write);
+        }
+    }
+
     /// A data access by the instruction at `pc`.
+    #[inline(always)]
     pub(crate) fn data(
         &mut self,
         blocks: &BlockCache,

@@ -114,14 +114,26 @@ impl BuilderThread {
     /// Applies `events` in order; stops for good at the block that reaches
     /// the instruction limit (returns whether it did).
     pub(super) fn apply(&mut self, events: &[TreeEvent]) -> bool {
-        for event in events {
+        let mut next = 0;
+        while let Some(event) = events.get(next) {
+            next += 1;
             if !self.applying {
                 break;
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
-                    if let Some((pc, address, size, write)) = event.split_memory_access() {
-                        simulator.data(&self.blocks, pc, address, size, write);
+                    if event.is_memory_access() {
+                        // The block's accesses, in one go.
+                        let run = events[next..]
+                            .iter()
+                            .take_while(|e| e.is_memory_access())
+                            .count();
+                        let accesses = &events[next - 1..next + run];
+                        next += run;
+                        simulator.data_run(
+                            &self.blocks,
+                            accesses.iter().filter_map(TreeEvent::split_memory_access),
+                        );
                         self.tree.add_cycles(simulator.take_penalty());
                         continue;
                     }

@@ -90,10 +90,11 @@ impl TreeEvent {
         (MEMORY_ACCESS, MEMORY_ACCESS | WRITE)
     }
 
-    /// Whether this is a memory access event.
+    /// Whether this is a memory access event (a block's key may look like
+    /// one below bit 63).
     #[inline]
     pub(super) fn is_memory_access(&self) -> bool {
-        self.split_memory_access().is_some()
+        self.key & SPECIAL != 0 && self.split_memory_access().is_some()
     }
 
     /// A memory access event's `(pc, address, size, write)`; `None` for any
