@@ -562,11 +562,25 @@ pub(super) fn install_hooks(
             st.feed.may_send_events_only() && block_trace::events_only_wanted(),
         )
     };
+    // The cache simulation's data accesses go into the batches the blocks
+    // fill: the engine records them itself where it can (see
+    // `memory_hook`), else memory hooks feed them (installed below).
+    // SAFETY: a live engine; the cursor belongs to the state's feed, and
+    // the state outlives the engine.
+    let memory_inline = simulates_caches
+        && !fast_forwarding
+        && unsafe { super::memory_hook::record_inline(uc.get_handle(), cursor, user_data) };
+    if memory_inline {
+        let records = super::memory_hook::RECORDS_PER_BLOCK as usize;
+        state.borrow_mut().feed.record_memory_inline(records);
+    }
     // Records only for a builder on this thread (see `block_trace` for
-    // why), counting while fast-forwarding; not with the cache simulation:
-    // its memory hook feeds accesses between the block events, which the
-    // inline trace would write around.
-    if (builder_stays_inline || fast_forwarding || events_only) && !simulates_caches {
+    // why), counting while fast-forwarding; with the cache simulation only
+    // when the engine records the accesses too: memory hooks feed accesses
+    // between the block events, which the inline trace would write around.
+    if (builder_stays_inline || fast_forwarding || events_only)
+        && (!simulates_caches || memory_inline)
+    {
         // SAFETY: a live engine with the block hook just installed; the
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
@@ -581,19 +595,8 @@ pub(super) fn install_hooks(
         }
     }
     state.borrow_mut().feed.settle_placement();
-    if simulates_caches {
-        // The data accesses go into the batches the block hook fills: the
-        // engine records them itself where it can (see `memory_hook`).
-        // SAFETY: a live engine; the cursor belongs to the state's feed,
-        // and the state outlives the engine.
-        let inline = !fast_forwarding
-            && unsafe { super::memory_hook::record_inline(uc.get_handle(), cursor, user_data) };
-        if inline {
-            let records = super::memory_hook::RECORDS_PER_BLOCK as usize;
-            state.borrow_mut().feed.record_memory_inline(records);
-        } else {
-            super::memory_hook::install_hooks(uc, user_data)?;
-        }
+    if simulates_caches && !memory_inline {
+        super::memory_hook::install_hooks(uc, user_data)?;
     }
     for (insn, callback) in [
         (
