@@ -5,12 +5,14 @@
 //! * Instruction fetches come from the block table: each instruction of a
 //!   block that runs is one fetch of its bytes, interleaved with the data
 //!   accesses the way the guest made them (the fetches of a block up to the
-//!   instruction that accessed memory come before that access).
-//! * Data accesses come from Unicorn's memory hooks, installed only with
-//!   `--cache-sim`, as (instruction address, data address, size, read or
-//!   write). A write to the address and size the same instruction has just
+//!   instruction that accessed memory come before that access). Only the
+//!   fetches that can change the instruction cache are simulated
+//!   ([`fetch`]).
+//! * Data accesses come with the blocks, as (instruction address, data
+//!   address, size, read or write), recorded by the translated code or fed
+//!   by Unicorn's memory hooks (`machine::memory_hook`). A write to the address and size the same instruction has just
 //!   read is a modify and counts once, as a write (Cachegrind's `Dm`).
-//!   Unicorn reports guest-physical data addresses: emuprof maps guest pages
+//!   Both give guest-physical data addresses: emuprof maps guest pages
 //!   onto a compact physical range, so the L1 set (bits below 12) is the
 //!   virtual one Cachegrind uses, while the last-level set may differ above
 //!   bit 12 (real last-level caches are indexed physically too).
@@ -184,7 +186,7 @@ impl Simulator {
             return;
         };
         let info = blocks.get(previous.block as u32);
-        self.fetch_through(blocks, info.instructions as usize);
+        self.fetch_through(info.instructions as usize);
         if self.branches.is_some() {
             self.resolve_branch(info, previous, address);
         }
@@ -237,7 +239,7 @@ impl Simulator {
     pub(crate) fn interrupted(&mut self, blocks: &BlockCache) {
         if let Some(running) = self.running {
             let instructions = blocks.get(running.block as u32).instructions as usize;
-            self.fetch_through(blocks, instructions);
+            self.fetch_through(instructions);
         }
         self.running = None;
         self.last_read = None;
@@ -258,14 +260,7 @@ impl Simulator {
 
     /// A data access by the instruction at `pc`.
     #[inline(always)]
-    pub(crate) fn data(
-        &mut self,
-        blocks: &BlockCache,
-        pc: u64,
-        address: u64,
-        size: u32,
-        write: bool,
-    ) {
+    fn data(&mut self, blocks: &BlockCache, pc: u64, address: u64, size: u32, write: bool) {
         let Some(running) = self.running else {
             return;
         };
@@ -278,7 +273,7 @@ impl Simulator {
         if let Some(running) = &mut self.running {
             running.accessing = index;
         }
-        self.fetch_through(blocks, index + 1);
+        self.fetch_through(index + 1);
         if write {
             if let Some(read) = self.last_read.take() {
                 if (read.pc, read.address, read.size) == (pc, address, size) {
@@ -345,7 +340,7 @@ impl Simulator {
     /// Fetches the running block's instructions up to (not including)
     /// `end`.
     #[inline]
-    fn fetch_through(&mut self, _blocks: &BlockCache, end: usize) {
+    fn fetch_through(&mut self, end: usize) {
         let Some(mut running) = self.running else {
             return;
         };
