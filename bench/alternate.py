@@ -20,15 +20,15 @@ def emuprof_variant(binary, flags):
     return lambda scratch: [binary, "-q", "-o", str(Path(scratch) / "p.json"), *flags]
 
 
-def compare(cases, repeats, variants, modes, mode_load, run_once, log, summary):
+def compare(cases, repeats, variants, modes, mode_load, run_once, log, summary, pairs=None):
     """Markdown table of median wall and CPU seconds of `variants`
     ({name: argv before the program, as a function of the scratch
     directory}) per mode and case, with the ratios of every pair (first /
-    second, in the variants' order), and per mode and pair `summary(mode,
-    first, second, wall, cpu)` of the median ratios over the programs.
-    `mode_load(mode)` is what runs beside them in a mode (a context
-    manager: the `loaded` mode's busy loops)."""
-    pairs = list(itertools.combinations(variants, 2))
+    second, in the variants' order; or of `pairs` of names), and per mode
+    and pair `summary(mode, first, second, wall, cpu)` of the median
+    ratios over the programs. `mode_load(mode)` is what runs beside them
+    in a mode (a context manager: the `loaded` mode's busy loops)."""
+    pairs = pairs or list(itertools.combinations(variants, 2))
     lines = [f"Median of {repeats} runs (seconds), wall / CPU:", "",
              "| mode | program | " + " | ".join(variants) + " | "
              + " | ".join(f"{a} / {b} (wall) | (CPU)" for a, b in pairs) + " |",

@@ -3,7 +3,7 @@
 
     python3 bench/run.py [--repeats N] [--no-build] [--scaling] [--modes two-cpus,one-cpu,loaded]
     python3 bench/run.py --serve [--repeats N] [--only LABEL]   # --serve with a slow viewer (bench/serve.py)
-    python3 bench/run.py --cache-sim [--repeats N] [--only LABEL]   # cost of --cache-sim (bench/cache_sim.py)
+    python3 bench/run.py --cache-sim [--repeats N] [--only LABEL] [--modes ...]   # cost of --cache-sim beside Cachegrind and Callgrind (bench/cache_sim.py)
     python3 bench/run.py --fast-forward [--repeats N] [--modes two-cpus,one-cpu]   # --start-at speed, and the floor against qemu-x86_64 (bench/fast_forward.py)
     python3 bench/run.py --against OTHER_EMUPROF [--repeats N] [--modes one-cpu]   # against another build (bench/against.py)
     python3 bench/run.py --suite real   # Debian's own dynamically linked tools instead of the static suite (--suite all: both)
@@ -512,7 +512,7 @@ def main():
     parser.add_argument("--serve", action="store_true",
                         help="instead: emuprof without vs with --serve and a slow viewer (bench/serve.py)")
     parser.add_argument("--cache-sim", action="store_true",
-                        help="instead: emuprof without vs with --cache-sim --branch-sim, and Cachegrind")
+                        help="instead: emuprof without vs with --cache-sim --branch-sim, Cachegrind and Callgrind --cache-sim=yes")
     parser.add_argument("--fast-forward", action="store_true",
                         help="instead: emuprof's full profile vs fast-forwarding the whole run vs qemu-x86_64 "
                              "(bench/fast_forward.py)")
@@ -595,7 +595,8 @@ def main():
             if tools["emuprof"] is None:
                 sys.exit("bench: --cache-sim needs a working emuprof")
             print(f"Machine: {machine_description(tools)}.\n")
-            print(cache_sim.compare(cases, args.repeats, tools["emuprof"], tools.get("valgrind"), run_once, log))
+            print(cache_sim.compare(cases, args.repeats, tools["emuprof"], tools.get("valgrind"), modes, mode_load,
+                                    run_once, log))
             return
         if args.fast_forward:
             import fast_forward

@@ -35,6 +35,17 @@ const SHARED_STRUCTS: &[(&str, &[&str])] = &[
         "uc_emuprof_vector_unit",
         &["size", "cpu_size", "decode", "exec"],
     ),
+    (
+        "uc_emuprof_memory_trace",
+        &[
+            "cursor",
+            "read_key",
+            "write_key",
+            "records_per_block",
+            "room",
+            "user_data",
+        ],
+    ),
 ];
 
 /// The C constants emuprof's Rust code repeats.
@@ -44,6 +55,7 @@ const SHARED_CONSTANTS: &[&str] = &[
     "UC_CTL_EMUPROF_CPU_STATE",
     "UC_CTL_EMUPROF_VECTOR_UNIT",
     "UC_CTL_EMUPROF_CPU_FEATURE",
+    "UC_CTL_EMUPROF_MEMORY_TRACE",
     "UC_EMUPROF_HOOK",
     "UC_EMUPROF_RECORD",
     "UC_EMUPROF_COUNT",

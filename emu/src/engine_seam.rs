@@ -32,6 +32,8 @@ pub(crate) const CTL_CPU_STATE: c_int = 0x6571;
 pub(crate) const CTL_VECTOR_UNIT: c_int = 0x6572;
 /// `UC_CTL_EMUPROF_CPU_FEATURE`: sets a CPUID feature word.
 pub(crate) const CTL_CPU_FEATURE: c_int = 0x6573;
+/// `UC_CTL_EMUPROF_MEMORY_TRACE`: records data accesses inline.
+pub(crate) const CTL_MEMORY_TRACE: c_int = 0x6574;
 /// `UC_EMUPROF_FUNCTION_START`, added to a block's [`InlineMode`] where a
 /// function starts.
 pub(crate) const FUNCTION_START: c_int = 0x100;
@@ -76,6 +78,7 @@ const _: () = {
     assert!(CTL_CPU_STATE as i64 == c::UC_CTL_EMUPROF_CPU_STATE);
     assert!(CTL_VECTOR_UNIT as i64 == c::UC_CTL_EMUPROF_VECTOR_UNIT);
     assert!(CTL_CPU_FEATURE as i64 == c::UC_CTL_EMUPROF_CPU_FEATURE);
+    assert!(CTL_MEMORY_TRACE as i64 == c::UC_CTL_EMUPROF_MEMORY_TRACE);
     assert!(FUNCTION_START as i64 == c::UC_EMUPROF_FUNCTION_START);
     assert!(InlineMode::Hook as i64 == c::UC_EMUPROF_HOOK);
     assert!(InlineMode::Record as i64 == c::UC_EMUPROF_RECORD);

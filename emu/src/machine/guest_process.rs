@@ -29,7 +29,8 @@ use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::{CodeRange, CodeSnapshot, SpanBytes};
 use crate::tree::recorded;
 use crate::tree::tree_feed::{
-    self, BlockPath, BuilderHandle, BuilderSetup, FeedPlan, RunFacts, StackPointerPath,
+    self, BlockPath, BuilderHandle, BuilderSetup, FeedPlan, MemoryAccesses, RunFacts,
+    StackPointerPath,
 };
 use crate::{cpu, initial_stack, EmuError};
 
@@ -570,8 +571,22 @@ pub(super) fn install_hooks(
     if rc != unicorn_engine::uc_error::OK {
         return Err(err(rc));
     }
-    if plan.blocks != BlockPath::HookEveryBlock {
-        let cursor = state.borrow().feed.trace_cursor();
+    let cursor = state.borrow().feed.trace_cursor();
+    // The cache simulation's data accesses go into the batches the blocks
+    // fill: the engine records them itself where the plan says (see
+    // `memory_hook`), else memory hooks feed them (installed below).
+    let memory_inline = plan.memory_accesses == MemoryAccesses::RecordedInline
+        // SAFETY: a live engine; the cursor belongs to the state's feed,
+        // and the state outlives the engine.
+        && unsafe { super::memory_hook::record_inline(uc.get_handle(), cursor, user_data) };
+    if memory_inline {
+        let records = super::memory_hook::RECORDS_PER_BLOCK as usize;
+        state.borrow_mut().feed.record_memory_inline(records);
+    }
+    let memory_hooked = plan.memory_accesses != MemoryAccesses::NotSimulated && !memory_inline;
+    // Memory hooks feed accesses between the block events, which an inline
+    // trace would write around.
+    if plan.blocks != BlockPath::HookEveryBlock && !memory_hooked {
         // SAFETY: a live engine with the block hook just installed; the
         // cursor belongs to the state's feed, and the state outlives the
         // engine.
@@ -589,8 +604,8 @@ pub(super) fn install_hooks(
     // An engine that refused the trace leaves every block to the hook; an
     // adaptive builder then works on its own thread.
     state.borrow_mut().feed.settle_placement();
-    if state.borrow().options.simulation.caches.is_some() {
-        super::memory_hook::install(uc, user_data)?;
+    if memory_hooked {
+        super::memory_hook::install_hooks(uc, user_data)?;
     }
     for (insn, callback) in [
         (

@@ -1,20 +1,128 @@
-//! The data-access hooks of `--cache-sim`: every guest load and store goes
-//! to the call-tree thread as (instruction address, data address, size,
-//! read or write), in order with the blocks, for the cache simulation
-//! ([`crate::sim`]). Installed only with `--cache-sim`: any memory hook
-//! sends every guest access down Unicorn's slow path.
+//! How `--cache-sim` learns of every guest load and store: as
+//! (instruction address, data address, size, read or write), in order with
+//! the blocks, in the call-tree feed ([`crate::sim`] simulates them).
+//!
+//! With emuprof's Unicorn build the translated code appends each access
+//! to the feed's current batch itself
+//! (`emu/unicorn/instrumentation/09-data-accesses-recorded-inline.patch`): the event
+//! [`TreeEvent::memory_access`] makes, written at the feed's
+//! [`TraceCursor`] after the access succeeded, with the guest-physical
+//! address from the engine's TLB and the instruction's address as a
+//! constant. Nothing is called per access, and no program counter is
+//! restored. The block hook (which runs first in every block) sees room
+//! for the block's event; the feed keeps [`RECORDS_PER_BLOCK`] slots past
+//! the end of each batch for the accesses that follow it, and a block's
+//! further accesses (and those of the engine's helpers in C) call
+//! [`on_room`] first, which ends the batch when it is full. The events,
+//! their order and so the profile are those of the hooks below.
+//!
+//! Otherwise (stock Unicorn, or while a late start fast-forwards, whose
+//! skipping edits the batch the engine writes into) Unicorn's memory hooks
+//! feed each access: any memory hook sends every guest access down
+//! Unicorn's slow path, and Unicorn restores the guest `rip` before each
+//! call, which costs several times the access.
 
 use std::cell::RefCell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 use unicorn_engine::{uc_engine, HookType, RegisterX86, Unicorn};
 
 use super::state::MachineState;
 use crate::error::EmuError;
+use crate::tree::tree_feed::{TraceCursor, TreeEvent};
+
+/// Accesses a block records after its start without asking for room; the
+/// feed keeps this many slots past the end of every batch. Blocks with
+/// more ask for each further one (a call, rare: a block holds at most a
+/// page of code).
+pub(crate) const RECORDS_PER_BLOCK: u32 = 256;
+
+/// `UC_CTL_EMUPROF_MEMORY_TRACE` as `UC_CTL_WRITE` builds it with one
+/// argument (`UC_CTL_IO_WRITE << 30 | 1 << 26`).
+const CTL_WRITE_MEMORY_TRACE: u32 = 1 << 30 | 1 << 26 | crate::engine_seam::CTL_MEMORY_TRACE as u32;
+
+/// `uc_emuprof_memory_trace` in the patched `unicorn.h`.
+#[repr(C)]
+struct MemoryTrace {
+    cursor: *mut TraceCursor,
+    read_key: u64,
+    write_key: u64,
+    records_per_block: u32,
+    room: unsafe extern "C" fn(*mut c_void),
+    user_data: *mut c_void,
+}
+
+crate::engine_seam::same_layout_as_c!(
+    MemoryTrace,
+    uc_emuprof_memory_trace {
+        cursor,
+        read_key,
+        write_key,
+        records_per_block,
+        room,
+        user_data
+    }
+);
+
+unsafe extern "C" {
+    /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
+    #[link_name = "uc_ctl"]
+    fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+}
+
+/// Asks the engine to record every data access at `cursor` (see the module
+/// doc). True when it will (emuprof's Unicorn build); false with stock
+/// Unicorn.
+///
+/// # Safety
+/// `uc` must be a live engine; `cursor` and `user_data` (the machine's
+/// `RefCell<MachineState>`, whose feed owns the cursor) must stay valid as
+/// long as the engine runs guest code.
+pub(super) unsafe fn record_inline(
+    uc: *mut uc_engine,
+    cursor: *mut TraceCursor,
+    user_data: *mut c_void,
+) -> bool {
+    let (read_key, write_key) = TreeEvent::memory_access_keys();
+    let trace = MemoryTrace {
+        cursor,
+        read_key,
+        write_key,
+        records_per_block: RECORDS_PER_BLOCK,
+        room: on_room,
+        user_data,
+    };
+    // SAFETY: the caller's contract; the one argument is what the control
+    // reads (and copies). Stock Unicorn reads nothing and returns
+    // UC_ERR_ARG.
+    let rc = unsafe { uc_ctl_raw(uc, CTL_WRITE_MEMORY_TRACE, &raw const trace) };
+    rc == 0
+}
+
+/// The engine needs room for another access record: ends the batch when
+/// it is full.
+///
+/// # Safety
+/// `user_data` must point to the live `RefCell<MachineState>` passed to
+/// [`record_inline`]. As for the block hook, Unicorn calls it from inside
+/// guest code, where no borrow of the state is active.
+unsafe extern "C" fn on_room(user_data: *mut c_void) {
+    // SAFETY: the caller's contract.
+    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
+    debug_assert!(
+        cell.try_borrow_mut().is_ok(),
+        "the room callback ran while the machine state was in use"
+    );
+    // SAFETY: no other borrow is active (see above). The engine writes the
+    // record right after this returns, so room must be made even then:
+    // failing here would write past the batch.
+    let st = unsafe { &mut *cell.as_ptr() };
+    st.feed.make_room();
+}
 
 /// Installs the read and write hooks on `uc`; `user_data` is the machine's
 /// `RefCell<MachineState>`, which must outlive the engine.
-pub(super) fn install(
+pub(super) fn install_hooks(
     uc: &mut Unicorn<'static, ()>,
     user_data: *mut c_void,
 ) -> Result<(), EmuError> {

@@ -29,7 +29,13 @@ impl Cache {
         }
     }
 
+    /// The line size's bits.
+    pub(crate) fn line_bits(&self) -> u32 {
+        self.line_bits
+    }
+
     /// Accesses `size` bytes at `address`; true when it missed.
+    #[inline]
     pub(crate) fn access(&mut self, address: u64, size: u64) -> bool {
         let first = address >> self.line_bits;
         let last = (address + size.max(1) - 1) >> self.line_bits;
@@ -50,6 +56,10 @@ impl Cache {
     fn touch(&mut self, line: u64) -> bool {
         let start = (line & self.set_mask) as usize * self.assoc;
         let set = &mut self.tags[start..start + self.assoc];
+        // Most accesses touch their set's most recent line again.
+        if set[0] == line {
+            return false;
+        }
         let (found, missed) = match set.iter().position(|&t| t == line) {
             Some(way) => (way, false),
             None => (self.assoc - 1, true),

@@ -5,12 +5,14 @@
 //! * Instruction fetches come from the block table: each instruction of a
 //!   block that runs is one fetch of its bytes, interleaved with the data
 //!   accesses the way the guest made them (the fetches of a block up to the
-//!   instruction that accessed memory come before that access).
-//! * Data accesses come from Unicorn's memory hooks, installed only with
-//!   `--cache-sim`, as (instruction address, data address, size, read or
-//!   write). A write to the address and size the same instruction has just
+//!   instruction that accessed memory come before that access). Only the
+//!   fetches that can change the instruction cache are simulated
+//!   ([`fetch`]).
+//! * Data accesses come with the blocks, as (instruction address, data
+//!   address, size, read or write), recorded by the translated code or fed
+//!   by Unicorn's memory hooks (`machine::memory_hook`). A write to the address and size the same instruction has just
 //!   read is a modify and counts once, as a write (Cachegrind's `Dm`).
-//!   Unicorn reports guest-physical data addresses: emuprof maps guest pages
+//!   Both give guest-physical data addresses: emuprof maps guest pages
 //!   onto a compact physical range, so the L1 set (bits below 12) is the
 //!   virtual one Cachegrind uses, while the last-level set may differ above
 //!   bit 12 (real last-level caches are indexed physically too).
@@ -28,6 +30,7 @@
 
 mod branch;
 mod cache;
+mod fetch;
 pub mod geometry;
 
 use emuprof_model::{CacheConfig, NodeId, Penalties, SimEvent, Simulation};
@@ -35,6 +38,7 @@ use emuprof_model::{CacheConfig, NodeId, Penalties, SimEvent, Simulation};
 use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
 use branch::BranchPredictor;
 use cache::Cache;
+use fetch::FetchStep;
 
 /// Cycles each simulated event adds: an L1 miss that hits the last level
 /// costs Skylake's L3 hit latency less the L1 hit the cost model already
@@ -109,6 +113,11 @@ struct Running {
     node: NodeId,
     /// Instructions of the block fetched so far.
     fetched: usize,
+    /// Steps of the block's fetch plan simulated so far.
+    steps: usize,
+    /// The instruction that made the last data access (where the next
+    /// one's search starts: a block's accesses come in order).
+    accessing: usize,
 }
 
 /// The last data read, which a write of the same instruction may turn into
@@ -132,6 +141,11 @@ pub(crate) struct Simulator {
     branches: Option<BranchPredictor>,
     nodes: Vec<u64>,
     blocks: Vec<Vec<u64>>,
+    /// By block id: the fetches that can change the instruction cache
+    /// (see [`fetch`]); empty until the block first runs.
+    plans: Vec<Box<[FetchStep]>>,
+    /// The line the last instruction fetch ended in.
+    last_fetch_line: u64,
     running: Option<Running>,
     last_read: Option<LastRead>,
     /// Penalty cycles not yet added to the call tree's clock.
@@ -157,6 +171,8 @@ impl Simulator {
             branches: options.branches.then(BranchPredictor::new),
             nodes: Vec::new(),
             blocks: Vec::new(),
+            plans: Vec::new(),
+            last_fetch_line: u64::MAX,
             running: None,
             last_read: None,
             penalty: 0,
@@ -170,7 +186,7 @@ impl Simulator {
             return;
         };
         let info = blocks.get(previous.block as u32);
-        self.fetch_through(blocks, info.instructions as usize);
+        self.fetch_through(info.instructions as usize);
         if self.branches.is_some() {
             self.resolve_branch(info, previous, address);
         }
@@ -179,13 +195,43 @@ impl Simulator {
 
     /// Block `id` runs in context `node` (called after the call tree has
     /// seen it).
-    pub(crate) fn block_runs(&mut self, id: usize, node: NodeId) {
-        self.running = Some(Running {
+    pub(crate) fn block_runs(&mut self, blocks: &BlockCache, id: usize, node: NodeId) {
+        let running = Running {
             block: id,
             node,
             fetched: 0,
-        });
+            steps: 0,
+            accessing: 0,
+        };
+        self.running = Some(running);
         self.last_read = None;
+        self.make_rows(blocks, running);
+    }
+
+    /// Makes sure the counts of `running`'s context and instructions
+    /// exist (zeros), and its block's fetch plan.
+    fn make_rows(&mut self, blocks: &BlockCache, running: Running) {
+        let width = self.width;
+        let node_end = (running.node as usize + 1) * width;
+        if self.nodes.len() < node_end {
+            self.nodes.resize(node_end, 0);
+        }
+        if self.blocks.len() <= running.block {
+            self.blocks.resize(running.block + 1, Vec::new());
+        }
+        if self.blocks[running.block].is_empty() {
+            let info = blocks.get(running.block as u32);
+            self.blocks[running.block] = vec![0; info.instructions as usize * width];
+        }
+        if let Some(caches) = &self.caches {
+            if self.plans.len() <= running.block {
+                self.plans.resize(running.block + 1, Box::default());
+            }
+            if self.plans[running.block].is_empty() {
+                let info = blocks.get(running.block as u32);
+                self.plans[running.block] = fetch::plan(info, caches.i1.line_bits());
+            }
+        }
     }
 
     /// Something other than a block happened (a system call, a thread
@@ -193,31 +239,41 @@ impl Simulator {
     pub(crate) fn interrupted(&mut self, blocks: &BlockCache) {
         if let Some(running) = self.running {
             let instructions = blocks.get(running.block as u32).instructions as usize;
-            self.fetch_through(blocks, instructions);
+            self.fetch_through(instructions);
         }
         self.running = None;
         self.last_read = None;
     }
 
-    /// A data access by the instruction at `pc`.
-    pub(crate) fn data(
+    /// Data accesses `(pc, address, size, write)` in a row, each as
+    /// [`Simulator::data`].
+    #[inline]
+    pub(crate) fn data_run(
         &mut self,
         blocks: &BlockCache,
-        pc: u64,
-        address: u64,
-        size: u32,
-        write: bool,
+        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
     ) {
+        for (pc, address, size, write) in accesses {
+            self.data(blocks, pc, address, size, write);
+        }
+    }
+
+    /// A data access by the instruction at `pc`.
+    #[inline(always)]
+    fn data(&mut self, blocks: &BlockCache, pc: u64, address: u64, size: u32, write: bool) {
         let Some(running) = self.running else {
             return;
         };
         let info = blocks.get(running.block as u32);
-        let offset = pc.wrapping_sub(info.address);
-        let index = info
-            .instruction_offsets
-            .partition_point(|&o| u64::from(o) <= offset)
-            .saturating_sub(1);
-        self.fetch_through(blocks, index + 1);
+        let index = instruction_at(
+            &info.instruction_offsets,
+            pc.wrapping_sub(info.address),
+            running.accessing,
+        );
+        if let Some(running) = &mut self.running {
+            running.accessing = index;
+        }
+        self.fetch_through(index + 1);
         if write {
             if let Some(read) = self.last_read.take() {
                 if (read.pc, read.address, read.size) == (pc, address, size) {
@@ -264,44 +320,75 @@ impl Simulator {
 
     /// The counts so far, which start again from zero (a dump cut a part
     /// of the run); the caches and predictors keep their state.
-    pub(crate) fn take_counts(&mut self) -> SimulationCounts {
+    pub(crate) fn take_counts(&mut self, blocks: &BlockCache) -> SimulationCounts {
         let width = self.width.max(1);
-        SimulationCounts {
+        let counts = SimulationCounts {
             nodes: std::mem::take(&mut self.nodes)
                 .chunks(width)
                 .map(<[u64]>::to_vec)
                 .collect(),
             blocks: std::mem::take(&mut self.blocks),
             settings: self.settings.clone(),
+        };
+        // The running block goes on counting, in the next part.
+        if let Some(running) = self.running {
+            self.make_rows(blocks, running);
         }
+        counts
     }
 
     /// Fetches the running block's instructions up to (not including)
     /// `end`.
-    fn fetch_through(&mut self, blocks: &BlockCache, end: usize) {
+    #[inline]
+    fn fetch_through(&mut self, end: usize) {
         let Some(mut running) = self.running else {
             return;
         };
-        if self.caches.is_none() || running.fetched >= end {
+        if running.fetched >= end {
             return;
         }
-        let info = blocks.get(running.block as u32);
-        for index in running.fetched..end.min(info.instruction_offsets.len()) {
-            let start = u64::from(info.instruction_offsets[index]);
-            let stop = info
-                .instruction_offsets
-                .get(index + 1)
-                .map_or(u64::from(info.size), |&o| u64::from(o));
-            let address = info.address + start;
-            let size = (stop - start).max(1);
-            let caches = self.caches.as_mut().expect("checked above");
-            if caches.i1.access(address, size) {
-                let ll_missed = caches.ll.access(address | INSTRUCTION_LINE, size);
-                self.count(running, index, SimEvent::I1mr);
+        let Some(caches) = &mut self.caches else {
+            return;
+        };
+        let plan = &self.plans[running.block];
+        let line_bits = caches.i1.line_bits();
+        while let Some(&step) = plan.get(running.steps) {
+            if step.index as usize >= end {
+                break;
+            }
+            running.steps += 1;
+            let (first, last) = step.lines(line_bits);
+            if first == last && first == self.last_fetch_line {
+                continue;
+            }
+            self.last_fetch_line = last;
+            let size = u64::from(step.size);
+            if caches.i1.access(step.address, size) {
+                let ll_missed = caches.ll.access(step.address | INSTRUCTION_LINE, size);
+                let index = step.index as usize;
                 self.penalty += self.settings.penalties.l1_miss;
+                add(
+                    &self.columns,
+                    self.width,
+                    &mut self.nodes,
+                    &mut self.blocks,
+                    running,
+                    index,
+                    SimEvent::I1mr,
+                    1,
+                );
                 if ll_missed {
-                    self.count(running, index, SimEvent::ILmr);
                     self.penalty += self.settings.penalties.ll_miss;
+                    add(
+                        &self.columns,
+                        self.width,
+                        &mut self.nodes,
+                        &mut self.blocks,
+                        running,
+                        index,
+                        SimEvent::ILmr,
+                        1,
+                    );
                 }
             }
         }
@@ -361,34 +448,74 @@ impl Simulator {
 
     #[inline]
     fn count(&mut self, running: Running, instruction: usize, event: SimEvent) {
-        self.add(running, instruction, event, 1);
+        let (nodes, blocks) = (&mut self.nodes, &mut self.blocks);
+        add(
+            &self.columns,
+            self.width,
+            nodes,
+            blocks,
+            running,
+            instruction,
+            event,
+            1,
+        );
     }
 
     #[inline]
     fn uncount(&mut self, running: Running, instruction: usize, event: SimEvent) {
-        self.add(running, instruction, event, u64::MAX);
+        let (nodes, blocks) = (&mut self.nodes, &mut self.blocks);
+        add(
+            &self.columns,
+            self.width,
+            nodes,
+            blocks,
+            running,
+            instruction,
+            event,
+            u64::MAX,
+        );
     }
+}
 
-    /// Adds `n` (wrapping: `u64::MAX` takes one away) to `event` of the
-    /// context and of the instruction.
-    fn add(&mut self, running: Running, instruction: usize, event: SimEvent, n: u64) {
-        let Some(column) = self.columns[event as usize] else {
-            return;
-        };
-        let width = self.width;
-        let node = running.node as usize * width + column;
-        if self.nodes.len() <= node {
-            self.nodes.resize((running.node as usize + 1) * width, 0);
-        }
-        self.nodes[node] = self.nodes[node].wrapping_add(n);
-        if self.blocks.len() <= running.block {
-            self.blocks.resize(running.block + 1, Vec::new());
-        }
-        let row = &mut self.blocks[running.block];
-        let cell = instruction * width + column;
-        if row.len() <= cell {
-            row.resize((instruction + 1) * width, 0);
-        }
-        row[cell] = row[cell].wrapping_add(n);
+/// Adds `n` (wrapping: `u64::MAX` takes one away) to `event` of the
+/// running context and instruction, in the rows [`Simulator::make_rows`]
+/// made; `columns` and `width` as in [`Simulator`].
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn add(
+    columns: &[Option<usize>; SimEvent::ALL.len()],
+    width: usize,
+    nodes: &mut [u64],
+    blocks: &mut [Vec<u64>],
+    running: Running,
+    instruction: usize,
+    event: SimEvent,
+    n: u64,
+) {
+    let Some(column) = columns[event as usize] else {
+        return;
+    };
+    let node = &mut nodes[running.node as usize * width + column];
+    *node = node.wrapping_add(n);
+    let cell = &mut blocks[running.block][instruction * width + column];
+    *cell = cell.wrapping_add(n);
+}
+
+/// The index of the instruction at `offset` bytes into a block whose
+/// instructions start at `offsets`, searching from instruction `from` on
+/// (a block's accesses come in order; an earlier one is searched for from
+/// the start).
+#[inline]
+fn instruction_at(offsets: &[u16], offset: u64, from: usize) -> usize {
+    let mut index = from.min(offsets.len().saturating_sub(1));
+    if offsets.get(index).is_some_and(|&o| u64::from(o) > offset) {
+        index = 0;
     }
+    while offsets
+        .get(index + 1)
+        .is_some_and(|&o| u64::from(o) <= offset)
+    {
+        index += 1;
+    }
+    index
 }

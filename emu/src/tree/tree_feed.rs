@@ -64,8 +64,8 @@ pub use events_only::BlockConstants;
 use fast_forward::FastForward;
 pub use fast_forward::StartPoint;
 pub use feed_plan::{
-    BlockPath, FeedPlan, FeedSwitches, PlacementSwitch, RunFacts, StackPointerPath, SwitchValues,
-    TraceSwitch,
+    BlockPath, FeedPlan, FeedSwitches, MemoryAccesses, PlacementSwitch, RunFacts, StackPointerPath,
+    SwitchValues, TraceSwitch,
 };
 pub use inline_count::InlineMode;
 pub use placement::Placement;
@@ -193,8 +193,13 @@ pub struct TreeFeed {
     batches_sent: u64,
     /// Events in the batches sent so far.
     events_sent: u64,
-    /// Data-access events fed so far (not guest work for the scheduler).
+    /// Data-access events fed so far (not guest work for the scheduler),
+    /// as far as they were counted: those of the batches sent, when the
+    /// engine records them.
     memory_events: u64,
+    /// Whether the engine records data accesses in the batches itself
+    /// (see [`TreeFeed::record_memory_inline`]).
+    memory_inline: bool,
     published: Arc<Published>,
     /// Blocks run while fast-forwarding, dropped from the batches.
     skipped_blocks: u64,
@@ -358,6 +363,7 @@ fn spawn_with(
         batches_sent: 0,
         events_sent: 0,
         memory_events: 0,
+        memory_inline: false,
         published: Arc::clone(&published),
         skipped_blocks: 0,
         fast_forward: None,
@@ -459,6 +465,15 @@ impl TreeFeed {
         self.block(TreeEvent::memory_access(pc, address, size, write));
     }
 
+    /// The engine appends a [`TreeEvent::memory_access`] for each data
+    /// access from now on, up to `per_block` of them after a block found
+    /// room: batches keep that many slots past their end.
+    pub fn record_memory_inline(&mut self, per_block: usize) {
+        self.events.keep_tail(per_block);
+        self.engine_writes_events();
+        self.memory_inline = true;
+    }
+
     /// A system call from the current context.
     pub fn syscall(&mut self) {
         self.block(TreeEvent::special(SYSCALL));
@@ -506,7 +521,13 @@ impl TreeFeed {
             return self.slots_sent + self.blocks_in_window();
         }
         self.catch_up();
-        self.events_sent + self.events.len() as u64 + self.skipped_blocks - self.memory_events
+        let unsent_memory = match self.memory_inline {
+            true => memory_events_in(self.events.filled()),
+            false => 0,
+        };
+        self.events_sent + self.events.len() as u64 + self.skipped_blocks
+            - self.memory_events
+            - unsent_memory
     }
 
     /// Ends the batch if it is full (see [`event_buffer`]'s windows); true
@@ -648,6 +669,9 @@ impl TreeFeed {
     /// Hands `events` (with the code changes and blocks decoded since the
     /// last batch) to the builder; returns an empty batch to fill next.
     fn ship(&mut self, events: Vec<TreeEvent>) -> Vec<TreeEvent> {
+        if self.memory_inline {
+            self.memory_events += memory_events_in(&events);
+        }
         let events_only = self.events_only_part();
         if self.inline.is_some() {
             let capacity = self.batch_capacity;
@@ -733,6 +757,11 @@ impl TreeFeed {
         }
         usual_capacity(next, capacity)
     }
+}
+
+/// How many of `events` are data accesses.
+fn memory_events_in(events: &[TreeEvent]) -> u64 {
+    events.iter().filter(|e| e.is_memory_access()).count() as u64
 }
 
 /// `batch` when it has the usual capacity, else a new one that has: how

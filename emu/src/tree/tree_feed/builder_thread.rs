@@ -114,14 +114,26 @@ impl BuilderThread {
     /// Applies `events` in order; stops for good at the block that reaches
     /// the instruction limit (returns whether it did).
     pub(super) fn apply(&mut self, events: &[TreeEvent]) -> bool {
-        for event in events {
+        let mut next = 0;
+        while let Some(event) = events.get(next) {
+            next += 1;
             if !self.applying {
                 break;
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
-                    if let Some((pc, address, size, write)) = event.split_memory_access() {
-                        simulator.data(&self.blocks, pc, address, size, write);
+                    if event.is_memory_access() {
+                        // The block's accesses, in one go.
+                        let run = events[next..]
+                            .iter()
+                            .take_while(|e| e.is_memory_access())
+                            .count();
+                        let accesses = &events[next - 1..next + run];
+                        next += run;
+                        simulator.data_run(
+                            &self.blocks,
+                            accesses.iter().filter_map(TreeEvent::split_memory_access),
+                        );
                         self.tree.add_cycles(simulator.take_penalty());
                         continue;
                     }
@@ -143,7 +155,7 @@ impl BuilderThread {
                 block.event.is_function_start = true;
             }
             if let Some(simulator) = &mut self.simulator {
-                simulator.block_runs(id, self.tree.current_node());
+                simulator.block_runs(&self.blocks, id, self.tree.current_node());
             }
             if self.tree.needs_attention() && self.attend() {
                 self.applying = false;
@@ -320,7 +332,7 @@ impl BuilderThread {
         let simulation = self.simulator.take().map(|mut simulator| {
             simulator.interrupted(&self.blocks);
             self.tree.add_cycles(simulator.take_penalty());
-            simulator.take_counts()
+            simulator.take_counts(&self.blocks)
         });
         let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
@@ -476,7 +488,7 @@ impl BuilderThread {
         };
         let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
         // Parts carry the events counted since the last cut, as their costs.
-        let events = self.simulator.as_mut().map(|s| s.take_counts());
+        let events = self.simulator.as_mut().map(|s| s.take_counts(&self.blocks));
         cutter.cut(
             &mut self.tree,
             self.blocks.blocks(),

@@ -86,6 +86,9 @@ pub(super) struct EventBuffer {
     /// Whether [`EventBuffer::push`] writes with non-temporal stores (see
     /// [`write_streaming`]): only while emuprof alone writes the buffer.
     streaming: bool,
+    /// Slots of every window kept past the cursor's `end` (see
+    /// [`EventBuffer::keep_tail`]).
+    tail: usize,
 }
 
 impl EventBuffer {
@@ -111,6 +114,7 @@ impl EventBuffer {
             window_start: std::ptr::null_mut(),
             windows_left: 0,
             streaming: true,
+            tail: 0,
         };
         buffer.refill(Vec::with_capacity(capacity));
         buffer
@@ -132,6 +136,25 @@ impl EventBuffer {
     /// take 9.2 s instead of 1.2 s.
     pub(super) fn shared_with_engine(&mut self) {
         self.streaming = false;
+    }
+
+    /// Keeps `slots` of every window past the cursor's `end`, from the
+    /// next refill on (now, when the buffer is empty): the engine appends
+    /// that many records after a block found room without looking again
+    /// (`machine::memory_hook`).
+    pub(super) fn keep_tail(&mut self, slots: usize) {
+        debug_assert!(slots < self.window);
+        self.tail = slots;
+        if self.is_empty() {
+            self.aim();
+        }
+    }
+
+    /// The events in the buffer so far.
+    pub(super) fn filled(&self) -> &[TreeEvent] {
+        // SAFETY: the cursor only ever advances over initialized events
+        // from the start of `events` (see `len`).
+        unsafe { std::slice::from_raw_parts(self.events.as_ptr(), self.len()) }
     }
 
     /// Whether another event fits. While blocks count inline this is as of
@@ -198,7 +221,7 @@ impl EventBuffer {
                     <= self.events.capacity()
             );
             self.window_start = (*cursor).next;
-            (*cursor).end = (*cursor).next.add(self.window);
+            (*cursor).end = (*cursor).next.add(self.window - self.tail);
         }
         self.arm();
         true
@@ -288,7 +311,7 @@ impl EventBuffer {
         let start = self.events.as_mut_ptr();
         self.window_start = start;
         self.windows_left = (self.events.capacity() / self.window.max(1)).saturating_sub(1);
-        let room = self.window_room();
+        let room = self.window_room().saturating_sub(self.tail);
         // SAFETY: the cursor is owned and live (see `has_room`); `start +
         // room` is at most one past the end of the allocation.
         unsafe {

@@ -16,13 +16,16 @@
 //!    (only a thread answers snapshots while the guest waits); inline on
 //!    one CPU; adaptive on several when events only are possible; else a
 //!    thread. Adaptive needs events only: without them it is a thread.
-//! 4. **Block path** ([`BlockPath`]): every block calls the hook unless the
+//! 4. **Data accesses** of the cache simulation ([`MemoryAccesses`]):
+//!    recorded by the translated code with emuprof's build (not forced to
+//!    the register API), except during a late start, whose skipping edits
+//!    the batches; else memory hooks.
+//! 5. **Block path** ([`BlockPath`]): every block calls the hook unless the
 //!    engine takes the inline trace (emuprof's build, not forced off by the
-//!    register-API or trace switches, no memory hook of the cache
-//!    simulation writing between the blocks' records). With the trace: a
-//!    late start counts inline until its start point; else events only
-//!    where possible; else a record per block when the builder stays on
-//!    the emulation thread; else the hook.
+//!    register-API or trace switches, no memory hook writing between the
+//!    blocks' records). With the trace: a late start counts inline until
+//!    its start point; else events only where possible; else a record per
+//!    block when the builder stays on the emulation thread; else the hook.
 //!
 //! `tests` below hold the whole truth table.
 
@@ -40,7 +43,7 @@ pub struct RunFacts {
     /// Whether the builder needs every block: a simulation, parts cut
     /// anywhere, client requests.
     pub every_block_needed: bool,
-    /// Whether the cache simulation's memory hook runs.
+    /// Whether the cache simulation runs (it needs every data access).
     pub simulates_caches: bool,
     /// Whether the run fast-forwards to a start point (`--start-at`,
     /// `--start-after`).
@@ -153,6 +156,17 @@ pub enum StackPointerPath {
     RegisterApi,
 }
 
+/// How the cache simulation learns of data accesses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryAccesses {
+    /// No cache simulation.
+    NotSimulated,
+    /// Unicorn's memory hooks (every access takes the slow path).
+    Hooked,
+    /// The translated code appends each access to the batch.
+    RecordedInline,
+}
+
 /// How one process image's blocks reach its call tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeedPlan {
@@ -162,6 +176,8 @@ pub struct FeedPlan {
     pub placement: Placement,
     /// How blocks report their runs.
     pub blocks: BlockPath,
+    /// How the cache simulation learns of data accesses.
+    pub memory_accesses: MemoryAccesses,
 }
 
 impl FeedPlan {
@@ -170,7 +186,14 @@ impl FeedPlan {
         let switches = facts.switches;
         let hook_argument = facts.patched_engine && !switches.register_api;
         let events_possible = !facts.every_block_needed && switches.trace != TraceSwitch::Record;
-        let trace = hook_argument && switches.trace != TraceSwitch::Off && !facts.simulates_caches;
+        let memory_accesses = match (facts.simulates_caches, hook_argument && !facts.late_start) {
+            (false, _) => MemoryAccesses::NotSimulated,
+            (true, false) => MemoryAccesses::Hooked,
+            (true, true) => MemoryAccesses::RecordedInline,
+        };
+        let trace = hook_argument
+            && switches.trace != TraceSwitch::Off
+            && memory_accesses != MemoryAccesses::Hooked;
         let events_only = trace && events_possible && !facts.late_start;
         let placement = match (switches.placement, facts.live_view) {
             (_, true) => Placement::Thread,
@@ -206,6 +229,7 @@ impl FeedPlan {
             },
             placement,
             blocks,
+            memory_accesses,
         }
     }
 }
@@ -241,9 +265,17 @@ mod tests {
         }
     }
 
+    /// A kind of run, its facts, and the plan it gets.
+    type Row = (
+        &'static str,
+        RunFacts,
+        (StackPointerPath, Placement, BlockPath, MemoryAccesses),
+    );
+
     #[test]
     fn the_plan_of_every_kind_of_run() {
         use BlockPath::*;
+        use MemoryAccesses::*;
         use Placement::{Inline, Thread};
         use StackPointerPath::*;
         let one_cpu = RunFacts {
@@ -273,37 +305,40 @@ mod tests {
         };
         let on = |placement| switches(TraceSwitch::On, placement, false);
         #[rustfmt::skip]
-        let table: &[(&str, RunFacts, (StackPointerPath, Placement, BlockPath))] = &[
-            ("two CPUs", facts(), (HookArgument, ADAPTIVE, EventsOnly)),
-            ("one CPU", one_cpu, (HookArgument, Inline, EventsOnly)),
-            ("stock Unicorn, two CPUs", stock, (RegisterApi, Thread, HookEveryBlock)),
-            ("stock Unicorn, one CPU", RunFacts { several_cpus: false, ..stock }, (RegisterApi, Inline, HookEveryBlock)),
-            ("client requests or branch simulation, two CPUs", simulation, (HookArgument, Thread, HookEveryBlock)),
-            ("client requests or branch simulation, one CPU", RunFacts { several_cpus: false, ..simulation }, (HookArgument, Inline, RecordInline)),
-            ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, HookEveryBlock)),
-            ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock)),
-            ("late start, two CPUs", late, (HookArgument, Thread, CountUntilStart)),
-            ("late start, one CPU", RunFacts { several_cpus: false, ..late }, (HookArgument, Inline, CountUntilStart)),
-            ("late start, stock Unicorn", RunFacts { patched_engine: false, ..late }, (RegisterApi, Thread, HookEveryBlock)),
-            ("live view, two CPUs", live, (HookArgument, Thread, EventsOnly)),
-            ("live view, one CPU", RunFacts { several_cpus: false, ..live }, (HookArgument, Thread, EventsOnly)),
-            ("live view asking for an inline builder", RunFacts { switches: on(Some(PlacementSwitch::Inline)), ..live }, (HookArgument, Thread, EventsOnly)),
-            ("builder forced inline", RunFacts { switches: on(Some(PlacementSwitch::Inline)), ..facts() }, (HookArgument, Inline, EventsOnly)),
-            ("builder forced on a thread, one CPU", RunFacts { switches: on(Some(PlacementSwitch::Thread)), ..one_cpu }, (HookArgument, Thread, EventsOnly)),
-            ("builder forced adaptive, one CPU", RunFacts { switches: on(Some(PlacementSwitch::Adaptive)), ..one_cpu }, (HookArgument, ADAPTIVE, EventsOnly)),
-            ("builder forced moving", RunFacts { switches: on(Some(PlacementSwitch::Moving)), ..facts() }, (HookArgument, MOVING, EventsOnly)),
-            ("builder forced adaptive without events", RunFacts { switches: on(Some(PlacementSwitch::Adaptive)), ..simulation }, (HookArgument, Thread, HookEveryBlock)),
-            ("trace off", RunFacts { switches: switches(TraceSwitch::Off, None, false), ..facts() }, (HookArgument, Thread, HookEveryBlock)),
-            ("trace off, one CPU", RunFacts { switches: switches(TraceSwitch::Off, None, false), ..one_cpu }, (HookArgument, Inline, HookEveryBlock)),
-            ("record per block, two CPUs", RunFacts { switches: switches(TraceSwitch::Record, None, false), ..facts() }, (HookArgument, Thread, HookEveryBlock)),
-            ("record per block, one CPU", RunFacts { switches: switches(TraceSwitch::Record, None, false), ..one_cpu }, (HookArgument, Inline, RecordInline)),
-            ("register API forced", RunFacts { switches: switches(TraceSwitch::On, None, true), ..one_cpu }, (RegisterApi, Inline, HookEveryBlock)),
+        let table: &[Row] = &[
+            ("two CPUs", facts(), (HookArgument, ADAPTIVE, EventsOnly, NotSimulated)),
+            ("one CPU", one_cpu, (HookArgument, Inline, EventsOnly, NotSimulated)),
+            ("stock Unicorn, two CPUs", stock, (RegisterApi, Thread, HookEveryBlock, NotSimulated)),
+            ("stock Unicorn, one CPU", RunFacts { several_cpus: false, ..stock }, (RegisterApi, Inline, HookEveryBlock, NotSimulated)),
+            ("client requests or branch simulation, two CPUs", simulation, (HookArgument, Thread, HookEveryBlock, NotSimulated)),
+            ("client requests or branch simulation, one CPU", RunFacts { several_cpus: false, ..simulation }, (HookArgument, Inline, RecordInline, NotSimulated)),
+            ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, RecordInline, RecordedInline)),
+            ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
+            ("cache simulation, late start", RunFacts { late_start: true, ..caches }, (HookArgument, Thread, HookEveryBlock, Hooked)),
+            ("cache simulation, stock Unicorn", RunFacts { patched_engine: false, several_cpus: false, ..caches }, (RegisterApi, Inline, HookEveryBlock, Hooked)),
+            ("late start, two CPUs", late, (HookArgument, Thread, CountUntilStart, NotSimulated)),
+            ("late start, one CPU", RunFacts { several_cpus: false, ..late }, (HookArgument, Inline, CountUntilStart, NotSimulated)),
+            ("late start, stock Unicorn", RunFacts { patched_engine: false, ..late }, (RegisterApi, Thread, HookEveryBlock, NotSimulated)),
+            ("live view, two CPUs", live, (HookArgument, Thread, EventsOnly, NotSimulated)),
+            ("live view, one CPU", RunFacts { several_cpus: false, ..live }, (HookArgument, Thread, EventsOnly, NotSimulated)),
+            ("live view asking for an inline builder", RunFacts { switches: on(Some(PlacementSwitch::Inline)), ..live }, (HookArgument, Thread, EventsOnly, NotSimulated)),
+            ("builder forced inline", RunFacts { switches: on(Some(PlacementSwitch::Inline)), ..facts() }, (HookArgument, Inline, EventsOnly, NotSimulated)),
+            ("builder forced on a thread, one CPU", RunFacts { switches: on(Some(PlacementSwitch::Thread)), ..one_cpu }, (HookArgument, Thread, EventsOnly, NotSimulated)),
+            ("builder forced adaptive, one CPU", RunFacts { switches: on(Some(PlacementSwitch::Adaptive)), ..one_cpu }, (HookArgument, ADAPTIVE, EventsOnly, NotSimulated)),
+            ("builder forced moving", RunFacts { switches: on(Some(PlacementSwitch::Moving)), ..facts() }, (HookArgument, MOVING, EventsOnly, NotSimulated)),
+            ("builder forced adaptive without events", RunFacts { switches: on(Some(PlacementSwitch::Adaptive)), ..simulation }, (HookArgument, Thread, HookEveryBlock, NotSimulated)),
+            ("trace off", RunFacts { switches: switches(TraceSwitch::Off, None, false), ..facts() }, (HookArgument, Thread, HookEveryBlock, NotSimulated)),
+            ("trace off, one CPU", RunFacts { switches: switches(TraceSwitch::Off, None, false), ..one_cpu }, (HookArgument, Inline, HookEveryBlock, NotSimulated)),
+            ("record per block, two CPUs", RunFacts { switches: switches(TraceSwitch::Record, None, false), ..facts() }, (HookArgument, Thread, HookEveryBlock, NotSimulated)),
+            ("record per block, one CPU", RunFacts { switches: switches(TraceSwitch::Record, None, false), ..one_cpu }, (HookArgument, Inline, RecordInline, NotSimulated)),
+            ("register API forced", RunFacts { switches: switches(TraceSwitch::On, None, true), ..one_cpu }, (RegisterApi, Inline, HookEveryBlock, NotSimulated)),
         ];
-        for (name, facts, (stack_pointer, placement, blocks)) in table {
+        for (name, facts, (stack_pointer, placement, blocks, memory_accesses)) in table {
             let expected = FeedPlan {
                 stack_pointer: *stack_pointer,
                 placement: *placement,
                 blocks: *blocks,
+                memory_accesses: *memory_accesses,
             };
             assert_eq!(FeedPlan::decide(facts), expected, "{name}");
         }

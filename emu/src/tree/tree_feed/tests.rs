@@ -253,6 +253,10 @@ fn memory_access_events_round_trip_and_stay_apart() {
     ] {
         let other = TreeEvent::special_with(key, 0x7000);
         assert_eq!(other.split_memory_access(), None, "{key:#x}");
+        assert!(!other.is_memory_access(), "{key:#x}");
     }
     assert_ne!(event.key & SPECIAL, 0);
+    assert!(event.is_memory_access() && read.is_memory_access());
+    // A block whose address ends like an access's key is a block.
+    assert!(!TreeEvent::block(0x41_f200, 12, 0x7ff0).is_memory_access());
 }

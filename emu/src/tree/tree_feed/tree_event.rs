@@ -83,6 +83,20 @@ impl TreeEvent {
         }
     }
 
+    /// The keys of a read and of a write of no bytes at address 0, which
+    /// [`TreeEvent::memory_access`] adds the size and address to: what an
+    /// engine that records accesses itself starts from.
+    pub fn memory_access_keys() -> (u64, u64) {
+        (MEMORY_ACCESS, MEMORY_ACCESS | WRITE)
+    }
+
+    /// Whether this is a memory access event (a block's key may look like
+    /// one below bit 63).
+    #[inline]
+    pub(super) fn is_memory_access(&self) -> bool {
+        self.key & SPECIAL != 0 && self.split_memory_access().is_some()
+    }
+
     /// A memory access event's `(pc, address, size, write)`; `None` for any
     /// other event.
     pub(super) fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
