@@ -112,7 +112,9 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         }
         Err(Errno::WOULD_BLOCK) => match io_direction(number) {
             Some(write) => {
-                threads::wait_for_io(st, args[0] as i32, write);
+                let fd = args[0] as i32;
+                let limit = st.sys.files.wait_limit_ns(fd, write);
+                threads::wait_for_io(st, fd, write, limit);
                 return;
             }
             None => Err(Errno::EAGAIN),
@@ -136,12 +138,16 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
     }
 }
 
-/// Whether a call that has to wait for a pipe (`Errno::WOULD_BLOCK`)
-/// writes (`Some(true)`) or reads its fd (its first argument).
+/// Whether a call that has to wait for a pipe or socket
+/// (`Errno::WOULD_BLOCK`) writes (`Some(true)`) or reads its fd (its
+/// first argument; a socket's `accept` waits for it to read).
 fn io_direction(number: u64) -> Option<bool> {
     match number {
-        SYS_READ | SYS_READV => Some(false),
-        SYS_WRITE | SYS_WRITEV => Some(true),
+        SYS_READ | SYS_READV | SYS_RECVFROM | SYS_RECVMSG | SYS_RECVMMSG | SYS_ACCEPT
+        | SYS_ACCEPT4 => Some(false),
+        SYS_WRITE | SYS_WRITEV | SYS_SENDTO | SYS_SENDMSG | SYS_SENDMMSG | SYS_SENDFILE => {
+            Some(true)
+        }
         _ => None,
     }
 }

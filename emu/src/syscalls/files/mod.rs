@@ -35,6 +35,7 @@ mod owners;
 pub mod path_guard;
 pub mod paths;
 pub mod select;
+pub mod sockets;
 pub mod stat;
 pub mod storage;
 
@@ -134,6 +135,11 @@ pub struct Files {
     pub(super) umask: u32,
     pub(super) notes: Vec<String>,
     pub(super) network_noted: bool,
+    /// The sockets' names, shared with every process of the run.
+    pub(super) network: sockets::namespace::Network,
+    /// The guest pid of the process these files belong to (what
+    /// `SO_PEERCRED` reports of its sockets).
+    pub(super) pid: u64,
     /// Set when emuprof is asked to stop: ends blocking reads (see
     /// [`super::interruptible`]).
     pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -178,11 +184,18 @@ impl Files {
             umask: host::current_umask(),
             notes: Vec::new(),
             network_noted: false,
+            network: Default::default(),
+            pid: crate::syscalls::process::GUEST_PID,
             interrupt: Default::default(),
             cpus: crate::cpu::DEFAULT_CPUS,
             random: RandomStream::new(0),
             inodes: inodes::GuestInodes::default(),
         })
+    }
+
+    /// Makes these the files of guest process `pid`.
+    pub fn belong_to(&mut self, pid: u64) {
+        self.pid = pid;
     }
 
     /// Reads of `/dev/urandom` and `/dev/random` take `stream` (the
@@ -202,6 +215,8 @@ impl Files {
             umask: self.umask,
             notes: Vec::new(),
             network_noted: self.network_noted,
+            network: self.network.clone(),
+            pid: self.pid,
             interrupt: std::sync::Arc::clone(&self.interrupt),
             cpus: self.cpus,
             random: self.random.fork(),

@@ -1,102 +1,689 @@
-//! Network syscalls, all refused: the guest reaches no other process.
+//! Network syscalls: sockets between the guest's own threads and processes,
+//! emulated inside emuprof (see `sockets` for how the bytes travel).
 //!
-//! Creating a network socket fails with `EACCES` (and leaves a one-time note
-//! for the user). A Unix-domain socket is not the network: it is created (an
-//! unconnected host socket) without a note, and connecting it fails as on a
-//! Linux machine where no such socket exists (`ENOENT` for a path,
-//! `ECONNREFUSED` for an abstract name) — glibc's nscd lookups then fall
-//! back quietly. Other calls fail with `ENOTSOCK`, or `EBADF` when the fd is
-//! not open.
+//! `AF_UNIX` stream, datagram and seqpacket sockets (`socketpair`, path
+//! and abstract names, `SCM_RIGHTS`, `SO_PEERCRED` with the guest's ids)
+//! and `AF_INET`/`AF_INET6` TCP and UDP sockets on the loopback addresses
+//! (`127.0.0.0/8`, `::1`) reach each other as on Linux. A path socket's
+//! `bind` makes a socket file where the guest names it (inside `--root`;
+//! refused with `EROFS` under `--read-only`); no host program can connect
+//! to it. Ephemeral ports and automatic abstract names are counted up
+//! from the start of their ranges, so every run picks the same ones.
+//!
+//! Nothing outside the run is reached: a `connect` or `sendto` to any
+//! other address fails with `EACCES`, the error a network socket got
+//! before sockets were emulated, and leaves one note for the user.
+//! Families other than these three get `EAFNOSUPPORT`.
 
-use super::fd_table::FdEntry;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
 use super::host;
-use super::{int_arg, Files};
+use super::paths::Follow;
+use super::sockets::address::{is_local, seen_by, Address};
+use super::sockets::namespace::{source_address, InetBind};
+use super::sockets::options::{self, SOL_SOCKET};
+use super::sockets::{Creds, Domain, Kind, Link, Pending, Socket};
+use super::{int_arg, Files, AT_FDCWD};
+use crate::initial_stack::{GUEST_GID, GUEST_UID};
 use crate::syscalls::numbers::*;
-use crate::syscalls::{Errno, SysResult, SyscallCall};
+use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
-/// The note left the first time the guest tries to use the network.
-pub const NETWORK_NOTE: &str =
-    "the program tried to use the network; emuprof refuses network access (its socket calls get EACCES)";
+/// The note left the first time the guest tries to reach an address
+/// outside the run.
+pub const NETWORK_NOTE: &str = "the program tried to reach an address outside the run; emuprof \
+     refuses network access outside it (its connect and sendto get EACCES)";
+
+/// Most connections a listening socket holds before `accept` (`SOMAXCONN`).
+const MAX_BACKLOG: usize = 4096;
+/// `IPPROTO_TCP`, `IPPROTO_UDP`, `IPPROTO_ICMP` and `IPPROTO_ICMPV6`.
+const TCP: i32 = 6;
+const UDP: i32 = 17;
+const ICMP: i32 = 1;
+const ICMPV6: i32 = 58;
+/// `SOCK_RAW`.
+const SOCK_RAW: i32 = 3;
 
 impl Files {
     pub(super) fn handle_network(&mut self, call: &mut SyscallCall<'_>) -> Option<SysResult> {
+        let a = call.args;
+        let mem = &mut *call.mem;
+        let fd = int_arg(a[0]);
         let result = match call.number {
-            SYS_SOCKET if call.args[0] == AF_UNIX => self.unix_socket(call.args[1]),
-            SYS_CONNECT => self.connect(call),
-            SYS_SOCKET | SYS_SOCKETPAIR => {
-                if !self.network_noted {
-                    self.network_noted = true;
-                    self.notes.push(NETWORK_NOTE.to_string());
-                }
-                Err(Errno::EACCES)
+            SYS_SOCKET => self.socket(a[0], int_arg(a[1]), int_arg(a[2])),
+            SYS_SOCKETPAIR => self.socketpair(mem, a[0], int_arg(a[1]), int_arg(a[2]), a[3]),
+            SYS_BIND => self.bind(mem, fd, a[1], a[2]),
+            SYS_LISTEN => self.listen(fd),
+            SYS_ACCEPT => self.accept(mem, fd, a[1], a[2], 0),
+            SYS_ACCEPT4 => self.accept(mem, fd, a[1], a[2], int_arg(a[3])),
+            SYS_CONNECT => self.connect(mem, fd, a[1], a[2]),
+            SYS_SHUTDOWN => self.shutdown(fd, int_arg(a[1])),
+            SYS_GETSOCKNAME => self.socket_name(mem, fd, a[1], a[2], false),
+            SYS_GETPEERNAME => self.socket_name(mem, fd, a[1], a[2], true),
+            SYS_SETSOCKOPT => self.setsockopt(mem, fd, int_arg(a[1]), int_arg(a[2]), a[3], a[4]),
+            SYS_GETSOCKOPT => self.getsockopt(mem, fd, int_arg(a[1]), int_arg(a[2]), a[3], a[4]),
+            SYS_SENDTO => self.sendto(mem, fd, (a[1], a[2] as usize), int_arg(a[3]), a[4], a[5]),
+            SYS_RECVFROM => {
+                self.recvfrom(mem, fd, (a[1], a[2] as usize), int_arg(a[3]), a[4], a[5])
             }
-            SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG
-            | SYS_SHUTDOWN | SYS_BIND | SYS_LISTEN | SYS_GETSOCKNAME | SYS_GETPEERNAME
-            | SYS_SETSOCKOPT | SYS_GETSOCKOPT | SYS_RECVMMSG | SYS_SENDMMSG => {
-                match self.fds.get(int_arg(call.args[0])) {
-                    Ok(_) => Err(Errno::ENOTSOCK),
-                    Err(e) => Err(e),
-                }
-            }
+            SYS_SENDMSG => self.sendmsg(mem, fd, a[1], int_arg(a[2])),
+            SYS_RECVMSG => self.recvmsg(mem, fd, a[1], int_arg(a[2])),
+            SYS_SENDMMSG => self.sendmmsg(mem, fd, a[1], a[2], int_arg(a[3])),
+            SYS_RECVMMSG => self.recvmmsg(mem, fd, a[1], a[2], int_arg(a[3])),
             _ => return None,
         };
         Some(result)
     }
 
-    /// `socket(AF_UNIX, type, 0)`: an unconnected host socket of that type.
-    fn unix_socket(&mut self, kind: u64) -> SysResult {
-        let flags = kind as i32 & (libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
-        let base = kind as i32 & !flags;
-        if ![libc::SOCK_STREAM, libc::SOCK_DGRAM, libc::SOCK_SEQPACKET].contains(&base) {
-            return Err(Errno::EINVAL);
+    /// The socket behind guest fd `fd`: `EBADF` when it is not open,
+    /// `ENOTSOCK` when it is not a socket.
+    pub(super) fn socket_at(&self, fd: i32) -> Result<Rc<Socket>, Errno> {
+        self.fds.get(fd)?.socket.clone().ok_or(Errno::ENOTSOCK)
+    }
+
+    /// The calling process as a socket's owner or peer sees it.
+    fn creds(&self) -> Creds {
+        Creds {
+            pid: self.pid as u32,
+            uid: GUEST_UID as u32,
+            gid: GUEST_GID as u32,
         }
-        let host_flags = (flags & libc::SOCK_NONBLOCK) | libc::SOCK_CLOEXEC;
-        // SAFETY: plain socket creation; the fd is owned right below.
-        let raw = unsafe { libc::socket(libc::AF_UNIX, base | host_flags, 0) };
-        let entry = FdEntry::new(
-            host::owned(i64::from(raw))?,
+    }
+
+    /// The answer to a `connect` or `sendto` to `to`, outside the run:
+    /// `EACCES`, with one note for the user.
+    pub(super) fn refuse_outside(&mut self, _to: SocketAddr) -> Errno {
+        if !self.network_noted {
+            self.network_noted = true;
+            self.notes.push(NETWORK_NOTE.to_string());
+        }
+        Errno::EACCES
+    }
+
+    fn socket(&mut self, family: u64, kind: i32, protocol: i32) -> SysResult {
+        let flags = kind & (libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
+        let base = kind & !flags;
+        let domain = Domain::of_family(family).ok_or(Errno::EAFNOSUPPORT)?;
+        let Some(kind) = Kind::of_type(base) else {
+            return Err(match base {
+                SOCK_RAW if domain != Domain::Unix => Errno::EPERM,
+                1..=10 => Errno::ESOCKTNOSUPPORT,
+                _ => Errno::EINVAL,
+            });
+        };
+        let protocol = match (domain, kind, protocol) {
+            (Domain::Unix, _, 0 | 1) => 0,
+            (Domain::Unix, _, _) => return Err(Errno::EPROTONOSUPPORT),
+            (_, Kind::SeqPacket, _) => return Err(Errno::ESOCKTNOSUPPORT),
+            (_, Kind::Stream, 0 | TCP) => TCP,
+            (_, Kind::Datagram, 0 | UDP) => UDP,
+            // Ping sockets: the guest's group may not open them.
+            (_, Kind::Datagram, ICMP | ICMPV6) => return Err(Errno::EACCES),
+            _ => return Err(Errno::EPROTONOSUPPORT),
+        };
+        let (socket, host) = Socket::new(domain, kind, protocol, self.creds())?;
+        let entry = Socket::entry(
+            socket,
+            host,
             flags & libc::SOCK_CLOEXEC != 0,
+            flags & libc::SOCK_NONBLOCK != 0,
         )?;
         Ok(self.fds.insert(entry)? as u64)
     }
 
-    /// `connect`: a Unix-domain address names no socket on the emulated
-    /// machine; any other address is refused like the rest of the network.
-    fn connect(&mut self, call: &mut SyscallCall<'_>) -> SysResult {
-        self.fds.get(int_arg(call.args[0]))?;
-        let mut family = [0u8; 3];
-        if call.args[2] < 3 {
+    fn socketpair(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        family: u64,
+        kind: i32,
+        protocol: i32,
+        out: u64,
+    ) -> SysResult {
+        let flags = kind & (libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK);
+        match Domain::of_family(family) {
+            Some(Domain::Unix) => {}
+            Some(_) => return Err(Errno::EOPNOTSUPP),
+            None => return Err(Errno::EAFNOSUPPORT),
+        }
+        let kind = Kind::of_type(kind & !flags).ok_or(Errno::ESOCKTNOSUPPORT)?;
+        if !matches!(protocol, 0 | 1) {
+            return Err(Errno::EPROTONOSUPPORT);
+        }
+        let mut fds = Vec::with_capacity(2);
+        for (socket, host) in Socket::pair(kind, self.creds())? {
+            let entry = Socket::entry(
+                socket,
+                host,
+                flags & libc::SOCK_CLOEXEC != 0,
+                flags & libc::SOCK_NONBLOCK != 0,
+            )?;
+            match self.fds.insert(entry) {
+                Ok(fd) => fds.push(fd),
+                Err(e) => {
+                    for fd in fds {
+                        let _ = self.fds.close(fd);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let bytes: Vec<u8> = fds.iter().flat_map(|fd| fd.to_le_bytes()).collect();
+        if let Err(fault) = mem.write(out, &bytes) {
+            for fd in fds {
+                let _ = self.fds.close(fd);
+            }
+            return Err(fault.into());
+        }
+        Ok(0)
+    }
+
+    fn bind(&mut self, mem: &dyn GuestMemory, fd: i32, addr: u64, len: u64) -> SysResult {
+        let socket = self.socket_at(fd)?;
+        let at = Address::read(mem, socket.domain, addr, len)?.ok_or(match socket.domain {
+            Domain::Unix => Errno::EINVAL,
+            _ => Errno::EAFNOSUPPORT,
+        })?;
+        if socket.state.borrow().local.is_some() {
             return Err(Errno::EINVAL);
         }
-        call.mem.read(call.args[1], &mut family)?;
-        if u16::from_le_bytes([family[0], family[1]]) != AF_UNIX as u16 {
-            return Err(Errno::ENOTSOCK);
-        }
-        match family[2] {
-            0 => Err(Errno::ECONNREFUSED), // an abstract name
-            _ => Err(Errno::ENOENT),
+        let name = match at {
+            Address::Unnamed => self.autobind(&socket)?,
+            Address::Path(path) => {
+                self.bind_path(&socket, &path)?;
+                Address::Path(path)
+            }
+            Address::Abstract(name) => {
+                self.network.bind_abstract(&name, &socket)?;
+                Address::Abstract(name)
+            }
+            Address::Inet(at) => {
+                if !is_local(at.ip()) {
+                    return Err(Errno::EADDRNOTAVAIL);
+                }
+                Address::Inet(self.bind_inet(&socket, at)?)
+            }
+        };
+        socket.state.borrow_mut().local = Some(name);
+        Ok(0)
+    }
+
+    /// An automatic abstract name for an `AF_UNIX` socket.
+    fn autobind(&self, socket: &Rc<Socket>) -> Result<Address, Errno> {
+        let name = self.network.autobind_name()?;
+        self.network.bind_abstract(&name, socket)?;
+        Ok(Address::Abstract(name))
+    }
+
+    /// Makes the socket file `path` names (with the guest's umask) and
+    /// binds `socket` to it; `EADDRINUSE` when the name exists.
+    fn bind_path(&self, socket: &Rc<Socket>, path: &[u8]) -> Result<(), Errno> {
+        use std::os::fd::{AsFd, AsRawFd};
+        let loc = self.locate_at(AT_FDCWD as u64, path, Follow::No)?;
+        self.refuse_if_read_only()?;
+        let made = host::create_entry_at(
+            loc.dir.as_fd(),
+            &loc.name,
+            libc::S_IFSOCK | 0o777,
+            self.umask,
+            |mode| {
+                let args = [
+                    loc.dir.as_raw_fd() as i64,
+                    loc.name.as_ptr() as i64,
+                    i64::from(mode),
+                    0,
+                    0,
+                    0,
+                ];
+                // SAFETY: the name is a valid C string; the rest are integers.
+                unsafe { host::syscall6(libc::SYS_mknodat, args) }
+            },
+        );
+        match made {
+            Err(Errno::EEXIST) => return Err(Errno::EADDRINUSE),
+            other => other?,
+        };
+        let id = host::lstat_at(loc.dir.as_fd(), &loc.name)?.id;
+        self.network.bind_path((id.dev, id.ino), socket);
+        Ok(())
+    }
+
+    /// Binds `socket` to an IP address and port (port 0: an ephemeral one).
+    fn bind_inet(&self, socket: &Rc<Socket>, at: SocketAddr) -> Result<SocketAddr, Errno> {
+        let bind = {
+            let state = socket.state.borrow();
+            InetBind {
+                at,
+                stream: socket.kind == Kind::Stream,
+                v6_only: state.options.v6_only(),
+                reuse_addr: state.options.reuse_addr(),
+                reuse_port: state.options.reuse_port(),
+            }
+        };
+        self.network.bind_inet(socket, bind)
+    }
+
+    /// The socket an `AF_UNIX` address names: `ENOENT` when the path does
+    /// not exist, `ECONNREFUSED` when no open socket has the name.
+    pub(super) fn find_unix(&self, to: &Address) -> Result<Rc<Socket>, Errno> {
+        use std::os::fd::AsFd;
+        match to {
+            Address::Path(path) => {
+                let loc = self.locate_at(AT_FDCWD as u64, path, Follow::Yes)?;
+                let stat = host::lstat_at(loc.dir.as_fd(), &loc.name)?;
+                if stat.file_type() != libc::S_IFSOCK {
+                    return Err(Errno::ECONNREFUSED);
+                }
+                self.network
+                    .find_path((stat.id.dev, stat.id.ino))
+                    .ok_or(Errno::ECONNREFUSED)
+            }
+            Address::Abstract(name) => self.network.find_abstract(name).ok_or(Errno::ECONNREFUSED),
+            _ => Err(Errno::EINVAL),
         }
     }
-}
 
-/// `AF_UNIX`: Unix-domain sockets.
-const AF_UNIX: u64 = 1;
+    /// The address an IP socket sends from to `to`, binding it to an
+    /// ephemeral port first when it is unbound.
+    pub(super) fn inet_source(
+        &self,
+        socket: &Rc<Socket>,
+        to: SocketAddr,
+    ) -> Result<SocketAddr, Errno> {
+        let bound = match &socket.state.borrow().local {
+            Some(Address::Inet(at)) => Some(*at),
+            _ => None,
+        };
+        let bound = match bound {
+            Some(at) => at,
+            None => {
+                let Address::Inet(wildcard) = Address::unbound(socket.domain) else {
+                    return Err(Errno::EINVAL);
+                };
+                let at = self.bind_inet(socket, wildcard)?;
+                socket.state.borrow_mut().local = Some(Address::Inet(at));
+                at
+            }
+        };
+        Ok(source_address(Some(bound), to))
+    }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::syscalls::test_harness::Harness;
+    fn listen(&mut self, fd: i32) -> SysResult {
+        let socket = self.socket_at(fd)?;
+        if socket.kind == Kind::Datagram {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if socket.state.borrow().local.is_none() {
+            if socket.domain == Domain::Unix {
+                return Err(Errno::EINVAL);
+            }
+            let Address::Inet(wildcard) = Address::unbound(socket.domain) else {
+                return Err(Errno::EINVAL);
+            };
+            let at = self.bind_inet(&socket, wildcard)?;
+            socket.state.borrow_mut().local = Some(Address::Inet(at));
+        }
+        if let Some(Address::Inet(at)) = socket.state.borrow().local.clone() {
+            if !socket.listening() && self.network.listen_conflicts(&socket, at) {
+                return Err(Errno::EADDRINUSE);
+            }
+        }
+        let mut state = socket.state.borrow_mut();
+        let link = std::mem::replace(
+            &mut state.link,
+            Link::Connected {
+                peer: Default::default(),
+            },
+        );
+        state.link = match link {
+            Link::Fresh { partner } => Link::Listening {
+                doorbell: partner,
+                queue: Default::default(),
+            },
+            listening @ Link::Listening { .. } => listening,
+            other => {
+                state.link = other;
+                return Err(Errno::EINVAL);
+            }
+        };
+        state.creds = self.creds();
+        Ok(0)
+    }
 
-    #[test]
-    fn sockets_are_refused_with_one_note() {
-        let mut h = Harness::sandboxed(|_, _| {});
-        assert_eq!(h.call(SYS_SOCKET, &[2, 1, 0]), Err(Errno::EACCES));
-        assert_eq!(h.call(SYS_SOCKETPAIR, &[1, 1, 0, 0]), Err(Errno::EACCES));
-        assert_eq!(h.files.take_notes(), vec![NETWORK_NOTE.to_string()]);
-        assert_eq!(h.call(SYS_SOCKET, &[2, 1, 0]), Err(Errno::EACCES));
-        assert!(h.files.take_notes().is_empty(), "the note is given once");
-        let fd = h.open("/f", libc::O_RDWR | libc::O_CREAT).expect("file");
-        assert_eq!(h.call(SYS_CONNECT, &[fd, 0, 0]), Err(Errno::EINVAL));
-        assert_eq!(h.call(SYS_SENDTO, &[99, 0, 0]), Err(Errno::EBADF));
+    fn connect(&mut self, mem: &dyn GuestMemory, fd: i32, addr: u64, len: u64) -> SysResult {
+        let entry = self.fds.get(fd)?;
+        let socket = entry.socket.clone().ok_or(Errno::ENOTSOCK)?;
+        let nonblocking = !entry.waits_in_guest();
+        let to = Address::read(mem, socket.domain, addr, len)?;
+        if socket.kind == Kind::Datagram {
+            return self.connect_datagram(&socket, to);
+        }
+        let to = to.ok_or(Errno::EAFNOSUPPORT)?;
+        match &socket.state.borrow().link {
+            Link::Connected { .. } => return Err(Errno::EISCONN),
+            Link::Listening { .. } => return Err(Errno::EINVAL),
+            _ => {}
+        }
+        let (listener, local, peer_name) = match &to {
+            Address::Inet(dest) => {
+                if !is_local(dest.ip()) {
+                    return Err(self.refuse_outside(*dest));
+                }
+                let listener = self
+                    .network
+                    .find_inet(*dest, socket.kind, Socket::listening)
+                    .ok_or(Errno::ECONNREFUSED)?;
+                let local = self.inet_source(&socket, *dest)?;
+                (listener, Address::Inet(local), to.clone())
+            }
+            _ => {
+                let listener = self.find_unix(&to)?;
+                if listener.kind != socket.kind {
+                    return Err(Errno::EPROTOTYPE);
+                }
+                if !listener.listening() {
+                    return Err(Errno::ECONNREFUSED);
+                }
+                let local = socket.name();
+                let peer_name = listener.name();
+                (listener, local, peer_name)
+            }
+        };
+        self.join(&socket, &listener, local, &to, peer_name)?;
+        if nonblocking && socket.domain != Domain::Unix {
+            // As on Linux's loopback: the connection is made, and the
+            // guest learns it by polling for POLLOUT.
+            return Err(Errno::EINPROGRESS);
+        }
+        Ok(0)
+    }
+
+    /// Connects `socket` (named `local`) to `listener`: the socket
+    /// `accept` will return waits in the listener's queue, on the host end
+    /// `socket`'s host pair left over.
+    fn join(
+        &self,
+        socket: &Rc<Socket>,
+        listener: &Rc<Socket>,
+        local: Address,
+        to: &Address,
+        peer_name: Address,
+    ) -> Result<(), Errno> {
+        let (listener_creds, listener_options) = {
+            let state = listener.state.borrow();
+            let Link::Listening { queue, .. } = &state.link else {
+                return Err(Errno::ECONNREFUSED);
+            };
+            if queue.len() >= MAX_BACKLOG {
+                return Err(match socket.domain {
+                    Domain::Unix => Errno::EAGAIN,
+                    _ => Errno::ECONNREFUSED,
+                });
+            }
+            (state.creds, state.options.clone())
+        };
+        let accepted_name = match to {
+            Address::Inet(dest) => Address::Inet(seen_by(*dest, listener.domain)),
+            _ => listener.name(),
+        };
+        let client_name = match &local {
+            Address::Inet(at) => Address::Inet(seen_by(*at, listener.domain)),
+            other => other.clone(),
+        };
+        let partner = {
+            let mut state = socket.state.borrow_mut();
+            let Link::Fresh { partner } = std::mem::replace(
+                &mut state.link,
+                Link::Connected {
+                    peer: Default::default(),
+                },
+            ) else {
+                return Err(Errno::EISCONN);
+            };
+            partner
+        };
+        let accepted = Socket::new_accepted(
+            listener,
+            socket,
+            accepted_name,
+            client_name,
+            self.creds(),
+            listener_options,
+        );
+        {
+            let mut state = socket.state.borrow_mut();
+            state.link = Link::Connected {
+                peer: Rc::downgrade(&accepted),
+            };
+            state.local = Some(local);
+            state.peer_name = Some(peer_name);
+            state.peer_creds = Some(listener_creds);
+        }
+        let mut state = listener.state.borrow_mut();
+        let Link::Listening { doorbell, queue } = &mut state.link else {
+            return Err(Errno::ECONNREFUSED);
+        };
+        if queue.is_empty() {
+            // The listening fd polls readable while a connection waits.
+            super::sockets::messages::host_send(std::os::fd::AsFd::as_fd(doorbell), &[1], &[], 0)?;
+        }
+        queue.push_back(Pending {
+            socket: accepted,
+            host: partner,
+        });
+        Ok(())
+    }
+
+    fn connect_datagram(&mut self, socket: &Rc<Socket>, to: Option<Address>) -> SysResult {
+        let Some(to) = to else {
+            // AF_UNSPEC dissolves the association.
+            let mut state = socket.state.borrow_mut();
+            state.peer_name = None;
+            if let Link::Datagram { peer, .. } = &mut state.link {
+                *peer = None;
+            }
+            return Ok(0);
+        };
+        match &to {
+            Address::Inet(dest) => {
+                if !is_local(dest.ip()) {
+                    return Err(self.refuse_outside(*dest));
+                }
+                let source = self.inet_source(socket, *dest)?;
+                let mut state = socket.state.borrow_mut();
+                state.peer_name = Some(to.clone());
+                state.local = Some(Address::Inet(source));
+            }
+            _ => {
+                let target = self.find_unix(&to)?;
+                if target.kind != Kind::Datagram {
+                    return Err(Errno::EPROTOTYPE);
+                }
+                let name = target.name();
+                let creds = target.state.borrow().creds;
+                let mut state = socket.state.borrow_mut();
+                state.peer_name = Some(name);
+                state.peer_creds = Some(creds);
+                if let Link::Datagram { peer, .. } = &mut state.link {
+                    *peer = Some(Rc::downgrade(&target));
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    fn accept(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        fd: i32,
+        addr: u64,
+        len_addr: u64,
+        flags: i32,
+    ) -> SysResult {
+        if flags & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let entry = self.fds.get(fd)?;
+        let socket = entry.socket.clone().ok_or(Errno::ENOTSOCK)?;
+        if socket.kind == Kind::Datagram {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let may_wait = entry.waits_in_guest();
+        let pending = {
+            let mut state = socket.state.borrow_mut();
+            let Link::Listening { queue, .. } = &mut state.link else {
+                return Err(Errno::EINVAL);
+            };
+            let Some(pending) = queue.pop_front() else {
+                return Err(if may_wait {
+                    Errno::WOULD_BLOCK
+                } else {
+                    Errno::EAGAIN
+                });
+            };
+            if queue.is_empty() {
+                let mut byte = [0u8; 1];
+                super::sockets::messages::host_receive(
+                    std::os::fd::AsFd::as_fd(&entry.host),
+                    &mut byte,
+                    0,
+                )?;
+            }
+            pending
+        };
+        let peer_name = pending.socket.state.borrow().peer_name.clone();
+        let new = Socket::entry(
+            pending.socket,
+            pending.host,
+            flags & libc::SOCK_CLOEXEC != 0,
+            flags & libc::SOCK_NONBLOCK != 0,
+        )?;
+        let new_fd = self.fds.insert(new)?;
+        if let Some(name) = peer_name {
+            if let Err(e) = name.write(mem, socket.domain, addr, len_addr) {
+                let _ = self.fds.close(new_fd);
+                return Err(e);
+            }
+        }
+        Ok(new_fd as u64)
+    }
+
+    fn shutdown(&mut self, fd: i32, how: i32) -> SysResult {
+        let socket = self.socket_at(fd)?;
+        if !(libc::SHUT_RD..=libc::SHUT_RDWR).contains(&how) {
+            return Err(Errno::EINVAL);
+        }
+        let mut state = socket.state.borrow_mut();
+        match &state.link {
+            Link::Connected { .. } => {
+                drop(state);
+                use std::os::fd::AsRawFd;
+                let host = self.fds.host(fd)?.as_raw_fd();
+                // SAFETY: integer arguments only.
+                host::check(unsafe { libc::shutdown(host, how) } as i64)
+            }
+            Link::Datagram { .. } if state.peer_name.is_some() => {
+                state.shut_read |= how != libc::SHUT_WR;
+                state.shut_write |= how != libc::SHUT_RD;
+                Ok(0)
+            }
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    fn socket_name(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        fd: i32,
+        addr: u64,
+        len_addr: u64,
+        peer: bool,
+    ) -> SysResult {
+        let socket = self.socket_at(fd)?;
+        if addr == 0 {
+            return Err(Errno::EFAULT);
+        }
+        let name = if peer {
+            let state = socket.state.borrow();
+            let connected = match &state.link {
+                Link::Connected { .. } => true,
+                Link::Datagram { .. } => state.peer_name.is_some(),
+                _ => false,
+            };
+            match (&state.peer_name, connected) {
+                (Some(name), true) => name.clone(),
+                _ => return Err(Errno::ENOTCONN),
+            }
+        } else {
+            socket.name()
+        };
+        name.write(mem, socket.domain, addr, len_addr)?;
+        Ok(0)
+    }
+
+    fn setsockopt(
+        &mut self,
+        mem: &dyn GuestMemory,
+        fd: i32,
+        level: i32,
+        name: i32,
+        value: u64,
+        len: u64,
+    ) -> SysResult {
+        let socket = self.socket_at(fd)?;
+        let len = usize::try_from(len as i32).map_err(|_| Errno::EINVAL)?;
+        let mut bytes = vec![0u8; len.min(256)];
+        mem.read(value, &mut bytes)?;
+        let mut state = socket.state.borrow_mut();
+        state
+            .options
+            .set(socket.domain, socket.kind, level, name, &bytes)?;
+        Ok(0)
+    }
+
+    fn getsockopt(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        fd: i32,
+        level: i32,
+        name: i32,
+        value: u64,
+        len_addr: u64,
+    ) -> SysResult {
+        let socket = self.socket_at(fd)?;
+        let mut room = [0u8; 4];
+        mem.read(len_addr, &mut room)?;
+        let room = usize::try_from(i32::from_le_bytes(room)).map_err(|_| Errno::EINVAL)?;
+        let int = |v: i32| v.to_le_bytes().to_vec();
+        let bytes = {
+            let state = socket.state.borrow();
+            match (level, name) {
+                (SOL_SOCKET, options::SO_TYPE) => int(socket.kind.sock_type()),
+                (SOL_SOCKET, options::SO_DOMAIN) => int(i32::from(socket.domain.family())),
+                (SOL_SOCKET, options::SO_PROTOCOL) => int(socket.protocol),
+                (SOL_SOCKET, options::SO_ERROR) => int(0),
+                (SOL_SOCKET, options::SO_ACCEPTCONN) => {
+                    int(i32::from(matches!(state.link, Link::Listening { .. })))
+                }
+                (SOL_SOCKET, options::SO_PEERCRED) => {
+                    let listening = matches!(state.link, Link::Listening { .. });
+                    let creds = match (state.peer_creds, listening) {
+                        (_, true) => state.creds,
+                        (Some(creds), false) => creds,
+                        // Linux's answer without a peer: no pid, the
+                        // overflow ids.
+                        (None, false) => Creds {
+                            pid: 0,
+                            uid: 65534,
+                            gid: 65534,
+                        },
+                    };
+                    creds.to_bytes()
+                }
+                _ => state.options.get(socket.domain, socket.kind, level, name)?,
+            }
+        };
+        mem.write(value, &bytes[..bytes.len().min(room)])?;
+        mem.write(len_addr, &(bytes.len().min(room) as u32).to_le_bytes())?;
+        Ok(0)
     }
 }
