@@ -1,0 +1,189 @@
+//! Servers and clients under one emuprof run, talking through sockets
+//! emuprof keeps to itself: the same output as natively, the same profile
+//! bytes on every run (four of them competing for the CPUs), a path socket
+//! in the working directory, and nothing outside the run reachable — not
+//! even a server the test itself listens with on the host's loopback.
+
+mod common;
+
+use std::path::Path;
+
+use common::compile::compile_c;
+use common::testprogs::musl_available;
+use common::{testprog, EmuprofCommand, EmuprofRun, Libc};
+
+fn libcs() -> Vec<Libc> {
+    let mut libcs = vec![Libc::Glibc, Libc::Dyn];
+    if musl_available() {
+        libcs.push(Libc::Musl);
+    }
+    libcs
+}
+
+/// Runs `program args` natively in `dir`.
+fn native(program: &Path, args: &[&str], dir: &Path) -> std::process::Output {
+    let mut command = std::process::Command::new(program);
+    command.args(args).current_dir(dir).env_clear();
+    common::process::run_with_timeout(command, &program.display().to_string())
+}
+
+/// A 4-thread HTTP server and a client process making 100 requests over
+/// loopback TCP: the client gets every response, and ten runs (four of
+/// them at once) write the same profile bytes — which worker accepted
+/// which connection and how every read split included.
+#[test]
+fn an_http_server_and_its_client_profile_the_same_every_run() {
+    for libc in libcs() {
+        let program = testprog("sockets", libc, "O2").path;
+        let run = || EmuprofCommand::new(&program).args(&["http", "100"]).run();
+        let first = run();
+        assert_eq!(first.status.code(), Some(0), "{libc}: {}", first.stderr);
+        assert_eq!(
+            first.stdout_text(),
+            "http: 100 requests served by 4 threads, the client exited 0\n",
+            "{libc}: {}",
+            first.stderr
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let natively = native(&program, &["http", "100"], dir.path());
+        assert_eq!(
+            String::from_utf8_lossy(&natively.stdout),
+            first.stdout_text()
+        );
+        assert_eq!(
+            first.function_metric("serve_request", "calls"),
+            100,
+            "{libc}"
+        );
+        let reference = first.profile_bytes.clone().expect("a profile");
+        let mut runs: Vec<EmuprofRun> = Vec::new();
+        std::thread::scope(|scope| {
+            let competing: Vec<_> = (0..4).map(|_| scope.spawn(run)).collect();
+            for _ in 0..5 {
+                runs.push(run());
+            }
+            runs.extend(competing.into_iter().map(|h| h.join().expect("run")));
+        });
+        for (i, other) in runs.iter().enumerate() {
+            assert_eq!(other.stdout_text(), first.stdout_text());
+            assert!(
+                other.profile_bytes.as_deref() == Some(&reference[..]),
+                "run {i} of sockets.{libc}.O2 http 100 wrote a different profile"
+            );
+        }
+    }
+}
+
+/// Every mode but `path` (socketpair fd passing, an AF_UNIX datagram
+/// server with several clients, UDP, a non-blocking connect through epoll,
+/// a poll loop in one thread while another writes…) gives the same profile
+/// twice.
+#[test]
+fn every_mode_profiles_the_same_twice() {
+    for libc in libcs() {
+        let program = testprog("sockets", libc, "O2").path;
+        let runs: Vec<EmuprofRun> = (0..2)
+            .map(|_| EmuprofCommand::new(&program).args(&["all"]).run())
+            .collect();
+        assert_eq!(runs[0].status.code(), Some(0), "{libc}: {}", runs[0].stderr);
+        assert_eq!(
+            runs[0].stdout_text(),
+            std::fs::read_to_string(common::testprogs::expected_stdout_path("sockets"))
+                .expect("expected stdout")
+        );
+        assert!(
+            runs[0].profile_bytes == runs[1].profile_bytes,
+            "sockets.{libc}.O2 all: two runs wrote different profiles"
+        );
+        assert!(
+            !runs[0].stderr.contains("network"),
+            "no note for sockets inside the run: {}",
+            runs[0].stderr
+        );
+    }
+}
+
+/// A server bound to a path in the working directory: the name is a socket
+/// file, a client connects through it and through its new name after a
+/// rename, and not after an unlink — as natively; the profile is the same
+/// twice in the same directory.
+#[test]
+fn a_path_socket_in_the_working_directory_behaves_as_natively() {
+    let program = testprog("sockets", Libc::Glibc, "O2").path;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let natively = native(&program, &["path"], dir.path());
+    assert_eq!(natively.status.code(), Some(0));
+    let mut profiles = Vec::new();
+    for _ in 0..2 {
+        let run = EmuprofCommand::new(&program)
+            .args(&["path"])
+            .cwd(dir.path())
+            .run();
+        assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+        assert_eq!(run.stdout_text(), String::from_utf8_lossy(&natively.stdout));
+        assert!(
+            std::fs::read_dir(dir.path()).expect("dir").next().is_none(),
+            "the program removes its socket files"
+        );
+        profiles.push(run.profile_bytes);
+    }
+    assert!(
+        profiles[0] == profiles[1],
+        "two runs wrote different profiles"
+    );
+}
+
+/// A client connecting to an address outside the run gets `EACCES` and
+/// emuprof says so once; a listener the test opens on the host's loopback
+/// is not part of the run, so connecting to its port finds nobody
+/// (`ECONNREFUSED`), and the host listener never sees a connection.
+#[test]
+fn nothing_outside_the_run_is_reached() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("host listener");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("address").port();
+    let source = r#"#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+static void try_connect(const char *ip, int port) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
+    inet_pton(AF_INET, ip, &addr.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int r = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+    printf("%s: %s\n", ip, r == 0 ? "connected" : strerror(errno));
+    close(fd);
+}
+int main(int argc, char **argv) {
+    try_connect("192.0.2.1", 80);
+    try_connect("198.51.100.7", 443);
+    try_connect("127.0.0.1", atoi(argv[1]));
+    return 0;
+}
+"#;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(client) = compile_c(dir.path(), "outside", source, "gcc", &["-O2"]) else {
+        return;
+    };
+    let run = EmuprofCommand::new(&client).args(&[port.to_string()]).run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stdout_text(),
+        "192.0.2.1: Permission denied\n198.51.100.7: Permission denied\n\
+         127.0.0.1: Connection refused\n"
+    );
+    let notes: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("outside the run"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", run.stderr);
+    assert!(notes[0].starts_with("emuprof: "), "{}", notes[0]);
+    assert!(
+        listener.accept().is_err(),
+        "the host's listener was reached from inside the run"
+    );
+}
