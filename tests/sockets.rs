@@ -187,3 +187,45 @@ int main(int argc, char **argv) {
         "the host's listener was reached from inside the run"
     );
 }
+
+/// The README's example holds: `check` with its `server.toml` passes on
+/// the HTTP server's 100 requests, and fails (exit 3) when the limit is
+/// below the server's cost.
+#[test]
+fn the_readme_server_limits_hold() {
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).expect("README");
+    let after = readme
+        .split_once("check --limits server.toml")
+        .expect("README has the server example")
+        .1;
+    let toml = after
+        .split_once("```toml\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("a toml block follows")
+        .0;
+    let program = testprog("sockets", Libc::Glibc, "O2").path;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let check = |limits: &str| {
+        let path = dir.path().join("server.toml");
+        std::fs::write(&path, limits).expect("write limits");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_emuprof"));
+        command
+            .args(["check", "--limits"])
+            .arg(&path)
+            .arg("--")
+            .arg(&program)
+            .args(["http", "100"])
+            .current_dir(dir.path())
+            .env_clear();
+        common::process::run_with_timeout(command, "emuprof check")
+    };
+    let holds = check(toml);
+    assert_eq!(
+        holds.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&holds.stderr)
+    );
+    let broken = check(&toml.replace("330_000", "100_000"));
+    assert_eq!(broken.status.code(), Some(3));
+}
