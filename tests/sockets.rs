@@ -2,7 +2,8 @@
 //! emuprof keeps to itself: the same output as natively, the same profile
 //! bytes on every run (four of them competing for the CPUs), a path socket
 //! in the working directory, and nothing outside the run reachable — not
-//! even a server the test itself listens with on the host's loopback.
+//! even a server the test itself listens with on the host's loopback —
+//! unless `--network host` is given.
 
 mod common;
 
@@ -228,4 +229,59 @@ fn the_readme_server_limits_hold() {
     );
     let broken = check(&toml.replace("330_000", "100_000"));
     assert_eq!(broken.status.code(), Some(3));
+}
+
+/// With `--network host`, a connection nobody in the run listens for goes
+/// to the host: the client reaches the test's own listener on the host's
+/// loopback, exchanges bytes with it, and emuprof says once that the run
+/// reached outside.
+#[test]
+fn network_host_reaches_a_listener_outside_the_run() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("host listener");
+    let port = listener.local_addr().expect("address").port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().expect("a connection from the run");
+        let mut request = [0u8; 6];
+        stream.read_exact(&mut request).expect("read");
+        stream.write_all(b"echo: ").expect("write");
+        stream.write_all(&request).expect("write");
+    });
+    let source = r#"#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        perror("connect");
+        return 1;
+    }
+    if (write(fd, "hello\n", 6) != 6)
+        return 2;
+    char buf[64];
+    size_t got = 0;
+    ssize_t n;
+    while ((n = read(fd, buf + got, sizeof buf - got)) > 0)
+        got += (size_t)n;
+    fwrite(buf, 1, got, stdout);
+    return 0;
+}
+"#;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(client) = compile_c(dir.path(), "reach", source, "gcc", &["-O2"]) else {
+        return;
+    };
+    let run = EmuprofCommand::new(&client)
+        .flags(&["--network", "host"])
+        .args(&[port.to_string()])
+        .run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "echo: hello\n");
+    server.join().expect("the host listener");
+    let notes = run.stderr.matches("--network host").count();
+    assert_eq!(notes, 1, "{}", run.stderr);
 }

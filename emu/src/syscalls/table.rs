@@ -310,13 +310,15 @@ syscall_table! {
     );
     SYS_CONNECT = 42 => connect: Files(Network), Partial(
         "reaches AF_UNIX names and loopback addresses (127.0.0.0/8, ::1) of the run's own \
-         sockets; any other address gets EACCES (and one note); a non-blocking TCP connect \
+         sockets; any other address gets EACCES (and one note) unless --network host lets it \
+         through the host's network; a non-blocking TCP connect to the run's own listener \
          completes at once and answers EINPROGRESS, as on Linux's loopback"
     );
     SYS_ACCEPT = 43 => accept: Files(Network), Full;
     SYS_SENDTO = 44 => sendto: Files(Network), Partial(
         "a blocking send moves what fits and returns a short count rather than waiting for the \
-         rest; a UDP datagram to an address outside the run gets EACCES"
+         rest; a UDP datagram to an address outside the run gets EACCES (without --network \
+         host)"
     );
     SYS_RECVFROM = 45 => recvfrom: Files(Network), Partial(
         "MSG_WAITALL returns what has arrived; MSG_OOB gets EINVAL"

@@ -62,6 +62,9 @@ pub struct FilesOptions {
     pub exe_path: PathBuf,
     /// Host files the guest may neither open nor touch (`EACCES`), such as the profile output.
     pub protected_paths: Vec<PathBuf>,
+    /// Let sockets reach addresses outside the run on the host's network
+    /// (`--network host`); without it they get `EACCES`.
+    pub host_network: bool,
 }
 
 impl FilesOptions {
@@ -135,6 +138,10 @@ pub struct Files {
     pub(super) umask: u32,
     pub(super) notes: Vec<String>,
     pub(super) network_noted: bool,
+    /// Whether sockets may reach outside the run (`--network host`).
+    pub(super) host_network: bool,
+    /// Whether the note that they did was given.
+    pub(super) outside_noted: bool,
     /// The sockets' names, shared with every process of the run.
     pub(super) network: sockets::namespace::Network,
     /// The guest pid of the process these files belong to (what
@@ -184,6 +191,8 @@ impl Files {
             umask: host::current_umask(),
             notes: Vec::new(),
             network_noted: false,
+            host_network: options.host_network,
+            outside_noted: false,
             network: Default::default(),
             pid: crate::syscalls::process::GUEST_PID,
             interrupt: Default::default(),
@@ -215,6 +224,8 @@ impl Files {
             umask: self.umask,
             notes: Vec::new(),
             network_noted: self.network_noted,
+            host_network: self.host_network,
+            outside_noted: self.outside_noted,
             network: self.network.clone(),
             pid: self.pid,
             interrupt: std::sync::Arc::clone(&self.interrupt),

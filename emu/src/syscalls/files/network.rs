@@ -12,8 +12,10 @@
 //!
 //! Nothing outside the run is reached: a `connect` or `sendto` to any
 //! other address fails with `EACCES`, the error a network socket got
-//! before sockets were emulated, and leaves one note for the user.
-//! Families other than these three get `EAFNOSUPPORT`.
+//! before sockets were emulated, and leaves one note for the user — unless
+//! the run allows the host's network (`--network host`, see
+//! `sockets::outside`): then a connection or datagram nothing in the run
+//! takes goes there. Families other than these three get `EAFNOSUPPORT`.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -32,7 +34,8 @@ use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 /// The note left the first time the guest tries to reach an address
 /// outside the run.
 pub const NETWORK_NOTE: &str = "the program tried to reach an address outside the run; emuprof \
-     refuses network access outside it (its connect and sendto get EACCES)";
+     refuses network access outside it (its connect and sendto get EACCES; --network host \
+     allows it)";
 
 /// Most connections a listening socket holds before `accept` (`SOMAXCONN`).
 const MAX_BACKLOG: usize = 4096;
@@ -183,7 +186,7 @@ impl Files {
             Domain::Unix => Errno::EINVAL,
             _ => Errno::EAFNOSUPPORT,
         })?;
-        if socket.state.borrow().local.is_some() {
+        if socket.state.borrow().local.is_some() || socket.is_outside() {
             return Err(Errno::EINVAL);
         }
         let name = match at {
@@ -312,6 +315,9 @@ impl Files {
         if socket.kind == Kind::Datagram {
             return Err(Errno::EOPNOTSUPP);
         }
+        if socket.is_outside() {
+            return Err(Errno::EINVAL);
+        }
         if socket.state.borrow().local.is_none() {
             if socket.domain == Domain::Unix {
                 return Err(Errno::EINVAL);
@@ -354,8 +360,11 @@ impl Files {
         let socket = entry.socket.clone().ok_or(Errno::ENOTSOCK)?;
         let nonblocking = !entry.waits_in_guest();
         let to = Address::read(mem, socket.domain, addr, len)?;
+        if socket.is_outside() {
+            return self.connect_outside(fd, socket.domain, &to.ok_or(Errno::EAFNOSUPPORT)?);
+        }
         if socket.kind == Kind::Datagram {
-            return self.connect_datagram(&socket, to);
+            return self.connect_datagram(fd, &socket, to);
         }
         let to = to.ok_or(Errno::EAFNOSUPPORT)?;
         match &socket.state.borrow().link {
@@ -366,12 +375,24 @@ impl Files {
         let (listener, local, peer_name) = match &to {
             Address::Inet(dest) => {
                 if !is_local(dest.ip()) {
-                    return Err(self.refuse_outside(*dest));
+                    if !self.host_network {
+                        return Err(self.refuse_outside(*dest));
+                    }
+                    self.go_outside(fd, &socket)?;
+                    return self.connect_outside(fd, socket.domain, &to);
                 }
-                let listener = self
+                let Some(listener) = self
                     .network
                     .find_inet(*dest, socket.kind, Socket::listening)
-                    .ok_or(Errno::ECONNREFUSED)?;
+                else {
+                    if !self.host_network {
+                        return Err(Errno::ECONNREFUSED);
+                    }
+                    // Nobody in the run listens there: the host's
+                    // loopback may.
+                    self.go_outside(fd, &socket)?;
+                    return self.connect_outside(fd, socket.domain, &to);
+                };
                 let local = self.inet_source(&socket, *dest)?;
                 (listener, Address::Inet(local), to.clone())
             }
@@ -473,7 +494,7 @@ impl Files {
         Ok(())
     }
 
-    fn connect_datagram(&mut self, socket: &Rc<Socket>, to: Option<Address>) -> SysResult {
+    fn connect_datagram(&mut self, fd: i32, socket: &Rc<Socket>, to: Option<Address>) -> SysResult {
         let Some(to) = to else {
             // AF_UNSPEC dissolves the association.
             let mut state = socket.state.borrow_mut();
@@ -486,7 +507,11 @@ impl Files {
         match &to {
             Address::Inet(dest) => {
                 if !is_local(dest.ip()) {
-                    return Err(self.refuse_outside(*dest));
+                    if !self.host_network {
+                        return Err(self.refuse_outside(*dest));
+                    }
+                    self.go_outside(fd, socket)?;
+                    return self.connect_outside(fd, socket.domain, &to);
                 }
                 let source = self.inet_source(socket, *dest)?;
                 let mut state = socket.state.borrow_mut();
@@ -574,7 +599,7 @@ impl Files {
         }
         let mut state = socket.state.borrow_mut();
         match &state.link {
-            Link::Connected { .. } => {
+            Link::Connected { .. } | Link::Outside => {
                 drop(state);
                 use std::os::fd::AsRawFd;
                 let host = self.fds.host(fd)?.as_raw_fd();
@@ -601,6 +626,10 @@ impl Files {
         let socket = self.socket_at(fd)?;
         if addr == 0 {
             return Err(Errno::EFAULT);
+        }
+        if socket.is_outside() {
+            let raw = self.name_outside(fd, peer)?;
+            return write_raw(mem, &raw, addr, len_addr).map(|()| 0);
         }
         let name = if peer {
             let state = socket.state.borrow();
@@ -633,6 +662,11 @@ impl Files {
         let len = usize::try_from(len as i32).map_err(|_| Errno::EINVAL)?;
         let mut bytes = vec![0u8; len.min(256)];
         mem.read(value, &mut bytes)?;
+        if socket.is_outside() {
+            return self
+                .option_outside(fd, level, name, Some(&bytes))
+                .map(|_| 0);
+        }
         let mut state = socket.state.borrow_mut();
         state
             .options
@@ -654,7 +688,9 @@ impl Files {
         mem.read(len_addr, &mut room)?;
         let room = usize::try_from(i32::from_le_bytes(room)).map_err(|_| Errno::EINVAL)?;
         let int = |v: i32| v.to_le_bytes().to_vec();
-        let bytes = {
+        let bytes = if socket.is_outside() {
+            self.option_outside(fd, level, name, None)?
+        } else {
             let state = socket.state.borrow();
             match (level, name) {
                 (SOL_SOCKET, options::SO_TYPE) => int(socket.kind.sock_type()),
@@ -686,6 +722,22 @@ impl Files {
         mem.write(len_addr, &(bytes.len().min(room) as u32).to_le_bytes())?;
         Ok(0)
     }
+}
+
+/// Writes an address as raw bytes for the guest: at most `*len_addr` of
+/// them at `addr`, and their full length into `len_addr`.
+pub(super) fn write_raw(
+    mem: &mut dyn GuestMemory,
+    raw: &[u8],
+    addr: u64,
+    len_addr: u64,
+) -> Result<(), Errno> {
+    let mut room = [0u8; 4];
+    mem.read(len_addr, &mut room)?;
+    let room = usize::try_from(i32::from_le_bytes(room)).map_err(|_| Errno::EINVAL)?;
+    mem.write(addr, &raw[..raw.len().min(room)])?;
+    mem.write(len_addr, &(raw.len() as u32).to_le_bytes())?;
+    Ok(())
 }
 
 #[cfg(test)]

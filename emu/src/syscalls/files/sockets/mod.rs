@@ -31,6 +31,7 @@ pub mod address;
 pub mod messages;
 pub mod namespace;
 pub mod options;
+pub mod outside;
 pub mod transfer;
 
 use std::cell::RefCell;
@@ -178,6 +179,9 @@ pub enum Link {
         injector: OwnedFd,
         peer: Option<Weak<Socket>>,
     },
+    /// A host socket reaching outside the run (`--network host`, see
+    /// `outside`): the guest fd's host fd is the socket itself.
+    Outside,
 }
 
 /// A connection waiting in a listener's queue: the socket `accept` will
@@ -357,7 +361,11 @@ impl Socket {
 
     /// Whether it is a connected stream socket (what `sendfile` writes to).
     pub fn connected_stream(&self) -> bool {
-        self.kind == Kind::Stream && matches!(self.state.borrow().link, Link::Connected { .. })
+        self.kind == Kind::Stream
+            && matches!(
+                self.state.borrow().link,
+                Link::Connected { .. } | Link::Outside
+            )
     }
 
     /// Whether it is listening.

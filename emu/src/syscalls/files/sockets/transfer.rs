@@ -22,6 +22,7 @@ use super::super::guest_io::{gather, scatter, total_len, Segment};
 use super::super::Files;
 use super::address::{is_local, plain_ip, Address};
 use super::messages::{self, MsgHdr, MSGHDR_SIZE};
+use super::outside::MAX_CALL;
 use super::{Domain, Kind, Link, Socket};
 use crate::syscalls::{Errno, GuestMemory, SysResult};
 
@@ -66,6 +67,7 @@ impl Files {
         let socket = entry.socket.as_ref()?;
         let connected = matches!(socket.state.borrow().link, Link::Connected { .. });
         match socket.kind {
+            _ if socket.is_outside() => None,
             Kind::Datagram => Some(next_datagram_payload(entry.host.as_fd()) as u32),
             _ if connected => None,
             _ => Some(0),
@@ -280,10 +282,15 @@ impl Files {
             Errno::EAGAIN if may_wait => Errno::WOULD_BLOCK,
             other => other,
         };
+        if socket.is_outside() {
+            let data = gather(mem, segments, MAX_CALL)?;
+            let to = to.as_ref().map(|to| (socket.domain, to));
+            return self.send_outside(fd, &data, flags, to);
+        }
         if socket.kind == Kind::Datagram {
             let data = gather(mem, segments, usize::MAX)?;
             return self
-                .send_datagram(&socket, &data, to, passed, &host_rights)
+                .send_datagram(fd, &socket, &data, to, passed, &host_rights)
                 .map_err(wait);
         }
         let peer = match &socket.state.borrow().link {
@@ -310,6 +317,7 @@ impl Files {
     /// receiving socket's injector.
     fn send_datagram(
         &mut self,
+        fd: i32,
         socket: &Rc<Socket>,
         data: &[u8],
         to: Option<Address>,
@@ -329,13 +337,24 @@ impl Files {
                     return Err(Errno::EMSGSIZE);
                 }
                 if !is_local(dest.ip()) {
-                    return Err(self.refuse_outside(dest));
+                    if !self.host_network {
+                        return Err(self.refuse_outside(dest));
+                    }
+                    let outside = self.go_outside(fd, socket)?;
+                    let to = Address::Inet(dest);
+                    return self.send_outside(fd, data, 0, Some((outside.domain, &to)));
                 }
                 let source = self.inet_source(socket, dest)?;
                 let receiver = self
                     .network
                     .find_inet(dest, Kind::Datagram, |s| accepts_from(s, source));
                 let Some(receiver) = receiver else {
+                    if self.host_network {
+                        // Nobody in the run has the port: the host's may.
+                        let outside = self.go_outside(fd, socket)?;
+                        let to = Address::Inet(dest);
+                        return self.send_outside(fd, data, 0, Some((outside.domain, &to)));
+                    }
                     // Nobody has the port: the datagram is lost.
                     return Ok(data.len() as u64);
                 };
@@ -404,6 +423,15 @@ impl Files {
             Errno::EAGAIN if may_wait => Errno::WOULD_BLOCK,
             other => other,
         };
+        if socket.is_outside() {
+            let (len, from) = self.receive_outside(mem, fd, segments, flags)?;
+            return Ok(Received {
+                len,
+                flags: 0,
+                from: Some(from),
+                rights: Vec::new(),
+            });
+        }
         let want = total_len(segments);
         let peek = flags & MSG_PEEK;
         let host = entry.host.as_fd();
