@@ -285,3 +285,108 @@ int main(int argc, char **argv) {
     let notes = run.stderr.matches("--network host").count();
     assert_eq!(notes, 1, "{}", run.stderr);
 }
+
+/// Corners compared with Linux itself: a dual-stack IPv6 listener taking an
+/// IPv4 client (IPv4-mapped) and an IPv6 one, `EISCONN`, a non-blocking
+/// `accept` with nothing queued, `read` of a listening socket,
+/// `SO_RCVTIMEO` on the virtual clock, `sendfile` into a socket,
+/// `MSG_WAITALL` across two writes of another process, the end of a closed
+/// peer, automatic `AF_UNIX` names, `SO_TYPE`/`SO_DOMAIN`/`SO_PROTOCOL`,
+/// `shutdown` and `send` of an unconnected datagram socket (`EPIPE`
+/// without `SIGPIPE`).
+#[test]
+fn corners_answer_as_linux_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(program) = compile_c(dir.path(), "corners", CORNERS, "gcc", &["-O2"]) else {
+        return;
+    };
+    let natively = native(&program, &[], dir.path());
+    assert_eq!(natively.status.code(), Some(0));
+    let run = EmuprofCommand::new(&program).run();
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout_text(), String::from_utf8_lossy(&natively.stdout));
+}
+
+const CORNERS: &str = r#"#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#define E(x) ((x) < 0 ? strerrorname_np(errno) : "ok")
+int main(void) {
+    /* dual stack */
+    int s6 = socket(AF_INET6, SOCK_STREAM, 0);
+    int zero = 0; setsockopt(s6, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any};
+    printf("bind6 %s\n", E(bind(s6, (void *)&a6, sizeof a6)));
+    socklen_t l = sizeof a6; getsockname(s6, (void *)&a6, &l);
+    printf("listen %s\n", E(listen(s6, 4)));
+    int c4 = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = a6.sin6_port, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    printf("connect4 %s\n", E(connect(c4, (void *)&a4, sizeof a4)));
+    printf("connect4 again %s\n", E(connect(c4, (void *)&a4, sizeof a4)));
+    struct sockaddr_in6 peer; l = sizeof peer;
+    int acc = accept(s6, (void *)&peer, &l);
+    char txt[64]; inet_ntop(AF_INET6, &peer.sin6_addr, txt, sizeof txt);
+    printf("accepted from %s len %u\n", txt, l);
+    int c6 = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 lo = {.sin6_family = AF_INET6, .sin6_port = a6.sin6_port, .sin6_addr = in6addr_loopback};
+    printf("connect6 %s\n", E(connect(c6, (void *)&lo, sizeof lo)));
+    l = sizeof peer; int acc6 = accept(s6, (void *)&peer, &l);
+    inet_ntop(AF_INET6, &peer.sin6_addr, txt, sizeof txt);
+    printf("accepted from %s\n", txt);
+    /* nonblocking accept */
+    fcntl(s6, F_SETFL, O_NONBLOCK);
+    printf("accept empty %s\n", E(accept(s6, NULL, NULL)));
+    /* read on listening */
+    char b[16];
+    printf("read listening %s\n", E(read(s6, b, 1)));
+    /* SO_RCVTIMEO */
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+    setsockopt(acc, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    printf("recv with timeout %s\n", E(recv(acc, b, 1, 0)));
+    /* sendfile into a socket */
+    FILE *f = tmpfile(); fputs("file contents\n", f); fflush(f);
+    off_t off = 0;
+    printf("sendfile %zd\n", sendfile(c4, fileno(f), &off, 100));
+    ssize_t n = recv(acc, b, sizeof b, 0);
+    printf("got %zd %.*s", n, (int)n, b);
+    /* waitall */
+    write(c6, "ab", 2);
+    if (fork() == 0) { usleep(1000); write(c6, "cd", 2); _exit(0); }
+    n = recv(acc6, b, 4, MSG_WAITALL);
+    printf("waitall %zd\n", n);
+    wait(NULL);
+    /* peer closes */
+    close(c4);
+    printf("after close: read %zd\n", read(acc, b, 1));
+    /* unix autobind name */
+    int u = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un un = {.sun_family = AF_UNIX};
+    bind(u, (void *)&un, sizeof(sa_family_t));
+    l = sizeof un; getsockname(u, (void *)&un, &l);
+    printf("autobind len %u first %d\n", l, un.sun_path[0]);
+    /* SO_TYPE etc */
+    int v; l = sizeof v; getsockopt(u, SOL_SOCKET, SO_TYPE, &v, &l); printf("type %d\n", v);
+    l = sizeof v; getsockopt(s6, SOL_SOCKET, SO_DOMAIN, &v, &l); printf("domain %d\n", v);
+    l = sizeof v; getsockopt(acc, SOL_SOCKET, SO_PROTOCOL, &v, &l); printf("protocol %d\n", v);
+    l = sizeof v; getsockopt(acc, SOL_SOCKET, SO_RCVBUF, &v, &l); printf("rcvbuf %s\n", v > 0 ? "positive" : "?");
+    /* bad calls */
+    printf("shutdown unconnected %s\n", E(shutdown(u, SHUT_RDWR)));
+    printf("getpeername unconnected %s\n", (l = sizeof un, E(getpeername(u, (void *)&un, &l))));
+    printf("listen dgram %s\n", E(listen(u, 1)));
+    printf("send dgram unconnected %s\n", E(send(u, "x", 1, 0)));
+    return 0;
+}
+"#;

@@ -125,7 +125,10 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         // Its result comes when it is woken.
         return;
     }
-    if result == Err(Errno::EPIPE) && raises_sigpipe(number, args) {
+    if result == Err(Errno::EPIPE)
+        && raises_sigpipe(number, args)
+        && !st.sys.files.is_datagram_socket(args[0] as i32)
+    {
         post_to_self(st, signal::SIGPIPE as u64);
     }
     let rax = match result {
@@ -351,7 +354,7 @@ const MSG_NOSIGNAL: u64 = 0x4000;
 
 /// True when Linux raises SIGPIPE along with EPIPE for this call: writes to a
 /// pipe or socket whose reading end is gone, unless the send asked for
-/// `MSG_NOSIGNAL`.
+/// `MSG_NOSIGNAL` (or the socket is a datagram one, which never raises it).
 fn raises_sigpipe(number: u64, args: [u64; 6]) -> bool {
     match number {
         SYS_WRITE | SYS_WRITEV | SYS_PWRITEV | SYS_SENDFILE | SYS_SPLICE => true,

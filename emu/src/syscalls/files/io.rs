@@ -183,6 +183,16 @@ impl Files {
         self.fds.get(fd).is_ok_and(|e| e.socket.is_some())
     }
 
+    /// Whether guest fd `fd` is a datagram socket (whose `EPIPE` comes
+    /// without `SIGPIPE`).
+    pub fn is_datagram_socket(&self, fd: i32) -> bool {
+        self.fds.get(fd).is_ok_and(|e| {
+            e.socket
+                .as_ref()
+                .is_some_and(|s| s.kind == super::sockets::Kind::Datagram)
+        })
+    }
+
     fn read_fd(
         &self,
         mem: &mut dyn GuestMemory,

@@ -282,10 +282,13 @@ impl Files {
     /// go through without waiting now; true for an fd that is not open (the
     /// call then fails at once).
     pub fn is_ready(&self, fd: i32, write: bool) -> bool {
-        let Ok(host) = self.fds.host(fd) else {
+        let Ok(entry) = self.fds.get(fd) else {
             return true;
         };
+        let host = entry.host.as_fd();
+        let waiting_socket = entry.socket.as_ref().filter(|_| !write);
         host::poll_ready(host, write)
+            && waiting_socket.is_none_or(|s| sockets::transfer::ready_to_receive(s, host))
     }
 
     /// The host `pollfd` for waiting until guest fd `fd` is ready to read

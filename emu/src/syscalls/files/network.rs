@@ -37,6 +37,14 @@ pub const NETWORK_NOTE: &str = "the program tried to reach an address outside th
      refuses network access outside it (its connect and sendto get EACCES; --network host \
      allows it)";
 
+/// `SO_PEERCRED` without a peer that has credentials (an IP socket, an
+/// unconnected one): no pid, the overflow ids, as Linux answers.
+const NO_CREDS: Creds = Creds {
+    pid: 0,
+    uid: 65534,
+    gid: 65534,
+};
+
 /// Most connections a listening socket holds before `accept` (`SOMAXCONN`).
 const MAX_BACKLOG: usize = 4096;
 /// `IPPROTO_TCP`, `IPPROTO_UDP`, `IPPROTO_ICMP` and `IPPROTO_ICMPV6`.
@@ -592,26 +600,34 @@ impl Files {
         Ok(new_fd as u64)
     }
 
+    /// `shutdown`: on the host pair of a connected stream or seqpacket
+    /// socket (the peer reads the end of the stream); a datagram socket
+    /// remembers it. As on Linux, an `AF_UNIX` socket may shut down
+    /// unconnected, an IP one gets `ENOTCONN` (UDP after taking it).
     fn shutdown(&mut self, fd: i32, how: i32) -> SysResult {
         let socket = self.socket_at(fd)?;
         if !(libc::SHUT_RD..=libc::SHUT_RDWR).contains(&how) {
             return Err(Errno::EINVAL);
         }
         let mut state = socket.state.borrow_mut();
-        match &state.link {
+        let connected = match &state.link {
             Link::Connected { .. } | Link::Outside => {
                 drop(state);
                 use std::os::fd::AsRawFd;
                 let host = self.fds.host(fd)?.as_raw_fd();
                 // SAFETY: integer arguments only.
-                host::check(unsafe { libc::shutdown(host, how) } as i64)
+                return host::check(unsafe { libc::shutdown(host, how) } as i64);
             }
-            Link::Datagram { .. } if state.peer_name.is_some() => {
+            Link::Datagram { .. } => {
                 state.shut_read |= how != libc::SHUT_WR;
                 state.shut_write |= how != libc::SHUT_RD;
-                Ok(0)
+                state.peer_name.is_some()
             }
-            _ => Err(Errno::ENOTCONN),
+            _ => false,
+        };
+        match connected || socket.domain == Domain::Unix {
+            true => Ok(0),
+            false => Err(Errno::ENOTCONN),
         }
     }
 
@@ -703,15 +719,10 @@ impl Files {
                 (SOL_SOCKET, options::SO_PEERCRED) => {
                     let listening = matches!(state.link, Link::Listening { .. });
                     let creds = match (state.peer_creds, listening) {
+                        _ if socket.domain != Domain::Unix => NO_CREDS,
                         (_, true) => state.creds,
                         (Some(creds), false) => creds,
-                        // Linux's answer without a peer: no pid, the
-                        // overflow ids.
-                        (None, false) => Creds {
-                            pid: 0,
-                            uid: 65534,
-                            gid: 65534,
-                        },
+                        (None, false) => NO_CREDS,
                     };
                     creds.to_bytes()
                 }

@@ -158,6 +158,9 @@ pub struct State {
     /// `shutdown` of a datagram socket: no more receiving, no more sending.
     pub shut_read: bool,
     pub shut_write: bool,
+    /// The bytes a blocked `MSG_WAITALL` receive waits to have queued
+    /// (0: none waits): its fd is ready for it only then.
+    pub wait_all: usize,
 }
 
 /// How a socket is connected; see the module doc.
@@ -248,6 +251,7 @@ impl Socket {
                 inbox: VecDeque::new(),
                 shut_read: false,
                 shut_write: false,
+                wait_all: 0,
             }),
         })
     }

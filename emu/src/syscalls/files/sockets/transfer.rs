@@ -5,10 +5,10 @@
 //! connection to accept) answers `Errno::WOULD_BLOCK` unless the socket is
 //! non-blocking or the call passed `MSG_DONTWAIT`: the machine then blocks
 //! the guest thread until the socket's fd polls ready and runs the call
-//! again. So every call is made whole or not at all, and `MSG_WAITALL`
-//! returns what has arrived once something has (a short count, as Linux
-//! gives when a signal interrupts it). `recvmmsg` waits for its first
-//! message only, as with `MSG_WAITFORONE`.
+//! again. So every call is made whole or not at all: `MSG_WAITALL` waits
+//! until all it asks for (up to 512 KiB) has arrived or the peer has
+//! finished sending, then takes it in one piece. `recvmmsg` waits for its
+//! first message only, as with `MSG_WAITFORONE`.
 //!
 //! A UDP datagram to a loopback port nobody has bound, or to a receiver
 //! whose buffer is full, is dropped and its send succeeds, as on Linux.
@@ -31,6 +31,7 @@ const MSG_PEEK: i32 = 0x2;
 const MSG_TRUNC: i32 = 0x20;
 const MSG_DONTWAIT: i32 = 0x40;
 const MSG_EOR: i32 = 0x80;
+const MSG_WAITALL: i32 = 0x100;
 const MSG_CTRUNC: i32 = 0x8;
 const MSG_WAITFORONE: i32 = 0x1_0000;
 const MSG_CMSG_CLOEXEC: i32 = 0x4000_0000;
@@ -445,7 +446,7 @@ impl Files {
                 });
             }
             // The frame's size, so that the whole datagram is taken.
-            let size = next_datagram_size(host);
+            let size = queued(host);
             if size == 0 {
                 return Err(wait(Errno::EAGAIN));
             }
@@ -461,6 +462,18 @@ impl Files {
                 Link::Connected { .. } => {}
                 _ if socket.domain == Domain::Unix => return Err(Errno::EINVAL),
                 _ => return Err(Errno::ENOTCONN),
+            }
+            // MSG_WAITALL waits until all of it has come (up to what a call
+            // moves), or the peer has finished sending.
+            let all = want.min(MAX_STREAM_CALL);
+            let waits = flags & MSG_WAITALL != 0
+                && socket.kind == Kind::Stream
+                && may_wait
+                && queued(host) < all
+                && !peer_done(host);
+            socket.state.borrow_mut().wait_all = if waits { all } else { 0 };
+            if waits {
+                return Err(Errno::WOULD_BLOCK);
             }
             let mut buf = vec![0u8; want.min(MAX_STREAM_CALL)];
             let mut host_flags = peek;
@@ -570,9 +583,33 @@ fn accepts_from(receiver: &Socket, source: SocketAddr) -> bool {
     }
 }
 
-/// The size of the next framed datagram waiting on host socket `fd`
-/// (`FIONREAD` of a datagram socket); 0 when none waits.
-fn next_datagram_size(fd: std::os::fd::BorrowedFd<'_>) -> usize {
+/// Whether the peer of host stream socket `fd` has finished sending (shut
+/// down or closed): nothing more will come.
+fn peer_done(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    n > 0 && pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// Whether a read of socket fd `host` that waits (see `State::wait_all`)
+/// can go on.
+pub(in super::super) fn ready_to_receive(
+    socket: &Socket,
+    host: std::os::fd::BorrowedFd<'_>,
+) -> bool {
+    let all = socket.state.borrow().wait_all;
+    all == 0 || queued(host) >= all || peer_done(host)
+}
+
+/// `FIONREAD` of host socket `fd`: the bytes queued to read on a stream
+/// socket, the size of the next (framed) datagram on a datagram socket; 0
+/// when nothing waits.
+fn queued(fd: std::os::fd::BorrowedFd<'_>) -> usize {
     let mut size: libc::c_int = 0;
     // SAFETY: FIONREAD writes one int.
     let ret = unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut size) };
@@ -586,7 +623,7 @@ fn next_datagram_size(fd: std::os::fd::BorrowedFd<'_>) -> usize {
 /// The bytes of the next datagram waiting on host socket `fd` (`FIONREAD`
 /// as the guest sees it).
 fn next_datagram_payload(fd: std::os::fd::BorrowedFd<'_>) -> usize {
-    let size = next_datagram_size(fd);
+    let size = queued(fd);
     if size == 0 {
         return 0;
     }
