@@ -321,7 +321,7 @@ syscall_table! {
          host)"
     );
     SYS_RECVFROM = 45 => recvfrom: Files(Network), Partial(
-        "MSG_WAITALL returns what has arrived; MSG_OOB gets EINVAL"
+        "MSG_WAITALL takes at most 512 KiB; MSG_OOB gets EINVAL"
     );
     SYS_SENDMSG = 46 => sendmsg: Files(Network), Partial(
         "as sendto; SCM_RIGHTS passes fds, SCM_CREDENTIALS is accepted and not passed on"
