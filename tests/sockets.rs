@@ -1,7 +1,8 @@
 //! Servers and clients under one emuprof run, talking through sockets
 //! emuprof keeps to itself: the same output as natively, the same profile
-//! bytes on every run (four of them competing for the CPUs), a path socket
-//! in the working directory, and nothing outside the run reachable — not
+//! bytes on every run (four of them competing for the CPUs), Debian's
+//! Redis and its benchmark as the README runs them, a path socket in the
+//! working directory, and nothing outside the run reachable — not
 //! even a server the test itself listens with on the host's loopback —
 //! unless `--network host` is given.
 
@@ -189,45 +190,74 @@ int main(int argc, char **argv) {
     );
 }
 
-/// The README's example holds: `check` with its `server.toml` passes on
-/// the HTTP server's 100 requests, and fails (exit 3) when the limit is
-/// below the server's cost.
+/// A real server from Debian, as the README runs it: `redis-server`
+/// answering `redis-benchmark`'s 1,000 SETs and 1,000 GETs over loopback
+/// TCP, all started by one shell script under one run. Two runs write the
+/// same profile bytes, and the README's `check` holds the server to its
+/// cost per SET (and fails, exit 3, with a limit below it).
 #[test]
-fn the_readme_server_limits_hold() {
+fn redis_and_its_benchmark_run_as_the_readme_says() {
+    if common::find_in_path("redis-server").is_none()
+        || common::find_in_path("redis-benchmark").is_none()
+    {
+        common::ci::skip_unless_ci(
+            "redis-server is not installed (Debian packages redis-server, redis-tools)",
+        );
+        return;
+    }
     let readme = std::fs::read_to_string(common::repo_root().join("README.md")).expect("README");
-    let after = readme
-        .split_once("check --limits server.toml")
-        .expect("README has the server example")
-        .1;
-    let toml = after
-        .split_once("```toml\n")
-        .and_then(|(_, rest)| rest.split_once("```"))
-        .expect("a toml block follows")
-        .0;
-    let program = testprog("sockets", Libc::Glibc, "O2").path;
+    let block = |after: &str, fence: &str| -> String {
+        let rest = readme
+            .split_once(after)
+            .expect("README has the Redis example")
+            .1;
+        rest.split_once(fence)
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .expect("a code block follows")
+            .0
+            .to_string()
+    };
+    let script = block("**Servers and their clients**", "```sh\n");
+    let limits = block("check --limits redis.toml", "```toml\n");
     let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("redis.sh"), &script).expect("write the script");
+    let runs: Vec<EmuprofRun> = (0..2)
+        .map(|_| {
+            EmuprofCommand::new("/bin/sh")
+                .args(&["redis.sh"])
+                .cwd(dir.path())
+                .run()
+        })
+        .collect();
+    for run in &runs {
+        assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+        let out = run.stdout_text();
+        assert!(out.contains("SET: ") && out.contains("GET: "), "{out}");
+    }
+    assert!(
+        runs[0].profile_bytes == runs[1].profile_bytes,
+        "two runs of redis-server and redis-benchmark wrote different profiles"
+    );
     let check = |limits: &str| {
-        let path = dir.path().join("server.toml");
+        let path = dir.path().join("redis.toml");
         std::fs::write(&path, limits).expect("write limits");
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_emuprof"));
         command
             .args(["check", "--limits"])
             .arg(&path)
-            .arg("--")
-            .arg(&program)
-            .args(["http", "100"])
+            .args(["--", "/bin/sh", "redis.sh"])
             .current_dir(dir.path())
             .env_clear();
         common::process::run_with_timeout(command, "emuprof check")
     };
-    let holds = check(toml);
+    let holds = check(&limits);
     assert_eq!(
         holds.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&holds.stderr)
     );
-    let broken = check(&toml.replace("330_000", "100_000"));
+    let broken = check(&limits.replace("1_800_000", "1_000_000"));
     assert_eq!(broken.status.code(), Some(3));
 }
 
