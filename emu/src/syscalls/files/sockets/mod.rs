@@ -28,6 +28,8 @@
 //! A `socketpair` of stream or seqpacket sockets is one host pair.
 
 pub mod address;
+mod binding;
+mod connection;
 pub mod messages;
 pub mod namespace;
 pub mod options;

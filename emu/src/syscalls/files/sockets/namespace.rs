@@ -196,7 +196,8 @@ impl Network {
                 .state
                 .try_borrow()
                 .map_or(true, |s| matches!(s.link, Link::Listening { .. }));
-            !(b.reuse_addr && bind.reuse_addr && (!bind.stream || !listening))
+            let shared = b.reuse_addr && bind.reuse_addr && !(bind.stream && listening);
+            !shared
         })
     }
 
