@@ -4,14 +4,17 @@
 //! (root, working directory, umask). The calls themselves live in one file per
 //! group (`io`, `fd_ops`, `stat`, `dirs`, `attributes`, `storage`, `network`); this file holds the
 //! state, the options and what those groups share. The host side sits beside
-//! them: `fd_table`, `paths`, `path_guard`, `guest_io` and `host`.
+//! them: `fd_table`, `paths`, `path_guard`, `guest_io` and `host`; the
+//! run's own sockets, which `network` answers, live in `sockets`.
 //!
 //! What the guest can learn about the host through this family (and so what
 //! can make two hosts' runs differ): file contents and sizes; `stat` results
 //! (inode numbers, devices, times, `st_blksize`, which stdio uses for buffer
 //! sizes); directory listing order (the host file system's); whether fds 0–2
 //! are terminals (stdio buffering); the working directory's path without
-//! `--root`.
+//! `--root`; how many small unread messages a socket holds before a writer
+//! waits (the host kernel's accounting); with `--network host`, whatever
+//! answers outside the run.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;

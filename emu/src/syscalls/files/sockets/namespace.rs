@@ -107,7 +107,9 @@ impl Network {
     /// which its bind has just made (a stale entry of an unlinked file of
     /// that inode number goes).
     pub fn bind_path(&self, key: (u64, u64), socket: &Rc<Socket>) {
-        self.0.borrow_mut().paths.insert(key, Rc::downgrade(socket));
+        let mut names = self.0.borrow_mut();
+        names.paths.retain(|_, bound| bound.strong_count() > 0);
+        names.paths.insert(key, Rc::downgrade(socket));
     }
 
     /// The socket bound to abstract name `name`, if it is still open.
@@ -125,8 +127,11 @@ impl Network {
         if self.find_abstract(name).is_some() {
             return Err(Errno::EADDRINUSE);
         }
-        self.0
-            .borrow_mut()
+        let mut names = self.0.borrow_mut();
+        names
+            .abstract_names
+            .retain(|_, bound| bound.strong_count() > 0);
+        names
             .abstract_names
             .insert(name.to_vec(), Rc::downgrade(socket));
         Ok(())
