@@ -326,8 +326,21 @@ int main(int argc, char **argv) {
 /// without `SIGPIPE`).
 #[test]
 fn corners_answer_as_linux_does() {
+    same_as_linux("corners", CORNERS);
+}
+
+/// An edge-triggered `epoll` of a listening socket sees each new
+/// connection as an edge, and no edge for connections it already saw.
+#[test]
+fn edge_triggered_epoll_sees_each_connection() {
+    same_as_linux("edges", EDGES);
+}
+
+/// Builds `source` and runs it natively and under emuprof: the same
+/// output, exit status 0.
+fn same_as_linux(name: &str, source: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let Some(program) = compile_c(dir.path(), "corners", CORNERS, "gcc", &["-O2"]) else {
+    let Some(program) = compile_c(dir.path(), name, source, "gcc", &["-O2"]) else {
         return;
     };
     let natively = native(&program, &[], dir.path());
@@ -336,6 +349,31 @@ fn corners_answer_as_linux_does() {
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     assert_eq!(run.stdout_text(), String::from_utf8_lossy(&natively.stdout));
 }
+
+const EDGES: &str = r#"#include <arpa/inet.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bind(s, (void *)&a, sizeof a); socklen_t l = sizeof a; getsockname(s, (void *)&a, &l); listen(s, 16);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET};
+    epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+    for (int i = 0; i < 3; i++) { int c = socket(AF_INET, SOCK_STREAM, 0); connect(c, (void *)&a, sizeof a); }
+    struct epoll_event out[4];
+    printf("wait 1: %d\n", epoll_wait(ep, out, 4, 100));
+    printf("accept: %s\n", accept(s, NULL, NULL) >= 0 ? "ok" : "fail");
+    printf("wait 2 (no new edge): %d\n", epoll_wait(ep, out, 4, 100));
+    int c = socket(AF_INET, SOCK_STREAM, 0); connect(c, (void *)&a, sizeof a);
+    printf("wait 3 (a new connection): %d\n", epoll_wait(ep, out, 4, 100));
+    int n = 0; while (accept(s, NULL, NULL) >= 0) n++;
+    printf("accepted %d more\n", n);
+    return 0;
+}
+"#;
 
 const CORNERS: &str = r#"#define _GNU_SOURCE
 #include <arpa/inet.h>

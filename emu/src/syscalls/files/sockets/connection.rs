@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use super::super::Files;
+use super::super::{host, Files};
 use super::address::{is_local, seen_by, Address};
 use super::messages;
 use super::{Domain, Kind, Link, Pending, Socket};
@@ -192,10 +192,11 @@ impl Files {
         let Link::Listening { doorbell, queue } = &mut state.link else {
             return Err(Errno::ECONNREFUSED);
         };
-        if queue.is_empty() {
-            // The listening fd polls readable while a connection waits.
-            messages::host_send(std::os::fd::AsFd::as_fd(doorbell), &[1], &[], 0)?;
-        }
+        // One byte per connection: the listening fd polls readable while
+        // one waits, and an edge-triggered epoll sees each come. (Should
+        // the doorbell ever be full, `accept` keeps a byte in it while
+        // connections wait.)
+        let _ = messages::host_send(std::os::fd::AsFd::as_fd(doorbell), &[1], &[], 0);
         queue.push_back(Pending {
             socket: accepted,
             host: partner,
@@ -264,7 +265,7 @@ impl Files {
         let may_wait = entry.waits_in_guest();
         let pending = {
             let mut state = socket.state.borrow_mut();
-            let Link::Listening { queue, .. } = &mut state.link else {
+            let Link::Listening { queue, doorbell } = &mut state.link else {
                 return Err(Errno::EINVAL);
             };
             let Some(pending) = queue.pop_front() else {
@@ -274,9 +275,10 @@ impl Files {
                     Errno::EAGAIN
                 });
             };
-            if queue.is_empty() {
-                let mut byte = [0u8; 1];
-                messages::host_receive(std::os::fd::AsFd::as_fd(&entry.host), &mut byte, 0)?;
+            let listening = std::os::fd::AsFd::as_fd(&entry.host);
+            let _ = messages::host_receive(listening, &mut [0u8; 1], 0);
+            if !queue.is_empty() && !host::poll_ready(listening, false) {
+                let _ = messages::host_send(std::os::fd::AsFd::as_fd(doorbell), &[1], &[], 0);
             }
             pending
         };
