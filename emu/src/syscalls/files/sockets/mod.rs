@@ -4,8 +4,9 @@
 //! duplicates and the copies a `fork` or an `SCM_RIGHTS` message makes all
 //! share one [`Socket`] (an `Rc` in each fd entry). What it is bound to,
 //! connected to and listening for is emuprof's state; no host socket is
-//! ever bound, listens or connects, and the host network is never reached
-//! (addresses outside the run are refused, see `network.rs`).
+//! ever bound, listens or connects, and the host network is never reached:
+//! addresses outside the run are refused (see `network.rs`), unless the
+//! run allows the host's network (`outside`).
 //!
 //! The bytes travel as a guest pipe's do, through an anonymous host
 //! `AF_UNIX` socket pair that only emuprof holds, so that reads, writes,
@@ -18,8 +19,8 @@
 //!   listener: it becomes the host fd of the socket `accept` returns, so
 //!   the two ends are connected on the host;
 //! - a listening socket keeps its partner as a *doorbell*: one byte written
-//!   per pending connection makes the listening fd readable, and `accept`
-//!   takes one byte back;
+//!   per pending connection makes the listening fd readable (and is an
+//!   edge for an edge-triggered `epoll`), and `accept` takes one back;
 //! - a datagram socket keeps its partner as an *injector*: every datagram
 //!   sent to it, from whatever socket, is written there framed with its
 //!   sender's address (see `messages::frame`), so `recvfrom` can tell who
