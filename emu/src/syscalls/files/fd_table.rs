@@ -37,8 +37,9 @@ pub struct FdEntry {
     pub cloexec: bool,
     /// What kind of file it is.
     pub kind: FileKind,
-    /// A pipe or eventfd the guest made (`pipe`/`pipe2`/`eventfd2`), or an
-    /// epoll instance that watches one or nothing yet: the other ends
+    /// A pipe or eventfd the guest made (`pipe`/`pipe2`/`eventfd2`), a
+    /// socket of the run's own (see `sockets`), or an epoll instance that
+    /// watches one of them or nothing yet: the other ends
     /// belong to guest threads and processes, so a call that has to wait
     /// on it lets them run instead of blocking emuprof.
     pub guest_pipe: bool,
