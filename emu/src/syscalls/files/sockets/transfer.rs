@@ -213,19 +213,13 @@ impl Files {
         count: u64,
         flags: i32,
     ) -> SysResult {
-        let mut sent = 0;
-        for i in 0..count.min(MAX_MMSG) {
-            let at = vec + i * MMSGHDR_SIZE;
-            match self.sendmsg(mem, fd, at, flags) {
-                Ok(n) => mem.write(at + MSGHDR_SIZE, &(n as u32).to_le_bytes())?,
-                Err(_) if sent > 0 => break,
-                Err(e) => return Err(e),
-            }
-            sent += 1;
-        }
-        Ok(sent)
+        self.each_message(mem, vec, count, |files, mem, at, _| {
+            files.sendmsg(mem, fd, at, flags)
+        })
     }
 
+    /// `recvmmsg`: the first message may wait, the others are taken only
+    /// when they are there.
     pub(in super::super) fn recvmmsg(
         &mut self,
         mem: &mut dyn GuestMemory,
@@ -234,22 +228,35 @@ impl Files {
         count: u64,
         flags: i32,
     ) -> SysResult {
-        let mut received = 0;
+        let flags = flags & !MSG_WAITFORONE;
+        self.each_message(mem, vec, count, |files, mem, at, first| {
+            let flags = if first { flags } else { flags | MSG_DONTWAIT };
+            files.recvmsg(mem, fd, at, flags)
+        })
+    }
+
+    /// Runs `call` on each `struct mmsghdr` of the guest's array (`count`
+    /// of them at `vec`, at most `UIO_MAXIOV`), storing each result in its
+    /// `msg_len`, until one fails; how many went through (or the first
+    /// one's error).
+    fn each_message(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        vec: u64,
+        count: u64,
+        mut call: impl FnMut(&mut Files, &mut dyn GuestMemory, u64, bool) -> SysResult,
+    ) -> SysResult {
+        let mut done = 0;
         for i in 0..count.min(MAX_MMSG) {
             let at = vec + i * MMSGHDR_SIZE;
-            let flags = if received > 0 {
-                (flags & !MSG_WAITFORONE) | MSG_DONTWAIT
-            } else {
-                flags & !MSG_WAITFORONE
-            };
-            match self.recvmsg(mem, fd, at, flags) {
+            match call(self, mem, at, done == 0) {
                 Ok(n) => mem.write(at + MSGHDR_SIZE, &(n as u32).to_le_bytes())?,
-                Err(_) if received > 0 => break,
+                Err(_) if done > 0 => break,
                 Err(e) => return Err(e),
             }
-            received += 1;
+            done += 1;
         }
-        Ok(received)
+        Ok(done)
     }
 
     /// Sends the bytes of `segments` (and the guest fds `rights`) on socket
