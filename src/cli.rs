@@ -91,6 +91,15 @@ impl From<CpuArg> for emuprof_emu::CpuLevel {
     }
 }
 
+/// Which network the guest's sockets reach (`--network`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NetworkAccess {
+    /// Only the run's own sockets.
+    None,
+    /// Also addresses outside the run, through the host's network.
+    Host,
+}
+
 /// How the guest runs, shared by `run`, `check` and `diff --run`.
 #[derive(Debug, Clone, Args)]
 pub struct GuestArgs {
@@ -137,6 +146,12 @@ pub struct GuestArgs {
     /// Refuse every write, create, rename and unlink with EROFS.
     #[arg(long)]
     pub read_only: bool,
+    /// Which network the guest's sockets reach: `none` (the default), only
+    /// the run's own sockets — any other address gets EACCES; `host`, also
+    /// addresses outside the run, through the host's network (counts then
+    /// depend on whatever answers).
+    #[arg(long, value_enum, value_name = "NETWORK", default_value_t = NetworkAccess::None)]
+    pub network: NetworkAccess,
     /// When the guest execs a program emuprof cannot run (another
     /// architecture, a file the loader rejects), run it on the host instead,
     /// unprofiled, and pass its exit status back. Not with --root or

@@ -281,6 +281,7 @@ pub(super) fn configure_run(
     options.feed_switches = super::feed_switches::from_environment(|name| std::env::var_os(name))?;
     options.files.root = guest.root.clone();
     options.files.read_only = guest.read_only;
+    options.files.host_network = guest.network == crate::cli::NetworkAccess::Host;
     options.files.protected_paths = protected_paths;
     if guest.inherit_env {
         options.env = std::env::vars_os()

@@ -64,5 +64,6 @@ fn text_and_json_list_the_same_rows() {
     assert_eq!(row("kexec_load")["support"], "unsupported");
     assert_eq!(row("kexec_load")["family"], serde_json::Value::Null);
     assert_eq!(row("clone")["support"], "partial");
-    assert_eq!(row("socket")["support"], "refused");
+    assert_eq!(row("socket")["support"], "partial");
+    assert_eq!(row("socketpair")["support"], "full");
 }

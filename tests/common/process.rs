@@ -254,6 +254,33 @@ impl EmuprofCommand {
     }
 }
 
+/// Nine more runs of `run` after `first`, four of them at once competing
+/// for the CPUs: each must print what `first` printed and write the same
+/// profile bytes (`what` names the run in a failure).
+#[allow(dead_code)] // not every test binary checks runs under load
+pub fn assert_runs_alike(first: &EmuprofRun, run: impl Fn() -> EmuprofRun + Sync, what: &str) {
+    let reference = first.profile_bytes.clone().expect("a profile");
+    let mut runs: Vec<EmuprofRun> = Vec::new();
+    std::thread::scope(|scope| {
+        let competing: Vec<_> = (0..4).map(|_| scope.spawn(&run)).collect();
+        for _ in 0..5 {
+            runs.push(run());
+        }
+        runs.extend(competing.into_iter().map(|h| h.join().expect("run")));
+    });
+    for (i, other) in runs.iter().enumerate() {
+        assert_eq!(
+            other.stdout_text(),
+            first.stdout_text(),
+            "run {i} of {what}"
+        );
+        assert!(
+            other.profile_bytes.as_deref() == Some(&reference[..]),
+            "run {i} of {what} wrote a different profile"
+        );
+    }
+}
+
 /// `emuprof <extra_flags> -o <tmp>/p.json <program> <args>` with an empty
 /// environment in a fresh working directory.
 pub fn run_emuprof<A: AsRef<OsStr>, F: AsRef<OsStr>>(

@@ -84,6 +84,13 @@ pub const PROGRAMS: &[ProgramSpec] = &[
         callgrind_comparable: false,
         ..spec("clientreq", 0)
     },
+    // Clients and servers in several processes and threads: natively the
+    // accept and poll loops run as the host schedules them.
+    ProgramSpec {
+        native_counts_deterministic: false,
+        callgrind_comparable: false,
+        ..spec("sockets", 0)
+    },
 ];
 
 const fn spec(name: &'static str, exit_status: i32) -> ProgramSpec {

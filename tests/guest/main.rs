@@ -20,6 +20,7 @@ mod runtime_code;
 mod rust_program;
 mod shared_mappings;
 mod signals;
+mod sockets;
 mod testprogs_native;
 mod threads;
 mod under_emuprof;

@@ -8,7 +8,7 @@ use crate::common;
 
 use common::compile::compile_c;
 use common::testprogs::{musl_available, testprog_variants};
-use common::{testprog, EmuprofCommand, EmuprofRun, Libc};
+use common::{testprog, EmuprofCommand, Libc};
 
 fn libcs() -> Vec<Libc> {
     let mut libcs = vec![Libc::Glibc, Libc::Pie, Libc::Dyn];
@@ -57,22 +57,7 @@ fn every_run_writes_the_same_profile() {
         let run = || EmuprofCommand::new(&program).args(&["all"]).run();
         let first = run();
         assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
-        let reference = first.profile_bytes.clone().expect("a profile");
-        let mut runs: Vec<EmuprofRun> = Vec::new();
-        std::thread::scope(|scope| {
-            let competing: Vec<_> = (0..4).map(|_| scope.spawn(run)).collect();
-            for _ in 0..5 {
-                runs.push(run());
-            }
-            runs.extend(competing.into_iter().map(|h| h.join().expect("run")));
-        });
-        for (i, other) in runs.iter().enumerate() {
-            assert_eq!(other.stdout_text(), first.stdout_text());
-            assert!(
-                other.profile_bytes.as_deref() == Some(&reference[..]),
-                "run {i} of processes.{libc}.O2 wrote a different profile"
-            );
-        }
+        common::process::assert_runs_alike(&first, run, &format!("processes.{libc}.O2"));
     }
 }
 

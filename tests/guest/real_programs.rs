@@ -12,8 +12,10 @@
 //! git committing in a repository the guest made (its files must look
 //! owned by the guest's user), zsh's command substitution and `wait`,
 //! `make -j2` of a C project (no clock-skew warning: the guest's clock is
-//! not older than the host's files), and Python's `multiprocessing` and
-//! `subprocess`. Each runs in
+//! not older than the host's files), Python's `multiprocessing` and
+//! `subprocess`, and Python's `http.server` answering `urllib` over
+//! loopback TCP in one process (`localhost` found in `/etc/hosts`). Each
+//! runs in
 //! its own copy of one generated work directory, with the same small
 //! environment natively and in the guest. A missing tool skips its case,
 //! and fails it when `CI` is set (see `scripts/debian-packages.txt`).
@@ -127,6 +129,29 @@ const CASES: &[Case] = &[
              if __name__ == '__main__':\n    \
              with mp.Pool(2) as pool: print(pool.map(square, range(6)))\n    \
              print(subprocess.run(['echo', 'child'], capture_output=True).stdout)",
+        ],
+        needs: None,
+    },
+    Case {
+        tool: "python3",
+        package: "python3",
+        args: &[
+            "-c",
+            "import http.server, threading, urllib.request\n\
+             class Hello(http.server.BaseHTTPRequestHandler):\n    \
+             def do_GET(self):\n        \
+             body = ('hello ' + self.path + '\\n').encode()\n        \
+             self.send_response(200)\n        \
+             self.send_header('Content-Length', str(len(body)))\n        \
+             self.end_headers()\n        \
+             self.wfile.write(body)\n    \
+             def log_message(self, *args): pass\n\
+             server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Hello)\n\
+             threading.Thread(target=server.serve_forever, daemon=True).start()\n\
+             url = 'http://localhost:%d/item/' % server.server_address[1]\n\
+             bodies = [urllib.request.urlopen(url + str(i)).read() for i in range(20)]\n\
+             server.shutdown()\n\
+             print(len(bodies), bodies[0], bodies[-1])",
         ],
         needs: None,
     },

@@ -112,7 +112,9 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         }
         Err(Errno::WOULD_BLOCK) => match io_direction(number) {
             Some(write) => {
-                threads::wait_for_io(st, args[0] as i32, write);
+                let fd = args[0] as i32;
+                let limit = st.sys.files.wait_limit_ns(fd, write);
+                threads::wait_for_io(st, fd, write, limit);
                 return;
             }
             None => Err(Errno::EAGAIN),
@@ -123,7 +125,10 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         // Its result comes when it is woken.
         return;
     }
-    if result == Err(Errno::EPIPE) && raises_sigpipe(number, args) {
+    if result == Err(Errno::EPIPE)
+        && raises_sigpipe(number, args)
+        && !st.sys.files.is_datagram_socket(args[0] as i32)
+    {
         post_to_self(st, signal::SIGPIPE as u64);
     }
     let rax = match result {
@@ -136,12 +141,16 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
     }
 }
 
-/// Whether a call that has to wait for a pipe (`Errno::WOULD_BLOCK`)
-/// writes (`Some(true)`) or reads its fd (its first argument).
+/// Whether a call that has to wait for a pipe or socket
+/// (`Errno::WOULD_BLOCK`) writes (`Some(true)`) or reads its fd (its
+/// first argument; a socket's `accept` waits for it to read).
 fn io_direction(number: u64) -> Option<bool> {
     match number {
-        SYS_READ | SYS_READV => Some(false),
-        SYS_WRITE | SYS_WRITEV => Some(true),
+        SYS_READ | SYS_READV | SYS_RECVFROM | SYS_RECVMSG | SYS_RECVMMSG | SYS_ACCEPT
+        | SYS_ACCEPT4 => Some(false),
+        SYS_WRITE | SYS_WRITEV | SYS_SENDTO | SYS_SENDMSG | SYS_SENDMMSG | SYS_SENDFILE => {
+            Some(true)
+        }
         _ => None,
     }
 }
@@ -351,7 +360,7 @@ const MSG_NOSIGNAL: u64 = 0x4000;
 
 /// True when Linux raises SIGPIPE along with EPIPE for this call: writes to a
 /// pipe or socket whose reading end is gone, unless the send asked for
-/// `MSG_NOSIGNAL`.
+/// `MSG_NOSIGNAL` (or the socket is a datagram one, which never raises it).
 fn raises_sigpipe(number: u64, args: [u64; 6]) -> bool {
     match number {
         SYS_WRITE | SYS_WRITEV | SYS_PWRITEV | SYS_SENDFILE | SYS_SPLICE => true,

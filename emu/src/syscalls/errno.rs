@@ -43,9 +43,23 @@ impl Errno {
     pub const ENOTEMPTY: Errno = Errno(39);
     pub const ELOOP: Errno = Errno(40);
     pub const ENOTSOCK: Errno = Errno(88);
-    pub const EAFNOSUPPORT: Errno = Errno(97);
+    pub const EDESTADDRREQ: Errno = Errno(89);
+    pub const EMSGSIZE: Errno = Errno(90);
+    pub const EPROTOTYPE: Errno = Errno(91);
+    pub const ENOPROTOOPT: Errno = Errno(92);
+    pub const EPROTONOSUPPORT: Errno = Errno(93);
+    pub const ESOCKTNOSUPPORT: Errno = Errno(94);
     pub const EOPNOTSUPP: Errno = Errno(95);
+    pub const EAFNOSUPPORT: Errno = Errno(97);
+    pub const EADDRINUSE: Errno = Errno(98);
+    pub const EADDRNOTAVAIL: Errno = Errno(99);
+    pub const ENETUNREACH: Errno = Errno(101);
+    pub const ECONNRESET: Errno = Errno(104);
+    pub const EISCONN: Errno = Errno(106);
+    pub const ENOTCONN: Errno = Errno(107);
     pub const ECONNREFUSED: Errno = Errno(111);
+    pub const EALREADY: Errno = Errno(114);
+    pub const EINPROGRESS: Errno = Errno(115);
 
     /// Not an errno the guest ever sees (the kernel's internal
     /// `ERESTARTSYS`): the call has to wait for another guest process (a

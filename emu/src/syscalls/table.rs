@@ -93,7 +93,7 @@ pub(crate) enum FileGroup {
     Attributes,
     /// `storage.rs`: sync, fallocate, mknod.
     Storage,
-    /// `network.rs`: sockets (refused).
+    /// `network.rs`: sockets between the run's processes.
     Network,
 }
 
@@ -304,42 +304,51 @@ syscall_table! {
     );
     SYS_GETPID = 39 => getpid: Process, Full;
     SYS_SENDFILE = 40 => sendfile: Files(FdOps), Full;
-    SYS_SOCKET = 41 => socket: Files(Network), Refused(
-        "network families get EACCES (and one note); AF_UNIX sockets are created but reach \
-         nothing"
+    SYS_SOCKET = 41 => socket: Files(Network), Partial(
+        "AF_UNIX stream, datagram and seqpacket sockets and AF_INET/AF_INET6 TCP and UDP, all \
+         between the run's own processes (no host socket is bound or connected); other families \
+         get EAFNOSUPPORT, raw sockets EPERM"
     );
-    SYS_CONNECT = 42 => connect: Files(Network), Refused(
-        "ENOENT for an AF_UNIX address (ECONNREFUSED for an abstract name): no such socket \
-         exists; ENOTSOCK for other addresses"
+    SYS_CONNECT = 42 => connect: Files(Network), Partial(
+        "reaches AF_UNIX names and loopback addresses (127.0.0.0/8, ::1) of the run's own \
+         sockets; any other address gets EACCES (and one note) unless --network host lets it \
+         through the host's network; a non-blocking TCP connect to the run's own listener \
+         completes at once and answers EINPROGRESS, as on Linux's loopback"
     );
-    SYS_ACCEPT = 43 => accept: Files(Network), Refused("ENOTSOCK (EBADF when the fd is not open)");
-    SYS_SENDTO = 44 => sendto: Files(Network), Refused("ENOTSOCK (EBADF when the fd is not open)");
-    SYS_RECVFROM = 45 => recvfrom: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_ACCEPT = 43 => accept: Files(Network), Full;
+    SYS_SENDTO = 44 => sendto: Files(Network), Partial(
+        "a blocking send moves what fits and returns a short count rather than waiting for the \
+         rest; a UDP datagram to an address outside the run gets EACCES (without --network \
+         host)"
     );
-    SYS_SENDMSG = 46 => sendmsg: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_RECVFROM = 45 => recvfrom: Files(Network), Partial(
+        "MSG_WAITALL takes at most 512 KiB; MSG_OOB gets EINVAL"
     );
-    SYS_RECVMSG = 47 => recvmsg: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_SENDMSG = 46 => sendmsg: Files(Network), Partial(
+        "as sendto; SCM_RIGHTS passes fds, SCM_CREDENTIALS is accepted and not passed on"
     );
-    SYS_SHUTDOWN = 48 => shutdown: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_RECVMSG = 47 => recvmsg: Files(Network), Partial(
+        "as recvfrom; SCM_RIGHTS only (no SCM_CREDENTIALS with SO_PASSCRED)"
     );
-    SYS_BIND = 49 => bind: Files(Network), Refused("ENOTSOCK (EBADF when the fd is not open)");
-    SYS_LISTEN = 50 => listen: Files(Network), Refused("ENOTSOCK (EBADF when the fd is not open)");
-    SYS_GETSOCKNAME = 51 => getsockname: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_SHUTDOWN = 48 => shutdown: Files(Network), Full;
+    SYS_BIND = 49 => bind: Files(Network), Partial(
+        "AF_UNIX paths (a socket file inside the guest's root), abstract names, and loopback or \
+         wildcard IP addresses (others get EADDRNOTAVAIL); ephemeral ports count up from 32768"
     );
-    SYS_GETPEERNAME = 52 => getpeername: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_LISTEN = 50 => listen: Files(Network), Partial(
+        "connections queue without limit up to SOMAXCONN; the backlog is not enforced"
     );
-    SYS_SOCKETPAIR = 53 => socketpair: Files(Network), Refused("EACCES (and one note)");
-    SYS_SETSOCKOPT = 54 => setsockopt: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_GETSOCKNAME = 51 => getsockname: Files(Network), Full;
+    SYS_GETPEERNAME = 52 => getpeername: Files(Network), Full;
+    SYS_SOCKETPAIR = 53 => socketpair: Files(Network), Full;
+    SYS_SETSOCKOPT = 54 => setsockopt: Files(Network), Partial(
+        "common SOL_SOCKET, TCP, UDP, IP and IPv6 options are kept and read back; \
+         SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY and SO_RCVTIMEO/SO_SNDTIMEO act, the others \
+         have no packets to act on; unknown options get ENOPROTOOPT"
     );
-    SYS_GETSOCKOPT = 55 => getsockopt: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_GETSOCKOPT = 55 => getsockopt: Files(Network), Partial(
+        "as setsockopt; SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_ERROR, SO_ACCEPTCONN and \
+         SO_PEERCRED (guest pid and ids) from the socket"
     );
     SYS_CLONE = 56 => clone: Threads, Partial(
         "threads (CLONE_VM | CLONE_SIGHAND | CLONE_THREAD) and processes (no CLONE_VM, or \
@@ -641,9 +650,7 @@ syscall_table! {
     SYS_FALLOCATE = 285 => fallocate: Files(Storage), Full;
     SYS_TIMERFD_SETTIME = 286 => timerfd_settime;
     SYS_TIMERFD_GETTIME = 287 => timerfd_gettime;
-    SYS_ACCEPT4 = 288 => accept4: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
-    );
+    SYS_ACCEPT4 = 288 => accept4: Files(Network), Full;
     SYS_SIGNALFD4 = 289 => signalfd4;
     SYS_EVENTFD2 = 290 => eventfd2: Files(FdOps), Partial(
         "a host eventfd: a read or write that has to wait blocks the guest thread as a guest \
@@ -657,8 +664,8 @@ syscall_table! {
     SYS_PWRITEV = 296 => pwritev: Files(Io), Full;
     SYS_RT_TGSIGQUEUEINFO = 297 => rt_tgsigqueueinfo;
     SYS_PERF_EVENT_OPEN = 298 => perf_event_open;
-    SYS_RECVMMSG = 299 => recvmmsg: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
+    SYS_RECVMMSG = 299 => recvmmsg: Files(Network), Partial(
+        "waits for the first message only (as with MSG_WAITFORONE); its timeout is ignored"
     );
     SYS_FANOTIFY_INIT = 300 => fanotify_init;
     SYS_FANOTIFY_MARK = 301 => fanotify_mark;
@@ -670,9 +677,7 @@ syscall_table! {
     SYS_OPEN_BY_HANDLE_AT = 304 => open_by_handle_at;
     SYS_CLOCK_ADJTIME = 305 => clock_adjtime;
     SYS_SYNCFS = 306 => syncfs: Files(Storage), Full;
-    SYS_SENDMMSG = 307 => sendmmsg: Files(Network), Refused(
-        "ENOTSOCK (EBADF when the fd is not open)"
-    );
+    SYS_SENDMMSG = 307 => sendmmsg: Files(Network), Partial("as sendmsg, message by message");
     SYS_SETNS = 308 => setns;
     SYS_GETCPU = 309 => getcpu: Process, Full;
     SYS_PROCESS_VM_READV = 310 => process_vm_readv;

@@ -168,6 +168,7 @@ impl GuestProcess {
         let process = parent.sys.process.for_child(pid);
         let mut files = files;
         files.use_random(process.random_stream());
+        files.belong_to(pid);
         let sys = SyscallState {
             files,
             process,

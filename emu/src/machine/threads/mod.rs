@@ -280,10 +280,13 @@ pub fn wait_for_signal(st: &mut MachineState) {
     block(st, Wait::Signal, None, Errno::EINTR.to_rax());
 }
 
-/// A read or write of a guest pipe that has to wait for another process:
-/// the thread blocks, and its call runs again once the pipe is ready.
-pub fn wait_for_io(st: &mut MachineState, fd: i32, write: bool) {
-    block(st, Wait::Io { fd, write }, None, 0);
+/// A read or write of a guest pipe or socket that has to wait for another
+/// thread or process: the thread blocks, and its call runs again once the
+/// fd is ready, or fails with `EAGAIN` after `limit_ns` of virtual time
+/// (a socket's `SO_RCVTIMEO`/`SO_SNDTIMEO`).
+pub fn wait_for_io(st: &mut MachineState, fd: i32, write: bool, limit_ns: Option<u64>) {
+    let deadline = limit_ns.map(|ns| deadline_of(st, Timeout::After(ns)));
+    block(st, Wait::Io { fd, write }, deadline, Errno::EAGAIN.to_rax());
 }
 
 /// A `poll` of guest pipes none of which is ready: the thread blocks until

@@ -13,6 +13,8 @@ use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 const TCGETS: u64 = 0x5401;
 const TIOCGWINSZ: u64 = 0x5413;
 const FIONREAD: u64 = 0x541B;
+/// `TIOCOUTQ`, which is `SIOCOUTQ` for a socket.
+const TIOCOUTQ: u64 = 0x5411;
 const FIONBIO: u64 = 0x5421;
 const FIONCLEX: u64 = 0x5450;
 const FIOCLEX: u64 = 0x5451;
@@ -129,7 +131,18 @@ impl Files {
         let out_len = match request {
             TCGETS => TERMIOS_SIZE,
             TIOCGWINSZ => 8,
-            FIONREAD => 4,
+            FIONREAD => match self.socket_bytes_waiting(fd) {
+                Some(n) => {
+                    mem.write(arg, &n.to_le_bytes())?;
+                    return Ok(0);
+                }
+                None => 4,
+            },
+            TIOCOUTQ if self.fds.get(fd)?.socket.is_some() => {
+                // Nothing a guest socket sends stays unsent.
+                mem.write(arg, &0u32.to_le_bytes())?;
+                return Ok(0);
+            }
             FIONBIO => {
                 mem.read(arg, &mut buf[..4])?;
                 4
@@ -277,8 +290,23 @@ impl Files {
         offset_addr: u64,
         count: u64,
     ) -> SysResult {
-        let out_host = self.fds.host(out_fd)?;
+        let out = self.fds.get(out_fd)?;
         let in_host = self.fds.host(in_fd)?;
+        if out.socket.as_ref().is_some_and(|s| !s.connected_stream()) {
+            return Err(Errno::ENOTCONN);
+        }
+        // A guest pipe or socket's reader is a guest thread: move what
+        // fits now, or wait in the guest.
+        let waits = out.waits_in_guest();
+        let out_host = out.host.as_fd();
+        let _nonblocking = match waits {
+            true => Some(host::NonBlocking::set(out_host)?),
+            false => None,
+        };
+        let waited = |e: Errno| match e {
+            Errno::EAGAIN if waits => Errno::WOULD_BLOCK,
+            other => other,
+        };
         let count = count.min(MAX_RW_COUNT) as usize;
         if offset_addr == 0 {
             // SAFETY: no offset pointer.
@@ -290,7 +318,7 @@ impl Files {
                     count,
                 )
             };
-            return host::check(ret as i64);
+            return host::check(ret as i64).map_err(waited);
         }
         let mut offset = mem.read_u64(offset_addr)? as i64;
         // SAFETY: `offset` is a valid host off_t.
@@ -302,7 +330,7 @@ impl Files {
                 count,
             )
         };
-        let moved = host::check(ret as i64)?;
+        let moved = host::check(ret as i64).map_err(waited)?;
         mem.write_u64(offset_addr, offset as u64)?;
         Ok(moved)
     }

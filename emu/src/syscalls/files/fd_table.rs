@@ -8,8 +8,10 @@
 //! fd 1 never closes emuprof's.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::rc::Rc;
 
 use super::host;
+use super::sockets::Socket;
 use crate::syscalls::Errno;
 
 /// The most guest fds open at once (`RLIMIT_NOFILE` as the guest should see it).
@@ -35,8 +37,9 @@ pub struct FdEntry {
     pub cloexec: bool,
     /// What kind of file it is.
     pub kind: FileKind,
-    /// A pipe or eventfd the guest made (`pipe`/`pipe2`/`eventfd2`), or an
-    /// epoll instance that watches one or nothing yet: the other ends
+    /// A pipe or eventfd the guest made (`pipe`/`pipe2`/`eventfd2`), a
+    /// socket of the run's own (see `sockets`), or an epoll instance that
+    /// watches one of them or nothing yet: the other ends
     /// belong to guest threads and processes, so a call that has to wait
     /// on it lets them run instead of blocking emuprof.
     pub guest_pipe: bool,
@@ -50,6 +53,9 @@ pub struct FdEntry {
     /// a program outside emuprof, so when no guest thread can run, emuprof
     /// waits on the host for it rather than calling the run deadlocked.
     pub named_fifo: bool,
+    /// The guest socket it is (see `sockets`), shared by every fd of its
+    /// open file description.
+    pub socket: Option<Rc<Socket>>,
 }
 
 impl FdEntry {
@@ -71,6 +77,7 @@ impl FdEntry {
             random_device,
             watches_guest_pipe: false,
             named_fifo: false,
+            socket: None,
         })
     }
 
@@ -97,7 +104,18 @@ impl FdEntry {
             random_device: self.random_device,
             watches_guest_pipe: self.watches_guest_pipe,
             named_fifo: self.named_fifo,
+            socket: self.socket.clone(),
         })
+    }
+
+    /// This entry on another host fd of the same open file description
+    /// (one that came in an `SCM_RIGHTS` message), not close-on-exec.
+    pub fn with_host(self, host: OwnedFd) -> FdEntry {
+        FdEntry {
+            host,
+            cloexec: false,
+            ..self
+        }
     }
 }
 

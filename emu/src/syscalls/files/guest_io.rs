@@ -86,6 +86,27 @@ impl<'s> Cursor<'s> {
     }
 }
 
+/// The bytes of guest segments, at most `max` of them.
+pub fn gather(mem: &dyn GuestMemory, segments: &[Segment], max: usize) -> Result<Vec<u8>, Errno> {
+    let mut cursor = Cursor::new(segments);
+    let mut buf = vec![0u8; cursor.remaining().min(max)];
+    let len = buf.len();
+    cursor.advance(len, |addr, range| Ok(mem.read(addr, &mut buf[range])?))?;
+    Ok(buf)
+}
+
+/// Copies `data` into guest segments (as much as they hold).
+pub fn scatter(mem: &mut dyn GuestMemory, segments: &[Segment], data: &[u8]) -> Result<(), Errno> {
+    let mut cursor = Cursor::new(segments);
+    let len = data.len().min(cursor.remaining());
+    cursor.advance(len, |addr, range| Ok(mem.write(addr, &data[range])?))
+}
+
+/// The total length of guest segments.
+pub fn total_len(segments: &[Segment]) -> usize {
+    segments.iter().map(|s| s.1).fold(0, usize::saturating_add)
+}
+
 /// `read`/`readv`/`pread64`: host fd → guest segments. `offset` makes it positional.
 pub fn read_to_guest(
     fd: BorrowedFd<'_>,

@@ -29,6 +29,23 @@ impl Files {
             SYS_OPENAT => self.open_at(mem, a[0], a[1], int_arg(a[2]), a[3] as u32),
             SYS_CLOSE => self.fds.close(fd).map(|()| 0),
             SYS_CLOSE_RANGE => self.close_range(a[0], a[1], a[2]),
+            SYS_READ | SYS_READV if self.is_socket(fd) => {
+                let segments = match call.number {
+                    SYS_READ => Ok(vec![(a[1], a[2] as usize)]),
+                    _ => read_iovecs(mem, a[1], a[2]),
+                };
+                segments.and_then(|s| self.socket_read(mem, fd, &s))
+            }
+            SYS_WRITE | SYS_WRITEV if self.is_socket(fd) => {
+                let segments = match call.number {
+                    SYS_WRITE => Ok(vec![(a[1], a[2] as usize)]),
+                    _ => read_iovecs(mem, a[1], a[2]),
+                };
+                segments.and_then(|s| self.socket_write(mem, fd, &s))
+            }
+            SYS_PREAD64 | SYS_PWRITE64 | SYS_PREADV | SYS_PWRITEV if self.is_socket(fd) => {
+                Err(Errno::ESPIPE)
+            }
             SYS_READ => self.read_fd(mem, fd, &[(a[1], a[2] as usize)], None),
             SYS_PREAD64 => self.read_fd(mem, fd, &[(a[1], a[2] as usize)], Some(a[3])),
             SYS_READV => read_iovecs(mem, a[1], a[2]).and_then(|s| self.read_fd(mem, fd, &s, None)),
@@ -159,6 +176,21 @@ impl Files {
             }
         }
         Ok(0)
+    }
+
+    /// Whether guest fd `fd` is a socket.
+    pub(super) fn is_socket(&self, fd: i32) -> bool {
+        self.fds.get(fd).is_ok_and(|e| e.socket.is_some())
+    }
+
+    /// Whether guest fd `fd` is a datagram socket (whose `EPIPE` comes
+    /// without `SIGPIPE`).
+    pub fn is_datagram_socket(&self, fd: i32) -> bool {
+        self.fds.get(fd).is_ok_and(|e| {
+            e.socket
+                .as_ref()
+                .is_some_and(|s| s.kind == super::sockets::Kind::Datagram)
+        })
     }
 
     fn read_fd(

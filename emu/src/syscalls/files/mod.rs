@@ -4,14 +4,17 @@
 //! (root, working directory, umask). The calls themselves live in one file per
 //! group (`io`, `fd_ops`, `stat`, `dirs`, `attributes`, `storage`, `network`); this file holds the
 //! state, the options and what those groups share. The host side sits beside
-//! them: `fd_table`, `paths`, `path_guard`, `guest_io` and `host`.
+//! them: `fd_table`, `paths`, `path_guard`, `guest_io` and `host`; the
+//! run's own sockets, which `network` answers, live in `sockets`.
 //!
 //! What the guest can learn about the host through this family (and so what
 //! can make two hosts' runs differ): file contents and sizes; `stat` results
 //! (inode numbers, devices, times, `st_blksize`, which stdio uses for buffer
 //! sizes); directory listing order (the host file system's); whether fds 0–2
 //! are terminals (stdio buffering); the working directory's path without
-//! `--root`.
+//! `--root`; how many small unread messages a socket holds before a writer
+//! waits (the host kernel's accounting); with `--network host`, whatever
+//! answers outside the run.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -35,6 +38,7 @@ mod owners;
 pub mod path_guard;
 pub mod paths;
 pub mod select;
+pub mod sockets;
 pub mod stat;
 pub mod storage;
 
@@ -61,6 +65,9 @@ pub struct FilesOptions {
     pub exe_path: PathBuf,
     /// Host files the guest may neither open nor touch (`EACCES`), such as the profile output.
     pub protected_paths: Vec<PathBuf>,
+    /// Let sockets reach addresses outside the run on the host's network
+    /// (`--network host`); without it they get `EACCES`.
+    pub host_network: bool,
 }
 
 impl FilesOptions {
@@ -134,6 +141,15 @@ pub struct Files {
     pub(super) umask: u32,
     pub(super) notes: Vec<String>,
     pub(super) network_noted: bool,
+    /// Whether sockets may reach outside the run (`--network host`).
+    pub(super) host_network: bool,
+    /// Whether the note that they did was given.
+    pub(super) outside_noted: bool,
+    /// The sockets' names, shared with every process of the run.
+    pub(super) network: sockets::namespace::Network,
+    /// The guest pid of the process these files belong to (what
+    /// `SO_PEERCRED` reports of its sockets).
+    pub(super) pid: u64,
     /// Set when emuprof is asked to stop: ends blocking reads (see
     /// [`super::interruptible`]).
     pub(super) interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -181,12 +197,21 @@ impl Files {
             umask: host::current_umask(),
             notes: Vec::new(),
             network_noted: false,
+            host_network: options.host_network,
+            outside_noted: false,
+            network: Default::default(),
+            pid: crate::syscalls::process::GUEST_PID,
             interrupt: Default::default(),
             cpus: crate::cpu::DEFAULT_CPUS,
             cpu_level: crate::cpu::CpuLevel::default(),
             random: RandomStream::new(0),
             inodes: inodes::GuestInodes::default(),
         })
+    }
+
+    /// Makes these the files of guest process `pid`.
+    pub fn belong_to(&mut self, pid: u64) {
+        self.pid = pid;
     }
 
     /// Reads of `/dev/urandom` and `/dev/random` take `stream` (the
@@ -206,6 +231,10 @@ impl Files {
             umask: self.umask,
             notes: Vec::new(),
             network_noted: self.network_noted,
+            host_network: self.host_network,
+            outside_noted: self.outside_noted,
+            network: self.network.clone(),
+            pid: self.pid,
             interrupt: std::sync::Arc::clone(&self.interrupt),
             cpus: self.cpus,
             cpu_level: self.cpu_level,
@@ -270,10 +299,13 @@ impl Files {
     /// go through without waiting now; true for an fd that is not open (the
     /// call then fails at once).
     pub fn is_ready(&self, fd: i32, write: bool) -> bool {
-        let Ok(host) = self.fds.host(fd) else {
+        let Ok(entry) = self.fds.get(fd) else {
             return true;
         };
+        let host = entry.host.as_fd();
+        let waiting_socket = entry.socket.as_ref().filter(|_| !write);
         host::poll_ready(host, write)
+            && waiting_socket.is_none_or(|s| sockets::transfer::ready_to_receive(s, host))
     }
 
     /// The host `pollfd` for waiting until guest fd `fd` is ready to read
