@@ -12,6 +12,7 @@ mod cpu_levels;
 mod determinism;
 mod dynamic;
 mod fidelity;
+mod file_times;
 mod mutual_recursion;
 mod process_profiles;
 mod processes;

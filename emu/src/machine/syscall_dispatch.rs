@@ -270,6 +270,12 @@ fn run_family(
         Family::Credentials => with_call(uc, &st.space, number, args, credentials::handle),
         Family::Processes => return super::processes::call(uc, st, number, args),
         Family::Files(group) => {
+            let now = st
+                .sys
+                .time
+                .clock
+                .realtime_ns(st.feed.instructions_at_last_sync());
+            st.sys.files.set_change_clock(now);
             let result = with_call(uc, &st.space, number, args, |call| {
                 st.sys.files.handle(group, call)
             });

@@ -226,6 +226,8 @@ pub struct TreeFeed {
     /// The thread an adaptive builder moved to.
     /// It hands the builder back when it was wanted back.
     moved: Option<JoinHandle<Option<Box<InlineBuilder>>>>,
+    /// Instructions run at the last [`TreeFeed::sync`].
+    synced_instructions: u64,
 }
 
 /// The builder when it runs on the emulation thread, and where it leaves
@@ -375,6 +377,7 @@ fn spawn_with(
         events_only_setup,
         migration: None,
         moved: None,
+        synced_instructions: 0,
     };
     if let Placement::Adaptive { eager } = placement {
         feed.migration = Some(migration::Migration::new(eager, 0));
@@ -586,11 +589,20 @@ impl TreeFeed {
             .fast_forward
             .as_ref()
             .is_some_and(|ff| ff.limit_reached);
-        TreeState {
+        let state = TreeState {
             instructions: self.published.instructions.load(Ordering::Acquire) + skipped,
             limit_reached: self.published.limit_reached.load(Ordering::Acquire) || skipped_to_limit,
             node: self.published.current_node.load(Ordering::Acquire),
-        }
+        };
+        self.synced_instructions = state.instructions;
+        state
+    }
+
+    /// The instructions run at the last [`TreeFeed::sync`] (0 before the
+    /// first): exact, and known without waiting for the builder, so a
+    /// deterministic time for what does not read the clock itself.
+    pub fn instructions_at_last_sync(&self) -> u64 {
+        self.synced_instructions
     }
 
     /// Whether the builder has applied every batch sent (or is gone).

@@ -6,6 +6,11 @@
 //! each other and with themselves on every run. Two names of one host file
 //! get one number; two files never share one. Device files keep the
 //! device they stand for (`st_rdev`).
+//!
+//! Times follow the same idea: a file whose contents the guest changed (or
+//! whose times it set to "now") shows, for the rest of the run, the virtual
+//! clock's time of that change as its access, modification and change
+//! times, not the host's clock (see `change_times`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -28,7 +33,20 @@ pub struct GuestInodes(Rc<RefCell<Numbering>>);
 struct Numbering {
     devices: HashMap<u64, u64>,
     inodes: HashMap<(u64, u64), u64>,
+    /// Host (device, inode) → the virtual time, in nanoseconds since the
+    /// epoch, of the guest's last change to it, and whether that change
+    /// set explicit access and modification times (which the host holds).
+    changed: HashMap<(u64, u64), (u64, bool)>,
+    /// The latest time given: each change gets a later one.
+    latest_change: u64,
 }
+
+/// Offsets of the access, modification and change times (seconds, then
+/// nanoseconds, 8 bytes each) in `struct stat`.
+const STAT_TIMES: [usize; 3] = [72, 88, 104];
+/// Offsets of `stx_atime`, `stx_mtime` and `stx_ctime` (seconds, 8 bytes,
+/// then nanoseconds, 4 bytes) in `struct statx`.
+const STATX_TIMES: [usize; 3] = [64, 112, 96];
 
 impl GuestInodes {
     /// The guest's number for host device `dev`.
@@ -49,9 +67,43 @@ impl GuestInodes {
         *n.inodes.entry((dev, ino)).or_insert(next)
     }
 
+    /// The guest changed host file `(dev, ino)` at virtual time `now_ns`:
+    /// it shows that time (or a nanosecond after the latest change, so
+    /// that changes stay in order) from now on.
+    pub(super) fn changed(&self, dev: u64, ino: u64, now_ns: u64) {
+        self.record_change(dev, ino, now_ns, false);
+    }
+
+    /// The guest set explicit access and modification times on host file
+    /// `(dev, ino)` at virtual time `now_ns`: the host holds those two, the
+    /// change time is `now_ns`'s.
+    pub(super) fn times_set(&self, dev: u64, ino: u64, now_ns: u64) {
+        self.record_change(dev, ino, now_ns, true);
+    }
+
+    fn record_change(&self, dev: u64, ino: u64, now_ns: u64, explicit: bool) {
+        let mut n = self.0.borrow_mut();
+        let at = now_ns.max(n.latest_change.saturating_add(1));
+        n.latest_change = at;
+        n.changed.insert((dev, ino), (at, explicit));
+    }
+
+    /// The times to show for host file `(dev, ino)`: which of access,
+    /// modification and change time, and the time.
+    fn shown_times(&self, dev: u64, ino: u64) -> Option<(&'static [usize], u64)> {
+        let (at, explicit) = *self.0.borrow().changed.get(&(dev, ino))?;
+        Some((if explicit { &[2] } else { &[0, 1, 2] }, at))
+    }
+
     /// A `struct stat` with the guest's numbers.
     pub(super) fn guest_stat(&self, raw: &mut [u8]) {
         let (dev, ino) = (word(raw, STAT_DEV), word(raw, STAT_INO));
+        if let Some((which, at)) = self.shown_times(dev, ino) {
+            for &i in which {
+                put(raw, STAT_TIMES[i], at / 1_000_000_000);
+                put(raw, STAT_TIMES[i] + 8, at % 1_000_000_000);
+            }
+        }
         let ino = self.inode(dev, ino);
         put(raw, STAT_INO, ino);
         put(raw, STAT_DEV, self.device(dev));
@@ -64,6 +116,14 @@ impl GuestInodes {
                 .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let dev = libc::makedev(half(STATX_DEV_MAJOR), half(STATX_DEV_MINOR));
+        if let Some((which, at)) = self.shown_times(dev, word(raw, STATX_INO)) {
+            for &i in which {
+                put(raw, STATX_TIMES[i], at / 1_000_000_000);
+                if let Some(field) = raw.get_mut(STATX_TIMES[i] + 8..STATX_TIMES[i] + 12) {
+                    field.copy_from_slice(&((at % 1_000_000_000) as u32).to_le_bytes());
+                }
+            }
+        }
         let ino = self.inode(dev, word(raw, STATX_INO));
         put(raw, STATX_INO, ino);
         let minor = self.device(dev) as u32;

@@ -21,6 +21,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 pub mod attributes;
+mod change_times;
 pub mod dirs;
 pub mod epoll;
 pub mod fd_ops;
@@ -162,6 +163,9 @@ pub struct Files {
     /// The inode and device numbers the guest sees (shared with every
     /// process of the run).
     pub(super) inodes: inodes::GuestInodes,
+    /// The virtual time of the changes the current call makes (see
+    /// `change_times`).
+    pub(super) change_clock_ns: u64,
 }
 
 impl Files {
@@ -206,6 +210,7 @@ impl Files {
             cpu_level: crate::cpu::CpuLevel::default(),
             random: RandomStream::new(0),
             inodes: inodes::GuestInodes::default(),
+            change_clock_ns: 0,
         })
     }
 
@@ -240,6 +245,7 @@ impl Files {
             cpu_level: self.cpu_level,
             random: self.random.fork(),
             inodes: self.inodes.clone(),
+            change_clock_ns: self.change_clock_ns,
         })
     }
 
@@ -338,7 +344,7 @@ impl Files {
     /// Runs the syscall in `group`, the part of this family the syscall
     /// table gives it to; `None` when that group does not own the number.
     pub fn handle(&mut self, group: FileGroup, call: &mut SyscallCall<'_>) -> Option<SysResult> {
-        match group {
+        let result = match group {
             FileGroup::Io => self.handle_io(call),
             FileGroup::FdOps => self.handle_fd_ops(call),
             FileGroup::Stat => self.handle_stat(call),
@@ -346,7 +352,11 @@ impl Files {
             FileGroup::Attributes => self.handle_attributes(call),
             FileGroup::Storage => self.handle_storage(call),
             FileGroup::Network => self.handle_network(call),
+        };
+        if let Some(Ok(ret)) = result {
+            self.note_change(call, ret);
         }
+        result
     }
 
     /// One-time messages for the user (without the `emuprof:` prefix), such

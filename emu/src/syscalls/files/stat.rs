@@ -2,9 +2,11 @@
 //! (the older `utime`/`utimes`/`futimesat` are in `attributes`).
 //!
 //! Results are the host kernel's structures (host and guest are both x86-64
-//! Linux), so times and sizes are the host's; owners are the guest's
-//! (`owners`: the host user's files are the guest user's), and so are inode
-//! and device numbers (`inodes`: numbered as the guest first sees them).
+//! Linux), so sizes are the host's, and so are times except for the files
+//! the guest changed (`change_times`: the virtual clock's); owners are the
+//! guest's (`owners`: the host user's files are the guest user's), and so
+//! are inode and device numbers (`inodes`: numbered as the guest first sees
+//! them).
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
