@@ -35,7 +35,8 @@ pub mod tools;
 
 pub use callgrind::{parse_callgrind, run_callgrind, run_callgrind_parts, CallgrindProfile};
 pub use process::{
-    emuprof_stdout, run_emuprof, run_native, run_with_block_trace, EmuprofCommand, EmuprofRun,
+    emuprof_stdout, run_emuprof, run_native, run_with_block_trace, split_stderr, EmuprofCommand,
+    EmuprofRun,
 };
 pub use testprogs::{testprog, testprog_variants, Libc, ProgramSpec, Variant, PROGRAMS};
 

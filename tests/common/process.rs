@@ -329,3 +329,17 @@ pub fn run_with_block_trace(
         run.profile_bytes.expect("profile written"),
     )
 }
+
+/// The guest's own stderr, and emuprof's `emuprof:` lines taken out of it.
+pub fn split_stderr(stderr: &[u8]) -> (Vec<u8>, Vec<String>) {
+    let mut guest = Vec::new();
+    let mut emuprof = Vec::new();
+    for line in stderr.split_inclusive(|&b| b == b'\n') {
+        if line.starts_with(b"emuprof:") {
+            emuprof.push(String::from_utf8_lossy(line).trim_end().to_string());
+        } else {
+            guest.extend_from_slice(line);
+        }
+    }
+    (guest, emuprof)
+}

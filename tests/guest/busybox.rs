@@ -139,7 +139,7 @@ fn busybox_applets_match_a_native_run() {
         let native = run_case(case, &native_dir, None);
         let profile = top.path().join("profile.json");
         let emu = run_case(case, &emu_dir, Some(&profile));
-        let (emu_stderr, emuprof_lines) = split_stderr(&emu.stderr);
+        let (emu_stderr, emuprof_lines) = common::split_stderr(&emu.stderr);
         if native.stdout != emu.stdout {
             failures.push(format!(
                 "{what}: stdout differs\n--- native\n{}\n--- emuprof\n{}",
@@ -220,20 +220,6 @@ fn run_case(case: &Case, dir: &Path, profile: Option<&Path>) -> Output {
     };
     command.env_clear().envs(ENV).current_dir(dir);
     run_with_timeout(command, &format!("busybox {}", case.args.join(" ")))
-}
-
-/// The guest's own stderr, and emuprof's `emuprof:` lines taken out of it.
-fn split_stderr(stderr: &[u8]) -> (Vec<u8>, Vec<String>) {
-    let mut guest = Vec::new();
-    let mut emuprof = Vec::new();
-    for line in stderr.split_inclusive(|&b| b == b'\n') {
-        if line.starts_with(b"emuprof:") {
-            emuprof.push(String::from_utf8_lossy(line).trim_end().to_string());
-        } else {
-            guest.extend_from_slice(line);
-        }
-    }
-    (guest, emuprof)
 }
 
 /// What is wrong with the profile of a complete run, if anything.

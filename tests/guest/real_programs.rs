@@ -199,7 +199,7 @@ fn debian_tools_match_a_native_run_and_count_the_same_twice() {
                 run(&tool, case.args, &emu_dir, Some(profile))
             })
             .collect();
-        let (emu_stderr, emuprof_lines) = split_stderr(&emu[0].stderr);
+        let (emu_stderr, emuprof_lines) = common::split_stderr(&emu[0].stderr);
         if native.stdout != emu[0].stdout || native.stderr != emu_stderr {
             failures.push(format!(
                 "{what}: output differs\n--- native\n{}{}\n--- emuprof\n{}{}",
@@ -312,20 +312,6 @@ fn make_work_dir(dir: &Path) {
         "prog: main.o f.o\n\tgcc -o prog main.o f.o\n%.o: %.c\n\tgcc -c $<\n",
     )
     .expect("write");
-}
-
-/// The guest's own stderr, and emuprof's `emuprof:` lines taken out of it.
-fn split_stderr(stderr: &[u8]) -> (Vec<u8>, Vec<String>) {
-    let mut guest = Vec::new();
-    let mut emuprof = Vec::new();
-    for line in stderr.split_inclusive(|&b| b == b'\n') {
-        if line.starts_with(b"emuprof:") {
-            emuprof.push(String::from_utf8_lossy(line).trim_end().to_string());
-        } else {
-            guest.extend_from_slice(line);
-        }
-    }
-    (guest, emuprof)
 }
 
 /// `totals.instructions` of the profile at `path`, if it was written.

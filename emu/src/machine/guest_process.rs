@@ -192,8 +192,7 @@ impl GuestProcess {
         // Only the first program starts late (an exec'd one inherits state).
         let late_start = options.start.filter(|_| first_program);
         let plan = feed_plan(&uc, &setup, &options, late_start.is_some());
-        let (mut feed, builder) =
-            tree_feed::spawn(setup, plan.placement).map_err(EmuError::BuilderStart)?;
+        let (mut feed, builder) = tree_feed::spawn(setup, &plan).map_err(EmuError::BuilderStart)?;
         // Loading changed code nothing has decoded yet.
         space.take_code_changes();
         // The guest could rewrite writable text without a system call: such

@@ -193,8 +193,7 @@ impl GuestProcess {
             cpu_state: block_trace::cpu_state(uc.get_handle()),
         };
         let plan = feed_plan(&uc, &setup, &options, false);
-        let (feed, builder) =
-            tree_feed::spawn(setup, plan.placement).map_err(EmuError::BuilderStart)?;
+        let (feed, builder) = tree_feed::spawn(setup, &plan).map_err(EmuError::BuilderStart)?;
         let identity = RawProcess {
             pid,
             parent: Some(parent.pid),

@@ -169,25 +169,36 @@ pub(super) struct Setup {
     dumps: Option<Arc<crate::dumps::Dumps>>,
 }
 
-impl Setup {
-    /// What a run set up as `setup` needs, unless it needs every block (a
-    /// cache or branch simulation, parts cut at instruction counts or
-    /// returns, Valgrind client requests).
-    pub(super) fn of(setup: &super::BuilderSetup) -> Option<Setup> {
-        let dumps = setup.dumps.as_ref().map(|part| Arc::clone(&part.dumps));
-        let cuts_anywhere = dumps.as_ref().is_some_and(|d| !d.only_on_request());
-        // A client request moves costs across the block that makes it, and
-        // may cut a part there: the builder needs every block around it.
-        let requests = setup
+/// Whether the builder of a run set up as `setup` needs every block, so
+/// that blocks cannot send events only where the call tree can change: a
+/// cache or branch simulation, parts cut at instruction counts or returns,
+/// Valgrind client requests in the code.
+pub(super) fn needs_every_block(setup: &super::BuilderSetup) -> bool {
+    let cuts_anywhere = setup
+        .dumps
+        .as_ref()
+        .is_some_and(|part| !part.dumps.only_on_request());
+    // A client request moves costs across the block that makes it, and may
+    // cut a part there: the builder needs every block around it.
+    let requests = || {
+        setup
             .code
             .spans()
-            .any(|(start, bytes)| !crate::client_requests::markers_in(start, bytes).is_empty());
-        (!setup.simulation.any() && !cuts_anywhere && !requests).then(|| Setup {
+            .any(|(start, bytes)| !crate::client_requests::markers_in(start, bytes).is_empty())
+    };
+    setup.simulation.any() || cuts_anywhere || requests()
+}
+
+impl Setup {
+    /// What sending events only where the call tree can change needs of a
+    /// run set up as `setup` (one that does not need every block).
+    pub(super) fn new(setup: &super::BuilderSetup) -> Setup {
+        Setup {
             code: Arc::clone(&setup.code),
             function_starts: Arc::clone(&setup.function_starts),
             instruction_limit: setup.instruction_limit,
-            dumps,
-        })
+            dumps: setup.dumps.as_ref().map(|part| Arc::clone(&part.dumps)),
+        }
     }
 }
 

@@ -1,6 +1,9 @@
 //! The feed and its builder, both placements.
 
 use super::*;
+use crate::tree::call_tree::CallTreeBuilder;
+use crate::tree::code_snapshot::CodeSnapshot;
+use emuprof_loader::FunctionStarts;
 
 /// call rel32; ret; syscall at 0x1000, 0x2000, 0x1005.
 fn snapshot() -> CodeSnapshot {
@@ -47,7 +50,14 @@ fn run_placed(
         dumps: None,
         cpu_state: None,
     };
-    let (mut feed, handle) = spawn(setup, placement).expect("a thread");
+    // Blocks reach the feed as the hook sends them (no engine here).
+    let plan = FeedPlan {
+        stack_pointer: StackPointerPath::HookArgument,
+        placement,
+        blocks: BlockPath::HookEveryBlock,
+        memory_accesses: MemoryAccesses::NotSimulated,
+    };
+    let (mut feed, handle) = spawn(setup, &plan).expect("a thread");
     events(&mut feed);
     let state = feed.close();
     drop(feed);
