@@ -137,8 +137,9 @@ pub fn select_model(uc: &mut Unicorn<'_, ()>, level: CpuLevel) -> Result<(), Emu
     for (word, value) in features {
         // SAFETY: a live engine; the control reads an int and a u32. Stock
         // Unicorn reads neither and answers UC_ERR_ARG.
-        let rc =
-            unsafe { crate::machine::uc_ctl_raw(uc.get_handle(), CTL_CPU_FEATURE, word, value) };
+        let rc = unsafe {
+            crate::engine_seam::uc_ctl_raw(uc.get_handle(), CTL_CPU_FEATURE, word, value)
+        };
         if rc != 0 {
             if level == CpuLevel::default() {
                 return Ok(());

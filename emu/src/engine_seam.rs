@@ -11,6 +11,8 @@
 
 use std::ffi::c_int;
 
+use unicorn_engine::{uc_engine, Unicorn};
+
 use crate::tree::blocks::Terminator;
 use crate::tree::tree_feed::InlineMode;
 
@@ -34,6 +36,44 @@ pub(crate) const CTL_VECTOR_UNIT: c_int = 0x6572;
 pub(crate) const CTL_CPU_FEATURE: c_int = 0x6573;
 /// `UC_CTL_EMUPROF_MEMORY_TRACE`: records data accesses inline.
 pub(crate) const CTL_MEMORY_TRACE: c_int = 0x6574;
+/// `UC_CTL_EMUPROF_TLB_FLUSH_RANGE` (speed series): drops the TLB entries of
+/// one range of pages only.
+pub(crate) const CTL_TLB_FLUSH_RANGE: c_int = 0x6575;
+/// `UC_CTL_IO_WRITE << 30 | 2 << 26` (two arguments), as `UC_CTL_WRITE`
+/// builds it.
+const CTL_WRITE_TWO_ARGS: u32 = 1 << 30 | 2 << 26;
+
+unsafe extern "C" {
+    /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
+    #[link_name = "uc_ctl"]
+    pub(crate) fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+}
+
+/// Drops the TLB entries of the pages of `[start, start + len)`: of those
+/// pages only with emuprof's Unicorn build, every entry with stock Unicorn
+/// (which rejects the control).
+pub(crate) fn flush_tlb_range(
+    uc: &mut Unicorn<'_, ()>,
+    start: u64,
+    len: u64,
+) -> Result<(), unicorn_engine::uc_error> {
+    // SAFETY: `uc` is a live engine; the control reads two u64 arguments.
+    // Stock Unicorn reads none and returns UC_ERR_ARG.
+    let rc = unsafe {
+        uc_ctl_raw(
+            uc.get_handle(),
+            CTL_WRITE_TWO_ARGS | CTL_TLB_FLUSH_RANGE as u32,
+            start,
+            len,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        uc.ctl_flush_tlb()
+    }
+}
+
 /// `UC_EMUPROF_FUNCTION_START`, added to a block's [`InlineMode`] where a
 /// function starts.
 pub(crate) const FUNCTION_START: c_int = 0x100;
@@ -79,6 +119,7 @@ const _: () = {
     assert!(CTL_VECTOR_UNIT as i64 == c::UC_CTL_EMUPROF_VECTOR_UNIT);
     assert!(CTL_CPU_FEATURE as i64 == c::UC_CTL_EMUPROF_CPU_FEATURE);
     assert!(CTL_MEMORY_TRACE as i64 == c::UC_CTL_EMUPROF_MEMORY_TRACE);
+    assert!(CTL_TLB_FLUSH_RANGE as i64 == c::UC_CTL_EMUPROF_TLB_FLUSH_RANGE);
     assert!(FUNCTION_START as i64 == c::UC_EMUPROF_FUNCTION_START);
     assert!(InlineMode::Hook as i64 == c::UC_EMUPROF_HOOK);
     assert!(InlineMode::Record as i64 == c::UC_EMUPROF_RECORD);

@@ -150,3 +150,32 @@ fn glibc_plt_stubs_are_named_functions_not_a_busy_init() {
         "calls through the memcpy IFUNC stub are memcpy@plt's"
     );
 }
+
+/// Pages read or written a moment before an `mprotect`, a `munmap` or a
+/// `MAP_FIXED` mapping over them behave at once as the new mapping says,
+/// one page of a range or two hundred (emuprof drops only the changed
+/// pages from the emulated TLB).
+#[test]
+fn mapping_changes_take_effect_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for compiler in COMPILERS {
+        let Some(binary) = build(dir.path(), compiler, "mapping_changes.c") else {
+            continue;
+        };
+        let native = Command::new(&binary)
+            .env_clear()
+            .output()
+            .expect("native run");
+        assert!(native.status.success(), "{compiler}: native run failed");
+        let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
+        assert_eq!(
+            run.stdout, native.stdout,
+            "{compiler}: stdout; {}",
+            run.stderr
+        );
+        assert!(
+            String::from_utf8_lossy(&run.stdout).contains("page 3 after PROT_NONE: fault"),
+            "{compiler}: the probes ran"
+        );
+    }
+}

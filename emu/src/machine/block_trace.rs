@@ -58,7 +58,7 @@ use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
 use super::stop::contain_panic_translating;
-use crate::engine_seam::{CTL_BLOCK_TRACE, CTL_CPU_STATE, FUNCTION_START};
+use crate::engine_seam::{uc_ctl_raw, CTL_BLOCK_TRACE, CTL_CPU_STATE, FUNCTION_START};
 use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
 
 /// `UC_CTL_IO_READ << 30 | 1 << 26` (one argument), as `UC_CTL_READ`
@@ -67,12 +67,6 @@ const CTL_READ_ONE_ARG: u32 = 2 << 30 | 1 << 26;
 /// `UC_CTL_IO_WRITE << 30 | 6 << 26` (six arguments), as `UC_CTL_WRITE`
 /// builds it.
 const CTL_WRITE_SIX_ARGS: u32 = 1 << 30 | 6 << 26;
-
-unsafe extern "C" {
-    /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
-    #[link_name = "uc_ctl"]
-    pub(crate) fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
-}
 
 /// The address of the CPU state `uc`'s translated code works on, from
 /// emuprof's Unicorn build (`None` from stock Unicorn): the feed places

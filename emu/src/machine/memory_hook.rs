@@ -23,11 +23,12 @@
 //! call, which costs several times the access.
 
 use std::cell::RefCell;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 use unicorn_engine::{uc_engine, HookType, RegisterX86, Unicorn};
 
 use super::state::MachineState;
+use crate::engine_seam::uc_ctl_raw;
 use crate::error::EmuError;
 use crate::tree::tree_feed::{TraceCursor, TreeEvent};
 
@@ -63,12 +64,6 @@ crate::engine_seam::same_layout_as_c!(
         user_data
     }
 );
-
-unsafe extern "C" {
-    /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
-    #[link_name = "uc_ctl"]
-    fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
-}
 
 /// Asks the engine to record every data access at `cursor` (see the module
 /// doc). True when it will (emuprof's Unicorn build); false with stock

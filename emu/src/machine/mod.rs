@@ -3,7 +3,6 @@
 
 mod block_hook;
 mod block_trace;
-pub(crate) use block_trace::uc_ctl_raw;
 mod client_request_hook;
 mod code_changes;
 mod guest_process;

@@ -161,7 +161,7 @@ impl AddressSpace {
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
         if replaced {
-            flush_tlb(uc)?;
+            flush_tlb(uc, addr, len)?;
         }
         if prot.exec {
             self.new_code.push((addr, len));
@@ -224,7 +224,7 @@ impl AddressSpace {
             .collect();
         self.tables.set(uc, &mut self.phys, &entries)?;
         self.drop_pages(addr, len);
-        flush_tlb(uc)
+        flush_tlb(uc, addr, len)
     }
 
     /// Changes permissions of `[addr, addr + len)`. Fails with the first
@@ -254,7 +254,7 @@ impl AddressSpace {
             }
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
-        flush_tlb(uc)?;
+        flush_tlb(uc, addr, len)?;
         if prot.exec {
             self.new_code.push((addr, len));
         }
@@ -534,7 +534,9 @@ fn drop_translations(uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) {
     let _ = uc.ctl_remove_cache(addr, addr + len);
 }
 
-fn flush_tlb(uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
-    uc.ctl_flush_tlb()
+/// Drops what the TLB holds of `[addr, addr + len)`, whose page table
+/// entries changed.
+fn flush_tlb(uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) -> Result<(), EmuError> {
+    crate::engine_seam::flush_tlb_range(uc, addr, len)
         .map_err(|e| EmuError::unicorn("flushing the TLB", e))
 }

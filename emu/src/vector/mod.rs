@@ -74,7 +74,7 @@ pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
     // SAFETY: a live engine; the control takes one pointer to a unit that
     // lives for the whole program, as the engine keeps a copy of it.
     let rc = unsafe {
-        crate::machine::uc_ctl_raw(
+        crate::engine_seam::uc_ctl_raw(
             uc.get_handle(),
             crate::engine_seam::CTL_VECTOR_UNIT as u32 | (UC_CTL_IO_WRITE << 30) | (1 << 26),
             &raw const UNIT,
