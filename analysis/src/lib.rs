@@ -56,6 +56,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod annotate;
+mod bounded_strings;
 pub mod callgraph;
 pub mod code_table;
 pub mod collect;

@@ -7,7 +7,7 @@
 
 use std::io::{Read, Write};
 
-use emuprof_model::Simulation;
+use emuprof_model::{FoldedRecursion, Simulation};
 use serde::{Deserialize, Serialize};
 
 use crate::code_table::CodeTable;
@@ -55,6 +55,7 @@ pub struct Profile {
     /// Version of emuprof that recorded the profile.
     pub emuprof_version: String,
     /// The guest's argv.
+    #[serde(deserialize_with = "crate::bounded_strings::strings")]
     pub command: Vec<String>,
     /// The files whose code ran: the program first, then its dynamic linker
     /// and the shared libraries in the order they were loaded. Counts depend
@@ -83,6 +84,10 @@ pub struct Profile {
     /// its first instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<Started>,
+    /// Set when the call tree folded deep recursion to stay bounded (see
+    /// [`FoldedRecursion`]); absent for a tree with one context per path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folded_recursion: Option<FoldedRecursion>,
     /// The guest's threads: the main thread first (root `call_tree[0]`), the
     /// others in creation order. Version-1 profiles read as one main thread.
     #[serde(default)]
@@ -168,6 +173,7 @@ pub struct Totals {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Function {
     /// Demangled name, or `0x…` for code without a symbol.
+    #[serde(deserialize_with = "crate::bounded_strings::string")]
     pub name: String,
     /// Start address of the symbol.
     pub address: u64,

@@ -40,6 +40,7 @@ impl RawTreeBuilder {
             index_of: FxHashMap::default(),
             depth: vec![1],
             raw: RawProfile {
+                folded_recursion: None,
                 command: vec!["./sample".into()],
                 exit_status: Some(0),
                 threads: vec![RawThread {

@@ -157,6 +157,7 @@ impl Profile {
             processes: Vec::new(),
             collection: Vec::new(),
             started: None,
+            folded_recursion: raw.folded_recursion,
             code: None,
             simulation: raw.simulation.clone(),
             event_totals: Vec::new(),
@@ -307,6 +308,7 @@ mod tests {
     fn entries_inside_one_symbol_are_one_function() {
         // main calls f at its start and at a second entry point inside it.
         let raw = RawProfile {
+            folded_recursion: None,
             total_instructions: 6,
             nodes: vec![
                 node(None, 0x1000, 1),
@@ -332,6 +334,7 @@ mod tests {
     #[test]
     fn a_parent_after_its_child_is_an_error_not_a_panic() {
         let raw = RawProfile {
+            folded_recursion: None,
             nodes: vec![
                 node(None, 0x1000, 1),
                 node(Some(2), 0x2000, 2),

@@ -135,6 +135,7 @@ impl Profile {
             partial: self.partial.clone(),
             part: self.part.clone(),
             started: self.started.clone(),
+            folded_recursion: self.folded_recursion,
             totals: crate::profile::Totals {
                 instructions,
                 cycles,

@@ -45,6 +45,9 @@ pub enum EmuError {
     /// The chosen CPU level needs emuprof's patched Unicorn build.
     #[error("--cpu {0} needs emuprof's patched Unicorn build: run scripts/build-unicorn.sh, then build again")]
     CpuLevelUnavailable(&'static str),
+    /// The host refused emuprof another file descriptor.
+    #[error("{}", crate::StopReason::HostDescriptors)]
+    HostDescriptors,
     /// The call-tree builder panicked, on its thread or inline (a bug in
     /// emuprof).
     #[error("internal error: the call-tree builder failed; please report this with the program that caused it")]

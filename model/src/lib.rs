@@ -172,6 +172,20 @@ pub enum ProcessOrigin {
     },
 }
 
+/// A call tree whose deep recursion was folded to keep it bounded: a call
+/// of a function from a context deeper than `depth` whose path (within its
+/// thread) already holds that function ran in the innermost such context.
+/// Every function's self cost and calls and the totals are exact; a folded
+/// call's inclusive cost counts once, in the enclosing call of the same
+/// function, and its caller in the tree is that context's parent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoldedRecursion {
+    /// Tree depth (contexts below the root) past which recursion folds.
+    pub depth: u32,
+    /// Calls that ran in an ancestor's context.
+    pub calls: u64,
+}
+
 /// Everything recorded during one run, before symbolication.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawProfile {
@@ -193,6 +207,9 @@ pub struct RawProfile {
     /// instructions (its `min`/`max` per call stay those of the own thread's
     /// calls).
     pub nodes: Vec<RawNode>,
+    /// Set when deep recursion was folded into `nodes`; `None` for a tree
+    /// with one context per calling path.
+    pub folded_recursion: Option<FoldedRecursion>,
     /// The guest's threads, main thread first (always at least one).
     pub threads: Vec<RawThread>,
     /// Every distinct block executed, sorted by address.

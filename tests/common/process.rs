@@ -24,6 +24,30 @@ pub fn timeout() -> Duration {
     Duration::from_secs(seconds)
 }
 
+/// `emuprof -q -o OUTPUT PROGRAM ARGS` in `dir` under the shell's
+/// `ulimit LIMIT`, with an empty environment.
+#[allow(dead_code)] // not every test binary runs under a limit
+pub fn under_ulimit(
+    limit: &str,
+    dir: &Path,
+    output: &str,
+    program: &Path,
+    args: &[&str],
+) -> Output {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "ulimit {limit} && exec \"$0\" -q -o {output} \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_emuprof"))
+        .arg(program)
+        .args(args)
+        .current_dir(dir)
+        .env_clear();
+    run_with_timeout(command, &format!("emuprof under ulimit {limit}"))
+}
+
 /// Runs `command` with stdin closed, capturing stdout and stderr, and kills it after
 /// [`timeout`]. Panics (naming `what`) when it cannot start or times out.
 pub fn run_with_timeout(mut command: Command, what: &str) -> Output {

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::compile::compile_c;
-use common::process::run_with_timeout;
+use common::process::{run_with_timeout, under_ulimit};
 
 fn emuprof() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
@@ -87,7 +87,7 @@ int main(void) {
 }
 "#,
     );
-    let out = under_ulimit("-v 4000000", dir.path(), "p.json", &program);
+    let out = under_ulimit("-v 4000000", dir.path(), "p.json", &program, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -360,7 +360,7 @@ fn a_low_address_space_limit_is_one_emuprof_line() {
     let dir = tempfile::tempdir().unwrap();
     let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
     for kib in ["1000000", "1700000"] {
-        let out = under_ulimit(&format!("-v {kib}"), dir.path(), "p.json", &program);
+        let out = under_ulimit(&format!("-v {kib}"), dir.path(), "p.json", &program, &[]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(125), "ulimit -v {kib}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "ulimit -v {kib}: {stderr}");
@@ -377,27 +377,12 @@ fn a_file_size_limit_leaves_no_temporary_file() {
     let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
     let out_dir = dir.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
-    let out = under_ulimit("-f 1", dir.path(), "out/p.json", &program);
+    let out = under_ulimit("-f 1", dir.path(), "out/p.json", &program, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("cannot write the profile"), "{stderr}");
     let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().collect();
     assert!(left.is_empty(), "files left behind: {left:?}");
-}
-
-/// `emuprof -q -o OUTPUT PROGRAM` in `dir` under the shell's `ulimit LIMIT`.
-fn under_ulimit(limit: &str, dir: &Path, output: &str, program: &Path) -> std::process::Output {
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(format!(
-            "ulimit {limit} && exec \"$0\" -q -o {output} \"$1\""
-        ))
-        .arg(env!("CARGO_BIN_EXE_emuprof"))
-        .arg(program)
-        .current_dir(dir)
-        .env_clear();
-    run_with_timeout(command, &format!("emuprof under ulimit {limit}"))
 }
 
 /// Every process forks until a fork fails, then waits for its children:
@@ -454,7 +439,7 @@ fn a_fork_bomb_ends_at_the_process_cap_with_a_profile() {
 fn a_fork_bomb_under_a_memory_limit_keeps_its_profile() {
     let dir = tempfile::tempdir().unwrap();
     let program = build(dir.path(), "forkbomb", FORK_BOMB);
-    let out = under_ulimit("-v 6000000", dir.path(), "p.json", &program);
+    let out = under_ulimit("-v 6000000", dir.path(), "p.json", &program, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(

@@ -7,6 +7,7 @@
 mod common;
 
 mod bad_input;
+mod host_limits;
 mod hostile_binaries;
 mod hostile_debug_info;
 mod hostile_guests;

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use emuprof_model::FoldedRecursion;
 use serde::Serialize;
 
 use super::format::{grouped, percent};
@@ -62,6 +63,9 @@ pub struct SummaryReport {
     pub exit_status: Option<i32>,
     /// Why the run stopped early, if it did.
     pub partial: Option<String>,
+    /// Set when deep recursion was folded into a bounded tree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folded_recursion: Option<FoldedRecursion>,
     /// All instructions executed.
     pub instructions: u64,
     /// Guest threads; only when the profile has more than one.
@@ -134,6 +138,7 @@ pub fn build(graph: &CallGraph, options: &SummaryOptions) -> SummaryReport {
         command: profile.command.clone(),
         exit_status: profile.exit_status,
         partial: profile.partial.clone(),
+        folded_recursion: profile.folded_recursion,
         instructions: profile.totals.instructions,
         threads: (profile.threads.len() > 1).then_some(profile.threads.len()),
         spawn_edges: (profile.threads.len() > 1).then_some(graph.spawns.len()),
@@ -201,6 +206,17 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &SummaryOptions, mut out
     ];
     if let Some(reason) = &r.partial {
         lines.push(("PARTIAL", reason.clone()));
+    }
+    if let Some(folded) = &r.folded_recursion {
+        lines.push((
+            "folded recursion",
+            format!(
+                "{} calls deeper than {} contexts ran in an enclosing context of their function \
+                 (self costs, calls and totals exact)",
+                grouped(folded.calls),
+                grouped(u64::from(folded.depth))
+            ),
+        ));
     }
     lines.push(("instructions", grouped(r.instructions)));
     if let (Some(threads), Some(spawns)) = (r.threads, r.spawn_edges) {

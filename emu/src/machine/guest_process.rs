@@ -311,6 +311,7 @@ impl GuestProcess {
         let blocks =
             recorded::block_table(&built.blocks, &built.executions, built.simulation.as_ref());
         let finished = built.tree.finish();
+        let folded_recursion = finished.folded_recursion();
         let mut nodes = finished.nodes;
         let simulation = built
             .simulation
@@ -322,6 +323,7 @@ impl GuestProcess {
             partial: stop.partial_reason(),
             total_instructions: finished.total,
             total_cycles: finished.total_cycles,
+            folded_recursion,
             nodes,
             threads,
             blocks,

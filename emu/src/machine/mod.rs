@@ -102,6 +102,7 @@ pub fn run(
         handles.snapshots = Some(Arc::default());
     }
     host_limits::check_address_space_limit()?;
+    crate::syscalls::files::host_fds::raise_descriptor_limit();
     let table = Rc::new(RefCell::new(processes::ProcessTable::new(GUEST_PID)));
     let program = options.args.first().cloned().unwrap_or_default();
     let first = GuestProcess::start(ImageStart {

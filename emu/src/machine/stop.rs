@@ -56,6 +56,9 @@ pub enum StopReason {
     },
     /// emuprof itself failed while serving the guest.
     Internal(String),
+    /// The host refused emuprof another file descriptor (its
+    /// `RLIMIT_NOFILE`, below what the run's fixed caps need).
+    HostDescriptors,
     /// The emulator returned without the guest exiting and without an
     /// error. The guest runs at CPL 3, where `hlt` and every privileged
     /// instruction fault (SIGSEGV), so this is emuprof's failure, not the
@@ -226,6 +229,13 @@ impl fmt::Display for StopReason {
             StopReason::Internal(msg) => {
                 write!(f, "emuprof failed while running the program: {msg}")
             }
+            StopReason::HostDescriptors => write!(
+                f,
+                "the host gave emuprof no more file descriptors (`ulimit -n` is {}; a run may \
+                 need up to {}): raise the limit and rerun",
+                crate::syscalls::files::host_fds::descriptor_limit(),
+                crate::syscalls::files::host_fds::HOST_FDS_NEEDED
+            ),
             StopReason::Halted { pc, function } => {
                 write!(f, "the emulator stopped at {pc:#x} in {function} without the program exiting; please report this with the program")
             }

@@ -73,6 +73,10 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
         st.stop.get_or_insert(StopReason::Interrupted);
         return;
     }
+    if result == Err(Errno::HOST_OUT_OF_DESCRIPTORS) {
+        st.stop.get_or_insert(StopReason::HostDescriptors);
+        return;
+    }
     if result == Ok(0) {
         // A wait on host files only that timed out on the host: the
         // guest's clock moves on by the timeout, as a sleep moves it.

@@ -31,6 +31,7 @@ impl Errno {
     pub const ENOTDIR: Errno = Errno(20);
     pub const EISDIR: Errno = Errno(21);
     pub const EINVAL: Errno = Errno(22);
+    pub const ENFILE: Errno = Errno(23);
     pub const EMFILE: Errno = Errno(24);
     pub const ENOTTY: Errno = Errno(25);
     pub const ENOSPC: Errno = Errno(28);
@@ -67,9 +68,21 @@ impl Errno {
     /// the call again when the pipe is ready.
     pub const WOULD_BLOCK: Errno = Errno(512);
 
-    /// The errno of a host I/O error, `EIO` when it has none.
+    /// Not an errno the guest ever sees: the host refused emuprof a file
+    /// descriptor (`EMFILE`/`ENFILE` from a host call). The guest's own
+    /// limits answer `EMFILE`/`ENFILE` themselves, at fixed numbers; a host
+    /// refusal would make the guest's answer depend on the host, so the run
+    /// stops instead.
+    pub const HOST_OUT_OF_DESCRIPTORS: Errno = Errno(513);
+
+    /// The errno of a host I/O error, `EIO` when it has none;
+    /// [`Errno::HOST_OUT_OF_DESCRIPTORS`] for the host's `EMFILE`/`ENFILE`.
     pub fn from_io(err: &std::io::Error) -> Errno {
-        Errno(err.raw_os_error().unwrap_or(5))
+        match err.raw_os_error() {
+            Some(libc::EMFILE | libc::ENFILE) => Errno::HOST_OUT_OF_DESCRIPTORS,
+            Some(errno) => Errno(errno),
+            None => Errno::EIO,
+        }
     }
 
     /// The value the guest sees in rax: `-errno` as an unsigned register.

@@ -10,6 +10,11 @@
 //! `FUTEX_WAKE_OP`, each with `FUTEX_PRIVATE_FLAG` (every futex is private to
 //! the one guest process) and `FUTEX_CLOCK_REALTIME`. Priority-inheritance
 //! operations and `futex_waitv` are not emulated (unsupported syscalls).
+//!
+//! Waiters are queued per futex word, so an operation costs the waiters of
+//! the words it names, never every waiting thread of the process.
+
+use std::collections::{BTreeMap, HashMap};
 
 use super::{Errno, GuestMemory, SysResult, SyscallCall};
 
@@ -58,16 +63,27 @@ pub enum FutexOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Waiter {
     thread: usize,
-    address: u64,
     bitset: u32,
 }
 
-/// Every waiting thread, in the order they started waiting, and the threads
-/// woken by the last call.
+/// When a waiter started waiting: the next waiter gets the next ticket, and
+/// a requeued waiter keeps its own, so every queue is in the order its
+/// waiters started waiting.
+type Ticket = u64;
+
+/// Every waiting thread, queued on its futex word in the order they started
+/// waiting, and the threads woken by the last call.
 #[derive(Debug, Default)]
 pub struct Futexes {
-    waiters: Vec<Waiter>,
+    /// The waiters of each futex word that has any.
+    queues: HashMap<u64, BTreeMap<Ticket, Waiter>>,
+    /// Where each waiting thread is queued.
+    waiting: HashMap<usize, (u64, Ticket)>,
+    next_ticket: Ticket,
     woken: Vec<usize>,
+    /// Waiters looked at by wakes and requeues, for the tests of their cost.
+    #[cfg(test)]
+    examined: usize,
 }
 
 impl Futexes {
@@ -141,24 +157,48 @@ impl Futexes {
         std::mem::take(&mut self.woken)
     }
 
-    /// Removes `thread` from every queue (its wait timed out, or it is gone).
+    /// Removes `thread` from its queue (its wait timed out, or it is gone).
     pub fn cancel(&mut self, thread: usize) {
-        self.waiters.retain(|w| w.thread != thread);
+        if let Some((address, ticket)) = self.waiting.remove(&thread) {
+            self.leave(address, ticket);
+        }
     }
 
     /// Wakes up to `n` waiters on `address` (the way a thread's exit wakes
     /// `pthread_join` through `CLONE_CHILD_CLEARTID`); returns how many.
     pub fn wake(&mut self, address: u64, n: usize, bitset: u32) -> usize {
-        let mut woken = 0;
-        self.waiters.retain(|w| {
-            let hit = woken < n && w.address == address && w.bitset & bitset != 0;
-            if hit {
-                woken += 1;
-                self.woken.push(w.thread);
+        let Some(queue) = self.queues.get(&address) else {
+            return 0;
+        };
+        let mut hits = Vec::new();
+        for (&ticket, waiter) in queue {
+            if hits.len() == n {
+                break;
             }
-            !hit
-        });
-        woken
+            #[cfg(test)]
+            {
+                self.examined += 1;
+            }
+            if waiter.bitset & bitset != 0 {
+                hits.push((ticket, waiter.thread));
+            }
+        }
+        for &(ticket, thread) in &hits {
+            self.leave(address, ticket);
+            self.waiting.remove(&thread);
+            self.woken.push(thread);
+        }
+        hits.len()
+    }
+
+    /// Takes the waiter with `ticket` out of `address`'s queue.
+    fn leave(&mut self, address: u64, ticket: Ticket) -> Option<Waiter> {
+        let queue = self.queues.get_mut(&address)?;
+        let waiter = queue.remove(&ticket);
+        if queue.is_empty() {
+            self.queues.remove(&address);
+        }
+        waiter
     }
 
     /// Queues `me` on `address` when the word still holds `expected`.
@@ -176,11 +216,14 @@ impl Futexes {
         if read_word(mem, address)? != expected {
             return Err(Errno::EAGAIN);
         }
-        self.waiters.push(Waiter {
-            thread: me,
-            address,
-            bitset,
-        });
+        self.cancel(me);
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.queues
+            .entry(address)
+            .or_default()
+            .insert(ticket, Waiter { thread: me, bitset });
+        self.waiting.insert(me, (address, ticket));
         Ok(())
     }
 
@@ -188,14 +231,23 @@ impl Futexes {
     /// the rest to `to`; returns woken + moved, as the kernel does.
     fn requeue(&mut self, from: u64, wake: usize, to: u64, requeue: usize) -> u64 {
         let woken = self.wake(from, wake, MATCH_ANY);
-        let mut moved = 0;
-        for w in &mut self.waiters {
-            if moved < requeue && w.address == from {
-                w.address = to;
-                moved += 1;
+        let Some(queue) = self.queues.get(&from) else {
+            return woken as u64;
+        };
+        let moving: Vec<Ticket> = queue.keys().take(requeue).copied().collect();
+        #[cfg(test)]
+        {
+            self.examined += moving.len();
+        }
+        if from != to {
+            for &ticket in &moving {
+                if let Some(waiter) = self.leave(from, ticket) {
+                    self.queues.entry(to).or_default().insert(ticket, waiter);
+                    self.waiting.insert(waiter.thread, (to, ticket));
+                }
             }
         }
-        (woken + moved) as u64
+        (woken + moving.len()) as u64
     }
 }
 
@@ -336,6 +388,38 @@ mod tests {
     }
 
     #[test]
+    fn a_wake_looks_only_at_the_waiters_of_its_word() {
+        let mut f = Futexes::default();
+        let threads = 20_000u64;
+        let mut mem = VecMemory::new(WORD, threads as usize * 4);
+        for thread in 0..threads {
+            let word = WORD + thread * 4;
+            assert_eq!(
+                futex(
+                    &mut f,
+                    &mut mem,
+                    thread as usize,
+                    [word, FUTEX_WAIT, 0, 0, 0, 0]
+                ),
+                wait_on(word)
+            );
+        }
+        for thread in (0..threads).rev() {
+            let wake = [WORD + thread * 4, FUTEX_WAKE, 1, 0, 0, 0];
+            assert_eq!(
+                futex(&mut f, &mut mem, 0, wake),
+                Some(FutexOutcome::Return(Ok(1)))
+            );
+            assert_eq!(f.take_woken(), vec![thread as usize]);
+        }
+        assert_eq!(
+            f.examined, threads as usize,
+            "each wake looked at one waiter"
+        );
+        assert!(f.queues.is_empty() && f.waiting.is_empty());
+    }
+
+    #[test]
     fn a_changed_word_or_a_bad_address_returns_at_once() {
         let mut f = Futexes::default();
         let mut mem = memory(2, 0);
@@ -351,7 +435,7 @@ mod tests {
             futex(&mut f, &mut mem, 1, [0xdead_0000, FUTEX_WAIT, 2, 0, 0, 0]),
             Some(FutexOutcome::Return(Err(Errno::EFAULT)))
         );
-        assert!(f.waiters.is_empty());
+        assert!(f.queues.is_empty() && f.waiting.is_empty());
     }
 
     #[test]

@@ -20,6 +20,17 @@
 //!   start. Calls still open when the run ends are closed at the end. Cycles
 //!   (the cost model's, priced per block when it is decoded) are counted the
 //!   same way, beside instructions.
+//! * Recursion deeper than [`FOLD_DEPTH`] contexts is folded, so that
+//!   the tree stays bounded however deep the guest recurses: a call of `f`
+//!   from a context that deep whose path (within its thread) already holds
+//!   `f` runs in the innermost such context instead of a new one. The
+//!   call counts there; its instructions are self cost of the context it
+//!   runs in, as always (so every function's self cost and calls, and the
+//!   total, stay exact), and its inclusive cost is not added again: it is
+//!   part of the enclosing call of that context, still open (Kaes's rule:
+//!   a recursion's cost is counted once). Such a call's cost is not in its
+//!   context's cheapest or dearest call either. The profile says how many
+//!   calls were folded ([`FinishedTree::folded_calls`]).
 //! * While collection is off (Valgrind client requests: see
 //!   [`CallTreeBuilder::set_collecting`]) blocks still move the call tree
 //!   (calls, returns, call counts) but their instructions and cycles count
@@ -40,10 +51,20 @@ pub use threads::{FinishedTree, ThreadRecord};
 /// Slots of the direct-mapped child cache (a power of two).
 const RECENT_CHILD_SLOTS: usize = 1 << 12;
 
+/// Depth of the call tree (contexts from the root) past which recursive
+/// calls are folded (see the module doc).
+pub const FOLD_DEPTH: u32 = 10_000;
+
 /// Builds the call tree of one run from block and syscall events.
 pub struct CallTreeBuilder {
     nodes: Vec<RawNode>,
+    /// The context a call of `entry` from `parent` runs in: a child of
+    /// `parent`, or past [`FOLD_DEPTH`] an ancestor (a folded recursion).
     children: FxHashMap<(NodeId, u64), NodeId>,
+    /// Per node, its depth in the tree (the root's is 0).
+    depths: Vec<u32>,
+    /// Calls that ran in an ancestor's context (see [`FOLD_DEPTH`]).
+    folded_calls: u64,
     /// Per node, the callee entry and child context of its last call: a
     /// loop or a recursion calls the same function from the same context
     /// again and again.
@@ -122,6 +143,8 @@ impl CallTreeBuilder {
         CallTreeBuilder {
             nodes: vec![root],
             children: FxHashMap::default(),
+            depths: vec![0],
+            folded_calls: 0,
             last_call: vec![(u64::MAX, 0)],
             recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
             thread: ThreadState::new(0, initial_sp, Costs::default()),
@@ -232,13 +255,13 @@ impl CallTreeBuilder {
             unreachable!("a leaf call after {:?}", self.thread.pending);
         };
         self.settle_self_cost();
-        let node = self.enter_node(block.address, sp, indirect);
+        let (node, folded) = self.enter_node(block.address, sp, indirect);
         self.executed += leaf.instructions;
         let cost = leaf.masked(self.counted_mask);
         self.total += cost;
         self.self_mark = self.total;
         add_self(&mut self.nodes[node as usize], cost);
-        self.close_node(node, cost);
+        self.close_node(node, folded, cost);
     }
 
     /// Records a system call made from the current context.
@@ -368,6 +391,7 @@ impl CallTreeBuilder {
         }
         FinishedTree {
             nodes: self.nodes,
+            folded_calls: self.folded_calls,
             threads: self.threads,
             total: self.total.instructions - self.part_start.instructions,
             total_cycles: self.total.cycles - self.part_start.cycles,
@@ -472,9 +496,10 @@ impl CallTreeBuilder {
     /// is where a real `call` returns to, 0 for an inferred call.
     fn push(&mut self, entry: u64, sp: u64, indirect: bool, return_address: u64) {
         self.settle_self_cost();
-        let node = self.enter_node(entry, sp, indirect);
+        let (node, folded) = self.enter_node(entry, sp, indirect);
         self.thread.frames.push(Frame {
             node,
+            folded,
             sp,
             entry_total: self.total,
             return_address,
@@ -515,12 +540,15 @@ impl CallTreeBuilder {
     }
 
     /// The context of a call of `entry` from the innermost one, counted
-    /// as called once more (with stack pointer `sp` at its entry).
+    /// as called once more (with stack pointer `sp` at its entry), and
+    /// whether the call is folded into an ancestor (see [`FOLD_DEPTH`]).
     #[inline(always)]
-    fn enter_node(&mut self, entry: u64, sp: u64, indirect: bool) -> NodeId {
+    fn enter_node(&mut self, entry: u64, sp: u64, indirect: bool) -> (NodeId, bool) {
         let parent = self.thread.top().node;
         let node = self.child(parent, entry);
         let n = &mut self.nodes[node as usize];
+        let folded = n.parent != Some(parent);
+        self.folded_calls += u64::from(folded);
         if n.calls == 0 {
             n.return_address = self.thread.pending_return;
         }
@@ -531,21 +559,24 @@ impl CallTreeBuilder {
         n.max_stack_bytes = n
             .max_stack_bytes
             .max(self.thread.initial_sp.saturating_sub(sp));
-        node
+        (node, folded)
     }
 
     fn close(&mut self, frame: Frame) {
-        self.close_node(frame.node, self.total - frame.entry_total);
+        self.close_node(frame.node, frame.folded, self.total - frame.entry_total);
     }
 
-    /// A call in context `node` that cost `cost` ended.
+    /// A call in context `node` that cost `cost` ended (a `folded` call's
+    /// cost is already part of an open call of that context).
     #[inline(always)]
-    fn close_node(&mut self, node: NodeId, cost: Costs) {
+    fn close_node(&mut self, node: NodeId, folded: bool, cost: Costs) {
         let n = &mut self.nodes[node as usize];
-        n.inclusive_instructions += cost.instructions;
-        n.inclusive_cycles += cost.cycles;
-        n.min_instructions = n.min_instructions.min(cost.instructions);
-        n.max_instructions = n.max_instructions.max(cost.instructions);
+        if !folded {
+            n.inclusive_instructions += cost.instructions;
+            n.inclusive_cycles += cost.cycles;
+            n.min_instructions = n.min_instructions.min(cost.instructions);
+            n.max_instructions = n.max_instructions.max(cost.instructions);
+        }
         if n.entry == self.watched_entry {
             self.attention_at = 0;
         }
@@ -573,18 +604,49 @@ impl CallTreeBuilder {
     #[cold]
     #[inline(never)]
     fn child_slow(&mut self, parent: NodeId, entry: u64) -> NodeId {
-        let next = self.nodes.len() as NodeId;
-        let id = *self.children.entry((parent, entry)).or_insert(next);
-        if id == next {
-            self.last_call.push((u64::MAX, 0));
-            self.nodes.push(RawNode {
-                parent: Some(parent),
-                entry,
-                min_instructions: u64::MAX,
-                ..RawNode::default()
-            });
+        if let Some(&id) = self.children.get(&(parent, entry)) {
+            return id;
         }
+        let id = match self.recursion_fold(parent, entry) {
+            Some(ancestor) => ancestor,
+            None => self.new_node(parent, entry),
+        };
+        self.children.insert((parent, entry), id);
         id
+    }
+
+    /// A new context for a call of `entry` from `parent`.
+    fn new_node(&mut self, parent: NodeId, entry: u64) -> NodeId {
+        let id = self.nodes.len() as NodeId;
+        self.last_call.push((u64::MAX, 0));
+        self.depths.push(self.depths[parent as usize] + 1);
+        self.nodes.push(RawNode {
+            parent: Some(parent),
+            entry,
+            min_instructions: u64::MAX,
+            ..RawNode::default()
+        });
+        id
+    }
+
+    /// Past [`FOLD_DEPTH`], the innermost context on `parent`'s path (up to
+    /// the running thread's root) that runs `entry`, if any.
+    fn recursion_fold(&self, parent: NodeId, entry: u64) -> Option<NodeId> {
+        if self.depths[parent as usize] < FOLD_DEPTH {
+            return None;
+        }
+        let thread_root = self.thread.frames[0].node;
+        let mut node = parent;
+        loop {
+            let n = &self.nodes[node as usize];
+            if n.entry == entry {
+                return Some(node);
+            }
+            if node == thread_root {
+                return None;
+            }
+            node = n.parent?;
+        }
     }
 }
 

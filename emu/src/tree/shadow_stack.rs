@@ -14,6 +14,9 @@ use emuprof_model::NodeId;
 pub struct Frame {
     /// The calling context this call runs in.
     pub node: NodeId,
+    /// A recursive call folded into an ancestor's context (see
+    /// `call_tree::FOLD_DEPTH`): closing it adds no inclusive cost.
+    pub folded: bool,
     /// Guest stack pointer at the callee's first instruction (pointing at the
     /// return address for a real `call`).
     pub sp: u64,
@@ -54,6 +57,7 @@ impl ThreadState {
         ThreadState {
             frames: vec![Frame {
                 node: root,
+                folded: false,
                 sp,
                 entry_total: total,
                 return_address: 0,

@@ -44,6 +44,7 @@ impl Moment {
         let mut nodes: Vec<RawNode> = snapshot.nodes.clone();
         with_subtree_inclusive(&mut nodes);
         let raw = RawProfile {
+            folded_recursion: None,
             command: command.to_vec(),
             total_instructions: snapshot.instructions,
             nodes,

@@ -14,8 +14,7 @@ use crate::commands::live::{Feed, Moment, Status};
 
 /// How long connecting and the server's first line may take.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest line accepted from a server (a snapshot of a huge tree).
-const MAX_LINE: u64 = 1 << 30;
+use super::protocol::MAX_LINE;
 
 /// A stream being read.
 pub struct Subscription {
@@ -121,11 +120,7 @@ impl Subscription {
 }
 
 /// Reads snapshots into `latest` until the last one or a failure.
-fn read_snapshots(
-    mut reader: BufReader<Connection>,
-    command: &[String],
-    latest: &Mutex<Latest>,
-) -> Over {
+fn read_snapshots(mut reader: impl BufRead, command: &[String], latest: &Mutex<Latest>) -> Over {
     loop {
         let line = match read_line(&mut reader) {
             Ok(Some(line)) => line,
@@ -154,15 +149,26 @@ fn read_snapshots(
     }
 }
 
-/// One line without its newline; `None` at the end of the stream.
+/// One line without its newline; `None` at the end of the stream; an
+/// error for a line longer than [`MAX_LINE`] (read no further).
 fn read_line(reader: &mut impl BufRead) -> std::io::Result<Option<Vec<u8>>> {
     let mut line = Vec::new();
     reader
         .by_ref()
-        .take(MAX_LINE)
+        .take(MAX_LINE + 1)
         .read_until(b'\n', &mut line)?;
     if line.is_empty() {
         return Ok(None);
+    }
+    if line.len() as u64 > MAX_LINE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the server sent a line longer than {} MiB, the most emuprof view reads (a call \
+                 tree too large to watch live: view the profile file after the run)",
+                MAX_LINE >> 20
+            ),
+        ));
     }
     if line.pop() != Some(b'\n') {
         return Err(std::io::Error::new(
@@ -171,4 +177,39 @@ fn read_line(reader: &mut impl BufRead) -> std::io::Result<Option<Vec<u8>>> {
         ));
     }
     Ok(Some(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A stream whose header is followed by one snapshot line of 64 MiB
+    /// and one byte (generated as it is read): the reader gives up after
+    /// the limit with a line saying what happened, instead of growing with
+    /// the line.
+    #[test]
+    fn an_oversized_snapshot_line_ends_the_stream_with_a_reason() {
+        let line = std::io::repeat(b' ').take(MAX_LINE + 1);
+        let stream = b"{\"type\":\"snapshot\",".chain(line).chain(&b"}\n"[..]);
+        let latest = Mutex::new(Latest::default());
+        let over = read_snapshots(BufReader::new(stream), &[], &latest);
+        let Over::Lost(why) = over else {
+            panic!("{over:?}")
+        };
+        assert_eq!(
+            why,
+            "reading the stream failed: the server sent a line longer than 64 MiB, the most \
+             emuprof view reads (a call tree too large to watch live: view the profile file \
+             after the run)"
+        );
+        assert_eq!(latest.lock().map(|l| l.received).ok(), Some(0));
+    }
+
+    #[test]
+    fn lines_up_to_the_limit_are_read() {
+        let mut stream = BufReader::new(&b"{}\nabc"[..]);
+        assert_eq!(read_line(&mut stream).ok(), Some(Some(b"{}".to_vec())));
+        assert!(read_line(&mut stream).is_err(), "a line cut short");
+    }
 }

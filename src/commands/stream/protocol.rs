@@ -23,6 +23,11 @@ pub const FORMAT: &str = "emuprof-stream";
 /// increments it.
 pub const VERSION: u32 = 1;
 
+/// The longest line either side sends or reads (a snapshot of a huge
+/// tree): the server skips a snapshot that would be longer, a viewer stops
+/// reading a stream that sends one.
+pub const MAX_LINE: u64 = 64 << 20;
+
 /// The viewer's first line.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Hello {
@@ -260,6 +265,7 @@ impl Snapshot {
             });
         }
         let raw = RawProfile {
+            folded_recursion: None,
             command: command.to_vec(),
             total_instructions: self.instructions,
             exit_status: self.end.as_ref().and_then(|e| e.exit_status),

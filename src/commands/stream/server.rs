@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::address::{Connection, Listener};
-use super::protocol::{Hello, ServerLine, VERSION};
+use super::protocol::{Hello, ServerLine, MAX_LINE, VERSION};
 
 /// Viewers served at once; more are refused.
 const MAX_VIEWERS: usize = 16;
@@ -76,8 +76,12 @@ impl Publisher {
     }
 
     /// Makes `line` (a snapshot numbered `seq`) the one viewers get next.
+    /// A line longer than [`MAX_LINE`] is not sent (viewers keep the
+    /// snapshot they have).
     pub fn publish(&mut self, seq: u64, line: Vec<u8>) {
-        self.latest = Some((seq, line.into()));
+        if line.len() as u64 <= MAX_LINE {
+            self.latest = Some((seq, line.into()));
+        }
     }
 
     /// Accepts new viewers, reads hello lines and sends what each viewer's

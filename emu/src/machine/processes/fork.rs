@@ -156,10 +156,10 @@ impl GuestProcess {
             // A bad address is the child's problem, as on Linux.
             let _ = view.write(address, &(pid as u32).to_le_bytes());
         }
-        let files =
-            parent.sys.files.for_child().map_err(|e| {
-                EmuError::Layout(format!("copying the fds for a fork child: {e:?}"))
-            })?;
+        let files = parent.sys.files.for_child().map_err(|e| match e {
+            Errno::HOST_OUT_OF_DESCRIPTORS => EmuError::HostDescriptors,
+            _ => EmuError::Layout(format!("copying the fds for a fork child: {e:?}")),
+        })?;
         let mut time = crate::syscalls::time::Time {
             clock: parent.sys.time.clock.restarted(),
             timers: Default::default(),

@@ -208,6 +208,13 @@ impl World {
                 });
                 let child = match made {
                     Ok(child) => child,
+                    Err(EmuError::HostDescriptors) => {
+                        self.table.borrow_mut().forget(pid);
+                        let p = &self.running[index].process;
+                        p.state.borrow_mut().stop = Some(StopReason::HostDescriptors);
+                        self.end_slice(index, Ok(()));
+                        return Ok(());
+                    }
                     Err(_) => {
                         self.fork_failed(index, pid, vfork);
                         return Ok(());
@@ -238,7 +245,8 @@ impl World {
     }
 
     /// emuprof could not make the child `pid` that process `index` forked
-    /// (no host memory or descriptors for another engine): the parent's
+    /// (no host memory for another engine, or no room in the run's budget
+    /// of host descriptors for the child's fd table): the parent's
     /// `fork` fails with `ENOMEM`, as Linux's does when memory is tight,
     /// and the run goes on.
     fn fork_failed(&mut self, index: usize, pid: u64, vfork: bool) {

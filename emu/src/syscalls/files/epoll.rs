@@ -55,7 +55,7 @@ impl Files {
         }
         // SAFETY: plain syscall; `owned` checks the result.
         let fd = host::owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) } as i64)?;
-        let mut entry = FdEntry::new(fd, flags & libc::EPOLL_CLOEXEC != 0)?;
+        let mut entry = FdEntry::new(self.fds.budget(), fd, flags & libc::EPOLL_CLOEXEC != 0)?;
         // Empty, it waits in the guest: its timeout is on the virtual clock.
         entry.guest_pipe = true;
         Ok(self.fds.insert(entry)? as u64)

@@ -174,8 +174,9 @@ impl Files {
             )
         } as i64)?;
         let cloexec = flags & libc::O_CLOEXEC != 0;
-        let mut read_end = FdEntry::new(host::owned(raw[0] as i64)?, cloexec)?;
-        let mut write_end = FdEntry::new(host::owned(raw[1] as i64)?, cloexec)?;
+        let (read_host, write_host) = (host::owned(raw[0] as i64)?, host::owned(raw[1] as i64)?);
+        let mut read_end = FdEntry::new(self.fds.budget(), read_host, cloexec)?;
+        let mut write_end = FdEntry::new(self.fds.budget(), write_host, cloexec)?;
         read_end.guest_pipe = true;
         write_end.guest_pipe = true;
         let read_fd = self.fds.insert(read_end)?;
@@ -209,7 +210,11 @@ impl Files {
         let initial = u32::try_from(initial).map_err(|_| Errno::EINVAL)?;
         // SAFETY: eventfd takes no pointer; the fd is owned right below.
         let raw = unsafe { libc::eventfd(initial, flags | libc::O_CLOEXEC) };
-        let mut entry = FdEntry::new(host::owned(i64::from(raw))?, flags & libc::O_CLOEXEC != 0)?;
+        let mut entry = FdEntry::new(
+            self.fds.budget(),
+            host::owned(i64::from(raw))?,
+            flags & libc::O_CLOEXEC != 0,
+        )?;
         entry.guest_pipe = true;
         Ok(self.fds.insert(entry)? as u64)
     }

@@ -11,6 +11,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::rc::Rc;
 
 use super::host;
+use super::host_fds::{HostFdBudget, HostFdCharge};
 use super::sockets::Socket;
 use crate::syscalls::Errno;
 
@@ -56,11 +57,15 @@ pub struct FdEntry {
     /// The guest socket it is (see `sockets`), shared by every fd of its
     /// open file description.
     pub socket: Option<Rc<Socket>>,
+    /// `host` counted against the run's budget of host descriptors.
+    charge: HostFdCharge,
 }
 
 impl FdEntry {
-    /// Wraps a freshly opened host fd, looking up its kind.
-    pub fn new(host: OwnedFd, cloexec: bool) -> Result<FdEntry, Errno> {
+    /// Wraps a freshly opened host fd, looking up its kind; `ENFILE`
+    /// when the run's `budget` of host descriptors is used up.
+    pub fn new(budget: &HostFdBudget, host: OwnedFd, cloexec: bool) -> Result<FdEntry, Errno> {
+        let charge = budget.charge()?;
         let stat = host::fstat(host.as_fd())?;
         let random_device = stat.file_type() == libc::S_IFCHR
             && [libc::makedev(1, 8), libc::makedev(1, 9)].contains(&stat.rdev);
@@ -78,6 +83,7 @@ impl FdEntry {
             watches_guest_pipe: false,
             named_fifo: false,
             socket: None,
+            charge,
         })
     }
 
@@ -95,6 +101,7 @@ impl FdEntry {
 
     /// A second entry sharing this one's open file description.
     pub fn duplicate(&self, cloexec: bool) -> Result<FdEntry, Errno> {
+        let charge = self.charge.again()?;
         let host = self.host.try_clone().map_err(|e| Errno::from_io(&e))?;
         Ok(FdEntry {
             host,
@@ -105,6 +112,7 @@ impl FdEntry {
             watches_guest_pipe: self.watches_guest_pipe,
             named_fifo: self.named_fifo,
             socket: self.socket.clone(),
+            charge,
         })
     }
 
@@ -123,6 +131,8 @@ impl FdEntry {
 #[derive(Debug, Default)]
 pub struct FdTable {
     slots: Vec<Option<FdEntry>>,
+    /// The run's host descriptors, which every process's table shares.
+    budget: HostFdBudget,
 }
 
 impl FdTable {
@@ -136,12 +146,17 @@ impl FdTable {
             let entry = borrowed
                 .try_clone_to_owned()
                 .ok()
-                .and_then(|host| FdEntry::new(host, false).ok());
+                .and_then(|host| FdEntry::new(&table.budget, host, false).ok());
             if let Some(entry) = entry {
                 table.put(fd, entry);
             }
         }
         table
+    }
+
+    /// The run's budget of host descriptors, which new entries count against.
+    pub fn budget(&self) -> &HostFdBudget {
+        &self.budget
     }
 
     /// The entry for guest fd `fd`, or `EBADF`.
@@ -217,7 +232,10 @@ impl FdTable {
             .iter()
             .map(|slot| slot.as_ref().map(|e| e.duplicate(e.cloexec)).transpose())
             .collect::<Result<_, _>>()?;
-        Ok(FdTable { slots })
+        Ok(FdTable {
+            slots,
+            budget: self.budget.clone(),
+        })
     }
 
     /// Guest fds currently open, ascending.
@@ -244,7 +262,7 @@ mod tests {
     use std::io::{Read, Seek, SeekFrom, Write};
 
     fn entry_for(file: std::fs::File) -> FdEntry {
-        FdEntry::new(OwnedFd::from(file), false).expect("fstat")
+        FdEntry::new(&HostFdBudget::default(), OwnedFd::from(file), false).expect("fstat")
     }
 
     #[test]

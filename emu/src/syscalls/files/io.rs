@@ -133,7 +133,7 @@ impl Files {
             }
             other => other?,
         };
-        let mut entry = FdEntry::new(opened, flags & libc::O_CLOEXEC != 0)?;
+        let mut entry = FdEntry::new(self.fds.budget(), opened, flags & libc::O_CLOEXEC != 0)?;
         fifo::settle(&mut entry, flags)?;
         Ok(self.fds.insert(entry)? as u64)
     }
@@ -154,7 +154,7 @@ impl Files {
             writer.write_all(content).map_err(|e| Errno::from_io(&e))?;
             writer.rewind().map_err(|e| Errno::from_io(&e))?;
         }
-        let entry = FdEntry::new(file.into(), flags & libc::O_CLOEXEC != 0)?;
+        let entry = FdEntry::new(self.fds.budget(), file.into(), flags & libc::O_CLOEXEC != 0)?;
         Ok(self.fds.insert(entry)? as u64)
     }
 

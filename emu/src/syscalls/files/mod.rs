@@ -29,6 +29,7 @@ pub mod fd_table;
 pub mod fifo;
 pub mod guest_io;
 pub mod host;
+pub mod host_fds;
 mod inherited;
 mod inodes;
 pub mod interruptible;

@@ -129,6 +129,7 @@ impl Files {
         };
         let (socket, host) = Socket::new(domain, kind, protocol, self.creds())?;
         let entry = Socket::entry(
+            self.fds.budget(),
             socket,
             host,
             flags & libc::SOCK_CLOEXEC != 0,
@@ -158,6 +159,7 @@ impl Files {
         let mut fds = Vec::with_capacity(2);
         for (socket, host) in Socket::pair(kind, self.creds())? {
             let entry = Socket::entry(
+                self.fds.budget(),
                 socket,
                 host,
                 flags & libc::SOCK_CLOEXEC != 0,

@@ -77,6 +77,8 @@ impl CallTreeBuilder {
         let part = CallTreeBuilder {
             nodes: self.nodes.clone(),
             children: Default::default(),
+            depths: Vec::new(),
+            folded_calls: self.folded_calls,
             last_call: Vec::new(),
             recent_children: Box::new([]),
             thread: self.thread.clone(),

@@ -345,3 +345,54 @@ fn a_return_through_a_tail_call_pops_both_calls_as_the_general_return_does() {
     assert!(!b.return_to_innermost(0x999, SP0));
     assert!(!b.return_to_innermost(0x105, SP0 - 8));
 }
+
+/// f and g call each other 2 × FOLD_DEPTH levels deep: the tree stops
+/// growing at FOLD_DEPTH, every function's self cost and calls and the
+/// total stay exact, and the outermost call of f has the inclusive cost
+/// of the whole recursion, counted once.
+#[test]
+fn deep_recursion_folds_with_exact_costs() {
+    let pairs = u64::from(FOLD_DEPTH);
+    let sp = |level: u64| SP0 - 8 * level;
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    b.on_block(entry(0x100, 1, CALL), || SP0);
+    for i in 0..pairs {
+        b.on_block(entry(0x200, 2, CALL), || sp(2 * i + 1));
+        b.on_block(entry(0x300, 3, CALL), || sp(2 * i + 2));
+    }
+    b.on_block(entry(0x200, 1, RET), || sp(2 * pairs + 1));
+    for i in (0..pairs).rev() {
+        b.on_block(block(0x305, 1, RET), || sp(2 * i + 2));
+        b.on_block(block(0x205, 1, RET), || sp(2 * i + 1));
+    }
+    b.on_block(block(0x105, 1, Terminator::Other), || SP0);
+    let finished = b.finish();
+    let nodes = &finished.nodes;
+    assert_eq!(finished.total, 3 + 7 * pairs);
+    assert!(
+        nodes.len() <= FOLD_DEPTH as usize + 3,
+        "{} nodes",
+        nodes.len()
+    );
+    let of = |entry: u64, field: fn(&RawNode) -> u64| -> u64 {
+        nodes.iter().filter(|n| n.entry == entry).map(field).sum()
+    };
+    assert_eq!(of(0x200, |n| n.self_instructions), 3 * pairs + 1);
+    assert_eq!(of(0x200, |n| n.calls), pairs + 1);
+    assert_eq!(of(0x300, |n| n.self_instructions), 4 * pairs);
+    assert_eq!(of(0x300, |n| n.calls), pairs);
+    assert_eq!(
+        nodes.iter().map(|n| n.self_instructions).sum::<u64>(),
+        finished.total
+    );
+    let outermost_f = node(nodes, &[0x100, 0x200]);
+    assert_eq!(outermost_f.inclusive_instructions, finished.total - 2);
+    assert_eq!(node(nodes, &[0x100]).inclusive_instructions, finished.total);
+    let folded = finished.folded_recursion().expect("folded");
+    assert_eq!(folded.depth, FOLD_DEPTH);
+    assert_eq!(
+        folded.calls,
+        2 * pairs + 1 - (nodes.len() as u64 - 1),
+        "every call beyond the tree's contexts folded"
+    );
+}

@@ -41,12 +41,26 @@ pub struct ThreadRecord {
 pub struct FinishedTree {
     /// The merged tree, parents before children.
     pub nodes: Vec<RawNode>,
+    /// Recursive calls folded into an ancestor's context (see
+    /// [`FOLD_DEPTH`](super::FOLD_DEPTH)), 0 for a tree that was not folded.
+    pub folded_calls: u64,
     /// The threads, by index.
     pub threads: Vec<ThreadRecord>,
     /// Every instruction executed, over all threads.
     pub total: u64,
     /// Every cycle executed, over all threads.
     pub total_cycles: u64,
+}
+
+impl FinishedTree {
+    /// What the profile says about folded recursion (`None` when nothing
+    /// was folded).
+    pub fn folded_recursion(&self) -> Option<emuprof_model::FoldedRecursion> {
+        (self.folded_calls > 0).then_some(emuprof_model::FoldedRecursion {
+            depth: super::FOLD_DEPTH,
+            calls: self.folded_calls,
+        })
+    }
 }
 
 impl CallTreeBuilder {
@@ -65,6 +79,7 @@ impl CallTreeBuilder {
             ..RawNode::default()
         });
         self.last_call.push((u64::MAX, 0));
+        self.depths.push(self.depths[spawned_at as usize] + 1);
         self.parked
             .push(Some(ThreadState::new(root, sp, self.total)));
         self.exited.push(false);

@@ -89,6 +89,7 @@ impl Cutter {
         }
         self.delivered += 1;
         let tids = self.thread_ids();
+        let folded_recursion = cut.tree.folded_recursion();
         let mut nodes = cut.tree.nodes;
         let simulation = events.map(|counts| recorded::attach_events(&mut nodes, counts));
         let mut profile = RawProfile {
@@ -97,6 +98,7 @@ impl Cutter {
             partial: None,
             total_instructions: cut.tree.total,
             total_cycles: cut.tree.total_cycles,
+            folded_recursion,
             threads: recorded::thread_table(&cut.tree.threads, &tids),
             nodes,
             blocks: recorded::block_table(blocks, executions, events),

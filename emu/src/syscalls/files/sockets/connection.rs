@@ -284,6 +284,7 @@ impl Files {
         };
         let peer_name = pending.socket.state.borrow().peer_name.clone();
         let new = Socket::entry(
+            self.fds.budget(),
             pending.socket,
             pending.host,
             flags & libc::SOCK_CLOEXEC != 0,

@@ -44,6 +44,7 @@ use std::rc::{Rc, Weak};
 
 use super::fd_table::FdEntry;
 use super::host;
+use super::host_fds::HostFdBudget;
 use crate::syscalls::Errno;
 use address::Address;
 use options::Options;
@@ -320,6 +321,7 @@ impl Socket {
 
     /// The guest fd entry for `socket` on host fd `host`.
     pub fn entry(
+        budget: &HostFdBudget,
         socket: Rc<Socket>,
         host: OwnedFd,
         cloexec: bool,
@@ -328,7 +330,7 @@ impl Socket {
         if nonblocking {
             set_nonblocking(&host)?;
         }
-        let mut entry = FdEntry::new(host, cloexec)?;
+        let mut entry = FdEntry::new(budget, host, cloexec)?;
         entry.guest_pipe = true;
         entry.socket = Some(socket);
         Ok(entry)

@@ -546,7 +546,7 @@ impl Files {
             };
             entries.push(match template {
                 Some(template) => template.with_host(host),
-                None => FdEntry::new(host, false)?,
+                None => FdEntry::new(self.fds.budget(), host, false)?,
             });
         }
         Ok(entries)
