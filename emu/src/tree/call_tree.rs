@@ -28,7 +28,10 @@
 //!   runs in, as always (so every function's self cost and calls, and the
 //!   total, stay exact), and its inclusive cost is not added again: it is
 //!   part of the enclosing call of that context, still open (Kaes's rule:
-//!   a recursion's cost is counted once). Such a call's cost is not in its
+//!   a recursion's cost is counted once). From a thread's first fold on,
+//!   any call of a context that has a call still open in that thread (in
+//!   a mutual recursion, the other function's context) is folded the same
+//!   way. Such a call's cost is not in its
 //!   context's cheapest or dearest call either. The profile says how many
 //!   calls were folded ([`FinishedTree::folded_calls`]).
 //! * While collection is off (Valgrind client requests: see
@@ -546,9 +549,21 @@ impl CallTreeBuilder {
     fn enter_node(&mut self, entry: u64, sp: u64, indirect: bool) -> (NodeId, bool) {
         let parent = self.thread.top().node;
         let node = self.child(parent, entry);
-        let n = &mut self.nodes[node as usize];
-        let folded = n.parent != Some(parent);
+        let mut folded = self.nodes[node as usize].parent != Some(parent);
+        if folded && self.thread.open_contexts.is_none() {
+            let mut open = FxHashMap::default();
+            for frame in &self.thread.frames {
+                *open.entry(frame.node).or_insert(0) += 1;
+            }
+            self.thread.open_contexts = Some(open);
+        }
+        if let Some(open) = &mut self.thread.open_contexts {
+            let calls = open.entry(node).or_insert(0);
+            folded |= *calls > 0;
+            *calls += 1;
+        }
         self.folded_calls += u64::from(folded);
+        let n = &mut self.nodes[node as usize];
         if n.calls == 0 {
             n.return_address = self.thread.pending_return;
         }
@@ -570,6 +585,11 @@ impl CallTreeBuilder {
     /// cost is already part of an open call of that context).
     #[inline(always)]
     fn close_node(&mut self, node: NodeId, folded: bool, cost: Costs) {
+        if let Some(open) = &mut self.thread.open_contexts {
+            if let Some(calls) = open.get_mut(&node) {
+                *calls -= 1;
+            }
+        }
         let n = &mut self.nodes[node as usize];
         if !folded {
             n.inclusive_instructions += cost.instructions;

@@ -8,6 +8,7 @@
 use crate::tree::blocks::Terminator;
 use crate::tree::costs::Costs;
 use emuprof_model::NodeId;
+use rustc_hash::FxHashMap;
 
 /// One active call on the shadow stack.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +49,11 @@ pub struct ThreadState {
     /// The run's costs when the thread last stopped running (while it is
     /// parked, its frames' `entry_total` are in that clock).
     pub parked_at: Costs,
+    /// How many open frames run in each context, kept from the thread's
+    /// first folded call on (`None` before): after a fold a context can be
+    /// entered while a call of it is still open, and such a call is folded
+    /// too (see `call_tree::FOLD_DEPTH`).
+    pub open_contexts: Option<FxHashMap<NodeId, u32>>,
 }
 
 impl ThreadState {
@@ -67,6 +73,7 @@ impl ThreadState {
             pending_return: 0,
             initial_sp: sp,
             parked_at: total,
+            open_contexts: None,
         }
     }
 

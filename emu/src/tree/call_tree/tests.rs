@@ -385,6 +385,12 @@ fn deep_recursion_folds_with_exact_costs() {
         nodes.iter().map(|n| n.self_instructions).sum::<u64>(),
         finished.total
     );
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n.inclusive_instructions <= finished.total),
+        "the mutual recursion's cost is counted once in every context"
+    );
     let outermost_f = node(nodes, &[0x100, 0x200]);
     assert_eq!(outermost_f.inclusive_instructions, finished.total - 2);
     assert_eq!(node(nodes, &[0x100]).inclusive_instructions, finished.total);
