@@ -61,8 +61,9 @@ pub struct Binary {
     /// Names and source locations for its addresses (biased like the image).
     pub symbols: Symbols,
     /// The dynamic linker (`PT_INTERP`), placed at its fixed base, for a
-    /// dynamically linked program; `None` for a static one.
-    pub interpreter: Option<Box<Binary>>,
+    /// dynamically linked program; `None` for a static one. Shared: the
+    /// images of one run may use one parsed dynamic linker.
+    pub interpreter: Option<Arc<Binary>>,
     /// The file's bytes, as read (what ran, whatever happens to the file
     /// later).
     pub file: FileBytes,
@@ -99,38 +100,56 @@ pub fn load_open(
     path: &Path,
     open_interpreter: impl FnOnce(&str) -> std::io::Result<std::fs::File>,
 ) -> Result<Binary, LoadError> {
+    load_open_with_interpreter(file, path, |guest_path| {
+        let file = open_interpreter(guest_path).map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => "there is no such file".to_string(),
+            _ => error.to_string(),
+        })?;
+        let bytes = read_open(file, Path::new(guest_path)).map_err(|e| e.to_string())?;
+        place_interpreter(bytes, Path::new(guest_path))
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// [`load_open`], with the dynamic linker of a dynamically linked program
+/// given by `interpreter` for the guest path in `PT_INTERP` (an error
+/// names the problem): a caller loading many programs can hand out one it
+/// placed before.
+pub fn load_open_with_interpreter(
+    file: std::fs::File,
+    path: &Path,
+    interpreter: impl FnOnce(&str) -> Result<Arc<Binary>, String>,
+) -> Result<Binary, LoadError> {
     let bytes = regular_file::read_open(file, path)?;
     let mut binary = load_shared(bytes).map_err(|problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,
     })?;
     if let Some(guest_path) = binary.image.interpreter.clone() {
-        let problem = |problem: String| LoadError::Interpreter {
+        let loaded = interpreter(&guest_path).map_err(|problem| LoadError::Interpreter {
             path: path.to_path_buf(),
             interpreter: guest_path.clone(),
             problem,
-        };
-        let file = open_interpreter(&guest_path).map_err(|error| {
-            problem(match error.kind() {
-                std::io::ErrorKind::NotFound => "there is no such file".to_string(),
-                _ => error.to_string(),
-            })
         })?;
-        let interpreter =
-            load_interpreter(file, Path::new(&guest_path)).map_err(|e| problem(e.to_string()))?;
-        binary.interpreter = Some(Box::new(interpreter));
+        binary.interpreter = Some(loaded);
     }
     Ok(binary)
 }
 
-/// Reads a dynamic linker open as `file` (named `path` in messages) and
-/// places it so that it ends at [`INTERPRETER_TOP`].
-pub fn load_interpreter(file: std::fs::File, path: &Path) -> Result<Binary, LoadError> {
+/// The bytes of the file open as `file` (named `path` in messages), read
+/// as a program is: a regular file, within the size emuprof accepts.
+pub fn read_open(file: std::fs::File, path: &Path) -> Result<Arc<[u8]>, LoadError> {
+    regular_file::read_open(file, path)
+}
+
+/// Places the dynamic linker whose file holds `bytes` (named `path` in
+/// messages) so that it ends at [`INTERPRETER_TOP`].
+pub fn place_interpreter(bytes: Arc<[u8]>, path: &Path) -> Result<Binary, LoadError> {
     let invalid = |problem| LoadError::Invalid {
         path: path.to_path_buf(),
         problem,
     };
-    let bytes = regular_file::read_open(file, path)?;
     let span = shared_object_span(&bytes).map_err(invalid)?;
     let base = INTERPRETER_TOP.checked_sub(span).ok_or_else(|| {
         invalid(ElfProblem::AbsurdSegment {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use emuprof_loader::{Binary, FunctionStarts, Symbols};
 use unicorn_engine::Unicorn;
 
+use super::shared_objects::{Placement, SharedObjects};
 use super::state::MachineState;
 
 /// `MAP_ANONYMOUS`.
@@ -49,7 +50,9 @@ pub fn note_mapping(uc: &Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6],
         }
     }
     let path = st.sys.files.host_path(fd).unwrap_or_default();
-    let added = st.symbols.add_library(path, bytes, at);
+    let added = st
+        .symbols
+        .add_library(path, bytes, at, &st.handles.shared_objects);
     if let (Some(library), Some(slot)) = (added, &st.handles.snapshots) {
         slot.library_mapped(library.clone());
     }
@@ -84,21 +87,22 @@ impl GuestSymbols {
     }
 
     /// Adds a library mapped at `base` from the file `path` holding `bytes`
-    /// (the caller checks [`GuestSymbols::has_library_at`] first) and
-    /// returns it; a file that does not parse as a shared object is ignored
-    /// (the guest may map any file).
+    /// (the caller checks [`GuestSymbols::has_library_at`] first), parsed
+    /// once per run (`objects`), and returns it; a file that does not parse
+    /// as a shared object is ignored (the guest may map any file).
     pub fn add_library(
         &mut self,
         path: PathBuf,
         bytes: Vec<u8>,
         base: u64,
+        objects: &SharedObjects,
     ) -> Option<&LoadedLibrary> {
-        let binary = emuprof_loader::load_shared_object(Arc::from(bytes), base).ok()?;
-        self.libraries.push(LoadedLibrary {
-            path,
-            base,
-            binary: Arc::new(binary),
-        });
+        let binary = objects
+            .get_or_parse(&path, Placement::At(base), bytes, |bytes| {
+                emuprof_loader::load_shared_object(Arc::from(bytes), base)
+            })
+            .ok()?;
+        self.libraries.push(LoadedLibrary { path, base, binary });
         self.libraries.last()
     }
 

@@ -13,6 +13,7 @@ mod memory_hook;
 mod options;
 mod own_syscalls;
 mod processes;
+mod shared_objects;
 mod signal_delivery;
 mod signal_waits;
 mod stack_pointer;
@@ -103,6 +104,14 @@ pub fn run(
     }
     host_limits::check_address_space_limit()?;
     crate::syscalls::files::host_fds::raise_descriptor_limit();
+    // Programs the run execs later may start with the same dynamic linker.
+    if let (Some(interpreter), Some(path)) = (&binary.interpreter, &binary.image.interpreter) {
+        handles.shared_objects.remember(
+            std::path::Path::new(path),
+            shared_objects::Placement::Interpreter,
+            interpreter,
+        );
+    }
     let table = Rc::new(RefCell::new(processes::ProcessTable::new(GUEST_PID)));
     let program = options.args.first().cloned().unwrap_or_default();
     let first = GuestProcess::start(ImageStart {

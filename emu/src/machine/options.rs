@@ -102,6 +102,8 @@ pub struct RunHandles {
     pub snapshots: Option<Arc<crate::live::SnapshotSlot>>,
     /// When to cut the first program's run into parts, and where they go.
     pub dumps: Option<Arc<crate::dumps::Dumps>>,
+    /// The shared objects the run's images mapped, parsed once for all.
+    pub(crate) shared_objects: super::shared_objects::SharedObjects,
 }
 
 impl RunHandles {

@@ -10,11 +10,13 @@
 //! natively.
 
 use std::io::Read;
+use std::path::Path;
 use std::sync::Arc;
 
 use emuprof_loader::Binary;
 use unicorn_engine::Unicorn;
 
+use super::super::shared_objects::Placement;
 use super::super::state::MachineState;
 use super::super::syscall_dispatch::Answer;
 use super::super::threads;
@@ -200,11 +202,22 @@ fn load(
     // racing guest could swap a directory on that path for a symlink), and
     // find the dynamic linker as the guest would, inside its root.
     let files = &st.sys.files;
-    let loaded = emuprof_loader::load_open(file, &host_path, |interpreter| {
-        files
-            .open_program(interpreter.as_bytes())
-            .map(|(file, _)| file)
-            .map_err(|errno| std::io::Error::from_raw_os_error(errno.0))
+    let objects = &st.handles.shared_objects;
+    let loaded = emuprof_loader::load_open_with_interpreter(file, &host_path, |interpreter| {
+        let (file, _) =
+            files
+                .open_program(interpreter.as_bytes())
+                .map_err(|errno| match errno {
+                    Errno::ENOENT => "there is no such file".to_string(),
+                    errno => std::io::Error::from_raw_os_error(errno.0).to_string(),
+                })?;
+        let path = Path::new(interpreter);
+        let bytes = emuprof_loader::read_open(file, path).map_err(|e| e.to_string())?;
+        objects
+            .get_or_parse(path, Placement::Interpreter, bytes, |bytes| {
+                emuprof_loader::place_interpreter(bytes, path)
+            })
+            .map_err(|e| e.to_string())
     });
     match loaded {
         Ok(binary) => Ok(Loaded {
