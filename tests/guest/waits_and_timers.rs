@@ -3,7 +3,8 @@
 //! that a sleeping thread sets finishes, `poll`/`epoll_wait` timeouts and
 //! POSIX timers, `setitimer`, `alarm`, `sigsuspend` and `pause` behave as
 //! natively, and so do `mincore`, the scheduling queries, `capget` and
-//! `eventfd`. The output equals the native run's, and two runs count the
+//! `eventfd`; so do timerfds and signalfds
+//! (`tests/programs/timer_signal_fds.c`). The output equals the native run's, and two runs count the
 //! same instructions (the profile's bytes are the same). `--clock-start`
 //! sets where the virtual clock starts.
 
@@ -15,16 +16,17 @@ use std::process::Command;
 use common::compile::compile_c;
 use common::{repo_root, run_emuprof};
 
-fn build(out: &Path) -> Option<PathBuf> {
-    let source =
-        std::fs::read_to_string(repo_root().join("tests/programs/waits.c")).expect("read waits.c");
-    compile_c(out, "waits", &source, "gcc", &["-O2", "-g", "-pthread"])
+fn build(out: &Path, name: &str) -> Option<PathBuf> {
+    let path = repo_root().join(format!("tests/programs/{name}.c"));
+    let source = std::fs::read_to_string(&path).expect("read the C source");
+    compile_c(out, name, &source, "gcc", &["-O2", "-g", "-pthread"])
 }
 
-#[test]
-fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
+/// Runs `tests/programs/{name}.c` natively and twice under emuprof: the
+/// same output and a successful exit, the same profile bytes twice.
+fn assert_as_natively_and_alike_twice(name: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let Some(binary) = build(dir.path()) else {
+    let Some(binary) = build(dir.path(), name) else {
         return;
     };
     let native = Command::new(&binary)
@@ -51,6 +53,20 @@ fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
         first.profile_bytes == second.profile_bytes,
         "two runs wrote different profiles"
     );
+}
+
+#[test]
+fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
+    assert_as_natively_and_alike_twice("waits");
+}
+
+/// timerfds expire on the virtual clock (blocking and non-blocking reads,
+/// poll, select, epoll, a thread woken while another spins, a fork child)
+/// and signalfds read the signals raised, sent by a child and SIGCHLD
+/// (`tests/programs/timer_signal_fds.c`).
+#[test]
+fn timerfds_and_signalfds_behave_as_natively_and_count_the_same_twice() {
+    assert_as_natively_and_alike_twice("timer_signal_fds");
 }
 
 /// The virtual clock starts at 2030-01-01 (later than the host's files),

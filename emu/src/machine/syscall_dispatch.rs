@@ -276,6 +276,10 @@ fn run_family(
                 .clock
                 .realtime_ns(st.feed.instructions_at_last_sync());
             st.sys.files.set_change_clock(now);
+            super::virtual_fds::before_file_call(st);
+            if let Some(read) = super::virtual_fds::read_signalfd(uc, st, number, args) {
+                return Some(Answer::Returns(read));
+            }
             let result = with_call(uc, &st.space, number, args, |call| {
                 st.sys.files.handle(group, call)
             });

@@ -9,6 +9,7 @@
 //! out of the machine state with it. The call-tree thread hears of every
 //! spawn and switch through the feed, in guest execution order.
 
+pub mod fd_waits;
 pub mod scheduler;
 mod timer_signals;
 
@@ -245,11 +246,22 @@ pub fn interrupt(st: &mut MachineState, thread: usize, sig: u64) {
 }
 
 /// Wakes a blocked thread a signal has arrived for: a `rt_sigtimedwait`
-/// runs again (it may take the signal), any other wait ends with `EINTR`.
+/// runs again (it may take the signal), any other wait ends with `EINTR`
+/// when a signal its mask lets through is pending.
 pub fn wake_for_signal(st: &mut MachineState, thread: usize) {
     let RunState::Blocked { on, .. } = st.threads.threads[thread].state else {
         return;
     };
+    let signals = if thread == st.threads.running {
+        st.sys.signals.running_thread()
+    } else {
+        &st.threads.threads[thread].signals
+    };
+    if !matches!(on, Wait::SignalIn(_)) && !signals.has_unblocked() {
+        // Blocked signals stay pending and end no wait (a signalfd's read
+        // or poll sees them: `fd_waits`).
+        return;
+    }
     st.sys.futexes.cancel(thread);
     if let Wait::SignalIn(_) = on {
         st.threads.wake_to_retry(thread);
@@ -422,8 +434,23 @@ const IDLE_EXPIRIES: u32 = 64;
 /// timer's expiry (monotonic virtual time).
 pub fn next_deadline(st: &MachineState) -> Option<u64> {
     let threads = st.threads.earliest_deadline();
+    threads.into_iter().chain(next_timer(st)).min()
+}
+
+/// The earliest expiry of a timer or timerfd (monotonic virtual time).
+fn next_timer(st: &MachineState) -> Option<u64> {
     let timers = st.sys.time.timers.earliest();
-    threads.into_iter().chain(timers).min()
+    timers
+        .into_iter()
+        .chain(st.sys.files.next_timerfd_expiry())
+        .min()
+}
+
+/// Fires what is due at `now`: the signals of timers, the expirations of
+/// timerfds; whether a timerfd expired (its waiters may run again).
+fn fire_timers(st: &mut MachineState, now: u64) -> bool {
+    timer_signals::fire(st, now);
+    st.sys.files.expire_timerfds(now)
 }
 
 /// Switches to the thread the scheduler picks (possibly the running one
@@ -438,11 +465,13 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
     let mut now = next_deadline(st).map(|_| now(st));
     if let Some(now) = now {
         expire(st, now);
-        timer_signals::fire(st, now);
+        if fire_timers(st, now) {
+            fd_waits::wake_ready(uc, st);
+        }
     }
     let mut idle_expiries = 0;
     let next = loop {
-        let timer = st.sys.time.timers.earliest();
+        let timer = next_timer(st);
         // The thread whose timeout is the time to wait for runs first.
         let (at, timed_out) = match st.threads.pick_next() {
             Next::Run(next) => break next,
@@ -457,6 +486,10 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
             },
             Next::Deadlock => match timer {
                 Some(expiry) => (expiry, None),
+                // Timers fired here and woke nobody: another process may
+                // still wake a thread (the run loop looks, and calls a
+                // deadlock what nothing can end).
+                None if idle_expiries > 0 => return Ok(()),
                 None => return Err(deadlock(uc, st)),
             },
         };
@@ -465,7 +498,9 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
         let at = at.max(before);
         now = Some(at);
         expire(st, at);
-        timer_signals::fire(st, at);
+        if fire_timers(st, at) {
+            fd_waits::wake_ready(uc, st);
+        }
         if let Some(thread) =
             timed_out.filter(|&t| st.threads.threads[t].state == RunState::Runnable)
         {
@@ -524,7 +559,8 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
 /// reaches it.
 pub fn wake_due(st: &mut MachineState, now: u64) {
     expire(st, now);
-    timer_signals::fire(st, now);
+    // The run loop wakes the waiters of the timerfds that expired.
+    fire_timers(st, now);
     request_switch(st);
 }
 

@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use super::host;
 use super::sockets::Socket;
+use super::virtual_fds::VirtualFd;
 use crate::syscalls::Errno;
 
 /// The most guest fds open at once (`RLIMIT_NOFILE` as the guest should see it).
@@ -56,6 +57,9 @@ pub struct FdEntry {
     /// The guest socket it is (see `sockets`), shared by every fd of its
     /// open file description.
     pub socket: Option<Rc<Socket>>,
+    /// The timer or signal mask of a timerfd or signalfd (see
+    /// `virtual_fds`), shared by every fd of its open file description.
+    pub virtual_fd: Option<VirtualFd>,
 }
 
 impl FdEntry {
@@ -78,6 +82,7 @@ impl FdEntry {
             watches_guest_pipe: false,
             named_fifo: false,
             socket: None,
+            virtual_fd: None,
         })
     }
 
@@ -105,6 +110,7 @@ impl FdEntry {
             watches_guest_pipe: self.watches_guest_pipe,
             named_fifo: self.named_fifo,
             socket: self.socket.clone(),
+            virtual_fd: self.virtual_fd.clone(),
         })
     }
 

@@ -42,6 +42,7 @@ pub mod select;
 pub mod sockets;
 pub mod stat;
 pub mod storage;
+pub mod virtual_fds;
 
 use crate::syscalls::random::RandomStream;
 use crate::syscalls::table::FileGroup;
@@ -166,6 +167,11 @@ pub struct Files {
     /// The virtual time of the changes the current call makes (see
     /// `change_times`).
     pub(super) change_clock_ns: u64,
+    /// Whether a timerfd or signalfd was made (see `virtual_fds`).
+    pub(super) virtual_fds_made: bool,
+    /// The virtual clock at the current call, exact once a virtual fd
+    /// was made.
+    pub(super) call_clock: virtual_fds::CallClock,
 }
 
 impl Files {
@@ -211,6 +217,8 @@ impl Files {
             random: RandomStream::new(0),
             inodes: inodes::GuestInodes::default(),
             change_clock_ns: 0,
+            virtual_fds_made: false,
+            call_clock: Default::default(),
         })
     }
 
@@ -246,6 +254,8 @@ impl Files {
             random: self.random.fork(),
             inodes: self.inodes.clone(),
             change_clock_ns: self.change_clock_ns,
+            virtual_fds_made: self.virtual_fds_made,
+            call_clock: self.call_clock,
         })
     }
 
