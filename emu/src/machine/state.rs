@@ -40,6 +40,18 @@ pub struct SyscallState {
 }
 
 impl SyscallState {
+    /// The files shared mappings wrote back show virtual time `now_ns`
+    /// (since the epoch) as their change.
+    pub fn note_write_backs(&mut self, now_ns: u64) {
+        let written = self.shared_mappings.take_written();
+        if !written.is_empty() {
+            self.files.set_change_clock(now_ns);
+            for (dev, ino) in written {
+                self.files.note_file_changed(dev, ino);
+            }
+        }
+    }
+
     /// What a program started by `execve` keeps: the same files minus those
     /// marked close-on-exec, the same identity, clock and interval timer
     /// (not its POSIX timers), signal handlers

@@ -252,7 +252,16 @@ fn run_family(
         Family::Time if own_syscalls::sleeps_among_threads(st, number) => {
             Some(own_syscalls::sleep(uc, st, number, args))
         }
-        Family::MemoryMap => memory_call(uc, st, number, args),
+        Family::MemoryMap => {
+            let result = memory_call(uc, st, number, args);
+            let now = st
+                .sys
+                .time
+                .clock
+                .realtime_ns(st.feed.instructions_at_last_sync());
+            st.sys.note_write_backs(now);
+            result
+        }
         Family::Time => {
             let MachineState {
                 space, sys, feed, ..

@@ -9,7 +9,8 @@
 //! file does not see writes not yet synced, and a `write` to the file does
 //! not show in the mapping. A fork child writes back its own copy.
 //! Mappings of files opened read-only, and private ones, are copies the
-//! file never sees, as on Linux.
+//! file never sees, as on Linux. A file written back shows the virtual
+//! time of the write-back (`files::change_times`).
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
@@ -37,6 +38,9 @@ struct SharedMapping {
 #[derive(Debug, Clone, Default)]
 pub struct SharedMappings {
     maps: Vec<SharedMapping>,
+    /// Host `(dev, ino)` of the files written back since the last
+    /// [`SharedMappings::take_written`] (their times are the write-back's).
+    written: Vec<(u64, u64)>,
 }
 
 impl SharedMappings {
@@ -54,7 +58,7 @@ impl SharedMappings {
     /// Writes the shared mappings' bytes in `[start, start + len)` to their
     /// files.
     pub fn write_back(
-        &self,
+        &mut self,
         space: &AddressSpace,
         uc: &Unicorn<'_, ()>,
         start: u64,
@@ -66,14 +70,29 @@ impl SharedMappings {
             let to = (map.start + map.len).min(end);
             if from < to {
                 write_range(map, space, uc, from, to)?;
+                if let Ok(stat) = host::fstat(map.file.as_fd()) {
+                    let id = (stat.id.dev, stat.id.ino);
+                    if !self.written.contains(&id) {
+                        self.written.push(id);
+                    }
+                }
             }
         }
         Ok(())
     }
 
     /// Writes every shared mapping back (the image ends).
-    pub fn write_back_all(&self, space: &AddressSpace, uc: &Unicorn<'_, ()>) -> Result<(), Errno> {
+    pub fn write_back_all(
+        &mut self,
+        space: &AddressSpace,
+        uc: &Unicorn<'_, ()>,
+    ) -> Result<(), Errno> {
         self.write_back(space, uc, 0, u64::MAX)
+    }
+
+    /// The files written back since the last call, as host `(dev, ino)`.
+    pub fn take_written(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.written)
     }
 
     /// `[start, start + len)` no longer maps files: the parts of mappings

@@ -354,6 +354,7 @@ impl Files {
     /// Runs the syscall in `group`, the part of this family the syscall
     /// table gives it to; `None` when that group does not own the number.
     pub fn handle(&mut self, group: FileGroup, call: &mut SyscallCall<'_>) -> Option<SysResult> {
+        let entries = self.entries_changed_by(call);
         let result = match group {
             FileGroup::Io => self.handle_io(call),
             FileGroup::FdOps => self.handle_fd_ops(call),
@@ -365,6 +366,7 @@ impl Files {
         };
         if let Some(Ok(ret)) = result {
             self.note_change(call, ret);
+            self.note_entries_changed(&entries, ret);
         }
         result
     }
