@@ -13,10 +13,11 @@
 //! owned by the guest's user), zsh's command substitution and `wait`,
 //! `make -j2` of a C project (no clock-skew warning: the guest's clock is
 //! not older than the host's files), Python's `multiprocessing` and
-//! `subprocess`, and Python's `http.server` answering `urllib` over
-//! loopback TCP in one process (`localhost` found in `/etc/hosts`). Each
-//! runs in
-//! its own copy of one generated work directory, with the same small
+//! `subprocess`, Python's `http.server` answering `urllib` over loopback
+//! TCP in one process (`localhost` found in `/etc/hosts`), sqlite3 in WAL
+//! mode (its index in a shared mapping of `-shm`), and `ld.lld` linking a
+//! program it writes through a shared mapping (which then runs). Each runs
+//! in its own copy of one generated work directory, with the same small
 //! environment natively and in the guest. A missing tool skips its case,
 //! and fails it when `CI` is set (see `scripts/debian-packages.txt`).
 
@@ -154,6 +155,26 @@ const CASES: &[Case] = &[
              print(len(bodies), bodies[0], bodies[-1])",
         ],
         needs: None,
+    },
+    Case {
+        tool: "sqlite3",
+        package: "sqlite3",
+        args: &[
+            "wal.db",
+            "PRAGMA journal_mode=WAL; CREATE TABLE t(a, b); \
+             INSERT INTO t VALUES (1, 'x'), (2, 'y'); SELECT * FROM t; \
+             SELECT count(*) FROM t; PRAGMA wal_checkpoint;",
+        ],
+        needs: None,
+    },
+    Case {
+        tool: "dash",
+        package: "dash",
+        args: &[
+            "-c",
+            "gcc -c main.c f.c && gcc -fuse-ld=lld -o prog-lld main.o f.o && ./prog-lld && echo ran",
+        ],
+        needs: Some(("ld.lld", "lld")),
     },
     Case {
         tool: "timeout",

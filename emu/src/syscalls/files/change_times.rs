@@ -4,7 +4,7 @@
 //! After a call that changes a regular file's contents (`write`,
 //! `pwrite64`, `writev`, `pwritev`, `sendfile` and `copy_file_range` into
 //! it, `ftruncate`, `truncate`, `fallocate`, an open with `O_TRUNC` or
-//! creating with `O_EXCL`, `creat`) or sets its times to "now" (`utime`,
+//! that creates it, `creat`) or sets its times to "now" (`utime`,
 //! `utimes`, `futimesat`, `utimensat` with null times or `UTIME_NOW`),
 //! `stat` and `statx` show the virtual clock's time of that change as its
 //! access, modification and change times for the rest of the run
