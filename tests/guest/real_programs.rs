@@ -12,8 +12,8 @@
 //! git committing in a repository the guest made (its files must look
 //! owned by the guest's user), zsh's command substitution and `wait`,
 //! `make -j2` of a C project (no clock-skew warning: the guest's clock is
-//! not older than the host's files), Python's `multiprocessing` and
-//! `subprocess`, Python's `http.server` answering `urllib` over loopback
+//! not older than the host's files), Python's `multiprocessing` (a pool,
+//! and a shared `Value` and `Array`) and `subprocess`, Python's `http.server` answering `urllib` over loopback
 //! TCP in one process (`localhost` found in `/etc/hosts`), sqlite3 in WAL
 //! mode (its index in a shared mapping of `-shm`), and `ld.lld` linking a
 //! program it writes through a shared mapping (which then runs). Each runs
@@ -130,6 +130,25 @@ const CASES: &[Case] = &[
              if __name__ == '__main__':\n    \
              with mp.Pool(2) as pool: print(pool.map(square, range(6)))\n    \
              print(subprocess.run(['echo', 'child'], capture_output=True).stdout)",
+        ],
+        needs: None,
+    },
+    Case {
+        tool: "python3",
+        package: "python3",
+        args: &[
+            "-c",
+            "import multiprocessing as mp\n\
+             def add(v, a):\n    \
+             for _ in range(100):\n        \
+             with v.get_lock(): v.value += 1\n    \
+             a[0] = 7\n\
+             if __name__ == '__main__':\n    \
+             v, a = mp.Value('i', 0), mp.Array('i', 3)\n    \
+             ps = [mp.Process(target=add, args=(v, a)) for _ in range(2)]\n    \
+             for p in ps: p.start()\n    \
+             for p in ps: p.join()\n    \
+             print(v.value, list(a))",
         ],
         needs: None,
     },

@@ -16,48 +16,9 @@ use std::process::Command;
 use common::compile::compile_c;
 use common::{repo_root, run_emuprof};
 
-fn build(out: &Path, name: &str) -> Option<PathBuf> {
-    let path = repo_root().join(format!("tests/programs/{name}.c"));
-    let source = std::fs::read_to_string(&path).expect("read the C source");
-    compile_c(out, name, &source, "gcc", &["-O2", "-g", "-pthread"])
-}
-
-/// Runs `tests/programs/{name}.c` natively and twice under emuprof: the
-/// same output and a successful exit, the same profile bytes twice.
-fn assert_as_natively_and_alike_twice(name: &str) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(binary) = build(dir.path(), name) else {
-        return;
-    };
-    let native = Command::new(&binary)
-        .env_clear()
-        .output()
-        .expect("native run");
-    assert!(native.status.success(), "the native run failed");
-    let first = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
-    assert_eq!(
-        String::from_utf8_lossy(&first.stdout),
-        String::from_utf8_lossy(&native.stdout),
-        "stdout differs; emuprof said:\n{}",
-        first.stderr
-    );
-    assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
-    assert!(
-        first.profile()["partial"].is_null(),
-        "{}",
-        first.profile()["partial"]
-    );
-    let second = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
-    assert_eq!(first.total_instructions(), second.total_instructions());
-    assert!(
-        first.profile_bytes == second.profile_bytes,
-        "two runs wrote different profiles"
-    );
-}
-
 #[test]
 fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
-    assert_as_natively_and_alike_twice("waits");
+    common::process::assert_c_program_as_natively_and_alike_twice("waits");
 }
 
 /// timerfds expire on the virtual clock (blocking and non-blocking reads,
@@ -66,7 +27,7 @@ fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
 /// (`tests/programs/timer_signal_fds.c`).
 #[test]
 fn timerfds_and_signalfds_behave_as_natively_and_count_the_same_twice() {
-    assert_as_natively_and_alike_twice("timer_signal_fds");
+    common::process::assert_c_program_as_natively_and_alike_twice("timer_signal_fds");
 }
 
 /// The virtual clock starts at 2030-01-01 (later than the host's files),

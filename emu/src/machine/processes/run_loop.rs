@@ -405,11 +405,21 @@ impl World {
     }
 
     /// Wakes the threads whose wait another process may have ended: a
-    /// `wait4` with an ended child to collect, an fd that became ready.
+    /// `wait4` with an ended child to collect, an fd that became ready, a
+    /// futex word in shared memory that was woken.
     fn wake_waiters(&mut self) {
+        let shared_words = std::mem::take(&mut self.table.borrow_mut().shared_futex_wakes);
         let table = self.table.borrow();
         for r in &self.running {
             let mut st = r.process.state.borrow_mut();
+            let words: Vec<u64> = shared_words
+                .iter()
+                .filter(|&&(waker, _)| waker != st.pid)
+                .map(|&(_, word)| word)
+                .collect();
+            if !words.is_empty() {
+                threads::wake_shared_futex_waiters(&mut st, &words);
+            }
             let pid = st.pid;
             let child_waits = st.threads.blocked_on(|w| matches!(w, Wait::Child(_)));
             for thread in child_waits {

@@ -220,6 +220,12 @@ pub fn futex(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) ->
         st.sys.futexes.call(&mut call, running)?
     };
     wake_futex_waiters(st);
+    if let Some(word) = shared_word_woken(st, args) {
+        st.table
+            .borrow_mut()
+            .shared_futex_wakes
+            .push((st.pid, word));
+    }
     match outcome {
         FutexOutcome::Return(result) => Some(result),
         FutexOutcome::Wait { address, timeout } => {
@@ -227,6 +233,36 @@ pub fn futex(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) ->
             block(st, Wait::Futex(address), deadline, ETIMEDOUT.to_rax());
             Some(Ok(0))
         }
+    }
+}
+
+/// The guest-physical address of the futex word a wake operation names,
+/// when it lies in memory shared between processes (whose threads in other
+/// processes may wait on it).
+fn shared_word_woken(st: &MachineState, args: [u64; 6]) -> Option<u64> {
+    const FUTEX_WAKE: u64 = 1;
+    const FUTEX_REQUEUE: u64 = 3;
+    const FUTEX_CMP_REQUEUE: u64 = 4;
+    const FUTEX_WAKE_OP: u64 = 5;
+    const FUTEX_WAKE_BITSET: u64 = 10;
+    let wakes = matches!(
+        args[1] & 0x7f,
+        FUTEX_WAKE | FUTEX_REQUEUE | FUTEX_CMP_REQUEUE | FUTEX_WAKE_OP | FUTEX_WAKE_BITSET
+    );
+    wakes.then(|| st.space.shared_physical(args[0])).flatten()
+}
+
+/// Wakes the threads waiting on a futex word at one of `words`
+/// (guest-physical addresses in memory shared between processes) that
+/// another process woke: each returns 0, as after a wake-up (a waiter
+/// checks its word again, so waking more than were asked is harmless).
+pub fn wake_shared_futex_waiters(st: &mut MachineState, words: &[u64]) {
+    let waiting = st.threads.blocked_on(|w| {
+        matches!(w, Wait::Futex(at) if st.space.shared_physical(*at).is_some_and(|p| words.contains(&p)))
+    });
+    for thread in waiting {
+        st.sys.futexes.cancel(thread);
+        st.threads.wake(thread, 0);
     }
 }
 
@@ -447,10 +483,12 @@ fn next_timer(st: &MachineState) -> Option<u64> {
 }
 
 /// Fires what is due at `now`: the signals of timers, the expirations of
-/// timerfds; whether a timerfd expired (its waiters may run again).
+/// timerfds; whether a thread waiting for a timerfd or signalfd may run
+/// again (something fired, and the process has one).
 fn fire_timers(st: &mut MachineState, now: u64) -> bool {
-    timer_signals::fire(st, now);
-    st.sys.files.expire_timerfds(now)
+    let signalled = timer_signals::fire(st, now);
+    let expired = st.sys.files.expire_timerfds(now);
+    (signalled || expired) && st.sys.files.has_virtual_fds()
 }
 
 /// Switches to the thread the scheduler picks (possibly the running one
