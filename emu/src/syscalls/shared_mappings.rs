@@ -7,7 +7,8 @@
 //! it, and when its process image ends (exit, `execve`, a crash). Between
 //! those points the mapping and the file are two copies: a `read` of the
 //! file does not see writes not yet synced, and a `write` to the file does
-//! not show in the mapping. A fork child writes back its own copy.
+//! not show in the mapping. A fork child shares the mapping's pages
+//! (`memory::shared_memory`) and writes them back too.
 //! Mappings of files opened read-only, and private ones, are copies the
 //! file never sees, as on Linux. A file written back shows the virtual
 //! time of the write-back (`files::change_times`).
