@@ -127,28 +127,18 @@ const CASES: &[Case] = &[
             "-c",
             "import multiprocessing as mp, subprocess\n\
              def square(x): return x * x\n\
-             if __name__ == '__main__':\n    \
-             with mp.Pool(2) as pool: print(pool.map(square, range(6)))\n    \
-             print(subprocess.run(['echo', 'child'], capture_output=True).stdout)",
-        ],
-        needs: None,
-    },
-    Case {
-        tool: "python3",
-        package: "python3",
-        args: &[
-            "-c",
-            "import multiprocessing as mp\n\
              def add(v, a):\n    \
              for _ in range(100):\n        \
              with v.get_lock(): v.value += 1\n    \
              a[0] = 7\n\
              if __name__ == '__main__':\n    \
+             with mp.Pool(2) as pool: print(pool.map(square, range(6)))\n    \
              v, a = mp.Value('i', 0), mp.Array('i', 3)\n    \
              ps = [mp.Process(target=add, args=(v, a)) for _ in range(2)]\n    \
              for p in ps: p.start()\n    \
              for p in ps: p.join()\n    \
-             print(v.value, list(a))",
+             print(v.value, list(a))\n    \
+             print(subprocess.run(['echo', 'child'], capture_output=True).stdout)",
         ],
         needs: None,
     },

@@ -10,11 +10,8 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use common::compile::compile_c;
-use common::{repo_root, run_emuprof};
+use common::run_emuprof;
 
 #[test]
 fn waits_and_timers_end_as_natively_and_count_the_same_twice() {

@@ -272,12 +272,7 @@ impl GuestProcess {
             .sys
             .shared_mappings
             .write_back_all(&st_ref.space, &uc);
-        let now = st
-            .sys
-            .time
-            .clock
-            .realtime_ns(st.feed.instructions_at_last_sync());
-        st.sys.note_write_backs(now);
+        st.note_write_backs();
         let tree_state = st.feed.close();
         let pc = uc.pc_read().unwrap_or(0);
         let stop = match (stop::take_hook_failure().or(st.stop.take()), run_result) {

@@ -254,12 +254,7 @@ fn run_family(
         }
         Family::MemoryMap => {
             let result = memory_call(uc, st, number, args);
-            let now = st
-                .sys
-                .time
-                .clock
-                .realtime_ns(st.feed.instructions_at_last_sync());
-            st.sys.note_write_backs(now);
+            st.note_write_backs();
             result
         }
         Family::Time => {

@@ -157,26 +157,39 @@ impl AddressSpace {
         let physical = shared.alloc(pages)?;
         self.note_if_code(addr, len);
         let replaced = self.drop_pages(addr, len);
-        let mut entries = Vec::with_capacity(pages as usize);
-        for (page, phys) in (addr..addr + len).step_by(PAGE_SIZE as usize).zip(physical) {
-            self.pages.insert(
-                page,
-                Page {
-                    phys,
-                    prot,
-                    held_code: prot.exec,
-                    touched: true,
-                    shared: true,
-                },
-            );
-            entries.push((page, phys, prot.leaf()));
+        let template = Page {
+            phys: 0,
+            prot,
+            held_code: prot.exec,
+            touched: true,
+            shared: true,
+        };
+        self.install(uc, addr, template, &physical, replaced)
+    }
+
+    /// Maps the pages `physical` from `addr` on, each like `template`
+    /// (`replaced`: something was mapped there before).
+    fn install(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        template: Page,
+        physical: &[u64],
+        replaced: bool,
+    ) -> Result<(), EmuError> {
+        let mut entries = Vec::with_capacity(physical.len());
+        for (i, &phys) in physical.iter().enumerate() {
+            let page = addr + i as u64 * PAGE_SIZE;
+            self.pages.insert(page, Page { phys, ..template });
+            entries.push((page, phys, template.prot.leaf()));
         }
         self.tables.set(uc, &mut self.phys, &entries)?;
         if replaced {
             flush_tlb(uc)?;
         }
-        if prot.exec {
-            self.new_code.push((addr, len));
+        if template.prot.exec {
+            self.new_code
+                .push((addr, physical.len() as u64 * PAGE_SIZE));
         }
         Ok(())
     }
@@ -217,29 +230,17 @@ impl AddressSpace {
         self.phys.reserve(uc, pages + pages / 512 + 8)?;
         self.note_if_code(addr, len);
         let replaced = self.drop_pages(addr, len);
-        let mut entries = Vec::with_capacity(pages as usize);
-        for page in (addr..addr + len).step_by(PAGE_SIZE as usize) {
-            let phys = self.phys.alloc(uc)?;
-            self.pages.insert(
-                page,
-                Page {
-                    phys,
-                    prot,
-                    held_code: prot.exec,
-                    touched: prot.read || prot.write || prot.exec,
-                    shared: false,
-                },
-            );
-            entries.push((page, phys, prot.leaf()));
-        }
-        self.tables.set(uc, &mut self.phys, &entries)?;
-        if replaced {
-            flush_tlb(uc)?;
-        }
-        if prot.exec {
-            self.new_code.push((addr, len));
-        }
-        Ok(())
+        let physical = (0..pages)
+            .map(|_| self.phys.alloc(uc))
+            .collect::<Result<Vec<u64>, EmuError>>()?;
+        let template = Page {
+            phys: 0,
+            prot,
+            held_code: prot.exec,
+            touched: prot.read || prot.write || prot.exec,
+            shared: false,
+        };
+        self.install(uc, addr, template, &physical, replaced)
     }
 
     /// Maps `bytes` (padded to whole pages) at `addr` for emuprof's own

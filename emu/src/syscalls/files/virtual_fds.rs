@@ -30,11 +30,6 @@ use crate::syscalls::numbers::*;
 use crate::syscalls::{Errno, GuestMemory, SysResult};
 
 const NANOS: u64 = 1_000_000_000;
-const CLOCK_REALTIME: u64 = 0;
-const CLOCK_MONOTONIC: u64 = 1;
-const CLOCK_BOOTTIME: u64 = 7;
-const CLOCK_REALTIME_ALARM: u64 = 8;
-const CLOCK_BOOTTIME_ALARM: u64 = 9;
 const TFD_TIMER_ABSTIME: i32 = 1;
 const TFD_TIMER_CANCEL_ON_SET: i32 = 2;
 /// Size of `struct itimerspec` (interval, then value; two timespecs).
@@ -184,11 +179,7 @@ impl Files {
     }
 
     fn timerfd_create(&mut self, clock: u64, flags: i32) -> SysResult {
-        let realtime = match clock {
-            CLOCK_REALTIME | CLOCK_REALTIME_ALARM => true,
-            CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_BOOTTIME_ALARM => false,
-            _ => return Err(Errno::EINVAL),
-        };
+        let realtime = crate::syscalls::timers::is_realtime(clock)?;
         let timer = TimerFd {
             realtime,
             expiry: None,
@@ -359,6 +350,9 @@ fn write_itimerspec(
 mod tests {
     use super::*;
     use crate::syscalls::test_harness::{Harness, OUT};
+
+    const CLOCK_REALTIME: u64 = 0;
+    const CLOCK_MONOTONIC: u64 = 1;
 
     fn itimerspec(interval: u64, value: u64) -> Vec<u8> {
         let mut raw = Vec::new();
