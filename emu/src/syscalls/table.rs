@@ -251,9 +251,10 @@ syscall_table! {
     );
     SYS_LSEEK = 8 => lseek: Files(Io), Full;
     SYS_MMAP = 9 => mmap: MemoryMap, Partial(
-        "MAP_SHARED mappings are shared with the processes forked after them, file mappings \
-         reach the file at msync, munmap and exit (a read of the file does not see writes not \
-         yet synced); two processes that map one file each on their own get two copies"
+        "MAP_SHARED mappings are shared with the processes forked after them; file mappings \
+         reach the file at msync, munmap, exit and before the process reads the file (another \
+         process's read sees them after that); two processes that map one file each on their \
+         own get two copies"
     );
     SYS_MPROTECT = 10 => mprotect: MemoryMap, Full;
     SYS_MUNMAP = 11 => munmap: MemoryMap, Full;

@@ -302,6 +302,12 @@ impl Files {
         self.fds.host(fd).ok()?.try_clone_to_owned().ok()
     }
 
+    /// The host `(dev, ino)` of the file open as guest fd `fd`.
+    pub fn file_id(&self, fd: i32) -> Option<(u64, u64)> {
+        let stat = host::fstat(self.fds.host(fd).ok()?).ok()?;
+        Some((stat.id.dev, stat.id.ino))
+    }
+
     /// A host duplicate of guest fd `fd`'s file when it is open for reading
     /// and writing (what a shared mapping written back needs).
     pub fn writable_file_copy(&self, fd: i32) -> Option<std::os::fd::OwnedFd> {
