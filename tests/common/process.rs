@@ -367,3 +367,49 @@ pub fn split_stderr(stderr: &[u8]) -> (Vec<u8>, Vec<String>) {
     }
     (guest, emuprof)
 }
+
+/// Builds `tests/programs/{name}.c` (static, `-O2 -g -pthread`), runs it
+/// natively and twice under emuprof: the same stdout and a successful,
+/// complete run, the same profile bytes twice. Without gcc it skips (fails
+/// under CI).
+#[allow(dead_code)] // not every test binary runs these programs
+pub fn assert_c_program_as_natively_and_alike_twice(name: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = super::repo_root().join(format!("tests/programs/{name}.c"));
+    let source = std::fs::read_to_string(&path).expect("read the C source");
+    let flags = ["-O2", "-g", "-pthread"];
+    let Some(binary) = super::compile::compile_c(dir.path(), name, &source, "gcc", &flags) else {
+        return;
+    };
+    let native = Command::new(&binary)
+        .env_clear()
+        .current_dir(dir.path())
+        .output()
+        .expect("native run");
+    assert!(native.status.success(), "the native run of {name} failed");
+    let run = || {
+        EmuprofCommand::new(&binary)
+            .flags(&["--quiet"])
+            .cwd(dir.path())
+            .run()
+    };
+    let first = run();
+    assert_eq!(
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&native.stdout),
+        "stdout of {name} differs; emuprof said:\n{}",
+        first.stderr
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
+    assert!(
+        first.profile()["partial"].is_null(),
+        "{}",
+        first.profile()["partial"]
+    );
+    let second = run();
+    assert_eq!(first.total_instructions(), second.total_instructions());
+    assert!(
+        first.profile_bytes == second.profile_bytes,
+        "two runs of {name} wrote different profiles"
+    );
+}

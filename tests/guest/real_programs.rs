@@ -12,11 +12,12 @@
 //! git committing in a repository the guest made (its files must look
 //! owned by the guest's user), zsh's command substitution and `wait`,
 //! `make -j2` of a C project (no clock-skew warning: the guest's clock is
-//! not older than the host's files), Python's `multiprocessing` and
-//! `subprocess`, and Python's `http.server` answering `urllib` over
-//! loopback TCP in one process (`localhost` found in `/etc/hosts`). Each
-//! runs in
-//! its own copy of one generated work directory, with the same small
+//! not older than the host's files), Python's `multiprocessing` (a pool,
+//! and a shared `Value` and `Array`) and `subprocess`, Python's `http.server` answering `urllib` over loopback
+//! TCP in one process (`localhost` found in `/etc/hosts`), sqlite3 in WAL
+//! mode (its index in a shared mapping of `-shm`), and `ld.lld` linking a
+//! program it writes through a shared mapping (which then runs). Each runs
+//! in its own copy of one generated work directory, with the same small
 //! environment natively and in the guest. A missing tool skips its case,
 //! and fails it when `CI` is set (see `scripts/debian-packages.txt`).
 
@@ -126,8 +127,17 @@ const CASES: &[Case] = &[
             "-c",
             "import multiprocessing as mp, subprocess\n\
              def square(x): return x * x\n\
+             def add(v, a):\n    \
+             for _ in range(100):\n        \
+             with v.get_lock(): v.value += 1\n    \
+             a[0] = 7\n\
              if __name__ == '__main__':\n    \
              with mp.Pool(2) as pool: print(pool.map(square, range(6)))\n    \
+             v, a = mp.Value('i', 0), mp.Array('i', 3)\n    \
+             ps = [mp.Process(target=add, args=(v, a)) for _ in range(2)]\n    \
+             for p in ps: p.start()\n    \
+             for p in ps: p.join()\n    \
+             print(v.value, list(a))\n    \
              print(subprocess.run(['echo', 'child'], capture_output=True).stdout)",
         ],
         needs: None,
@@ -154,6 +164,26 @@ const CASES: &[Case] = &[
              print(len(bodies), bodies[0], bodies[-1])",
         ],
         needs: None,
+    },
+    Case {
+        tool: "sqlite3",
+        package: "sqlite3",
+        args: &[
+            "wal.db",
+            "PRAGMA journal_mode=WAL; CREATE TABLE t(a, b); \
+             INSERT INTO t VALUES (1, 'x'), (2, 'y'); SELECT * FROM t; \
+             SELECT count(*) FROM t; PRAGMA wal_checkpoint;",
+        ],
+        needs: None,
+    },
+    Case {
+        tool: "dash",
+        package: "dash",
+        args: &[
+            "-c",
+            "gcc -c main.c f.c && gcc -fuse-ld=lld -o prog-lld main.o f.o && ./prog-lld && echo ran",
+        ],
+        needs: Some(("ld.lld", "lld")),
     },
     Case {
         tool: "timeout",

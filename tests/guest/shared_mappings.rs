@@ -1,9 +1,14 @@
-//! File mappings as programs and linkers use them (`tests/programs/shared_map.c`):
-//! what a program writes into a `MAP_SHARED` mapping of a file open for
-//! writing reaches the file at `msync`, `munmap` and exit, where another
-//! process reads it back with `read`, as natively; `MAP_PRIVATE` writes
-//! never do. `ld.gold`, which writes its output through a shared mapping,
-//! links a program that runs.
+//! File mappings as programs and linkers use them
+//! (`tests/programs/shared_map.c`): what a program writes into a
+//! `MAP_SHARED` mapping of a file open for writing reaches the file at
+//! `msync`, `munmap` and exit, where another process reads it back with
+//! `read`, as natively (and the writing process itself before any sync);
+//! `MAP_PRIVATE` writes never do. `ld.gold`, which writes its output
+//! through a shared mapping, links a program that runs. Processes share
+//! memory (`tests/programs/shared_memory.c`): a counter in a shared
+//! anonymous page both update, a shared file mapping inherited across
+//! `fork`, and a process-shared semaphore whose futex one process waits
+//! on and another wakes.
 
 use crate::common;
 
@@ -13,6 +18,11 @@ use std::process::Command;
 use common::compile::compile_c;
 use common::tools::require_tool;
 use common::{repo_root, EmuprofCommand};
+
+#[test]
+fn processes_share_memory_as_natively_and_count_the_same_twice() {
+    common::process::assert_c_program_as_natively_and_alike_twice("shared_memory");
+}
 
 #[test]
 fn shared_mappings_reach_the_file_as_natively() {

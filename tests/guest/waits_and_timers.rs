@@ -3,54 +3,28 @@
 //! that a sleeping thread sets finishes, `poll`/`epoll_wait` timeouts and
 //! POSIX timers, `setitimer`, `alarm`, `sigsuspend` and `pause` behave as
 //! natively, and so do `mincore`, the scheduling queries, `capget` and
-//! `eventfd`. The output equals the native run's, and two runs count the
+//! `eventfd`; so do timerfds and signalfds
+//! (`tests/programs/timer_signal_fds.c`). The output equals the native run's, and two runs count the
 //! same instructions (the profile's bytes are the same). `--clock-start`
 //! sets where the virtual clock starts.
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use common::compile::compile_c;
-use common::{repo_root, run_emuprof};
-
-fn build(out: &Path) -> Option<PathBuf> {
-    let source =
-        std::fs::read_to_string(repo_root().join("tests/programs/waits.c")).expect("read waits.c");
-    compile_c(out, "waits", &source, "gcc", &["-O2", "-g", "-pthread"])
-}
+use common::run_emuprof;
 
 #[test]
 fn waits_and_timers_end_as_natively_and_count_the_same_twice() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(binary) = build(dir.path()) else {
-        return;
-    };
-    let native = Command::new(&binary)
-        .env_clear()
-        .output()
-        .expect("native run");
-    assert!(native.status.success(), "the native run failed");
-    let first = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
-    assert_eq!(
-        String::from_utf8_lossy(&first.stdout),
-        String::from_utf8_lossy(&native.stdout),
-        "stdout differs; emuprof said:\n{}",
-        first.stderr
-    );
-    assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
-    assert!(
-        first.profile()["partial"].is_null(),
-        "{}",
-        first.profile()["partial"]
-    );
-    let second = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
-    assert_eq!(first.total_instructions(), second.total_instructions());
-    assert!(
-        first.profile_bytes == second.profile_bytes,
-        "two runs wrote different profiles"
-    );
+    common::process::assert_c_program_as_natively_and_alike_twice("waits");
+}
+
+/// timerfds expire on the virtual clock (blocking and non-blocking reads,
+/// poll, select, epoll, a thread woken while another spins, a fork child)
+/// and signalfds read the signals raised, sent by a child and SIGCHLD
+/// (`tests/programs/timer_signal_fds.c`).
+#[test]
+fn timerfds_and_signalfds_behave_as_natively_and_count_the_same_twice() {
+    common::process::assert_c_program_as_natively_and_alike_twice("timer_signal_fds");
 }
 
 /// The virtual clock starts at 2030-01-01 (later than the host's files),

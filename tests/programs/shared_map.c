@@ -3,7 +3,8 @@
  * writes into a MAP_SHARED mapping of a file open for writing reach the
  * file at msync, at munmap and when the process ends; writes into a
  * MAP_PRIVATE mapping never do. Another process reads the file back with
- * read() after each step.
+ * read() after each step; the process itself reads what it wrote through
+ * the mapping before any sync.
  *
  * Usage: shared_map FILE   (FILE is created; its final bytes are checked
  * by the test after the program exits)
@@ -64,6 +65,10 @@ int main(int argc, char **argv)
 
     shared = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     printf("mapped again: \"%s\"\n", shared + 5000);
+    strcpy(shared + 2000, "read before any sync");
+    char own[32] = {0};
+    pread(fd, own, 20, 2000);
+    printf("read in the same process: \"%s\"\n", own);
     strcpy(shared + 9980, "written back at exit");
     return 0;
 }

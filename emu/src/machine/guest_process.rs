@@ -267,7 +267,12 @@ impl GuestProcess {
         let mut st = state.borrow_mut();
         // What the image wrote into shared file mappings reaches the files
         // (a failure there has no one left to tell).
-        let _ = st.sys.shared_mappings.write_back_all(&st.space, &uc);
+        let st_ref = &mut *st;
+        let _ = st_ref
+            .sys
+            .shared_mappings
+            .write_back_all(&st_ref.space, &uc);
+        st.note_write_backs();
         let tree_state = st.feed.close();
         let pc = uc.pc_read().unwrap_or(0);
         let stop = match (stop::take_hook_failure().or(st.stop.take()), run_result) {

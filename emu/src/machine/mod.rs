@@ -22,6 +22,7 @@ mod stop;
 mod syscall_dispatch;
 mod threads;
 mod user_mode;
+mod virtual_fds;
 
 pub use crate::tree::tree_feed::StartPoint;
 pub use guest_symbols::LoadedLibrary;

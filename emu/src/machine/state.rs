@@ -135,6 +135,20 @@ pub struct ImageParts {
 }
 
 impl MachineState {
+    /// The files shared mappings wrote back show the virtual clock's time
+    /// (as of the last synchronisation) as their change.
+    pub fn note_write_backs(&mut self) {
+        let written = self.sys.shared_mappings.take_written();
+        if written.is_empty() {
+            return;
+        }
+        let now = (self.sys.time.clock).realtime_ns(self.feed.instructions_at_last_sync());
+        self.sys.files.set_change_clock(now);
+        for (dev, ino) in written {
+            self.sys.files.note_file_changed(dev, ino);
+        }
+    }
+
     /// The state of an image made of `parts`, before its first instruction:
     /// one thread (its process id), nothing stopped, asked or noted yet.
     pub fn new(parts: ImageParts) -> Result<MachineState, capstone::Error> {

@@ -256,7 +256,14 @@ fn run_family(
         Family::Time if own_syscalls::sleeps_among_threads(st, number) => {
             Some(own_syscalls::sleep(uc, st, number, args))
         }
-        Family::MemoryMap => memory_call(uc, st, number, args),
+        Family::MemoryMap => {
+            if number == SYS_MMAP {
+                write_back_before_read(uc, st, args[4] as i32);
+            }
+            let result = memory_call(uc, st, number, args);
+            st.note_write_backs();
+            result
+        }
         Family::Time => {
             let MachineState {
                 space, sys, feed, ..
@@ -280,6 +287,13 @@ fn run_family(
                 .clock
                 .realtime_ns(st.feed.instructions_at_last_sync());
             st.sys.files.set_change_clock(now);
+            if let Some(fd) = file_read_by(number, args) {
+                write_back_before_read(uc, st, fd);
+            }
+            super::virtual_fds::before_file_call(st);
+            if let Some(read) = super::virtual_fds::read_signalfd(uc, st, number, args) {
+                return Some(Answer::Returns(read));
+            }
             let result = with_call(uc, &st.space, number, args, |call| {
                 st.sys.files.handle(group, call)
             });
@@ -288,6 +302,32 @@ fn run_family(
         }
     };
     result.map(Answer::Returns)
+}
+
+/// The fd whose file a call reads, for the calls that read one.
+fn file_read_by(number: u64, args: [u64; 6]) -> Option<i32> {
+    match number {
+        SYS_READ | SYS_PREAD64 | SYS_READV | SYS_PREADV | SYS_COPY_FILE_RANGE => {
+            Some(args[0] as i32)
+        }
+        SYS_SENDFILE => Some(args[1] as i32),
+        _ => None,
+    }
+}
+
+/// Before the process reads the file open as `fd`: what its shared
+/// mappings of that file hold reaches the file (`shared_mappings`).
+fn write_back_before_read(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, fd: i32) {
+    if st.sys.shared_mappings.is_empty() {
+        return;
+    }
+    let Some(id) = st.sys.files.file_id(fd) else {
+        return;
+    };
+    let MachineState { sys, space, .. } = st;
+    // A failure there leaves the file as it was; the read reports nothing.
+    let _ = sys.shared_mappings.write_back_file(space, uc, id);
+    st.note_write_backs();
 }
 
 /// Runs `f` on the syscall as the families see it: number, arguments and

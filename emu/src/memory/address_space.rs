@@ -17,6 +17,7 @@ use unicorn_engine::Unicorn;
 
 use super::page_tables::{LeafFlags, PageTables};
 use super::physical::PhysicalMemory;
+use super::shared_memory::SharedMemory;
 use crate::syscalls::MemoryFault;
 use crate::EmuError;
 
@@ -76,6 +77,9 @@ struct Page {
     /// Whether anything could have written the page: it was accessible to
     /// the guest at some time, or emuprof wrote it (a file's bytes).
     touched: bool,
+    /// A page of the memory shared between processes (`shared_memory`),
+    /// never returned to the private pool.
+    shared: bool,
 }
 
 /// Every mapped virtual page of the guest.
@@ -93,6 +97,9 @@ pub struct AddressSpace {
     /// Ranges mapped or re-protected executable since the last
     /// [`AddressSpace::take_new_code`].
     new_code: Vec<(u64, u64)>,
+    /// The memory this process shares with its parent and children, once
+    /// it maps some.
+    shared_memory: Option<SharedMemory>,
 }
 
 impl AddressSpace {
@@ -109,19 +116,97 @@ impl AddressSpace {
             brk: 0,
             code_changes: RefCell::new(Vec::new()),
             new_code: Vec::new(),
+            shared_memory: None,
         })
     }
 
     /// A copy of this address space in the fresh engine `child` (`fork`):
-    /// the same physical layout, every page in use copied, so the page
-    /// tables and CR3 are valid there unchanged.
+    /// the same physical layout, every private page in use copied and the
+    /// shared pages shared, so the page tables and CR3 are valid there
+    /// unchanged.
     pub fn copy_into(
         &self,
         uc: &Unicorn<'_, ()>,
         child: &mut Unicorn<'_, ()>,
     ) -> Result<AddressSpace, EmuError> {
         self.phys.copy_into(uc, child)?;
+        if let Some(shared) = &self.shared_memory {
+            shared.map_into(child)?;
+        }
         Ok(self.clone())
+    }
+
+    /// Maps zero-filled pages over `[addr, addr + len)` (page aligned) that
+    /// this process shares with the processes it forks from now on
+    /// (`MAP_SHARED | MAP_ANONYMOUS`), replacing whatever was mapped there.
+    pub fn map_shared(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        len: u64,
+        prot: Protection,
+    ) -> Result<(), EmuError> {
+        let pages = len / PAGE_SIZE;
+        // Page tables first, so a host without memory fails the call
+        // before anything changed.
+        self.phys.reserve(uc, pages / 512 + 8)?;
+        let shared = match &self.shared_memory {
+            Some(shared) => shared.clone(),
+            None => self.shared_memory.insert(SharedMemory::new(uc)?).clone(),
+        };
+        let physical = shared.alloc(pages)?;
+        self.note_if_code(addr, len);
+        let replaced = self.drop_pages(addr, len);
+        let template = Page {
+            phys: 0,
+            prot,
+            held_code: prot.exec,
+            touched: true,
+            shared: true,
+        };
+        self.install(uc, addr, template, &physical, replaced)
+    }
+
+    /// Maps the pages `physical` from `addr` on, each like `template`
+    /// (`replaced`: something was mapped there before).
+    fn install(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        template: Page,
+        physical: &[u64],
+        replaced: bool,
+    ) -> Result<(), EmuError> {
+        let mut entries = Vec::with_capacity(physical.len());
+        for (i, &phys) in physical.iter().enumerate() {
+            let page = addr + i as u64 * PAGE_SIZE;
+            self.pages.insert(page, Page { phys, ..template });
+            entries.push((page, phys, template.prot.leaf()));
+        }
+        self.tables.set(uc, &mut self.phys, &entries)?;
+        if replaced {
+            flush_tlb(uc, addr, physical.len() as u64 * PAGE_SIZE)?;
+        }
+        if template.prot.exec {
+            self.new_code
+                .push((addr, physical.len() as u64 * PAGE_SIZE));
+        }
+        Ok(())
+    }
+
+    /// The guest-physical address of `addr` when its page is shared
+    /// between processes.
+    pub fn shared_physical(&self, addr: u64) -> Option<u64> {
+        let page = addr & !(PAGE_SIZE - 1);
+        let p = self.pages.get(&page).filter(|p| p.shared)?;
+        Some(p.phys + (addr - page))
+    }
+
+    /// Whether the page at `addr` is shared between processes.
+    pub fn is_shared(&self, addr: u64) -> bool {
+        self.pages
+            .get(&(addr & !(PAGE_SIZE - 1)))
+            .is_some_and(|p| p.shared)
     }
 
     /// Physical address of the PML4, for CR3.
@@ -145,28 +230,17 @@ impl AddressSpace {
         self.phys.reserve(uc, pages + pages / 512 + 8)?;
         self.note_if_code(addr, len);
         let replaced = self.drop_pages(addr, len);
-        let mut entries = Vec::with_capacity(pages as usize);
-        for page in (addr..addr + len).step_by(PAGE_SIZE as usize) {
-            let phys = self.phys.alloc(uc)?;
-            self.pages.insert(
-                page,
-                Page {
-                    phys,
-                    prot,
-                    held_code: prot.exec,
-                    touched: prot.read || prot.write || prot.exec,
-                },
-            );
-            entries.push((page, phys, prot.leaf()));
-        }
-        self.tables.set(uc, &mut self.phys, &entries)?;
-        if replaced {
-            flush_tlb(uc, addr, len)?;
-        }
-        if prot.exec {
-            self.new_code.push((addr, len));
-        }
-        Ok(())
+        let physical = (0..pages)
+            .map(|_| self.phys.alloc(uc))
+            .collect::<Result<Vec<u64>, EmuError>>()?;
+        let template = Page {
+            phys: 0,
+            prot,
+            held_code: prot.exec,
+            touched: prot.read || prot.write || prot.exec,
+            shared: false,
+        };
+        self.install(uc, addr, template, &physical, replaced)
     }
 
     /// Maps `bytes` (padded to whole pages) at `addr` for emuprof's own
@@ -517,7 +591,7 @@ impl AddressSpace {
             .collect();
         for v in &doomed {
             if let Some(p) = self.pages.remove(v) {
-                if !p.held_code {
+                if !p.held_code && !p.shared {
                     self.phys.release(p.phys, !p.touched);
                 }
             }

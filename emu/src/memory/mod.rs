@@ -11,6 +11,7 @@ mod address_space;
 mod guest_view;
 mod page_tables;
 mod physical;
+mod shared_memory;
 
 pub use address_space::{AddressSpace, Protection, PAGE_SIZE};
 pub use guest_view::GuestView;

@@ -51,9 +51,7 @@ impl PhysicalMemory {
             return Ok(page);
         }
         if self.next == self.mapped_end {
-            uc.mem_map(self.mapped_end, ARENA_SIZE, Prot::ALL)
-                .map_err(|e| EmuError::unicorn("mapping guest physical memory", e))?;
-            self.mapped_end += ARENA_SIZE;
+            self.map_arena(uc)?;
         }
         let page = self.next;
         self.next += PAGE;
@@ -68,10 +66,22 @@ impl PhysicalMemory {
             (me.mapped_end - me.next) / PAGE + (me.free.len() + me.free_untouched.len()) as u64
         };
         while available(self) < pages {
-            uc.mem_map(self.mapped_end, ARENA_SIZE, Prot::ALL)
-                .map_err(|e| EmuError::unicorn("mapping guest physical memory", e))?;
-            self.mapped_end += ARENA_SIZE;
+            self.map_arena(uc)?;
         }
+        Ok(())
+    }
+
+    /// Maps one more arena, below the memory shared between processes.
+    fn map_arena(&mut self, uc: &mut Unicorn<'_, ()>) -> Result<(), EmuError> {
+        if self.mapped_end + ARENA_SIZE > super::shared_memory::SHARED_BASE {
+            return Err(EmuError::unicorn(
+                "mapping guest physical memory",
+                unicorn_engine::uc_error::NOMEM,
+            ));
+        }
+        uc.mem_map(self.mapped_end, ARENA_SIZE, Prot::ALL)
+            .map_err(|e| EmuError::unicorn("mapping guest physical memory", e))?;
+        self.mapped_end += ARENA_SIZE;
         Ok(())
     }
 

@@ -175,6 +175,13 @@ fn mmap(
         let _ = release_shared(shared, space, uc, at, len);
     }
     let protection = Protection::from_linux(prot);
+    if flags & MAP_ANONYMOUS != 0 && flags & MAP_SHARED != 0 {
+        // Shared with the processes it forks (see `memory::shared_memory`).
+        return match space.map_shared(uc, at, len, protection) {
+            Err(e) if e.is_host_memory_exhausted() => Ok(Err(Errno::ENOMEM)),
+            other => other.map(|()| Ok(at)),
+        };
+    }
     if flags & MAP_ANONYMOUS != 0 {
         if let Err(errno) = map_guest(space, uc, at, len, protection)? {
             return Ok(Err(errno));
@@ -196,7 +203,16 @@ fn mmap(
         Ok(n) => n,
         Err(e) => return Ok(Err(e)),
     };
-    if let Err(errno) = map_guest(space, uc, at, len, protection)? {
+    // A shared mapping is shared with the processes this one forks.
+    let mapped = if flags & MAP_SHARED != 0 {
+        match space.map_shared(uc, at, len, protection) {
+            Err(e) if e.is_host_memory_exhausted() => Err(Errno::ENOMEM),
+            other => Ok(other?),
+        }
+    } else {
+        map_guest(space, uc, at, len, protection)?
+    };
+    if let Err(errno) = mapped {
         return Ok(Err(errno));
     }
     while filled > 0 {
@@ -284,12 +300,17 @@ fn madvise(
     }
     let len = page_align_up(len);
     if advice == MADV_DONTNEED && len > 0 {
-        // Private anonymous pages read back as zeros afterwards.
+        // Private pages read back as zeros afterwards.
         if !space.is_mapped(addr, len) {
             return Ok(Err(Errno::ENOMEM));
         }
         let mut page = addr;
         while page < addr + len {
+            if space.is_shared(page) {
+                // Shared pages keep their contents (Linux's shmem does).
+                page += PAGE_SIZE;
+                continue;
+            }
             let prot = space.protection_at(page).unwrap_or(Protection::READ_WRITE);
             if let Err(errno) = map_guest(space, uc, page, PAGE_SIZE, prot)? {
                 return Ok(Err(errno));

@@ -104,6 +104,33 @@ impl ThreadSignals {
     pub fn post(&mut self, sig: u64) {
         self.pending |= bit(sig);
     }
+
+    /// The signals pending for this thread.
+    pub fn pending(&self) -> u64 {
+        self.pending
+    }
+
+    /// Whether this thread's mask blocks `sig` (`SIGKILL` and `SIGSTOP`
+    /// never are).
+    pub fn blocks(&self, sig: u64) -> bool {
+        self.mask & bit(sig) != 0 && sig != SIGKILL && sig != SIGSTOP
+    }
+
+    /// Whether a signal its mask lets through is pending for this thread.
+    pub fn has_unblocked(&self) -> bool {
+        self.pending & !self.mask != 0
+    }
+
+    /// Takes the lowest pending signal of `set`, if any.
+    pub fn take_pending_in(&mut self, set: u64) -> Option<u64> {
+        let ready = self.pending & set;
+        if ready == 0 {
+            return None;
+        }
+        let sig = u64::from(ready.trailing_zeros()) + 1;
+        self.pending &= !bit(sig);
+        Some(sig)
+    }
 }
 
 impl Default for Signals {
@@ -162,12 +189,15 @@ impl Signals {
         let Some(action) = self.action(sig) else {
             return Disposition::Ignored;
         };
-        if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
-            return Disposition::Ignored;
-        }
-        if self.thread.mask & bit(sig) != 0 && sig != SIGKILL && sig != SIGSTOP {
+        // A blocked signal is never ignored (Linux's `sig_ignored`): the
+        // action may change before it is unblocked, and a signalfd or
+        // `sigwaitinfo` may take it.
+        if self.thread.blocks(sig) {
             self.thread.pending |= bit(sig);
             return Disposition::Pending;
+        }
+        if action.handler == SIG_IGN || (action.handler == SIG_DFL && ignored_by_default(sig)) {
+            return Disposition::Ignored;
         }
         self.dispatch(sig, action)
     }
@@ -236,19 +266,13 @@ impl Signals {
 
     /// Takes the lowest pending signal of `set` (`rt_sigtimedwait`), if any.
     pub fn take_pending_in(&mut self, set: u64) -> Option<u64> {
-        let ready = self.thread.pending & set;
-        if ready == 0 {
-            return None;
-        }
-        let sig = u64::from(ready.trailing_zeros()) + 1;
-        self.thread.pending &= !bit(sig);
-        Some(sig)
+        self.thread.take_pending_in(set)
     }
 
     /// Whether a pending signal is not blocked: a wait for a signal ends at
     /// once.
     pub fn has_deliverable(&self) -> bool {
-        self.thread.pending & !self.thread.mask != 0
+        self.thread.has_unblocked()
     }
 
     /// Starts running `action`'s handler for `sig`: blocks what it asks for

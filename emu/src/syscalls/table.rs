@@ -245,14 +245,16 @@ syscall_table! {
     SYS_FSTAT = 5 => fstat: Files(Stat), Full;
     SYS_LSTAT = 6 => lstat: Files(Stat), Full;
     SYS_POLL = 7 => poll: Files(FdOps), Partial(
-        "with a guest pipe or eventfd among the fds, or no fd at all, waits in the guest (timeout \
-         on the virtual clock, other guest threads and processes run meanwhile); fds of host \
-         files only wait on the host (host time)"
+        "with a guest pipe, eventfd, timerfd or signalfd among the fds, or no fd at all, waits \
+         in the guest (timeout on the virtual clock, other guest threads and processes run \
+         meanwhile); fds of host files only wait on the host (host time)"
     );
     SYS_LSEEK = 8 => lseek: Files(Io), Full;
     SYS_MMAP = 9 => mmap: MemoryMap, Partial(
-        "MAP_SHARED file mappings reach the file at msync, munmap and exit, not at once; \
-         processes share no memory"
+        "MAP_SHARED mappings are shared with the processes forked after them; file mappings \
+         reach the file at msync, munmap, exit and before the process reads the file (another \
+         process's read sees them after that); two processes that map one file each on their \
+         own get two copies"
     );
     SYS_MPROTECT = 10 => mprotect: MemoryMap, Full;
     SYS_MUNMAP = 11 => munmap: MemoryMap, Full;
@@ -273,9 +275,9 @@ syscall_table! {
     SYS_ACCESS = 21 => access: Files(Stat), Full;
     SYS_PIPE = 22 => pipe: Files(FdOps), Full;
     SYS_SELECT = 23 => select: Files(FdOps), Partial(
-        "fd sets as one poll: a guest pipe or eventfd, or no fd at all, waits in the guest \
-         (timeout on the virtual clock), host files wait on the host (host time); the timeout is \
-         not updated"
+        "fd sets as one poll: a guest pipe, eventfd, timerfd or signalfd, or no fd at all, \
+         waits in the guest (timeout on the virtual clock), host files wait on the host (host \
+         time); the timeout is not updated"
     );
     SYS_SCHED_YIELD = 24 => sched_yield: Threads, Full;
     SYS_MREMAP = 25 => mremap: MemoryMap, Partial("MREMAP_FIXED gets EINVAL");
@@ -576,8 +578,9 @@ syscall_table! {
     SYS_CLOCK_NANOSLEEP = 230 => clock_nanosleep: Time, Full;
     SYS_EXIT_GROUP = 231 => exit_group: Machine, Full;
     SYS_EPOLL_WAIT = 232 => epoll_wait: Files(FdOps), Partial(
-        "a host epoll instance: with a guest pipe or eventfd in it, or nothing, waits in the guest \
-         (timeout on the virtual clock); with host files only, waits on the host (host time)"
+        "a host epoll instance: with a guest pipe, eventfd, timerfd or signalfd in it, or \
+         nothing, waits in the guest (timeout on the virtual clock); with host files only, waits \
+         on the host (host time)"
     );
     SYS_EPOLL_CTL = 233 => epoll_ctl: Files(FdOps), Full;
     SYS_TGKILL = 234 => tgkill: Machine, Full;
@@ -641,17 +644,27 @@ syscall_table! {
     SYS_EPOLL_PWAIT = 281 => epoll_pwait: Files(FdOps), Partial(
         "as epoll_wait; the signal mask is ignored"
     );
-    SYS_SIGNALFD = 282 => signalfd;
-    SYS_TIMERFD_CREATE = 283 => timerfd_create;
+    SYS_SIGNALFD = 282 => signalfd: Files(FdOps), Partial(
+        "reads take the pending signals of the mask (the thread's, then the process's other \
+         threads'), waiting in the guest; each signalfd_siginfo carries the signal number only \
+         (sender, code and child status are 0)"
+    );
+    SYS_TIMERFD_CREATE = 283 => timerfd_create: Files(FdOps), Partial(
+        "on the virtual clock (CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME and their _ALARM \
+         kinds); expirations are counted at switch points and file calls, reads wait in the \
+         guest; fstat shows an eventfd"
+    );
     SYS_EVENTFD = 284 => eventfd: Files(FdOps), Partial(
         "a host eventfd: a read or write that has to wait blocks the guest thread as a guest \
          pipe's does"
     );
     SYS_FALLOCATE = 285 => fallocate: Files(Storage), Full;
-    SYS_TIMERFD_SETTIME = 286 => timerfd_settime;
-    SYS_TIMERFD_GETTIME = 287 => timerfd_gettime;
+    SYS_TIMERFD_SETTIME = 286 => timerfd_settime: Files(FdOps), Partial(
+        "TFD_TIMER_CANCEL_ON_SET is accepted and never fires (the virtual clock is never set)"
+    );
+    SYS_TIMERFD_GETTIME = 287 => timerfd_gettime: Files(FdOps), Full;
     SYS_ACCEPT4 = 288 => accept4: Files(Network), Full;
-    SYS_SIGNALFD4 = 289 => signalfd4;
+    SYS_SIGNALFD4 = 289 => signalfd4: Files(FdOps), Partial("as signalfd");
     SYS_EVENTFD2 = 290 => eventfd2: Files(FdOps), Partial(
         "a host eventfd: a read or write that has to wait blocks the guest thread as a guest \
          pipe's does"

@@ -30,6 +30,17 @@ const ITIMER_REAL: u64 = 0;
 /// `EAGAIN`, as under a `RLIMIT_SIGPENDING` limit).
 const MAX_TIMERS: usize = 1024;
 
+/// Whether timer clock `clock` is `CLOCK_REALTIME` (absolute times are
+/// wall-clock times) rather than a monotonic one; `EINVAL` for a clock a
+/// timer cannot use.
+pub(crate) fn is_realtime(clock: u64) -> Result<bool, Errno> {
+    match clock {
+        CLOCK_REALTIME | CLOCK_REALTIME_ALARM => Ok(true),
+        CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_BOOTTIME_ALARM => Ok(false),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 /// Where a timer's signal goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -159,11 +170,7 @@ impl Timers {
     }
 
     fn create(&mut self, call: &mut SyscallCall, clock: u64, event: u64, id_at: u64) -> SysResult {
-        let realtime = match clock {
-            CLOCK_REALTIME | CLOCK_REALTIME_ALARM => true,
-            CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_BOOTTIME_ALARM => false,
-            _ => return Err(Errno::EINVAL),
-        };
+        let realtime = is_realtime(clock)?;
         let (signal, target) = if event == 0 {
             (SIGALRM, Target::Process)
         } else {

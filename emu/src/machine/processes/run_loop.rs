@@ -29,7 +29,6 @@ use super::super::{ProcessImage, RunOutcome};
 use super::table::{Ending, Life, ProcessTable};
 use super::ProcessRequest;
 use crate::live::SnapshotSlot;
-use crate::syscalls::files::select;
 use crate::syscalls::Errno;
 use crate::EmuError;
 
@@ -414,11 +413,21 @@ impl World {
     }
 
     /// Wakes the threads whose wait another process may have ended: a
-    /// `wait4` with an ended child to collect, a pipe that became ready.
+    /// `wait4` with an ended child to collect, an fd that became ready, a
+    /// futex word in shared memory that was woken.
     fn wake_waiters(&mut self) {
+        let shared_words = std::mem::take(&mut self.table.borrow_mut().shared_futex_wakes);
         let table = self.table.borrow();
         for r in &self.running {
             let mut st = r.process.state.borrow_mut();
+            let words: Vec<u64> = shared_words
+                .iter()
+                .filter(|&&(waker, _)| waker != st.pid)
+                .map(|&(_, word)| word)
+                .collect();
+            if !words.is_empty() {
+                threads::wake_shared_futex_waiters(&mut st, &words);
+            }
             let pid = st.pid;
             let child_waits = st.threads.blocked_on(|w| matches!(w, Wait::Child(_)));
             for thread in child_waits {
@@ -437,49 +446,7 @@ impl World {
                     st.threads.wake_to_retry(thread);
                 }
             }
-            let poll_waits = st.threads.blocked_on(|w| matches!(w, Wait::Poll { .. }));
-            for thread in poll_waits {
-                let RunState::Blocked {
-                    on: Wait::Poll { fds, count },
-                    ..
-                } = st.threads.threads[thread].state
-                else {
-                    continue;
-                };
-                let polled = read_pollfds(&r.process.uc, &st, fds, count);
-                if st.sys.files.any_ready(&polled) {
-                    st.threads.wake_to_retry(thread);
-                }
-            }
-            let select_waits = st.threads.blocked_on(|w| matches!(w, Wait::Select(_)));
-            for thread in select_waits {
-                let RunState::Blocked {
-                    on: Wait::Select(sets),
-                    ..
-                } = st.threads.threads[thread].state
-                else {
-                    continue;
-                };
-                let polled = select::polled(sets, |at, buf| {
-                    st.space.read_raw(&r.process.uc, at, buf).is_ok()
-                });
-                if st.sys.files.any_ready(&polled) {
-                    st.threads.wake_to_retry(thread);
-                }
-            }
-            let io_waits = st.threads.blocked_on(|w| matches!(w, Wait::Io { .. }));
-            for thread in io_waits {
-                let RunState::Blocked {
-                    on: Wait::Io { fd, write },
-                    ..
-                } = st.threads.threads[thread].state
-                else {
-                    continue;
-                };
-                if st.sys.files.is_ready(fd, write) {
-                    st.threads.wake_to_retry(thread);
-                }
-            }
+            threads::fd_waits::wake_ready(&r.process.uc, &mut st);
         }
     }
 
@@ -501,12 +468,17 @@ impl World {
         }
     }
 
-    /// Sends `sig` to process `pid` when it has a handler for it (what
-    /// `SIGCHLD` needs: ignored by default).
+    /// Sends `sig` to process `pid` when it has a handler for it, blocks
+    /// it (it stays pending: a signalfd or `sigwaitinfo` takes it) or
+    /// waits for it in `rt_sigtimedwait` (what `SIGCHLD` needs: ignored by
+    /// default).
     fn post_if_handled(&mut self, pid: u64, sig: u64) {
         let handled = self.running.iter().any(|r| {
             let st = r.process.state.borrow();
-            st.pid == pid && st.sys.signals.action(sig).is_some_and(|a| a.handler > 1)
+            st.pid == pid
+                && (st.sys.signals.action(sig).is_some_and(|a| a.handler > 1)
+                    || st.sys.signals.running_thread().blocks(sig)
+                    || (0..st.threads.threads.len()).any(|t| threads::waits_for(&st, t, sig)))
         });
         if handled {
             self.post(pid, sig);
@@ -588,25 +560,4 @@ impl World {
                 .collect(),
         })
     }
-}
-
-/// The `(fd, events)` of the `struct pollfd` array a thread polls.
-fn read_pollfds(
-    uc: &unicorn_engine::Unicorn<'_, ()>,
-    st: &super::super::state::MachineState,
-    at: u64,
-    count: u64,
-) -> Vec<(i32, i16)> {
-    let mut raw = vec![0u8; count.min(1024) as usize * 8];
-    if st.space.read_raw(uc, at, &mut raw).is_err() {
-        return Vec::new();
-    }
-    raw.chunks_exact(8)
-        .map(|item| {
-            (
-                i32::from_le_bytes([item[0], item[1], item[2], item[3]]),
-                i16::from_le_bytes([item[4], item[5]]),
-            )
-        })
-        .collect()
 }

@@ -83,6 +83,10 @@ pub struct ProcessTable {
     /// Signals sent to other processes, `(pid, signal)`, delivered by the
     /// run loop when the sender's hook has returned.
     pub outbox: Vec<(u64, u64)>,
+    /// Futex words in memory shared between processes that a process
+    /// woke, `(its pid, guest-physical address)`: the run loop wakes the
+    /// other processes' threads waiting on them.
+    pub shared_futex_wakes: Vec<(u64, u64)>,
 }
 
 impl ProcessTable {
@@ -106,6 +110,7 @@ impl ProcessTable {
             endings: 0,
             processes,
             outbox: Vec::new(),
+            shared_futex_wakes: Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@
 //! out of the machine state with it. The call-tree thread hears of every
 //! spawn and switch through the feed, in guest execution order.
 
+pub mod fd_waits;
 pub mod scheduler;
 mod timer_signals;
 
@@ -219,6 +220,12 @@ pub fn futex(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) ->
         st.sys.futexes.call(&mut call, running)?
     };
     wake_futex_waiters(st);
+    if let Some(word) = shared_word_woken(st, args) {
+        st.table
+            .borrow_mut()
+            .shared_futex_wakes
+            .push((st.pid, word));
+    }
     match outcome {
         FutexOutcome::Return(result) => Some(result),
         FutexOutcome::Wait { address, timeout } => {
@@ -226,6 +233,36 @@ pub fn futex(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, args: [u64; 6]) ->
             block(st, Wait::Futex(address), deadline, ETIMEDOUT.to_rax());
             Some(Ok(0))
         }
+    }
+}
+
+/// The guest-physical address of the futex word a wake operation names,
+/// when it lies in memory shared between processes (whose threads in other
+/// processes may wait on it).
+fn shared_word_woken(st: &MachineState, args: [u64; 6]) -> Option<u64> {
+    const FUTEX_WAKE: u64 = 1;
+    const FUTEX_REQUEUE: u64 = 3;
+    const FUTEX_CMP_REQUEUE: u64 = 4;
+    const FUTEX_WAKE_OP: u64 = 5;
+    const FUTEX_WAKE_BITSET: u64 = 10;
+    let wakes = matches!(
+        args[1] & 0x7f,
+        FUTEX_WAKE | FUTEX_REQUEUE | FUTEX_CMP_REQUEUE | FUTEX_WAKE_OP | FUTEX_WAKE_BITSET
+    );
+    wakes.then(|| st.space.shared_physical(args[0])).flatten()
+}
+
+/// Wakes the threads waiting on a futex word at one of `words`
+/// (guest-physical addresses in memory shared between processes) that
+/// another process woke: each returns 0, as after a wake-up (a waiter
+/// checks its word again, so waking more than were asked is harmless).
+pub fn wake_shared_futex_waiters(st: &mut MachineState, words: &[u64]) {
+    let waiting = st.threads.blocked_on(|w| {
+        matches!(w, Wait::Futex(at) if st.space.shared_physical(*at).is_some_and(|p| words.contains(&p)))
+    });
+    for thread in waiting {
+        st.sys.futexes.cancel(thread);
+        st.threads.wake(thread, 0);
     }
 }
 
@@ -245,11 +282,22 @@ pub fn interrupt(st: &mut MachineState, thread: usize, sig: u64) {
 }
 
 /// Wakes a blocked thread a signal has arrived for: a `rt_sigtimedwait`
-/// runs again (it may take the signal), any other wait ends with `EINTR`.
+/// runs again (it may take the signal), any other wait ends with `EINTR`
+/// when a signal its mask lets through is pending.
 pub fn wake_for_signal(st: &mut MachineState, thread: usize) {
     let RunState::Blocked { on, .. } = st.threads.threads[thread].state else {
         return;
     };
+    let signals = if thread == st.threads.running {
+        st.sys.signals.running_thread()
+    } else {
+        &st.threads.threads[thread].signals
+    };
+    if !matches!(on, Wait::SignalIn(_)) && !signals.has_unblocked() {
+        // Blocked signals stay pending and end no wait (a signalfd's read
+        // or poll sees them: `fd_waits`).
+        return;
+    }
     st.sys.futexes.cancel(thread);
     if let Wait::SignalIn(_) = on {
         st.threads.wake_to_retry(thread);
@@ -422,8 +470,25 @@ const IDLE_EXPIRIES: u32 = 64;
 /// timer's expiry (monotonic virtual time).
 pub fn next_deadline(st: &MachineState) -> Option<u64> {
     let threads = st.threads.earliest_deadline();
+    threads.into_iter().chain(next_timer(st)).min()
+}
+
+/// The earliest expiry of a timer or timerfd (monotonic virtual time).
+fn next_timer(st: &MachineState) -> Option<u64> {
     let timers = st.sys.time.timers.earliest();
-    threads.into_iter().chain(timers).min()
+    timers
+        .into_iter()
+        .chain(st.sys.files.next_timerfd_expiry())
+        .min()
+}
+
+/// Fires what is due at `now`: the signals of timers, the expirations of
+/// timerfds; whether a thread waiting for a timerfd or signalfd may run
+/// again (something fired, and the process has one).
+fn fire_timers(st: &mut MachineState, now: u64) -> bool {
+    let signalled = timer_signals::fire(st, now);
+    let expired = st.sys.files.expire_timerfds(now);
+    (signalled || expired) && st.sys.files.has_virtual_fds()
 }
 
 /// Switches to the thread the scheduler picks (possibly the running one
@@ -438,11 +503,13 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
     let mut now = next_deadline(st).map(|_| now(st));
     if let Some(now) = now {
         expire(st, now);
-        timer_signals::fire(st, now);
+        if fire_timers(st, now) {
+            fd_waits::wake_ready(uc, st);
+        }
     }
     let mut idle_expiries = 0;
     let next = loop {
-        let timer = st.sys.time.timers.earliest();
+        let timer = next_timer(st);
         // The thread whose timeout is the time to wait for runs first.
         let (at, timed_out) = match st.threads.pick_next() {
             Next::Run(next) => break next,
@@ -457,6 +524,10 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
             },
             Next::Deadlock => match timer {
                 Some(expiry) => (expiry, None),
+                // Timers fired here and woke nobody: another process may
+                // still wake a thread (the run loop looks, and calls a
+                // deadlock what nothing can end).
+                None if idle_expiries > 0 => return Ok(()),
                 None => return Err(deadlock(uc, st)),
             },
         };
@@ -465,7 +536,9 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
         let at = at.max(before);
         now = Some(at);
         expire(st, at);
-        timer_signals::fire(st, at);
+        if fire_timers(st, at) {
+            fd_waits::wake_ready(uc, st);
+        }
         if let Some(thread) =
             timed_out.filter(|&t| st.threads.threads[t].state == RunState::Runnable)
         {
@@ -524,7 +597,8 @@ pub fn switch(uc: &mut Unicorn<'_, ()>, st: &mut MachineState) -> Result<(), Sto
 /// reaches it.
 pub fn wake_due(st: &mut MachineState, now: u64) {
     expire(st, now);
-    timer_signals::fire(st, now);
+    // The run loop wakes the waiters of the timerfds that expired.
+    fire_timers(st, now);
     request_switch(st);
 }
 

@@ -1,5 +1,6 @@
 //! Calls on fds themselves: `fcntl`, `dup*`, `ioctl`, pipes, `eventfd`,
-//! `poll`, `select` (`select.rs`), `epoll` (`epoll.rs`), `sendfile`.
+//! `poll`, `select` (`select.rs`), `epoll` (`epoll.rs`), `sendfile`;
+//! timerfds and signalfds (`virtual_fds.rs`).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -59,7 +60,7 @@ impl Files {
             | SYS_EPOLL_PWAIT => self.epoll(mem, call.number, a),
             SYS_SENDFILE => self.sendfile(mem, fd, int_arg(a[1]), a[2], a[3]),
             SYS_COPY_FILE_RANGE => self.copy_file_range(mem, a),
-            _ => return None,
+            _ => return self.handle_virtual_fds(mem, call.number, a),
         };
         Some(result)
     }

@@ -13,6 +13,7 @@ use std::rc::Rc;
 use super::host;
 use super::host_fds::{HostFdBudget, HostFdCharge};
 use super::sockets::Socket;
+use super::virtual_fds::VirtualFd;
 use crate::syscalls::Errno;
 
 /// The most guest fds open at once (`RLIMIT_NOFILE` as the guest should see it).
@@ -59,6 +60,9 @@ pub struct FdEntry {
     pub socket: Option<Rc<Socket>>,
     /// `host` counted against the run's budget of host descriptors.
     charge: HostFdCharge,
+    /// The timer or signal mask of a timerfd or signalfd (see
+    /// `virtual_fds`), shared by every fd of its open file description.
+    pub virtual_fd: Option<VirtualFd>,
 }
 
 impl FdEntry {
@@ -84,6 +88,7 @@ impl FdEntry {
             named_fifo: false,
             socket: None,
             charge,
+            virtual_fd: None,
         })
     }
 
@@ -113,6 +118,7 @@ impl FdEntry {
             named_fifo: self.named_fifo,
             socket: self.socket.clone(),
             charge,
+            virtual_fd: self.virtual_fd.clone(),
         })
     }
 

@@ -243,6 +243,10 @@ impl Files {
         offset: Option<u64>,
     ) -> SysResult {
         let entry = self.fds.get(fd)?;
+        if entry.virtual_fd.is_some() {
+            // Timerfds and signalfds are only read.
+            return Err(Errno::EINVAL);
+        }
         if !entry.waits_in_guest() {
             return write_from_guest(entry.host.as_fd(), mem, segments, offset);
         }

@@ -43,6 +43,7 @@ pub mod select;
 pub mod sockets;
 pub mod stat;
 pub mod storage;
+pub mod virtual_fds;
 
 use crate::syscalls::random::RandomStream;
 use crate::syscalls::table::FileGroup;
@@ -167,6 +168,11 @@ pub struct Files {
     /// The virtual time of the changes the current call makes (see
     /// `change_times`).
     pub(super) change_clock_ns: u64,
+    /// Whether a timerfd or signalfd was made (see `virtual_fds`).
+    pub(super) virtual_fds_made: bool,
+    /// The virtual clock at the current call, exact once a virtual fd
+    /// was made.
+    pub(super) call_clock: virtual_fds::CallClock,
 }
 
 impl Files {
@@ -212,6 +218,8 @@ impl Files {
             random: RandomStream::new(0),
             inodes: inodes::GuestInodes::default(),
             change_clock_ns: 0,
+            virtual_fds_made: false,
+            call_clock: Default::default(),
         })
     }
 
@@ -247,6 +255,8 @@ impl Files {
             random: self.random.fork(),
             inodes: self.inodes.clone(),
             change_clock_ns: self.change_clock_ns,
+            virtual_fds_made: self.virtual_fds_made,
+            call_clock: self.call_clock,
         })
     }
 
@@ -291,6 +301,12 @@ impl Files {
     /// the host), if it is open.
     pub fn host_fd_copy(&self, fd: i32) -> Option<std::os::fd::OwnedFd> {
         self.fds.host(fd).ok()?.try_clone_to_owned().ok()
+    }
+
+    /// The host `(dev, ino)` of the file open as guest fd `fd`.
+    pub fn file_id(&self, fd: i32) -> Option<(u64, u64)> {
+        let stat = host::fstat(self.fds.host(fd).ok()?).ok()?;
+        Some((stat.id.dev, stat.id.ino))
     }
 
     /// A host duplicate of guest fd `fd`'s file when it is open for reading
@@ -345,6 +361,7 @@ impl Files {
     /// Runs the syscall in `group`, the part of this family the syscall
     /// table gives it to; `None` when that group does not own the number.
     pub fn handle(&mut self, group: FileGroup, call: &mut SyscallCall<'_>) -> Option<SysResult> {
+        let entries = self.entries_changed_by(call);
         let result = match group {
             FileGroup::Io => self.handle_io(call),
             FileGroup::FdOps => self.handle_fd_ops(call),
@@ -356,6 +373,7 @@ impl Files {
         };
         if let Some(Ok(ret)) = result {
             self.note_change(call, ret);
+            self.note_entries_changed(&entries, ret);
         }
         result
     }
