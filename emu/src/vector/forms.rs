@@ -107,6 +107,23 @@ impl Op {
         self as u32
     }
 
+    /// Whether the op computes in floating point, under MXCSR.
+    pub(super) fn uses_mxcsr(self) -> bool {
+        matches!(
+            self,
+            Op::FloatConvertScalar
+                | Op::FloatCompareFlags
+                | Op::FloatArithmetic
+                | Op::FloatConvert
+                | Op::FloatHorizontal
+                | Op::FloatCompare
+                | Op::FloatHalfToSingle
+                | Op::FloatFused
+                | Op::FloatRound
+                | Op::FloatSingleToHalf
+        )
+    }
+
     /// The function of the op with `index`.
     pub(super) fn exec(index: u32) -> Option<Exec> {
         EXECS.get(index as usize).copied()
