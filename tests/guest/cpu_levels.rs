@@ -37,7 +37,7 @@ fn a_program_built_for_x86_64_v3_prints_what_it_prints_natively() {
     let Some(dynamic) = compile_c_dynamic(dir.path(), "v3dynamic", &source, &flags) else {
         return;
     };
-    for binary in [static_binary, dynamic] {
+    for (binary, linked_dynamically) in [(static_binary, false), (dynamic, true)] {
         let native = native_stdout(&binary);
         let first = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
         assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
@@ -49,6 +49,10 @@ fn a_program_built_for_x86_64_v3_prints_what_it_prints_natively() {
         // glibc dispatches to its AVX2 string functions, as on such a CPU.
         for function in ["__strlen_avx2", "__memchr_avx2", "__strchr_avx2"] {
             assert!(first.function(function).is_some(), "{function} did not run");
+        }
+        // Lazy binding saves the vector registers with xsavec, as CPUID says.
+        if linked_dynamically {
+            assert!(first.function("_dl_runtime_resolve_xsavec").is_some());
         }
         let second = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
         assert_eq!(

@@ -14,18 +14,22 @@ use super::{Insn, Regs};
 trait Float: Copy {
     fn from_bits64(x: u64) -> Self;
     fn to_bits64(self) -> u64;
-    fn is_nan(self) -> bool;
     fn quiet(x: u64) -> u64;
     const DEFAULT_NAN: u64;
     const SIGN: u64;
     const EXPONENT: u64;
+    /// A NaN, told from the bits: a float comparison would raise flags
+    /// (denormal, invalid) the instruction does not.
+    fn nan(x: u64) -> bool {
+        x & !Self::SIGN > Self::EXPONENT
+    }
     /// Non-zero with a zero exponent.
     fn is_denormal(x: u64) -> bool {
         x & Self::EXPONENT == 0 && x & !Self::SIGN != 0
     }
     /// A NaN without the quiet bit.
     fn is_snan(x: u64) -> bool {
-        Self::from_bits64(x).is_nan() && Self::quiet(x) != x
+        Self::nan(x) && Self::quiet(x) != x
     }
 }
 
@@ -35,9 +39,6 @@ impl Float for f32 {
     }
     fn to_bits64(self) -> u64 {
         u64::from(self.to_bits())
-    }
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
     }
     fn quiet(x: u64) -> u64 {
         x | 0x0040_0000
@@ -54,9 +55,6 @@ impl Float for f64 {
     fn to_bits64(self) -> u64 {
         self.to_bits()
     }
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
     fn quiet(x: u64) -> u64 {
         x | 0x0008_0000_0000_0000
     }
@@ -68,12 +66,12 @@ impl Float for f64 {
 /// The first NaN of `inputs`, quieted; otherwise `op`'s result, with the
 /// default NaN for an invalid operation.
 fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
-    // Computed first in any case, so the host raises the flags.
-    let r = op();
-    if let Some(&nan) = inputs.iter().find(|&&x| F::from_bits64(x).is_nan()) {
+    // Computed in any case, so the host raises the flags.
+    let r = std::hint::black_box(op());
+    if let Some(&nan) = inputs.iter().find(|&&x| F::nan(x)) {
         return F::quiet(nan);
     }
-    if r.is_nan() {
+    if F::nan(r.to_bits64()) {
         F::DEFAULT_NAN
     } else {
         r.to_bits64()
@@ -84,11 +82,13 @@ fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
 /// default NaN for an invalid operation.
 #[inline]
 fn nan2<F: Float>(a: u64, b: u64, r: F) -> u64 {
-    if F::from_bits64(a).is_nan() {
+    // Computed in any case, so the host raises the flags.
+    let r = std::hint::black_box(r);
+    if F::nan(a) {
         F::quiet(a)
-    } else if F::from_bits64(b).is_nan() {
+    } else if F::nan(b) {
         F::quiet(b)
-    } else if r.is_nan() {
+    } else if F::nan(r.to_bits64()) {
         F::DEFAULT_NAN
     } else {
         r.to_bits64()
@@ -136,7 +136,7 @@ fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize, daz: bool) -> 
     let v = F::from_bits64;
     let mut nan = false;
     let mut min_max = |x: u64, y: u64, take_x: bool| {
-        nan |= v(x).is_nan() || v(y).is_nan();
+        nan |= F::nan(x) || F::nan(y);
         let pick = if take_x { x } else { y };
         if daz && F::is_denormal(pick) {
             pick & F::SIGN
@@ -230,7 +230,7 @@ pub(super) fn horizontal(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
 
 /// Whether predicate `p` (0-31 of `vcmpps`) holds.
 fn predicate(p: u8, x: f64, y: f64) -> bool {
-    let unordered = x.is_nan() || y.is_nan();
+    let unordered = f64::nan(x.to_bits()) || f64::nan(y.to_bits());
     let r = match p & 7 {
         0 => x == y,
         1 => x < y,
@@ -258,14 +258,6 @@ fn predicate(p: u8, x: f64, y: f64) -> bool {
     }
 }
 
-fn as_f64(x: u64, size: usize) -> f64 {
-    if size == 4 {
-        f64::from(f32::from_bits(x as u32))
-    } else {
-        f64::from_bits(x)
-    }
-}
-
 /// `vcmpps/pd/ss/sd` (c2).
 pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let a = src1(regs, insn);
@@ -281,11 +273,13 @@ pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     // Predicates 1, 2, 5, 6, 9, 10, 13, 14 signal invalid for a quiet NaN
     // too; 16-31 flip that.
     let signalling = (matches!(p & 15, 1 | 2 | 5 | 6 | 9 | 10 | 13 | 14)) != (p >= 16);
+    let daz = regs.mxcsr.daz();
     let mut flags = 0;
     for i in 0..count {
         let (x, y) = (get(&a, size, i), get(&b, size, i));
-        flags |= invalid_compare(x, y, size, signalling);
-        let t = predicate(p, as_f64(x, size), as_f64(y, size));
+        flags |= compare_exceptions(x, y, size, signalling, daz);
+        let (x, y) = (compared(x, size, daz), compared(y, size, daz));
+        let t = quietly(|| predicate(p, x, y));
         set(&mut r, size, i, if t { u64::MAX } else { 0 });
     }
     regs.mxcsr.raise(flags);
@@ -293,23 +287,39 @@ pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     write(regs, insn.reg(), &r, width);
 }
 
-/// Invalid for a comparison of `x` and `y`: a signalling NaN, or with a
-/// `signalling` comparison any NaN.
-fn invalid_compare(x: u64, y: u64, size: usize, signalling: bool) -> u32 {
-    let (snan, nan) = if size == 4 {
-        let f = |v: u64| (f32::is_snan(v), f32::from_bits(v as u32).is_nan());
-        let (a, b) = (f(x), f(y));
-        (a.0 || b.0, a.1 || b.1)
-    } else {
-        let f = |v: u64| (f64::is_snan(v), f64::from_bits(v).is_nan());
-        let (a, b) = (f(x), f(y));
-        (a.0 || b.0, a.1 || b.1)
+/// The flags of comparing `x` and `y`: invalid for a signalling NaN, or
+/// with a `signalling` comparison any NaN; denormal for a denormal
+/// operand (unless DAZ, or a NaN decides the comparison).
+fn compare_exceptions(x: u64, y: u64, size: usize, signalling: bool, daz: bool) -> u32 {
+    const DE: u32 = 0x02;
+    let facts = |v: u64| {
+        if size == 4 {
+            (f32::is_snan(v), f32::nan(v), f32::is_denormal(v))
+        } else {
+            (f64::is_snan(v), f64::nan(v), f64::is_denormal(v))
+        }
     };
+    let ((snan_x, nan_x, den_x), (snan_y, nan_y, den_y)) = (facts(x), facts(y));
+    let (snan, nan) = (snan_x || snan_y, nan_x || nan_y);
     if snan || (signalling && nan) {
         IE
+    } else if !nan && !daz && (den_x || den_y) {
+        DE
     } else {
         0
     }
+}
+
+/// A comparison operand as an `f64`: exact, a denormal zero under DAZ.
+fn compared(v: u64, size: usize, daz: bool) -> f64 {
+    let denormal = if size == 4 {
+        f32::is_denormal(v)
+    } else {
+        f64::is_denormal(v)
+    };
+    let sign = if size == 4 { f32::SIGN } else { f64::SIGN };
+    let v = if daz && denormal { v & sign } else { v };
+    quietly(|| as_f64_exactly(v, size))
 }
 
 /// `vucomiss/sd`, `vcomiss/sd`: ZF PF CF.
@@ -319,14 +329,15 @@ pub(super) fn compare_flags(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64])
         get(&xmm(regs, insn.reg()), size, 0),
         get(&rm(regs, insn, mem), size, 0),
     );
+    let daz = regs.mxcsr.daz();
     regs.mxcsr
-        .raise(invalid_compare(x, y, size, insn.opcode() == 0x2f));
-    let (x, y) = (as_f64(x, size), as_f64(y, size));
-    *regs.eflags = if x.is_nan() || y.is_nan() {
+        .raise(compare_exceptions(x, y, size, insn.opcode() == 0x2f, daz));
+    let (x, y) = (compared(x, size, daz), compared(y, size, daz));
+    *regs.eflags = if f64::nan(x.to_bits()) || f64::nan(y.to_bits()) {
         super::CC_Z | super::CC_P | super::CC_C
-    } else if x < y {
+    } else if quietly(|| x < y) {
         super::CC_C
-    } else if x == y {
+    } else if quietly(|| x == y) {
         super::CC_Z
     } else {
         0
@@ -573,17 +584,15 @@ pub(super) fn round(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let daz = regs.mxcsr.daz();
     let rounded = |x: u64| -> (u64, u32) {
         let (nan, snan, denormal, sign) = if size == 4 {
-            let f = f32::from_bits(x as u32);
             (
-                f.is_nan(),
+                f32::nan(x),
                 f32::is_snan(x),
                 f32::is_denormal(x),
                 x & f32::SIGN,
             )
         } else {
-            let f = f64::from_bits(x);
             (
-                f.is_nan(),
+                f64::nan(x),
                 f64::is_snan(x),
                 f64::is_denormal(x),
                 x & f64::SIGN,

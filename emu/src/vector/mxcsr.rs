@@ -5,14 +5,16 @@
 //! default of every exception masked, and a program that unmasks one
 //! gets the flag, not a `SIGFPE`).
 //!
-//! - **Arithmetic the host computes** (`+ - * /`, square root, FMA,
-//!   float-to-float and integer-to-float conversions, comparisons) runs
+//! - **Arithmetic the host computes** (its result passed through
+//!   `black_box`, so the compiler, which takes float operations for pure,
+//!   neither drops nor replaces one whose result it could predict) (`+ - * /`, square root, FMA,
+//!   float-to-float and integer-to-float conversions) runs
 //!   with the host's MXCSR set to the guest's rounding control, DAZ and
 //!   FTZ ([`run_float_op`]), so the host CPU rounds, flushes and raises the
 //!   flags exactly as the instruction would; the flags it raises are the
 //!   instruction's.
 //! - **What the unit writes out itself** (conversions to integers, `vround*`,
-//!   F16C, the NaN cases of min/max and signalling compares) runs
+//!   F16C, comparisons, min/max of NaNs) runs
 //!   [`quietly`], without leaving host flags behind, and says which
 //!   flags it raises with [`Mxcsr::raise`].
 
@@ -86,10 +88,13 @@ pub(crate) fn run_float_op(guest: u32, op: impl FnOnce()) -> u32 {
     raised
 }
 
-/// Runs `f` and drops whatever flags the host raised meanwhile (for
-/// computations whose flags the caller decides with [`Mxcsr::raise`]).
+/// Runs `f` under the default MXCSR (round to nearest, no DAZ or FTZ:
+/// Rust's own float code, `round_ties_even` among it, assumes it) and
+/// drops whatever flags the host raised meanwhile, for computations whose
+/// rounding and flags the caller decides ([`Mxcsr::raise`]).
 pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> T {
     let before = host_mxcsr();
+    set_host_mxcsr(MASKS);
     let value = f();
     set_host_mxcsr(before);
     value
