@@ -1,7 +1,8 @@
 //! emuprof's vector unit against the host CPU: every AVX, AVX2, FMA3 and
 //! F16C form emuprof implements (`testprogs/vector/forms.h`) runs on 1,000
-//! random register, flag and memory states natively and under
-//! `emuprof --cpu x86-64-v3`, and the states after each must be equal.
+//! random register, flag, MXCSR (rounding control, DAZ, FTZ) and memory
+//! states natively and under `emuprof --cpu x86-64-v3`, and the states
+//! after each, MXCSR's exception flags included, must be equal.
 
 use crate::common;
 

@@ -129,7 +129,7 @@ impl FpFrame {
         }
         let size = get32(fxsave, SW_BYTES + 16) as usize;
         let extended = get32(fxsave, SW_BYTES + 4) as usize;
-        (size >= YMM_HI && size <= MAX_XSTATE_SIZE && extended == size + 4).then_some(size)
+        ((YMM_HI..=MAX_XSTATE_SIZE).contains(&size) && extended == size + 4).then_some(size)
     }
 
     /// Sets the CPU's state from `area` (see the module's rules); `None`

@@ -461,30 +461,28 @@ pub(super) fn convert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
                 u64::from((get(&b, 4, i) as i32 as f32).to_bits()),
             )
         }),
-        (0x5b, p) => {
-            let mut flags = 0;
-            for i in 0..w / 4 {
-                let (v, f) = to_int(get(&b, 4, i), 4, p == 2, 4, &regs.mxcsr);
-                set(&mut r, 4, i, v);
-                flags |= f;
-            }
-            regs.mxcsr.raise(flags);
-        }
+        (0x5b, p) => to_dwords(&mut r, &b, 4, w / 4, p == 2, &mut regs.mxcsr),
         (0xe6, 2) => {
             (0..w / 8).for_each(|i| set(&mut r, 8, i, f64::from(get(&b, 4, i) as i32).to_bits()))
         }
         (_, p) => {
-            let mut flags = 0;
-            for i in 0..w / 8 {
-                let (v, f) = to_int(get(&b, 8, i), 8, p == 1, 4, &regs.mxcsr);
-                set(&mut r, 4, i, v);
-                flags |= f;
-            }
-            regs.mxcsr.raise(flags);
+            to_dwords(&mut r, &b, 8, w / 8, p == 1, &mut regs.mxcsr);
             width = 16;
         }
     }
     write(regs, insn.reg(), &r, width);
+}
+
+/// The first `count` floats of `fsize` bytes in `b` to doublewords of `r`
+/// (packed conversions to integers), raising their flags.
+fn to_dwords(r: &mut V, b: &V, fsize: usize, count: usize, truncate: bool, csr: &mut Mxcsr<'_>) {
+    let mut flags = 0;
+    for i in 0..count {
+        let (v, f) = to_int(get(b, fsize, i), fsize, truncate, 4, csr);
+        set(r, 4, i, v);
+        flags |= f;
+    }
+    csr.raise(flags);
 }
 
 /// The float of `fsize` bytes in `bits` to an integer of `size` bytes,

@@ -244,7 +244,7 @@ unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem
         exec(&mut regs, Insn(insn), mem);
     } else {
         let guest = *regs.mxcsr.0;
-        let raised = mxcsr::run_float_op(guest, || exec(&mut regs, Insn(insn), mem));
+        let raised = mxcsr::run_float_op(guest, exec, &mut regs, Insn(insn), mem);
         regs.mxcsr.raise(raised);
     }
 }

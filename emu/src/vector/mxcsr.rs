@@ -20,6 +20,9 @@
 
 use std::arch::asm;
 
+use super::forms::Exec;
+use super::{Insn, Regs};
+
 /// Invalid operation.
 pub(crate) const IE: u32 = 0x01;
 /// Precision (inexact).
@@ -73,16 +76,25 @@ fn set_host_mxcsr(value: u32) {
     unsafe { asm!("ldmxcsr [{}]", in(reg) &raw const value, options(nostack)) };
 }
 
-/// Runs `op` with the host's MXCSR set to the `guest`'s rounding control,
-/// DAZ and FTZ, every exception masked and no flag set; puts the host's
-/// back and answers the flags the host raised.
+/// Runs `exec` with the host's MXCSR set to the `guest`'s rounding
+/// control, DAZ and FTZ, every exception masked and no flag set; puts the
+/// host's back and answers the flags the host raised.
 ///
-/// `op` is the form's function, called through a pointer, so the
-/// compiler cannot move its arithmetic across the MXCSR writes.
-pub(crate) fn run_float_op(guest: u32, op: impl FnOnce()) -> u32 {
+/// The compiler takes float arithmetic for free of side effects and would
+/// move it across the MXCSR writes if it could see it; `exec` is called
+/// through a pointer it cannot see through (`black_box`), an opaque call
+/// it keeps between them.
+pub(crate) fn run_float_op(
+    guest: u32,
+    exec: Exec,
+    regs: &mut Regs<'_>,
+    insn: Insn,
+    mem: &mut [u8; 64],
+) -> u32 {
+    let exec = std::hint::black_box(exec);
     let host = host_mxcsr();
     set_host_mxcsr((guest & (RC | DAZ | FTZ)) | MASKS);
-    op();
+    exec(regs, insn, mem);
     let raised = host_mxcsr() & FLAGS;
     set_host_mxcsr(host);
     raised
@@ -104,22 +116,55 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> T {
 mod tests {
     use super::*;
 
+    /// xmm0 = xmm1 / xmm2 (one double), as a form would compute it.
+    fn divide(regs: &mut Regs<'_>, _: Insn, _: &mut [u8; 64]) {
+        let lane = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&regs.xmm[i][..8]);
+            f64::from_le_bytes(b)
+        };
+        let q = lane(1) / lane(2);
+        regs.xmm[0][..8].copy_from_slice(&q.to_le_bytes());
+    }
+
+    /// `x / y` as the vector unit computes it under `guest`: the result's
+    /// bits and the flags raised.
+    fn divided(x: f64, y: f64, guest: u32) -> (u64, u32) {
+        let mut xmm = [[0u8; 64]; 16];
+        xmm[1][..8].copy_from_slice(&x.to_le_bytes());
+        xmm[2][..8].copy_from_slice(&y.to_le_bytes());
+        let (mut gpr, mut eflags, mut csr) = ([0u64; 16], 0u64, guest);
+        let mut regs = Regs {
+            xmm: &mut xmm,
+            gpr: &mut gpr,
+            eflags: &mut eflags,
+            mxcsr: Mxcsr(&mut csr),
+        };
+        let raised = run_float_op(guest, divide, &mut regs, Insn(0), &mut [0; 64]);
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&xmm[0][..8]);
+        (u64::from_le_bytes(b), raised)
+    }
+
     #[test]
     fn host_arithmetic_follows_the_guest_rounding_and_reports_its_flags() {
         let host = host_mxcsr();
-        let third = |guest: u32| {
-            let mut r = 0f64;
-            let (one, three) = (std::hint::black_box(1.0f64), std::hint::black_box(3.0f64));
-            let raised = run_float_op(guest, || r = std::hint::black_box(one / three));
-            (r.to_bits(), raised)
-        };
-        assert_eq!(third(0x1f80), (0x3fd5_5555_5555_5555, PE));
-        assert_eq!(third(0x1f80 | 0x4000), (0x3fd5_5555_5555_5556, PE));
-        let zero = std::hint::black_box(0.0f64);
-        let raised = run_float_op(0x1f80, || {
-            std::hint::black_box(1.0 / zero);
-        });
-        assert_eq!(raised, 0x04, "divide by zero");
+        assert_eq!(divided(1.0, 3.0, 0x1f80), (0x3fd5_5555_5555_5555, PE));
+        assert_eq!(
+            divided(1.0, 3.0, 0x1f80 | 0x4000),
+            (0x3fd5_5555_5555_5556, PE),
+            "up"
+        );
+        assert_eq!(
+            divided(1.0, 0.0, 0x1f80),
+            (0x7ff0_0000_0000_0000, 0x04),
+            "divide by zero"
+        );
+        assert_eq!(
+            divided(1.0, 2.0, 0x1f80),
+            (0x3fe0_0000_0000_0000, 0),
+            "exact"
+        );
         assert_eq!(host_mxcsr(), host, "the host's MXCSR is back");
     }
 }
