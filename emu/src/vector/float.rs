@@ -106,17 +106,24 @@ trait Arith:
 {
     const SIZE: usize;
     fn sqrt(self) -> Self;
+    fn one() -> Self;
 }
 impl Arith for f32 {
     const SIZE: usize = 4;
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
     }
+    fn one() -> f32 {
+        1.0
+    }
 }
 impl Arith for f64 {
     const SIZE: usize = 8;
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
+    }
+    fn one() -> f64 {
+        1.0
     }
 }
 
@@ -128,8 +135,9 @@ fn each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, mut f: impl FnMut(u64, 
     }
 }
 
-/// `op` (58 add, 59 mul, 5c sub, 5d min, 5e div, 5f max, 51 sqrt of `b`)
-/// on the first `count` elements. Answers the flags the host does not
+/// `op` (58 add, 59 mul, 5c sub, 5d min, 5e div, 5f max, 51 sqrt, 52
+/// reciprocal square root, 53 reciprocal of `b`) on the first `count`
+/// elements. Answers the flags the host does not
 /// raise: min and max signal invalid for any NaN, and return a denormal
 /// operand as zero under DAZ.
 fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize, daz: bool) -> u32 {
@@ -151,6 +159,11 @@ fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize, daz: bool) -> 
         0x5e => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) / v(y))),
         0x5d => each::<F>(r, a, b, count, |x, y| min_max(x, y, v(x) < v(y))),
         0x5f => each::<F>(r, a, b, count, |x, y| min_max(x, y, v(x) > v(y))),
+        // Reciprocals as QEMU computes the legacy forms: exactly, rounded.
+        0x53 => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, F::one() / v(y))),
+        0x52 => each::<F>(r, a, b, count, |_, y| {
+            nan2::<F>(y, y, F::one() / v(y).sqrt())
+        }),
         _ => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, v(y).sqrt())),
     }
     if nan {
@@ -160,8 +173,9 @@ fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize, daz: bool) -> 
     }
 }
 
-/// `op` on one element of `size` bytes (for the horizontal forms).
-fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
+/// `op` on one element of `size` bytes (for the horizontal forms and dot
+/// products).
+pub(super) fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
     let (mut r, x, y) = ([0u8; 32], a.to_le_bytes(), b.to_le_bytes());
     let (mut va, mut vb) = ([0u8; 32], [0u8; 32]);
     va[..8].copy_from_slice(&x);

@@ -12,6 +12,7 @@
 //! never fails. Every form is checked against the host CPU by
 //! `tests/guest/vector_differential.rs`.
 
+mod across;
 mod float;
 mod forms;
 mod int;

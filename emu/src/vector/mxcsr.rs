@@ -18,6 +18,7 @@
 //!   [`quietly`], without leaving host flags behind, and says which
 //!   flags it raises with [`Mxcsr::raise`].
 
+#[cfg(target_arch = "x86_64")]
 use std::arch::asm;
 
 use super::forms::Exec;
@@ -62,6 +63,9 @@ impl Mxcsr<'_> {
     }
 }
 
+/// The host's MXCSR. Hosts other than x86-64 have none: there the unit
+/// computes with the host's default rounding and reports no flags.
+#[cfg(target_arch = "x86_64")]
 fn host_mxcsr() -> u32 {
     let mut value: u32 = 0;
     // SAFETY: stmxcsr writes 4 bytes to a local; SSE is part of x86-64.
@@ -69,12 +73,21 @@ fn host_mxcsr() -> u32 {
     value
 }
 
+#[cfg(not(target_arch = "x86_64"))]
+fn host_mxcsr() -> u32 {
+    MASKS
+}
+
+#[cfg(target_arch = "x86_64")]
 fn set_host_mxcsr(value: u32) {
     // SAFETY: ldmxcsr reads 4 bytes from a local. Every value written here
     // keeps the reserved bits clear (`MASKS`, `RC`, `DAZ`, `FTZ` and flags
     // only, or what `host_mxcsr` read), so it cannot fault.
     unsafe { asm!("ldmxcsr [{}]", in(reg) &raw const value, options(nostack)) };
 }
+
+#[cfg(not(target_arch = "x86_64"))]
+fn set_host_mxcsr(_: u32) {}
 
 /// Runs `exec` with the host's MXCSR set to the `guest`'s rounding
 /// control, DAZ and FTZ, every exception masked, and no flag set that the
@@ -128,7 +141,7 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> T {
     value
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
 
