@@ -28,5 +28,6 @@ mod testprogs_native;
 mod threads;
 mod under_emuprof;
 mod unsupported_instruction;
+mod v3_programs;
 mod vector_differential;
 mod waits_and_timers;
