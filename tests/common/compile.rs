@@ -35,11 +35,15 @@ fn compile_linked(
     let source_path = dir.join(format!("{name}.c"));
     std::fs::write(&source_path, source).expect("write the C source");
     let binary = dir.join(name);
+    // Libraries (`-lm`) after the source, where the linker looks for them.
+    let (libraries, options): (Vec<&str>, Vec<&str>) =
+        flags.iter().partition(|flag| flag.starts_with("-l"));
     let status = Command::new(compiler)
-        .args(flags)
+        .args(&options)
         .arg("-o")
         .arg(&binary)
         .arg(&source_path)
+        .args(&libraries)
         .status();
     match status {
         Ok(s) if s.success() => Some(binary),

@@ -78,20 +78,38 @@ fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
     }
 }
 
-/// `r = x op y` under the NaN rules: the first NaN operand, quieted; the
-/// default NaN for an invalid operation.
+/// The result `r` (bits) of `a op b` under the NaN rules: the first NaN
+/// operand, quieted; the default NaN for an invalid operation.
 #[inline]
-fn nan2<F: Float>(a: u64, b: u64, r: F) -> u64 {
-    // Computed in any case, so the host raises the flags.
-    let r = std::hint::black_box(r);
+fn nan2<F: Float>(a: u64, b: u64, r: u64) -> u64 {
     if F::nan(a) {
         F::quiet(a)
     } else if F::nan(b) {
         F::quiet(b)
-    } else if F::nan(r.to_bits64()) {
+    } else if F::nan(r) {
         F::DEFAULT_NAN
     } else {
-        r.to_bits64()
+        r
+    }
+}
+
+/// `f` on the first `count` elements of `a` and `b` (of `b` alone when
+/// `unary`) into `r`, under [`nan2`]'s rules. The host computes every
+/// element before the rules look at any, and one `black_box` keeps all of
+/// those computations, so the host raises every flag the instruction
+/// would, a NaN operand's too.
+#[inline]
+fn arith_each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, unary: bool, f: impl Fn(F, F) -> F) {
+    let v = F::from_bits64;
+    let mut out = [0u64; 8];
+    for (i, o) in out.iter_mut().enumerate().take(count) {
+        *o = f(v(get(a, F::SIZE, i)), v(get(b, F::SIZE, i))).to_bits64();
+    }
+    let out = std::hint::black_box(out);
+    for (i, &o) in out.iter().enumerate().take(count) {
+        let y = get(b, F::SIZE, i);
+        let x = if unary { y } else { get(a, F::SIZE, i) };
+        set(r, F::SIZE, i, nan2::<F>(x, y, o));
     }
 }
 
@@ -153,18 +171,16 @@ fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize, daz: bool) -> 
         }
     };
     match op {
-        0x58 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) + v(y))),
-        0x59 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) * v(y))),
-        0x5c => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) - v(y))),
-        0x5e => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) / v(y))),
+        0x58 => arith_each::<F>(r, a, b, count, false, |x, y| x + y),
+        0x59 => arith_each::<F>(r, a, b, count, false, |x, y| x * y),
+        0x5c => arith_each::<F>(r, a, b, count, false, |x, y| x - y),
+        0x5e => arith_each::<F>(r, a, b, count, false, |x, y| x / y),
         0x5d => each::<F>(r, a, b, count, |x, y| min_max(x, y, v(x) < v(y))),
         0x5f => each::<F>(r, a, b, count, |x, y| min_max(x, y, v(x) > v(y))),
         // Reciprocals as QEMU computes the legacy forms: exactly, rounded.
-        0x53 => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, F::one() / v(y))),
-        0x52 => each::<F>(r, a, b, count, |_, y| {
-            nan2::<F>(y, y, F::one() / v(y).sqrt())
-        }),
-        _ => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, v(y).sqrt())),
+        0x53 => arith_each::<F>(r, a, b, count, true, |_, y| F::one() / y),
+        0x52 => arith_each::<F>(r, a, b, count, true, |_, y| F::one() / y.sqrt()),
+        _ => arith_each::<F>(r, a, b, count, true, |_, y| y.sqrt()),
     }
     if nan {
         IE
