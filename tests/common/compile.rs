@@ -56,3 +56,24 @@ fn compile_linked(
         }
     }
 }
+
+/// `rustc --edition 2021 <flags> -C target-feature=+crt-static -g -o
+/// <output> <source>` (a static glibc program); fails the test with rustc's
+/// message when it does not build.
+#[allow(dead_code)] // not every test binary compiles Rust programs
+pub fn compile_rust_static(source: &Path, output: &Path, flags: &[&str]) {
+    let result = Command::new("rustc")
+        .args(["--edition", "2021"])
+        .args(flags)
+        .args(["-C", "target-feature=+crt-static", "-g", "-o"])
+        .arg(output)
+        .arg(source)
+        .output()
+        .expect("run rustc");
+    assert!(
+        result.status.success(),
+        "rustc failed for {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&result.stderr)
+    );
+}

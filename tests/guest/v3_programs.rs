@@ -106,28 +106,7 @@ fn build_cpp(dir: &Path) -> PathBuf {
 fn build_rust(dir: &Path) -> PathBuf {
     let output = dir.join("v3crate");
     let source = repo_root().join("testprogs/vector/v3crate.rs");
-    let result = Command::new("rustc")
-        .args([
-            "--edition",
-            "2021",
-            "-C",
-            "opt-level=3",
-            "-C",
-            "target-cpu=x86-64-v3",
-            "-C",
-            "target-feature=+crt-static",
-            "-g",
-            "-o",
-        ])
-        .arg(&output)
-        .arg(&source)
-        .output()
-        .expect("run rustc");
-    assert!(
-        result.status.success(),
-        "rustc failed for {}:\n{}",
-        source.display(),
-        String::from_utf8_lossy(&result.stderr)
-    );
+    let flags = ["-C", "opt-level=3", "-C", "target-cpu=x86-64-v3"];
+    common::compile::compile_rust_static(&source, &output, &flags);
     output
 }
