@@ -95,6 +95,33 @@ impl CpuLevel {
         }
     }
 
+    /// CPUID leaf 0xd sub-leaf 1 EAX: `xsaveopt` wherever XSAVE is, and
+    /// `xsavec` at x86-64-v3, as on every such CPU since Skylake (glibc's
+    /// dynamic linker then saves the vector registers with it).
+    fn xsave_features(self) -> u32 {
+        const XSAVEOPT: u32 = 1;
+        const XSAVEC: u32 = 1 << 1;
+        match self {
+            CpuLevel::X86_64 => 0,
+            CpuLevel::X86_64V2 => XSAVEOPT,
+            CpuLevel::X86_64V3 => XSAVEOPT | XSAVEC,
+        }
+    }
+
+    /// CPUID leaf 0xd sub-leaf 1: the XSAVE features, and with `xsavec`
+    /// the size of its area for XCR0 (x87, SSE and YMM: 832 bytes).
+    fn leaf_d_1(self) -> [u32; 4] {
+        const XSAVEC: u32 = 1 << 1;
+        const XSAVEC_AREA_X87_SSE_YMM: u32 = 832;
+        let eax = self.xsave_features();
+        let ebx = if eax & XSAVEC != 0 {
+            XSAVEC_AREA_X87_SSE_YMM
+        } else {
+            0
+        };
+        [eax, ebx, 0, 0]
+    }
+
     /// The flags line of `/proc/cpuinfo`, as Linux prints the CPUID bits.
     pub fn cpuinfo_flags(self) -> &'static str {
         match self {
@@ -111,7 +138,7 @@ impl CpuLevel {
                 "fpu de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush \
                  mmx fxsr sse sse2 syscall nx lm pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 \
                  movbe popcnt aes xsave avx f16c hypervisor lahf_lm abm fsgsbase bmi1 avx2 \
-                 smep bmi2 erms"
+                 smep bmi2 erms xsaveopt xsavec"
             }
         }
     }
@@ -119,9 +146,10 @@ impl CpuLevel {
 
 /// `UC_CTL_EMUPROF_CPU_FEATURE` written with two arguments.
 const CTL_CPU_FEATURE: u32 = crate::engine_seam::CTL_CPU_FEATURE as u32 | 1 << 30 | 2 << 26;
-/// QEMU's feature words: CPUID leaf 1 ECX and leaf 7 EBX.
+/// QEMU's feature words: CPUID leaf 1 ECX, leaf 7 EBX, leaf 0xd sub-leaf 1 EAX.
 const FEAT_1_ECX: i32 = 1;
 const FEAT_7_0_EBX: i32 = 2;
+const FEAT_XSAVE: i32 = 19;
 
 /// Selects the fixed CPU model at `level` and registers the vector unit.
 /// Must run before anything else touches the CPU. With stock Unicorn,
@@ -133,6 +161,7 @@ pub fn select_model(uc: &mut Unicorn<'_, ()>, level: CpuLevel) -> Result<(), Emu
     let features = [
         (FEAT_1_ECX, level.leaf_1_ecx()),
         (FEAT_7_0_EBX, level.leaf_7_ebx()),
+        (FEAT_XSAVE, level.xsave_features()),
     ];
     for (word, value) in features {
         // SAFETY: a live engine; the control reads an int and a u32. Stock
@@ -189,10 +218,15 @@ pub fn reset_fpu(uc: &mut Unicorn<'_, ()>) -> Result<(), unicorn_engine::uc_erro
     uc.reg_write(RegisterX86::MXCSR, MXCSR)
 }
 
-/// The answer to `cpuid` with `leaf` in EAX when emuprof overrides Unicorn's
-/// (`None`: Unicorn answers from the level's feature words).
-pub fn cpuid_override(level: CpuLevel, leaf: u32) -> Option<[u32; 4]> {
-    (leaf == 1).then(|| level.leaf_1())
+/// The answer to `cpuid` with `leaf` in EAX and `subleaf` in ECX when
+/// emuprof overrides Unicorn's (`None`: Unicorn answers from the level's
+/// feature words).
+pub fn cpuid_override(level: CpuLevel, leaf: u32, subleaf: u32) -> Option<[u32; 4]> {
+    match (leaf, subleaf) {
+        (1, _) => Some(level.leaf_1()),
+        (0xd, 1) if level != CpuLevel::X86_64 => Some(level.leaf_d_1()),
+        _ => None,
+    }
 }
 
 fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuError> {

@@ -229,4 +229,11 @@
     X(vpgatherqd_y, "vpgatherqd %xmm2, 4(%rdi,%ymm3,4), %xmm1", 2) \
     X(vpgatherqq_x, "vpgatherqq %xmm2, (%rdi,%xmm3,1), %xmm1", 2) \
     X(vgatherdps_y, "vgatherdps %ymm2, (%rdi,%ymm3,4), %ymm1", 1) \
-    X(vgatherqpd_y, "vgatherqpd %ymm2, (%rdi,%ymm3,8), %ymm1", 2)
+    X(vgatherqpd_y, "vgatherqpd %ymm2, (%rdi,%ymm3,8), %ymm1", 2) \
+    T3I(X, vdpps, 0xff) T3I(X, vdpps, 0x31) T3I(X, vdpps, 0xa6) \
+    S3I(X, vdppd, 0x33) S3I(X, vdppd, 0x21) \
+    T3I(X, vmpsadbw, 0) T3I(X, vmpsadbw, 0x07) T3I(X, vmpsadbw, 0x2d) T3I(X, vmpsadbw, 0x3a) \
+    S3I(X, vpclmulqdq, 0) S3I(X, vpclmulqdq, 0x01) S3I(X, vpclmulqdq, 0x10) \
+    S3I(X, vpclmulqdq, 0x11) \
+    X(vphminposuw_x, "vphminposuw %xmm3, %xmm1", 0) \
+    X(vphminposuw_xm, "vphminposuw (%rdi), %xmm1", 0)

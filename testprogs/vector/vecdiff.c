@@ -14,12 +14,14 @@
 
 #include "forms.h"
 
-/* What a form sees and leaves: YMM0-15, rax rcx rdx rsi, RFLAGS, memory. */
+/* What a form sees and leaves: YMM0-15, rax rcx rdx rsi, RFLAGS, MXCSR
+ * (random rounding, DAZ and FTZ, no exception flags before), memory. */
 struct state {
     uint8_t ymm[16][32];
     uint64_t gpr[4];
     uint64_t flags;
-    uint64_t pad[3];
+    uint32_t mxcsr, pad32;
+    uint64_t pad[2];
     uint8_t mem[256];
 } __attribute__((aligned(64)));
 
@@ -41,9 +43,9 @@ struct state state;
     "vmovdqu 448(%r15), %ymm14\nvmovdqu 480(%r15), %ymm15\n"                   \
     "mov 512(%r15), %rax\nmov 520(%r15), %rcx\nmov 528(%r15), %rdx\n"          \
     "mov 536(%r15), %rsi\nlea 576(%r15), %rdi\n"                               \
-    "pushq 544(%r15)\npopfq\n"
+    "ldmxcsr 552(%r15)\npushq 544(%r15)\npopfq\n"
 #define SAVE                                                                   \
-    "pushfq\npopq 544(%r15)\n"                                                 \
+    "pushfq\npopq 544(%r15)\nstmxcsr 552(%r15)\n"                             \
     "mov %rax, 512(%r15)\nmov %rcx, 520(%r15)\nmov %rdx, 528(%r15)\n"          \
     "mov %rsi, 536(%r15)\n"                                                    \
     "vmovdqu %ymm0, 0(%r15)\nvmovdqu %ymm1, 32(%r15)\n"                        \
@@ -121,6 +123,11 @@ static void randomize(int setup) {
     for (size_t i = 0; i < sizeof state / 8; i++) words[i] = random_qword();
     /* CF PF AF ZF SF OF random, IF and bit 1 set, DF clear. */
     state.flags = 0x202 | (next() & 0x8d5);
+    /* Exceptions masked; any rounding; DAZ and FTZ each in a quarter. */
+    uint64_t m = next();
+    state.mxcsr = 0x1f80 | (m & 0x6000) | ((m >> 16) % 4 == 0 ? 0x40 : 0) |
+                  ((m >> 24) % 4 == 0 ? 0x8000 : 0);
+    state.pad32 = 0;
     if (setup) {
         for (int i = 0; i < 8; i++) {
             if (setup == 1)
@@ -147,8 +154,8 @@ static void dump_state(int c) {
         printf(" ymm%d=", r);
         for (int b = 31; b >= 0; b--) printf("%02x", state.ymm[r][b]);
     }
-    printf(" rax=%lx rcx=%lx rdx=%lx rsi=%lx flags=%lx mem=", state.gpr[0], state.gpr[1],
-           state.gpr[2], state.gpr[3], state.flags);
+    printf(" rax=%lx rcx=%lx rdx=%lx rsi=%lx flags=%lx mxcsr=%x mem=", state.gpr[0],
+           state.gpr[1], state.gpr[2], state.gpr[3], state.flags, state.mxcsr);
     for (int b = 0; b < 256; b++) printf("%02x", state.mem[b]);
     printf("\n");
 }

@@ -35,11 +35,15 @@ fn compile_linked(
     let source_path = dir.join(format!("{name}.c"));
     std::fs::write(&source_path, source).expect("write the C source");
     let binary = dir.join(name);
+    // Libraries (`-lm`) after the source, where the linker looks for them.
+    let (libraries, options): (Vec<&str>, Vec<&str>) =
+        flags.iter().partition(|flag| flag.starts_with("-l"));
     let status = Command::new(compiler)
-        .args(flags)
+        .args(&options)
         .arg("-o")
         .arg(&binary)
         .arg(&source_path)
+        .args(&libraries)
         .status();
     match status {
         Ok(s) if s.success() => Some(binary),
@@ -51,4 +55,25 @@ fn compile_linked(
             None
         }
     }
+}
+
+/// `rustc --edition 2021 <flags> -C target-feature=+crt-static -g -o
+/// <output> <source>` (a static glibc program); fails the test with rustc's
+/// message when it does not build.
+#[allow(dead_code)] // not every test binary compiles Rust programs
+pub fn compile_rust_static(source: &Path, output: &Path, flags: &[&str]) {
+    let result = Command::new("rustc")
+        .args(["--edition", "2021"])
+        .args(flags)
+        .args(["-C", "target-feature=+crt-static", "-g", "-o"])
+        .arg(output)
+        .arg(source)
+        .output()
+        .expect("run rustc");
+    assert!(
+        result.status.success(),
+        "rustc failed for {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&result.stderr)
+    );
 }

@@ -37,7 +37,7 @@ fn a_program_built_for_x86_64_v3_prints_what_it_prints_natively() {
     let Some(dynamic) = compile_c_dynamic(dir.path(), "v3dynamic", &source, &flags) else {
         return;
     };
-    for binary in [static_binary, dynamic] {
+    for (binary, linked_dynamically) in [(static_binary, false), (dynamic, true)] {
         let native = native_stdout(&binary);
         let first = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
         assert_eq!(first.status.code(), Some(0), "{}", first.stderr);
@@ -49,6 +49,10 @@ fn a_program_built_for_x86_64_v3_prints_what_it_prints_natively() {
         // glibc dispatches to its AVX2 string functions, as on such a CPU.
         for function in ["__strlen_avx2", "__memchr_avx2", "__strchr_avx2"] {
             assert!(first.function(function).is_some(), "{function} did not run");
+        }
+        // Lazy binding saves the vector registers with xsavec, as CPUID says.
+        if linked_dynamically {
+            assert!(first.function("_dl_runtime_resolve_xsavec").is_some());
         }
         let second = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
         assert_eq!(
@@ -201,11 +205,8 @@ fn xsave_and_xrstor_keep_the_upper_ymm_halves() {
 
 /// Functions of the x86-64-v3 program whose self counts must equal
 /// Callgrind's (which passes the host's AVX2 through, so glibc chooses the
-/// same `*_avx2` functions): the vectorised loops and the string functions
-/// that run only on the program's own buffers. `__strlen_avx2` and
-/// `__strchr_avx2` also run at startup on strings whose addresses differ
-/// under Valgrind, and `strings` calls them through PLT stubs Callgrind
-/// counts in the caller; they are left out.
+/// same `*_avx2` functions): the vectorised loops and glibc's string
+/// functions.
 const SAME_AS_CALLGRIND: &[&str] = &[
     "fused_sum",
     "dot",
@@ -214,6 +215,16 @@ const SAME_AS_CALLGRIND: &[&str] = &[
     "__memchr_avx2",
     "__memcmp_avx2_movbe",
     "__strcmp_avx2",
+    "__strlen_avx2",
+    "__strchr_avx2",
+];
+
+/// What Valgrind's launcher adds to the program's environment (Debian's
+/// build). A static glibc program's startup reads both (`_dl_init_paths`:
+/// three more `strlen`, one more `strchr`), so emuprof runs with them too.
+const VALGRIND_ENVIRONMENT: [&str; 2] = [
+    "LD_LIBRARY_PATH=/usr/lib/debug",
+    "LD_PRELOAD=/usr/libexec/valgrind/vgpreload_core-amd64-linux.so",
 ];
 
 #[test]
@@ -230,7 +241,11 @@ fn x86_64_v3_counts_equal_callgrinds() {
     let Some(cg) = common::callgrind::run_callgrind(&binary, &[] as &[&str]) else {
         return;
     };
-    let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
+    let mut flags = vec!["--cpu", "x86-64-v3", "--quiet"];
+    for variable in VALGRIND_ENVIRONMENT {
+        flags.extend(["--env", variable]);
+    }
+    let run = run_emuprof(&binary, &[] as &[&str], &flags);
     assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
     let differences: Vec<String> = SAME_AS_CALLGRIND
         .iter()
@@ -241,4 +256,81 @@ fn x86_64_v3_counts_equal_callgrinds() {
         })
         .collect();
     assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+const XSAVEC_ROUND_TRIP: &str = r#"
+#include <cpuid.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static uint8_t area[4096] __attribute__((aligned(64)));
+
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned a, b, c, d;
+    __cpuid_count(0xd, 1, a, b, c, d);
+    printf("xsavec %u\n", (a >> 1) & 1);
+    if (!((a >> 1) & 1)) return 0;
+    if (argc > 1) printf("area %u\n", b);
+    uint64_t out[4];
+    uint32_t mxcsr = 0x3f80, after;
+    memset(area, 0, sizeof area);
+    __asm__ volatile(
+        "ldmxcsr %3\n"
+        "vpcmpeqd %%ymm1, %%ymm1, %%ymm1\n"
+        "vpsrlq $5, %%ymm1, %%ymm1\n"
+        "mov $6, %%eax\nxor %%edx, %%edx\n"
+        "xsavec (%1)\n"
+        "vzeroall\n"
+        "mov $6, %%eax\nxor %%edx, %%edx\n"
+        "xrstor (%1)\n"
+        "vmovdqu %%ymm1, (%0)\n"
+        "vzeroupper\n"
+        "stmxcsr %2\n"
+        :: "r"(out), "r"(area), "m"(after), "m"(mxcsr) : "rax", "rdx", "xmm1", "memory");
+    uint64_t xcomp_bv;
+    memcpy(&xcomp_bv, area + 520, 8);
+    printf("xcomp_bv %016lx mxcsr %04x\n", xcomp_bv, after);
+    printf("%016lx %016lx %016lx %016lx\n", out[0], out[1], out[2], out[3]);
+    /* The compacted form resets MXCSR when SSE is requested but absent. */
+    area[512] = 4;
+    __asm__ volatile("mov $6, %%eax\nxor %%edx, %%edx\nxrstor (%1)\nstmxcsr %0\nvzeroupper"
+                     : "=m"(after) : "r"(area) : "rax", "rdx", "xmm1", "memory");
+    printf("mxcsr without sse %04x\n", after);
+    return 0;
+}
+"#;
+
+#[test]
+fn xsavec_and_the_compacted_xrstor_run_where_cpuid_reports_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = compile_c(dir.path(), "xsavec", XSAVEC_ROUND_TRIP, "gcc", &["-O2"]) else {
+        return;
+    };
+    if common::host_cpu_has(&["xsavec", "avx2"]) {
+        let native = native_stdout(&binary);
+        let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
+        assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+        assert_eq!(run.stdout_text(), native);
+    } else {
+        common::ci::skip_unless_ci("the host CPU has no XSAVEC and AVX2 to compare with");
+    }
+    let run = emuprof_showing_the_area_size(&binary, "x86-64-v3");
+    assert!(
+        run.starts_with("xsavec 1\narea 832\nxcomp_bv 8000000000000006 mxcsr 3f80\n"),
+        "{run}"
+    );
+    assert!(run.contains(&"07ffffffffffffff ".repeat(3)), "{run}");
+    // A Haswell without AVX has no XSAVEC, so x86-64-v2 profiles stay as they were.
+    assert_eq!(
+        emuprof_showing_the_area_size(&binary, "x86-64-v2"),
+        "xsavec 0\n"
+    );
+}
+
+fn emuprof_showing_the_area_size(binary: &Path, level: &str) -> String {
+    let run = run_emuprof(binary, &["show-area-size"], &["--cpu", level, "--quiet"]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    run.stdout_text()
 }

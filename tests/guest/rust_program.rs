@@ -114,27 +114,7 @@ fn build() -> PathBuf {
     let output = out_dir.join("realworld");
     let partial = out_dir.join(format!("realworld.tmp{}", std::process::id()));
     let source = repo_root().join("testprogs/rust/realworld.rs");
-    let result = Command::new("rustc")
-        .args([
-            "--edition",
-            "2021",
-            "-C",
-            "opt-level=2",
-            "-C",
-            "target-feature=+crt-static",
-            "-g",
-            "-o",
-        ])
-        .arg(&partial)
-        .arg(&source)
-        .output()
-        .expect("run rustc");
-    assert!(
-        result.status.success(),
-        "rustc failed for {}:\n{}",
-        source.display(),
-        String::from_utf8_lossy(&result.stderr)
-    );
+    common::compile::compile_rust_static(&source, &partial, &["-C", "opt-level=2"]);
     std::fs::rename(&partial, &output).expect("move the built program into place");
     output
 }

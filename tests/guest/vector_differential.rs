@@ -1,7 +1,8 @@
 //! emuprof's vector unit against the host CPU: every AVX, AVX2, FMA3 and
 //! F16C form emuprof implements (`testprogs/vector/forms.h`) runs on 1,000
-//! random register, flag and memory states natively and under
-//! `emuprof --cpu x86-64-v3`, and the states after each must be equal.
+//! random register, flag, MXCSR (rounding control, DAZ, FTZ) and memory
+//! states natively and under `emuprof --cpu x86-64-v3`, and the states
+//! after each, MXCSR's exception flags included, must be equal.
 
 use crate::common;
 
@@ -72,4 +73,61 @@ fn every_vector_form_computes_what_the_host_cpu_computes() {
         native.lines().count(),
         "{emulated}"
     );
+}
+
+/// `rcpps`, `rsqrtps` and their scalar and VEX forms on a spread of
+/// values: each VEX form gives what its legacy SSE form gives (the CPU's
+/// approximation natively; under emuprof the rounded exact value, as QEMU
+/// computes the legacy forms), within the architectural error bound.
+const APPROXIMATIONS: &str = r#"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void) {
+    static float in[64] __attribute__((aligned(32)));
+    for (int i = 0; i < 64; i++) in[i] = (i % 2 ? -1.0f : 1.0f) * ldexpf(1.0f + i / 64.0f, i - 32);
+    int disagree = 0, far = 0;
+    for (int i = 0; i < 64; i += 8) {
+        float legacy[8], vex[8], legacy_s[8], vex_s[8], scalar, vscalar;
+        __asm__("movups (%2), %%xmm0\nrcpps %%xmm0, %%xmm1\nmovups %%xmm1, (%0)\n"
+                "vmovups (%2), %%ymm0\nvrcpps %%ymm0, %%ymm1\nvmovups %%ymm1, (%1)\nvzeroupper"
+                :: "r"(legacy), "r"(vex), "r"(in + i) : "xmm0", "xmm1", "memory");
+        __asm__("movups (%2), %%xmm0\nrsqrtps %%xmm0, %%xmm1\nmovups %%xmm1, (%0)\n"
+                "vmovups (%2), %%ymm0\nvrsqrtps %%ymm0, %%ymm1\nvmovups %%ymm1, (%1)\nvzeroupper"
+                :: "r"(legacy_s), "r"(vex_s), "r"(in + i) : "xmm0", "xmm1", "memory");
+        __asm__("movss (%2), %%xmm0\nrcpss %%xmm0, %%xmm1\nmovss %%xmm1, (%0)\n"
+                "vrcpss %%xmm0, %%xmm0, %%xmm2\nvmovss %%xmm2, (%1)"
+                :: "r"(&scalar), "r"(&vscalar), "r"(in + i) : "xmm0", "xmm1", "xmm2", "memory");
+        disagree += memcmp(legacy, vex, 16) != 0 || memcmp(legacy_s, vex_s, 16) != 0;
+        disagree += memcmp(&scalar, &vscalar, 4) != 0;
+        for (int k = 0; k < 4; k++) {
+            float x = in[i + k];
+            far += fabsf(legacy[k] * x - 1.0f) > 0x1.8p-12f;
+            if (x > 0) far += fabsf(legacy_s[k] * sqrtf(x) - 1.0f) > 0x1.8p-12f;
+        }
+    }
+    printf("disagree %d far %d\n", disagree, far);
+    return 0;
+}
+"#;
+
+#[test]
+fn reciprocal_approximations_agree_between_vex_and_legacy_forms() {
+    if !common::host_cpu_has(&["avx2"]) {
+        common::ci::skip_unless_ci("the host CPU has no AVX2 to compare with");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = compile_c(dir.path(), "rcp", APPROXIMATIONS, "gcc", &["-O1", "-lm"]) else {
+        return;
+    };
+    let native = Command::new(&binary).output().expect("run natively");
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "disagree 0 far 0\n"
+    );
+    let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout_text(), "disagree 0 far 0\n");
 }

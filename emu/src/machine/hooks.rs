@@ -257,11 +257,14 @@ pub unsafe extern "C" fn on_cpuid(uc: *mut uc_engine, user_data: *mut c_void) ->
         .try_borrow()
         .map(|st| st.options.cpu)
         .unwrap_or_default();
-    let mut leaf: u64 = 0;
-    // SAFETY: `uc` is the live engine running this hook; `leaf` is a u64
-    // Unicorn fills for RAX.
-    unsafe { unicorn_engine::uc_reg_read(uc, RegisterX86::RAX as i32, (&raw mut leaf).cast()) };
-    let Some(answer) = crate::cpu::cpuid_override(level, leaf as u32) else {
+    let (mut leaf, mut subleaf): (u64, u64) = (0, 0);
+    // SAFETY: `uc` is the live engine running this hook; `leaf` and
+    // `subleaf` are u64s Unicorn fills for RAX and RCX.
+    unsafe {
+        unicorn_engine::uc_reg_read(uc, RegisterX86::RAX as i32, (&raw mut leaf).cast());
+        unicorn_engine::uc_reg_read(uc, RegisterX86::RCX as i32, (&raw mut subleaf).cast());
+    }
+    let Some(answer) = crate::cpu::cpuid_override(level, leaf as u32, subleaf as u32) else {
         return 0; // Unicorn answers
     };
     for (reg, value) in [

@@ -15,6 +15,7 @@ mod own_syscalls;
 mod processes;
 mod shared_objects;
 mod signal_delivery;
+mod signal_fpstate;
 mod signal_waits;
 mod stack_pointer;
 mod state;

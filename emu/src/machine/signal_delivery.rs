@@ -3,14 +3,18 @@
 //! `siginfo`) on the guest stack, the handler called with `(sig, &info, &uc)`,
 //! and `rt_sigreturn` restoring the interrupted registers and mask.
 //!
-//! The guest frame holds the general registers and the mask (a handler may
-//! change them); the floating-point state is kept on emuprof's side with
-//! Unicorn's context save/restore. The handler starts with Linux's initial
-//! floating-point state (x87 control word 0x037F, MXCSR 0x1F80), as the
-//! kernel gives it; the frame's `fpstate` pointer is NULL (no `fxsave` area).
+//! The guest frame is laid out as Linux lays it: below the red zone (or at
+//! the top of the alternate stack) the floating-point area
+//! (`signal_fpstate`), 64-byte aligned, then the `rt_sigframe` with its
+//! return address at 8 modulo 16. It holds the general registers, the mask
+//! and, through `uc_mcontext.fpregs`, the x87/SSE/AVX state; a handler may
+//! change any of them and `rt_sigreturn` takes them from the frame. The
+//! rest of the CPU (segments, control registers) is kept on emuprof's side
+//! with Unicorn's context save/restore.
 
 use unicorn_engine::{RegisterX86, Unicorn};
 
+use super::signal_fpstate::FpFrame;
 use super::state::MachineState;
 use crate::memory::GuestView;
 use crate::syscalls::signals::{SigAction, SA_ONSTACK};
@@ -40,8 +44,16 @@ const GREGS: [RegisterX86; 17] = [
 const MCONTEXT: u64 = 40;
 /// Offset of `uc_sigmask` in `struct ucontext`.
 const SIGMASK: u64 = MCONTEXT + 256;
-/// Size of `struct ucontext` as written here (mask included), rounded to 16.
-const UCONTEXT_SIZE: u64 = 320;
+/// Offset of the `fpstate` pointer in `uc_mcontext`.
+const FPSTATE: u64 = MCONTEXT + 8 * 23;
+/// Size of the kernel's `struct ucontext` (mask included).
+const UCONTEXT_SIZE: u64 = 304;
+/// `uc_flags`: `UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS`, and
+/// `UC_FP_XSTATE` when the area is in XSAVE format.
+const UC_SIGCONTEXT_SS: u64 = 2 | 4;
+const UC_FP_XSTATE: u64 = 1;
+/// `cs` and `ss` of 64-bit user mode, as `uc_mcontext` holds them.
+const SEGMENTS: u64 = 0x33 | 0x2b << 48;
 /// Size of `siginfo_t`.
 const SIGINFO_SIZE: u64 = 128;
 /// The x86-64 red zone below the stack pointer that a frame must skip.
@@ -87,15 +99,21 @@ pub fn deliver(
     } else {
         rsp - RED_ZONE
     };
-    let info_addr = (top - SIGINFO_SIZE) & !15;
-    let uc_addr = (info_addr - UCONTEXT_SIZE) & !15;
-    let frame = uc_addr - 8; // the return address; rsp ≡ 8 (mod 16) at entry
+    let fp_frame = FpFrame::at(st.options.cpu);
+    let fp_addr = (top - fp_frame.frame_size()) & !63;
+    // The return address; rsp ≡ 8 (mod 16) at entry.
+    let frame = ((fp_addr - 8 - UCONTEXT_SIZE - SIGINFO_SIZE) & !15) - 8;
+    let uc_addr = frame + 8;
+    let info_addr = uc_addr + UCONTEXT_SIZE;
+    let fp_area = fp_frame.save(uc);
 
     let old_mask = st.sys.signals.begin_handler(sig, &action);
     let mut ucontext = vec![0u8; UCONTEXT_SIZE as usize];
     let put = |buf: &mut [u8], at: u64, v: u64| {
         buf[at as usize..at as usize + 8].copy_from_slice(&v.to_le_bytes())
     };
+    let fp_flag = if fp_area.len() > 512 { UC_FP_XSTATE } else { 0 };
+    put(&mut ucontext, 0, UC_SIGCONTEXT_SS | fp_flag);
     put(&mut ucontext, 16, alt_sp);
     put(&mut ucontext, 24, if alt_enabled { 0 } else { 2 });
     put(&mut ucontext, 32, alt_size);
@@ -103,8 +121,9 @@ pub fn deliver(
         put(&mut ucontext, MCONTEXT + 8 * i as u64, *v);
     }
     put(&mut ucontext, MCONTEXT + 8 * 17, eflags);
-    put(&mut ucontext, MCONTEXT + 8 * 18, 0x33); // cs
+    put(&mut ucontext, MCONTEXT + 8 * 18, SEGMENTS);
     put(&mut ucontext, MCONTEXT + 8 * 21, old_mask); // oldmask
+    put(&mut ucontext, FPSTATE, fp_addr);
     put(&mut ucontext, SIGMASK, old_mask);
     let mut siginfo = vec![0u8; SIGINFO_SIZE as usize];
     siginfo[..4].copy_from_slice(&(sig as i32).to_le_bytes());
@@ -115,6 +134,7 @@ pub fn deliver(
         uc,
         space: &st.space,
     };
+    view.write(fp_addr, &fp_area)?;
     view.write(info_addr, &siginfo)?;
     view.write(uc_addr, &ucontext)?;
     view.write_u64(frame, action.restorer)?;
@@ -130,12 +150,13 @@ pub fn deliver(
     set(uc, RegisterX86::RAX, 0)?;
     set(uc, RegisterX86::RSP, frame)?;
     set(uc, RegisterX86::RIP, action.handler.wrapping_sub(pc_bias))?;
-    crate::cpu::reset_fpu(uc).map_err(|_| Errno::EFAULT)
+    fp_frame.reset(uc);
+    Ok(())
 }
 
-/// `rt_sigreturn`: restores what the handler interrupted (registers from the
-/// guest's `ucontext`, which the handler may have changed, the rest from the
-/// saved context) and the blocked mask. Returns the restored `rax`, which the
+/// `rt_sigreturn`: restores what the handler interrupted (general and
+/// floating-point registers from the guest's frame, which the handler may
+/// have changed, the rest from the saved context) and the blocked mask. Returns the restored `rax`, which the
 /// syscall dispatcher writes back. `pc_bias` as for [`deliver`].
 pub fn sigreturn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) -> SysResult {
     let uc_addr = uc.reg_read(RegisterX86::RSP).map_err(|_| Errno::EFAULT)?;
@@ -152,9 +173,25 @@ pub fn sigreturn(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: u64) 
                 .unwrap_or([0; 8]),
         )
     };
+    let fp_addr = get(FPSTATE);
+    let fp_frame = FpFrame::at(st.options.cpu);
+    let fp_area = if fp_addr == 0 {
+        None
+    } else {
+        let view = GuestView {
+            uc,
+            space: &st.space,
+        };
+        let mut area = vec![0u8; 512];
+        view.read(fp_addr, &mut area)?;
+        area.resize(fp_frame.bytes_to_read(&area), 0);
+        view.read(fp_addr, &mut area)?;
+        Some(area)
+    };
     if let Some(saved) = st.signal_contexts.pop() {
         uc.context_restore(&saved).map_err(|_| Errno::EFAULT)?;
     }
+    fp_frame.restore(uc, fp_area.as_deref());
     for (i, r) in GREGS.into_iter().enumerate() {
         let mut v = get(MCONTEXT + 8 * i as u64);
         if r == RegisterX86::RIP {

@@ -1,20 +1,36 @@
 //! Floating point: arithmetic, FMA3, comparisons, conversions, rounding
 //! and F16C, with the x86 rules for NaNs (the first NaN operand, quieted;
 //! the default NaN for invalid operations) and `minps`/`maxps` (the second
-//! operand unless the first is strictly smaller/larger). Results are those
-//! of round-to-nearest; MXCSR's rounding mode, DAZ, FTZ and exception
-//! flags are not applied.
+//! operand unless the first is strictly smaller/larger). MXCSR's rounding
+//! control, DAZ and FTZ apply and its exception flags are raised as
+//! `super::mxcsr` describes: by the host's arithmetic, or explicitly where
+//! this file computes a result itself.
 
 use super::lanes::{get, rm, set, src1, write, xmm, V};
+use super::mxcsr::{quietly, Mxcsr, IE, OE, PE, UE};
 use super::{Insn, Regs};
 
 /// One float format's element operations, on raw bits.
 trait Float: Copy {
     fn from_bits64(x: u64) -> Self;
     fn to_bits64(self) -> u64;
-    fn is_nan(self) -> bool;
     fn quiet(x: u64) -> u64;
     const DEFAULT_NAN: u64;
+    const SIGN: u64;
+    const EXPONENT: u64;
+    /// A NaN, told from the bits: a float comparison would raise flags
+    /// (denormal, invalid) the instruction does not.
+    fn nan(x: u64) -> bool {
+        x & !Self::SIGN > Self::EXPONENT
+    }
+    /// Non-zero with a zero exponent.
+    fn is_denormal(x: u64) -> bool {
+        x & Self::EXPONENT == 0 && x & !Self::SIGN != 0
+    }
+    /// A NaN without the quiet bit.
+    fn is_snan(x: u64) -> bool {
+        Self::nan(x) && Self::quiet(x) != x
+    }
 }
 
 impl Float for f32 {
@@ -24,13 +40,12 @@ impl Float for f32 {
     fn to_bits64(self) -> u64 {
         u64::from(self.to_bits())
     }
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
     fn quiet(x: u64) -> u64 {
         x | 0x0040_0000
     }
     const DEFAULT_NAN: u64 = 0xffc0_0000;
+    const SIGN: u64 = 0x8000_0000;
+    const EXPONENT: u64 = 0x7f80_0000;
 }
 
 impl Float for f64 {
@@ -40,41 +55,61 @@ impl Float for f64 {
     fn to_bits64(self) -> u64 {
         self.to_bits()
     }
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
     fn quiet(x: u64) -> u64 {
         x | 0x0008_0000_0000_0000
     }
     const DEFAULT_NAN: u64 = 0xfff8_0000_0000_0000;
+    const SIGN: u64 = 0x8000_0000_0000_0000;
+    const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
 }
 
 /// The first NaN of `inputs`, quieted; otherwise `op`'s result, with the
 /// default NaN for an invalid operation.
 fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
-    if let Some(&nan) = inputs.iter().find(|&&x| F::from_bits64(x).is_nan()) {
+    // Computed in any case, so the host raises the flags.
+    let r = std::hint::black_box(op());
+    if let Some(&nan) = inputs.iter().find(|&&x| F::nan(x)) {
         return F::quiet(nan);
     }
-    let r = op();
-    if r.is_nan() {
+    if F::nan(r.to_bits64()) {
         F::DEFAULT_NAN
     } else {
         r.to_bits64()
     }
 }
 
-/// `r = x op y` under the NaN rules: the first NaN operand, quieted; the
-/// default NaN for an invalid operation.
+/// The result `r` (bits) of `a op b` under the NaN rules: the first NaN
+/// operand, quieted; the default NaN for an invalid operation.
 #[inline]
-fn nan2<F: Float>(a: u64, b: u64, r: F) -> u64 {
-    if F::from_bits64(a).is_nan() {
+fn nan2<F: Float>(a: u64, b: u64, r: u64) -> u64 {
+    if F::nan(a) {
         F::quiet(a)
-    } else if F::from_bits64(b).is_nan() {
+    } else if F::nan(b) {
         F::quiet(b)
-    } else if r.is_nan() {
+    } else if F::nan(r) {
         F::DEFAULT_NAN
     } else {
-        r.to_bits64()
+        r
+    }
+}
+
+/// `f` on the first `count` elements of `a` and `b` (of `b` alone when
+/// `unary`) into `r`, under [`nan2`]'s rules. The host computes every
+/// element before the rules look at any, and one `black_box` keeps all of
+/// those computations, so the host raises every flag the instruction
+/// would, a NaN operand's too.
+#[inline]
+fn arith_each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, unary: bool, f: impl Fn(F, F) -> F) {
+    let v = F::from_bits64;
+    let mut out = [0u64; 8];
+    for (i, o) in out.iter_mut().enumerate().take(count) {
+        *o = f(v(get(a, F::SIZE, i)), v(get(b, F::SIZE, i))).to_bits64();
+    }
+    let out = std::hint::black_box(out);
+    for (i, &o) in out.iter().enumerate().take(count) {
+        let y = get(b, F::SIZE, i);
+        let x = if unary { y } else { get(a, F::SIZE, i) };
+        set(r, F::SIZE, i, nan2::<F>(x, y, o));
     }
 }
 
@@ -89,11 +124,15 @@ trait Arith:
 {
     const SIZE: usize;
     fn sqrt(self) -> Self;
+    fn one() -> Self;
 }
 impl Arith for f32 {
     const SIZE: usize = 4;
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
+    }
+    fn one() -> f32 {
+        1.0
     }
 }
 impl Arith for f64 {
@@ -101,41 +140,66 @@ impl Arith for f64 {
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
     }
+    fn one() -> f64 {
+        1.0
+    }
 }
 
 /// `f` on the first `count` elements of `a` and `b`, into `r`.
 #[inline]
-fn each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, f: impl Fn(u64, u64) -> u64) {
+fn each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, mut f: impl FnMut(u64, u64) -> u64) {
     for i in 0..count {
         set(r, F::SIZE, i, f(get(a, F::SIZE, i), get(b, F::SIZE, i)));
     }
 }
 
-/// `op` (58 add, 59 mul, 5c sub, 5d min, 5e div, 5f max, 51 sqrt of `b`)
-/// on the first `count` elements.
-fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize) {
+/// `op` (58 add, 59 mul, 5c sub, 5d min, 5e div, 5f max, 51 sqrt, 52
+/// reciprocal square root, 53 reciprocal of `b`) on the first `count`
+/// elements. Answers the flags the host does not
+/// raise: min and max signal invalid for any NaN, and return a denormal
+/// operand as zero under DAZ.
+fn apply<F: Arith>(op: u8, r: &mut V, a: &V, b: &V, count: usize, daz: bool) -> u32 {
     let v = F::from_bits64;
+    let mut nan = false;
+    let mut min_max = |x: u64, y: u64, take_x: bool| {
+        nan |= F::nan(x) || F::nan(y);
+        let pick = if take_x { x } else { y };
+        if daz && F::is_denormal(pick) {
+            pick & F::SIGN
+        } else {
+            pick
+        }
+    };
     match op {
-        0x58 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) + v(y))),
-        0x59 => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) * v(y))),
-        0x5c => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) - v(y))),
-        0x5e => each::<F>(r, a, b, count, |x, y| nan2::<F>(x, y, v(x) / v(y))),
-        0x5d => each::<F>(r, a, b, count, |x, y| if v(x) < v(y) { x } else { y }),
-        0x5f => each::<F>(r, a, b, count, |x, y| if v(x) > v(y) { x } else { y }),
-        _ => each::<F>(r, a, b, count, |_, y| nan2::<F>(y, y, v(y).sqrt())),
+        0x58 => arith_each::<F>(r, a, b, count, false, |x, y| x + y),
+        0x59 => arith_each::<F>(r, a, b, count, false, |x, y| x * y),
+        0x5c => arith_each::<F>(r, a, b, count, false, |x, y| x - y),
+        0x5e => arith_each::<F>(r, a, b, count, false, |x, y| x / y),
+        0x5d => each::<F>(r, a, b, count, |x, y| min_max(x, y, v(x) < v(y))),
+        0x5f => each::<F>(r, a, b, count, |x, y| min_max(x, y, v(x) > v(y))),
+        // Reciprocals as QEMU computes the legacy forms: exactly, rounded.
+        0x53 => arith_each::<F>(r, a, b, count, true, |_, y| F::one() / y),
+        0x52 => arith_each::<F>(r, a, b, count, true, |_, y| F::one() / y.sqrt()),
+        _ => arith_each::<F>(r, a, b, count, true, |_, y| y.sqrt()),
+    }
+    if nan {
+        IE
+    } else {
+        0
     }
 }
 
-/// `op` on one element of `size` bytes (for the horizontal forms).
-fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
+/// `op` on one element of `size` bytes (for the horizontal forms and dot
+/// products).
+pub(super) fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
     let (mut r, x, y) = ([0u8; 32], a.to_le_bytes(), b.to_le_bytes());
     let (mut va, mut vb) = ([0u8; 32], [0u8; 32]);
     va[..8].copy_from_slice(&x);
     vb[..8].copy_from_slice(&y);
     if size == 4 {
-        apply::<f32>(op, &mut r, &va, &vb, 1);
+        apply::<f32>(op, &mut r, &va, &vb, 1, false);
     } else {
-        apply::<f64>(op, &mut r, &va, &vb, 1);
+        apply::<f64>(op, &mut r, &va, &vb, 1, false);
     }
     get(&r, size, 0)
 }
@@ -152,11 +216,13 @@ pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     } else {
         ([0u8; 32], insn.width() / size, insn.width())
     };
-    if double {
-        apply::<f64>(insn.opcode(), &mut r, &a, &b, count);
+    let daz = regs.mxcsr.daz();
+    let flags = if double {
+        apply::<f64>(insn.opcode(), &mut r, &a, &b, count, daz)
     } else {
-        apply::<f32>(insn.opcode(), &mut r, &a, &b, count);
-    }
+        apply::<f32>(insn.opcode(), &mut r, &a, &b, count, daz)
+    };
+    regs.mxcsr.raise(flags);
     write(regs, insn.reg(), &r, width);
 }
 
@@ -194,7 +260,7 @@ pub(super) fn horizontal(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
 
 /// Whether predicate `p` (0-31 of `vcmpps`) holds.
 fn predicate(p: u8, x: f64, y: f64) -> bool {
-    let unordered = x.is_nan() || y.is_nan();
+    let unordered = f64::nan(x.to_bits()) || f64::nan(y.to_bits());
     let r = match p & 7 {
         0 => x == y,
         1 => x < y,
@@ -222,14 +288,6 @@ fn predicate(p: u8, x: f64, y: f64) -> bool {
     }
 }
 
-fn as_f64(x: u64, size: usize) -> f64 {
-    if size == 4 {
-        f64::from(f32::from_bits(x as u32))
-    } else {
-        f64::from_bits(x)
-    }
-}
-
 /// `vcmpps/pd/ss/sd` (c2).
 pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let a = src1(regs, insn);
@@ -242,28 +300,74 @@ pub(super) fn compare(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         insn.width() / size
     };
     let mut r = if insn.pp() >= 2 { a } else { [0u8; 32] };
+    // Predicates 1, 2, 5, 6, 9, 10, 13, 14 signal invalid for a quiet NaN
+    // too; 16-31 flip that.
+    let signalling = (matches!(p & 15, 1 | 2 | 5 | 6 | 9 | 10 | 13 | 14)) != (p >= 16);
+    let daz = regs.mxcsr.daz();
+    let mut flags = 0;
     for i in 0..count {
-        let t = predicate(
-            p,
-            as_f64(get(&a, size, i), size),
-            as_f64(get(&b, size, i), size),
-        );
+        let (x, y) = (get(&a, size, i), get(&b, size, i));
+        flags |= compare_exceptions(x, y, size, signalling, daz);
+        let (x, y) = (compared(x, size, daz), compared(y, size, daz));
+        let t = quietly(|| predicate(p, x, y));
         set(&mut r, size, i, if t { u64::MAX } else { 0 });
     }
+    regs.mxcsr.raise(flags);
     let width = if insn.pp() >= 2 { 16 } else { insn.width() };
     write(regs, insn.reg(), &r, width);
+}
+
+/// The flags of comparing `x` and `y`: invalid for a signalling NaN, or
+/// with a `signalling` comparison any NaN; denormal for a denormal
+/// operand (unless DAZ, or a NaN decides the comparison).
+fn compare_exceptions(x: u64, y: u64, size: usize, signalling: bool, daz: bool) -> u32 {
+    const DE: u32 = 0x02;
+    let facts = |v: u64| {
+        if size == 4 {
+            (f32::is_snan(v), f32::nan(v), f32::is_denormal(v))
+        } else {
+            (f64::is_snan(v), f64::nan(v), f64::is_denormal(v))
+        }
+    };
+    let ((snan_x, nan_x, den_x), (snan_y, nan_y, den_y)) = (facts(x), facts(y));
+    let (snan, nan) = (snan_x || snan_y, nan_x || nan_y);
+    if snan || (signalling && nan) {
+        IE
+    } else if !nan && !daz && (den_x || den_y) {
+        DE
+    } else {
+        0
+    }
+}
+
+/// A comparison operand as an `f64`: exact, a denormal zero under DAZ.
+fn compared(v: u64, size: usize, daz: bool) -> f64 {
+    let denormal = if size == 4 {
+        f32::is_denormal(v)
+    } else {
+        f64::is_denormal(v)
+    };
+    let sign = if size == 4 { f32::SIGN } else { f64::SIGN };
+    let v = if daz && denormal { v & sign } else { v };
+    quietly(|| as_f64_exactly(v, size))
 }
 
 /// `vucomiss/sd`, `vcomiss/sd`: ZF PF CF.
 pub(super) fn compare_flags(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let size = if insn.pp() == 0 { 4 } else { 8 };
-    let x = as_f64(get(&xmm(regs, insn.reg()), size, 0), size);
-    let y = as_f64(get(&rm(regs, insn, mem), size, 0), size);
-    *regs.eflags = if x.is_nan() || y.is_nan() {
+    let (x, y) = (
+        get(&xmm(regs, insn.reg()), size, 0),
+        get(&rm(regs, insn, mem), size, 0),
+    );
+    let daz = regs.mxcsr.daz();
+    regs.mxcsr
+        .raise(compare_exceptions(x, y, size, insn.opcode() == 0x2f, daz));
+    let (x, y) = (compared(x, size, daz), compared(y, size, daz));
+    *regs.eflags = if f64::nan(x.to_bits()) || f64::nan(y.to_bits()) {
         super::CC_Z | super::CC_P | super::CC_C
-    } else if x < y {
+    } else if quietly(|| x < y) {
         super::CC_C
-    } else if x == y {
+    } else if quietly(|| x == y) {
         super::CC_Z
     } else {
         0
@@ -387,41 +491,82 @@ pub(super) fn convert(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
                 u64::from((get(&b, 4, i) as i32 as f32).to_bits()),
             )
         }),
-        (0x5b, p) => {
-            (0..w / 4).for_each(|i| set(&mut r, 4, i, to_int(as_f64(get(&b, 4, i), 4), p == 2, 4)))
-        }
+        (0x5b, p) => to_dwords(&mut r, &b, 4, w / 4, p == 2, &mut regs.mxcsr),
         (0xe6, 2) => {
             (0..w / 8).for_each(|i| set(&mut r, 8, i, f64::from(get(&b, 4, i) as i32).to_bits()))
         }
         (_, p) => {
-            (0..w / 8).for_each(|i| {
-                set(
-                    &mut r,
-                    4,
-                    i,
-                    to_int(f64::from_bits(get(&b, 8, i)), p == 1, 4),
-                )
-            });
+            to_dwords(&mut r, &b, 8, w / 8, p == 1, &mut regs.mxcsr);
             width = 16;
         }
     }
     write(regs, insn.reg(), &r, width);
 }
 
-/// A float to an integer of `size` bytes, truncated or rounded to nearest
-/// even; out of range or NaN: the integer indefinite (only the sign bit).
-fn to_int(x: f64, truncate: bool, size: usize) -> u64 {
-    let x = if truncate {
-        x.trunc()
-    } else {
-        x.round_ties_even()
-    };
-    let limit = 2f64.powi(8 * size as i32 - 1);
-    if x.is_nan() || x >= limit || x < -limit {
-        1u64 << (8 * size - 1)
-    } else {
-        x as i64 as u64
+/// The first `count` floats of `fsize` bytes in `b` to doublewords of `r`
+/// (packed conversions to integers), raising their flags.
+fn to_dwords(r: &mut V, b: &V, fsize: usize, count: usize, truncate: bool, csr: &mut Mxcsr<'_>) {
+    let mut flags = 0;
+    for i in 0..count {
+        let (v, f) = to_int(get(b, fsize, i), fsize, truncate, 4, csr);
+        set(r, 4, i, v);
+        flags |= f;
     }
+    csr.raise(flags);
+}
+
+/// The float of `fsize` bytes in `bits` to an integer of `size` bytes,
+/// truncated or rounded by MXCSR; out of range or NaN: the integer
+/// indefinite (only the sign bit) and invalid; inexact: precision. A
+/// denormal is zero under DAZ. Answers the value and the flags.
+fn to_int(bits: u64, fsize: usize, truncate: bool, size: usize, csr: &Mxcsr<'_>) -> (u64, u32) {
+    let denormal = if fsize == 4 {
+        f32::is_denormal(bits)
+    } else {
+        f64::is_denormal(bits)
+    };
+    if denormal && csr.daz() {
+        return (0, 0);
+    }
+    let mode = if truncate { 3 } else { csr.rounding() };
+    quietly(|| {
+        let x = as_f64_exactly(bits, fsize);
+        let rounded = round_in_mode(x, mode);
+        let limit = 2f64.powi(8 * size as i32 - 1);
+        if rounded.is_nan() || rounded >= limit || rounded < -limit {
+            (1u64 << (8 * size - 1), IE)
+        } else {
+            (rounded as i64 as u64, if rounded != x { PE } else { 0 })
+        }
+    })
+}
+
+/// `x` rounded to an integer in MXCSR's `mode` (0 nearest even, 1 down,
+/// 2 up, 3 toward zero).
+fn round_in_mode(x: f64, mode: u8) -> f64 {
+    match mode {
+        0 => x.round_ties_even(),
+        1 => x.floor(),
+        2 => x.ceil(),
+        _ => x.trunc(),
+    }
+}
+
+/// The float of `fsize` bytes in `bits` as an `f64`, never flushed (the
+/// caller decides about DAZ).
+fn as_f64_exactly(bits: u64, fsize: usize) -> f64 {
+    if fsize == 8 {
+        return f64::from_bits(bits);
+    }
+    if f32::is_denormal(bits) {
+        let magnitude = f64::from(bits as u32 & 0x7f_ffff) * 2f64.powi(-149);
+        return if bits & f32::SIGN != 0 {
+            -magnitude
+        } else {
+            magnitude
+        };
+    }
+    f64::from(f32::from_bits(bits as u32))
 }
 
 /// `vcvtsi2ss/sd` (2a), `vcvt[t]ss2si`, `vcvt[t]sd2si` (2c/2d).
@@ -444,44 +589,77 @@ pub(super) fn convert_scalar(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]
         set(&mut r, fsize, 0, bits);
         write(regs, insn.reg(), &r, 16);
     } else {
-        let x = as_f64(get(&rm(regs, insn, mem), fsize, 0), fsize);
-        let v = to_int(x, insn.opcode() == 0x2c, isize);
+        let bits = get(&rm(regs, insn, mem), fsize, 0);
+        let (v, flags) = to_int(bits, fsize, insn.opcode() == 0x2c, isize, &regs.mxcsr);
+        regs.mxcsr.raise(flags);
         regs.gpr[insn.reg()] = if isize == 4 { v & 0xffff_ffff } else { v };
     }
 }
 
 /// `vroundps/pd/ss/sd` (map 3 08-0b), in the immediate's mode (bit 2
-/// set: MXCSR's, which is round to nearest here).
+/// set: MXCSR's); precision unless bit 3 suppresses it, invalid for a
+/// signalling NaN, a denormal is (signed) zero under DAZ.
 pub(super) fn round(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let size = if insn.opcode() & 1 == 0 { 4 } else { 8 };
     let scalar = insn.opcode() >= 0x0a;
     let b = rm(regs, insn, mem);
     let mode = if insn.imm() & 4 != 0 {
-        0
+        regs.mxcsr.rounding()
     } else {
         insn.imm() & 3
     };
-    let rounded = |x: u64| -> u64 {
-        let f = |y: f64| match mode {
-            0 => y.round_ties_even(),
-            1 => y.floor(),
-            2 => y.ceil(),
-            _ => y.trunc(),
-        };
-        if size == 4 {
-            nan_rules::<f32>(&[x], || f(f64::from(f32::from_bits(x as u32))) as f32)
+    let precision = if insn.imm() & 8 != 0 { 0 } else { PE };
+    let daz = regs.mxcsr.daz();
+    let rounded = |x: u64| -> (u64, u32) {
+        let (nan, snan, denormal, sign) = if size == 4 {
+            (
+                f32::nan(x),
+                f32::is_snan(x),
+                f32::is_denormal(x),
+                x & f32::SIGN,
+            )
         } else {
-            nan_rules::<f64>(&[x], || f(f64::from_bits(x)))
+            (
+                f64::nan(x),
+                f64::is_snan(x),
+                f64::is_denormal(x),
+                x & f64::SIGN,
+            )
+        };
+        if nan {
+            let quiet = if size == 4 {
+                f32::quiet(x)
+            } else {
+                f64::quiet(x)
+            };
+            return (quiet, if snan { IE } else { 0 });
         }
+        if denormal && daz {
+            return (sign, 0);
+        }
+        quietly(|| {
+            let v = as_f64_exactly(x, size);
+            let r = round_in_mode(v, mode);
+            let bits = if size == 4 {
+                u64::from((r as f32).to_bits())
+            } else {
+                r.to_bits()
+            };
+            (bits, if r != v { precision } else { 0 })
+        })
     };
     let (mut r, count, width) = if scalar {
         (src1(regs, insn), 1, 16)
     } else {
         ([0u8; 32], insn.width() / size, insn.width())
     };
+    let mut flags = 0;
     for i in 0..count {
-        set(&mut r, size, i, rounded(get(&b, size, i)));
+        let (v, f) = rounded(get(&b, size, i));
+        set(&mut r, size, i, v);
+        flags |= f;
     }
+    regs.mxcsr.raise(flags);
     write(regs, insn.reg(), &r, width);
 }
 
@@ -489,14 +667,16 @@ pub(super) fn round(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
 pub(super) fn half_to_single(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let b = rm(regs, insn, mem);
     let mut r: V = [0u8; 32];
+    let mut flags = 0;
     for i in 0..insn.width() / 4 {
-        set(
-            &mut r,
-            4,
-            i,
-            u64::from(half_to_f32_bits(get(&b, 2, i) as u16)),
-        );
+        let h = get(&b, 2, i) as u16;
+        // A signalling NaN (quiet bit 0x200 clear) is invalid.
+        if h & 0x7c00 == 0x7c00 && h & 0x3ff != 0 && h & 0x200 == 0 {
+            flags |= IE;
+        }
+        set(&mut r, 4, i, u64::from(half_to_f32_bits(h)));
     }
+    regs.mxcsr.raise(flags);
     write(regs, insn.reg(), &r, insn.width());
 }
 
@@ -517,23 +697,33 @@ fn half_to_f32_bits(h: u16) -> u32 {
 }
 
 /// `vcvtps2ph` (F16C): single precision to half, rounded by imm8 (bit 2
-/// set: MXCSR's, nearest here); stores to r/m.
+/// set: MXCSR's); stores to r/m. A denormal input is zero under DAZ and
+/// signals denormal otherwise.
 pub(super) fn single_to_half(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    const DE: u32 = 0x02;
     let a = xmm(regs, insn.reg());
     let mode = if insn.imm() & 4 != 0 {
-        0
+        regs.mxcsr.rounding()
     } else {
         insn.imm() & 3
     };
+    let daz = regs.mxcsr.daz();
     let mut r: V = [0u8; 32];
+    let mut flags = 0;
     for i in 0..insn.width() / 4 {
-        set(
-            &mut r,
-            2,
-            i,
-            u64::from(f32_to_half(get(&a, 4, i) as u32, mode)),
-        );
+        let mut bits = get(&a, 4, i);
+        if f32::is_denormal(bits) {
+            if daz {
+                bits &= f32::SIGN;
+            } else {
+                flags |= DE;
+            }
+        }
+        let (h, f) = f32_to_half(bits as u32, mode);
+        set(&mut r, 2, i, u64::from(h));
+        flags |= f;
     }
+    regs.mxcsr.raise(flags);
     let bytes = insn.width() / 2;
     if insn.mem() {
         mem[..bytes].copy_from_slice(&r[..bytes]);
@@ -543,16 +733,21 @@ pub(super) fn single_to_half(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]
 }
 
 /// Rounds single precision `bits` to half precision in `mode` (0 nearest
-/// even, 1 down, 2 up, 3 toward zero), with integer arithmetic.
-fn f32_to_half(bits: u32, mode: u8) -> u16 {
+/// even, 1 down, 2 up, 3 toward zero), with integer arithmetic. Answers
+/// the half and its flags: invalid for a signalling NaN, overflow,
+/// underflow (tiny after rounding and inexact), precision.
+fn f32_to_half(bits: u32, mode: u8) -> (u16, u32) {
     let sign = ((bits >> 16) & 0x8000) as u16;
     let negative = sign != 0;
     let exp = ((bits >> 23) & 0xff) as i32;
     let fraction = bits & 0x7f_ffff;
     if exp == 0xff {
         return match fraction {
-            0 => sign | 0x7c00,
-            _ => sign | 0x7e00 | (fraction >> 13) as u16,
+            0 => (sign | 0x7c00, 0),
+            _ => {
+                let invalid = if fraction & 0x40_0000 == 0 { IE } else { 0 };
+                (sign | 0x7e00 | (fraction >> 13) as u16, invalid)
+            }
         };
     }
     // The value is m·2^e.
@@ -562,7 +757,7 @@ fn f32_to_half(bits: u32, mode: u8) -> u16 {
         (u64::from(fraction | 0x80_0000), exp - 150)
     };
     if m == 0 {
-        return sign;
+        return (sign, 0);
     }
     let top = 63 - m.leading_zeros() as i32 + e;
     let ulp = if top < -14 { -24 } else { top - 10 };
@@ -591,6 +786,7 @@ fn f32_to_half(bits: u32, mode: u8) -> u16 {
         _ => false,
     };
     q += u64::from(up);
+    let inexact = if rest != 0 { PE } else { 0 };
     let overflow = || {
         let to_infinity = match mode {
             0 => true,
@@ -598,14 +794,18 @@ fn f32_to_half(bits: u32, mode: u8) -> u16 {
             2 => !negative,
             _ => false,
         };
-        sign | if to_infinity { 0x7c00 } else { 0x7bff }
+        (sign | if to_infinity { 0x7c00 } else { 0x7bff }, OE | PE)
     };
     if ulp == -24 {
-        return sign | q as u16;
+        let underflow = if inexact != 0 && q < 1024 { UE } else { 0 };
+        return (sign | q as u16, inexact | underflow);
     }
     let (q, top) = if q == 2048 { (1024, top + 1) } else { (q, top) };
     if top > 15 {
         return overflow();
     }
-    sign | (((top + 15) as u16) << 10) | (q - 1024) as u16
+    (
+        sign | (((top + 15) as u16) << 10) | (q - 1024) as u16,
+        inexact,
+    )
 }

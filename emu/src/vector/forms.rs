@@ -3,7 +3,7 @@
 //! operand ([`Plan`]) and the function that computes it. Anything not
 //! listed is `#UD`, as on a CPU without it.
 
-use super::{float, int, shuffle, Insn, Plan, Regs};
+use super::{across, float, int, shuffle, Insn, Plan, Regs};
 
 /// Computes one instruction on the registers and the memory buffer.
 pub(super) type Exec = fn(&mut Regs<'_>, Insn, &mut [u8; 64]);
@@ -53,10 +53,14 @@ pub(super) enum Op {
     ShuffleInsert128,
     ShuffleExtract128,
     FloatSingleToHalf,
+    FloatDot,
+    IntMpsadbw,
+    IntMinimumPosition,
+    IntCarrylessMultiply,
 }
 
 /// The function of each [`Op`].
-const EXECS: [Exec; 42] = [
+const EXECS: [Exec; 46] = [
     int::binary,
     shuffle::load,
     shuffle::store,
@@ -99,12 +103,34 @@ const EXECS: [Exec; 42] = [
     shuffle::insert128,
     shuffle::extract128,
     float::single_to_half,
+    across::dot,
+    across::mpsadbw,
+    across::minimum_position,
+    across::carryless_multiply,
 ];
 
 impl Op {
     /// Its index, carried in the plan from decode to execution.
     pub(super) fn index(self) -> u32 {
         self as u32
+    }
+
+    /// Whether the op computes in floating point, under MXCSR.
+    pub(super) fn uses_mxcsr(self) -> bool {
+        matches!(
+            self,
+            Op::FloatConvertScalar
+                | Op::FloatCompareFlags
+                | Op::FloatArithmetic
+                | Op::FloatConvert
+                | Op::FloatHorizontal
+                | Op::FloatCompare
+                | Op::FloatHalfToSingle
+                | Op::FloatFused
+                | Op::FloatRound
+                | Op::FloatSingleToHalf
+                | Op::FloatDot
+        )
     }
 
     /// The function of the op with `index`.
@@ -263,6 +289,8 @@ fn map_0f(insn: Insn) -> Option<Described> {
         (0x51 | 0x58 | 0x59 | 0x5c..=0x5f, 2 | 3) => {
             plain(Avx, Load(scalar_size(insn)), Op::FloatArithmetic)
         }
+        (0x52 | 0x53, 0) => plain(Avx, Full, Op::FloatArithmetic),
+        (0x52 | 0x53, 2) => plain(Avx, Load(4), Op::FloatArithmetic),
         (0x54..=0x57, 0 | 1) => plain(Avx, Full, Op::IntBinary),
         (0x5a, 0) => plain(Avx, Load(w / 2), Op::FloatConvert),
         (0x5a, 1) => plain(Avx, Full, Op::FloatConvert),
@@ -341,6 +369,7 @@ fn map_0f38(insn: Insn) -> Option<Described> {
             Op::ShuffleBroadcast,
         ),
         0x1c..=0x1e => plain(Avx2At256, Full, Op::IntAbs),
+        0x41 if !l => plain(Avx, Full, Op::IntMinimumPosition),
         0x20..=0x25 | 0x30..=0x35 => {
             let (from, to) = int::extend_sizes(op);
             plain(Avx2At256, Load(w * from as u32 / to as u32), Op::IntExtend)
@@ -431,6 +460,10 @@ fn map_0f3a(insn: Insn) -> Option<Described> {
         ),
         0x21 if !l => plain(Avx, Load(4), Op::ShuffleInsert),
         0x4a | 0x4b if w0 => plain(Avx, Full, Op::ShuffleBlend),
+        0x40 => plain(Avx, Full, Op::FloatDot),
+        0x41 if !l => plain(Avx, Full, Op::FloatDot),
+        0x42 => plain(Avx2At256, Full, Op::IntMpsadbw),
+        0x44 if !l => plain(Avx, Full, Op::IntCarrylessMultiply),
         0x4c if w0 => plain(Avx2At256, Full, Op::ShuffleBlend),
         _ => None,
     }

@@ -12,10 +12,12 @@
 //! never fails. Every form is checked against the host CPU by
 //! `tests/guest/vector_differential.rs`.
 
+mod across;
 mod float;
 mod forms;
 mod int;
 mod lanes;
+mod mxcsr;
 mod shuffle;
 
 use std::mem::size_of;
@@ -194,11 +196,23 @@ pub(crate) struct Regs<'a> {
     pub xmm: &'a mut [[u8; 64]; 16],
     pub gpr: &'a mut [u64; 16],
     pub eflags: &'a mut u64,
+    pub mxcsr: mxcsr::Mxcsr<'a>,
 }
+
+/// Plan bit 15, which the engine ignores: the op computes in floating
+/// point under MXCSR ([`mxcsr::run_float_op`]).
+const PLAN_USES_MXCSR: u32 = 1 << 15;
 
 extern "C" fn decode_entry(insn: u64) -> u32 {
     match forms::form(Insn(insn)) {
-        Some(form) => form.plan.bits() | form.op.index() << 16,
+        Some(form) => {
+            let mxcsr = if form.op.uses_mxcsr() {
+                PLAN_USES_MXCSR
+            } else {
+                0
+            };
+            form.plan.bits() | mxcsr | form.op.index() << 16
+        }
         None => 0,
     }
 }
@@ -209,22 +223,29 @@ extern "C" fn decode_entry(insn: u64) -> u32 {
 unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem: *mut u8) {
     // SAFETY: the helper's contract (above): `cpu` points to pointers into
     // the CPU state (16 ZMM registers of 64 bytes, 16 general registers,
-    // the flags word), all live and unaliased for the call, and `mem` to a
-    // 64-byte buffer.
-    let (regs, mem) = unsafe {
+    // the flags word, MXCSR), all live and unaliased for the call, and
+    // `mem` to a 64-byte buffer.
+    let (mut regs, mem) = unsafe {
         let cpu = &*cpu;
         (
             Regs {
                 xmm: &mut *(cpu.xmm as *mut [[u8; 64]; 16]),
                 gpr: &mut *(cpu.regs as *mut [u64; 16]),
                 eflags: &mut *cpu.eflags,
+                mxcsr: mxcsr::Mxcsr(&mut *cpu.mxcsr),
             },
             &mut *(mem as *mut [u8; 64]),
         )
     };
     // The plan carries the op `decode` chose.
-    if let Some(exec) = forms::Op::exec(plan >> 16) {
-        let mut regs = regs;
+    let Some(exec) = forms::Op::exec(plan >> 16) else {
+        return;
+    };
+    if plan & PLAN_USES_MXCSR == 0 {
         exec(&mut regs, Insn(insn), mem);
+    } else {
+        let guest = *regs.mxcsr.0;
+        let raised = mxcsr::run_float_op(guest, exec, &mut regs, Insn(insn), mem);
+        regs.mxcsr.raise(raised);
     }
 }
