@@ -4,9 +4,18 @@
 //! - Self costs are per source line, from the exact per-instruction counts
 //!   ([`InstructionCosts`]); an instruction belongs to the function symbol that
 //!   contains it, as in Callgrind, so per-function self costs match Callgrind's.
-//! - Positions are `instr line` (as Callgrind's `--dump-instr=yes`): every cost
-//!   line gives the instruction's address and source line, so KCachegrind's
-//!   machine-code view works.
+//! - Positions ([`Positions`]) are `instr line` by default (as Callgrind's
+//!   `--dump-instr=yes`): every cost line gives the instruction's address and
+//!   source line, so KCachegrind's machine-code view works. `line` writes the
+//!   form speedscope's importer reads: one position column (the line), no
+//!   `fi=`/`fe=` (speedscope would take the costs after one for another
+//!   function's; a cost on a line of another file than the function's `fl=`
+//!   is written at line 0), a `cfi=` before every `cfn=` (speedscope keeps
+//!   the last one), and no call that closes a recursion cycle (speedscope
+//!   follows calls without checking for cycles; `fib → fib` and the call
+//!   closing `foo → bar → foo` are left out, [`super::acyclic`]). Their
+//!   cost is 0 (recursion counted once, below) unless the same call was also
+//!   made from outside the recursion.
 //! - Calls come from the exact call tree: `calls=` gives every call, recursive
 //!   calls included, so `callgrind_annotate --tree=caller` and KCachegrind show
 //!   the `fib → fib` edge and its line. The cost line after it is the call's
@@ -22,12 +31,15 @@
 //!   for the calling context (its first call's; indirect calls too). For a
 //!   profile without recorded call sites, the lowest direct `call` to the
 //!   callee found in the disassembly, else the caller's first line.
-//! - Inline frames (`inline`): code that DWARF attributes to an inlined function
-//!   is that function's own self cost, and the function it was inlined into calls
-//!   it at the inline site. The call count of an inline site is the execution
-//!   count of its most executed instruction (exact for straight-line inlined
-//!   bodies, an estimate for inlined loops). Without `inline`, inlined code stays
-//!   in the function it was inlined into, at the line of the inline site.
+//! - Inlined code (by default, as Callgrind does): code that DWARF attributes
+//!   to an inlined function stays in the function it was inlined into, at the
+//!   line of the inline site, so per-function self costs and call counts are
+//!   Callgrind's and `emuprof report --flat`'s.
+//! - Inline frames (opt-in, [`CallgrindOptions::inline`]): inlined code is that
+//!   function's own self cost, and the function it was inlined into calls it at
+//!   the inline site. The call count of an inline site is the execution count
+//!   of its most executed instruction (exact for straight-line inlined bodies,
+//!   an estimate for inlined loops): a count no run made.
 //! - Objects: each loaded object (`Profile::objects`: the program, its
 //!   dynamic linker, the shared libraries) has its own `ob=`, as Callgrind
 //!   writes them; a call into another object says so with `cob=`. A
@@ -59,6 +71,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
+use super::acyclic::cycle_closing_edges;
 use crate::instructions::{InstructionCost, InstructionCosts};
 use crate::metric::Metric;
 use crate::profile::Profile;
@@ -72,7 +85,9 @@ const UNKNOWN_FILE: &str = "???";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallgrindOptions {
-    /// Show inlined functions as their own functions. Default: true.
+    /// Show inlined functions as their own functions, called from the
+    /// inline site with an estimated call count. Default: false (inlined
+    /// code belongs to the function it was inlined into, as in Callgrind).
     pub inline: bool,
     /// The `ob=` path of the profiled binary (the other objects are named
     /// by their recorded paths). Default: none (the recorded path of
@@ -83,15 +98,29 @@ pub struct CallgrindOptions {
     pub thread: Option<u64>,
     /// The event listed first. Default: instructions (`Ir`).
     pub first: Metric,
+    /// What a cost line's position holds. Default: [`Positions::InstrLine`].
+    pub positions: Positions,
+}
+
+/// The positions of the cost lines (the file's `positions:` header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Positions {
+    /// `instr line`: the instruction's address and its source line.
+    #[default]
+    InstrLine,
+    /// `line`: the source line only, in the form speedscope reads (see the
+    /// module documentation).
+    Line,
 }
 
 impl Default for CallgrindOptions {
     fn default() -> CallgrindOptions {
         CallgrindOptions {
-            inline: true,
+            inline: false,
             object: None,
             thread: None,
             first: Metric::Instructions,
+            positions: Positions::InstrLine,
         }
     }
 }
@@ -500,7 +529,12 @@ impl<W: Write> Writer<W> {
             writeln!(self.out, "desc: Partial: {}", reason.replace('\n', " "))?;
         }
         writeln!(self.out)?;
-        writeln!(self.out, "positions: instr line")?;
+        let line_only = options.positions == Positions::Line;
+        writeln!(
+            self.out,
+            "positions: {}",
+            if line_only { "line" } else { "instr line" }
+        )?;
         let names = columns.names();
         if names.contains(&"Cycles") {
             writeln!(
@@ -535,6 +569,15 @@ impl<W: Write> Writer<W> {
                 (key, home)
             })
             .collect();
+        let left_out = match line_only {
+            true => cycle_closing_edges(
+                &functions
+                    .iter()
+                    .map(|(key, entry)| (key, entry.calls.keys().map(|(c, _)| c).collect()))
+                    .collect(),
+            ),
+            false => Default::default(),
+        };
         let mut current_object = None;
         for (key, entry) in functions {
             let (object, name) = key;
@@ -551,6 +594,11 @@ impl<W: Write> Writer<W> {
             writeln!(self.out, "fl={fl}\nfn={function}")?;
             let mut current = home.clone();
             for ((file, address, line), cost) in &entry.lines {
+                if line_only {
+                    let line = if file == home { *line } else { 0 };
+                    writeln!(self.out, "{line} {}", text(cost))?;
+                    continue;
+                }
                 if *file != current {
                     let key = if file == home { "fe" } else { "fi" };
                     let id = self.file(file);
@@ -560,7 +608,10 @@ impl<W: Write> Writer<W> {
                 writeln!(self.out, "{address:#x} {line} {}", text(cost))?;
             }
             for ((callee, (file, address, line)), CallCost { calls, cost }) in &entry.calls {
-                if *file != current {
+                if left_out.contains(&(key, callee)) {
+                    continue;
+                }
+                if *file != current && !line_only {
                     let key = if file == home { "fe" } else { "fi" };
                     let id = self.file(file);
                     writeln!(self.out, "{key}={id}")?;
@@ -575,7 +626,7 @@ impl<W: Write> Writer<W> {
                 }
                 // As Callgrind: no `cfi=` for a callee in the current file
                 // (callgrind_annotate then names caller and callee alike).
-                if callee_home != current || current != *home {
+                if callee_home != current || current != *home || line_only {
                     let cfi = self.file(callee_home);
                     writeln!(self.out, "cfi={cfi}")?;
                 }
@@ -583,6 +634,15 @@ impl<W: Write> Writer<W> {
                 let (callee_address, callee_line) = functions
                     .get(callee)
                     .map_or((0, 0), FunctionEntry::entry_point);
+                if line_only {
+                    let line = if file == home { *line } else { 0 };
+                    writeln!(
+                        self.out,
+                        "cfn={cfn}\ncalls={calls} {callee_line}\n{line} {}",
+                        text(cost)
+                    )?;
+                    continue;
+                }
                 writeln!(
                     self.out,
                     "cfn={cfn}\ncalls={calls} {callee_address:#x} {callee_line}\n\

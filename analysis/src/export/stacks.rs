@@ -29,8 +29,10 @@ use crate::profile::{FunctionId, Profile};
 pub struct StackOptions {
     /// Fold recursion (see the module documentation). Default: true.
     pub fold_recursion: bool,
-    /// Show inlined functions as frames when instruction costs are available.
-    /// Default: true.
+    /// Show inlined functions as frames when instruction costs are available
+    /// (their share of a context's self cost is estimated, see the module
+    /// documentation). Default: false: inlined code stays in the function it
+    /// was inlined into, as in Callgrind and `emuprof report`.
     pub inline: bool,
 }
 
@@ -38,7 +40,7 @@ impl Default for StackOptions {
     fn default() -> StackOptions {
         StackOptions {
             fold_recursion: true,
-            inline: true,
+            inline: false,
         }
     }
 }
