@@ -159,6 +159,12 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         // Fails as other exports do when the profile lacks the metric.
         profile.clone().measured_in(args.part.metric()?)?;
         profile
+    } else if args.format == ExportFormat::Firefox
+        && args.part.pid.is_none()
+        && args.part.thread.is_none()
+    {
+        // Every process image of the run: the profiler shows each as a process.
+        profile_file::read(&args.profile)?.measured_in(args.part.metric()?)?
     } else {
         profile_file::read_selected(&args.profile, &args.part)?
     };

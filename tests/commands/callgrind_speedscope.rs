@@ -7,7 +7,8 @@
 //! turns the call graph into a tree by following calls from each root
 //! without checking for cycles. The test reads the export by those rules,
 //! checks each holds, rebuilds speedscope's frame weights and compares them
-//! with the profile, then loads the file in speedscope itself.
+//! with the profile, then loads the file in speedscope itself and reads its
+//! Sandwich table: every function's self weight is the profile's.
 
 use crate::common;
 use crate::exports_support;
@@ -242,14 +243,45 @@ fn the_default_positions_are_instruction_and_line() {
     );
 }
 
+/// speedscope's Sandwich table as (name → (total, self)), from the page text
+/// (`TOTAL (P%)`, `SELF (P%)`, `NAME` on three lines per function).
+fn sandwich_rows(body: &str) -> BTreeMap<String, (u64, u64)> {
+    let table = body.split_once("Symbol Name\n").map_or("", |(_, t)| t);
+    let lines: Vec<&str> = table.lines().map(str::trim).collect();
+    let number = |cell: &str| -> u64 {
+        let digits: String = cell.split(' ').next().unwrap_or("").replace(',', "");
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("not a weight: {cell:?}"))
+    };
+    lines
+        .chunks_exact(3)
+        .map(|row| (row[2].to_string(), (number(row[0]), number(row[1]))))
+        .collect()
+}
+
 #[test]
 fn speedscope_draws_the_line_positions_export() {
     let profile = profile(&testprog("mutual", Libc::Musl, "O2"));
     let text = line_export(&profile);
-    load_in_speedscope(
+    let Some(body) = load_in_speedscope(
         &profile,
         "callgrind.out.mutual",
         text.as_bytes(),
         "callgrind.out.mutual",
-    );
+    ) else {
+        return;
+    };
+    let rows = sandwich_rows(&body);
+    let top = rows.values().map(|&(total, _)| total).max();
+    assert_eq!(top, Some(profile.total()), "the root holds the run: {body}");
+    for (name, self_cost) in profile.self_by_name() {
+        if self_cost > 0 {
+            assert_eq!(
+                rows.get(&name).map(|&(_, s)| s),
+                Some(self_cost),
+                "{name}'s self weight in speedscope: {body}"
+            );
+        }
+    }
 }

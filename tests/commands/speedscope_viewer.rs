@@ -18,8 +18,9 @@ use exports_support::profile;
 
 /// Loads `bytes` as the file `file_name` in speedscope (in headless
 /// Chromium), the way `speedscope FILE` does, waits until the viewer's title
-/// names `profile_name` and its flame chart is drawn, and returns the page's
-/// text. `None` when Chromium or the viewer is missing (which fails in CI).
+/// names `profile_name` and its flame chart is drawn, switches to the
+/// Sandwich view and returns the page's text (the function table). `None`
+/// when Chromium or the viewer is missing (which fails in CI).
 pub fn load_in_speedscope(
     work: &exports_support::ProfileFile,
     file_name: &str,
@@ -71,6 +72,16 @@ pub fn load_in_speedscope(
     page.wait_for(
         "[...document.querySelectorAll('canvas')].some(c => c.width > 100 && c.height > 100)",
         "the flame chart canvas",
+    );
+    // The Sandwich view lists every function with its total and self
+    // weight as text (the other views draw on canvases).
+    page.eval(
+        "[...document.querySelectorAll('div, span')].find(e => e.textContent.endsWith('Sandwich') \
+         && e.children.length <= 1)?.click()",
+    );
+    page.wait_for(
+        "document.body.innerText.includes('Symbol Name')",
+        "speedscope's Sandwich view",
     );
     let body = page.eval("document.body.innerText");
     let body = body.as_str().unwrap_or_default().to_string();

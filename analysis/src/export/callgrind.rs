@@ -11,11 +11,10 @@
 //!   `fi=`/`fe=` (speedscope would take the costs after one for another
 //!   function's; a cost on a line of another file than the function's `fl=`
 //!   is written at line 0), a `cfi=` before every `cfn=` (speedscope keeps
-//!   the last one), and no call that closes a recursion cycle (speedscope
-//!   follows calls without checking for cycles; `fib → fib` and the call
-//!   closing `foo → bar → foo` are left out, [`super::acyclic`]). Their
-//!   cost is 0 (recursion counted once, below) unless the same call was also
-//!   made from outside the recursion.
+//!   the last one), and calls from the call stacks with recursion folded,
+//!   without cycles and never costing more than their callee
+//!   ([`line_calls`]: speedscope follows calls without checking for
+//!   recursion). Self costs are the same in both forms.
 //! - Calls come from the exact call tree: `calls=` gives every call, recursive
 //!   calls included, so `callgrind_annotate --tree=caller` and KCachegrind show
 //!   the `fib → fib` edge and its line. The cost line after it is the call's
@@ -71,12 +70,13 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use super::acyclic::cycle_closing_edges;
 use crate::instructions::{InstructionCost, InstructionCosts};
 use crate::metric::Metric;
 use crate::profile::Profile;
 use crate::threads::spawned_roots;
 use crate::tree::{Children, Visit};
+
+mod line_calls;
 
 /// Name used for code without a source file, as Callgrind does.
 const UNKNOWN_FILE: &str = "???";
@@ -569,14 +569,9 @@ impl<W: Write> Writer<W> {
                 (key, home)
             })
             .collect();
-        let left_out = match line_only {
-            true => cycle_closing_edges(
-                &functions
-                    .iter()
-                    .map(|(key, entry)| (key, entry.calls.keys().map(|(c, _)| c).collect()))
-                    .collect(),
-            ),
-            false => Default::default(),
+        let line_calls = match line_only {
+            true => line_calls::line_calls(profile, columns),
+            false => BTreeMap::new(),
         };
         let mut current_object = None;
         for (key, entry) in functions {
@@ -607,11 +602,16 @@ impl<W: Write> Writer<W> {
                 }
                 writeln!(self.out, "{address:#x} {line} {}", text(cost))?;
             }
-            for ((callee, (file, address, line)), CallCost { calls, cost }) in &entry.calls {
-                if left_out.contains(&(key, callee)) {
-                    continue;
+            if line_only {
+                let calls = line_calls.get(key).into_iter().flatten();
+                for (callee, cost) in calls {
+                    self.write_line_call(key, entry, callee, cost, &homes, &object_path)?;
                 }
-                if *file != current && !line_only {
+                writeln!(self.out)?;
+                continue;
+            }
+            for ((callee, (file, address, line)), CallCost { calls, cost }) in &entry.calls {
+                if *file != current {
                     let key = if file == home { "fe" } else { "fi" };
                     let id = self.file(file);
                     writeln!(self.out, "{key}={id}")?;
@@ -626,7 +626,7 @@ impl<W: Write> Writer<W> {
                 }
                 // As Callgrind: no `cfi=` for a callee in the current file
                 // (callgrind_annotate then names caller and callee alike).
-                if callee_home != current || current != *home || line_only {
+                if callee_home != current || current != *home {
                     let cfi = self.file(callee_home);
                     writeln!(self.out, "cfi={cfi}")?;
                 }
@@ -634,15 +634,6 @@ impl<W: Write> Writer<W> {
                 let (callee_address, callee_line) = functions
                     .get(callee)
                     .map_or((0, 0), FunctionEntry::entry_point);
-                if line_only {
-                    let line = if file == home { *line } else { 0 };
-                    writeln!(
-                        self.out,
-                        "cfn={cfn}\ncalls={calls} {callee_line}\n{line} {}",
-                        text(cost)
-                    )?;
-                    continue;
-                }
                 writeln!(
                     self.out,
                     "cfn={cfn}\ncalls={calls} {callee_address:#x} {callee_line}\n\
@@ -654,6 +645,41 @@ impl<W: Write> Writer<W> {
         }
         writeln!(self.out, "totals: {}", text(total))?;
         self.out.flush()
+    }
+
+    /// One call of the `positions: line` form: `cob=` for another object, a
+    /// `cfi=` always (speedscope keeps the last one), the call count and
+    /// line of the caller's first call instruction to the callee (line 0
+    /// when there is none or it lies in another file than the caller's).
+    fn write_line_call(
+        &mut self,
+        caller: &FnKey,
+        entry: &FunctionEntry,
+        callee: &FnKey,
+        cost: &[u64],
+        homes: &FxHashMap<&FnKey, String>,
+        object_path: &dyn Fn(usize) -> Option<String>,
+    ) -> io::Result<()> {
+        let sites = entry.calls.iter().filter(|((c, _), _)| c == callee);
+        let calls: u64 = sites.clone().map(|(_, call)| call.calls).sum();
+        let line = sites
+            .map(|((_, (file, _, line)), _)| (file, *line))
+            .find(|(file, _)| Some(*file) == homes.get(caller))
+            .map_or(0, |(_, line)| line);
+        if callee.0 != caller.0 {
+            if let Some(path) = object_path(callee.0) {
+                let cob = self.object(&path);
+                writeln!(self.out, "cob={cob}")?;
+            }
+        }
+        let cfi = self.file(homes.get(callee).map_or(UNKNOWN_FILE, String::as_str));
+        let cfn = self.name(&callee.1);
+        writeln!(
+            self.out,
+            "cfi={cfi}\ncfn={cfn}\ncalls={} 0\n{line} {}",
+            calls.max(1),
+            text(cost)
+        )
     }
 }
 
