@@ -15,6 +15,7 @@ mod command_line;
 mod control;
 mod diff;
 mod emu_dependencies;
+mod example_crate;
 mod exports;
 mod firefox_export;
 mod flamegraph_browser;

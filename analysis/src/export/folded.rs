@@ -185,18 +185,7 @@ mod tests {
 
     #[test]
     fn functions_of_two_objects_with_one_name_are_two_frames() {
-        let mut tree = RawTreeBuilder::new("main", 5);
-        tree.call(0, "_start", 1, 7);
-        tree.call(0, "ld_start", 1, 11);
-        let (raw, resolver) = tree.finish();
-        let mut profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
-        let linker = profile
-            .functions
-            .iter_mut()
-            .find(|f| f.name == "ld_start")
-            .expect("ld_start");
-        linker.name = "_start".into();
-        linker.object = Some("ld-linux-x86-64.so.2".into());
+        let profile = crate::sample::two_starts(7, 11);
         let lines = folded_stacks(&profile, None, &StackOptions::default());
         let rows: Vec<(&str, u64)> = lines
             .iter()

@@ -434,29 +434,11 @@ mod tests {
         );
     }
 
-    /// main → `_start` of the program (`own` self) and `_start` of the
-    /// dynamic linker (`linker` self).
-    fn profile_with_two_starts(own: u64, linker: u64) -> Profile {
-        let mut tree = RawTreeBuilder::new("main", 100);
-        tree.call(0, "_start", 1, own);
-        tree.call(0, "ld_start", 1, linker);
-        let (raw, resolver) = tree.finish();
-        let mut profile = Profile::from_raw(&raw, &resolver, "test").expect("consistent");
-        let f = profile
-            .functions
-            .iter_mut()
-            .find(|f| f.name == "ld_start")
-            .expect("ld_start");
-        f.name = "_start".into();
-        f.object = Some("ld-linux-x86-64.so.2".into());
-        profile
-    }
-
     #[test]
     fn same_named_functions_of_two_objects_are_checked_apart() {
         let l = limits("[[function]]\nname = \"_start\"\nmax_self = 100\nmax_growth = 0\ngrowth_metric = \"self\"\n");
-        let base = profile_with_two_starts(60, 90);
-        let outcome = evaluate(&l, &profile_with_two_starts(60, 90), Some(&base));
+        let base = crate::sample::two_starts(60, 90);
+        let outcome = evaluate(&l, &crate::sample::two_starts(60, 90), Some(&base));
         assert!(
             outcome.passed(),
             "60 and 90 are each within 100, not 150 together"
@@ -471,7 +453,7 @@ mod tests {
                 "_start [ld-linux-x86-64.so.2]",
             ]
         );
-        let grown = evaluate(&l, &profile_with_two_starts(70, 80), Some(&base));
+        let grown = evaluate(&l, &crate::sample::two_starts(70, 80), Some(&base));
         let broken: Vec<String> = grown.broken().map(CheckRow::message).collect();
         assert_eq!(
             broken,
