@@ -63,9 +63,12 @@ mod tests {
         graph
     }
 
+    type Edge = (&'static str, &'static str);
+
     #[test]
     fn the_edges_closing_each_cycle_are_found_in_key_order() {
-        let cases: &[(&[(&str, &str)], &[(&str, &str)])] = &[
+        // (the graph's edges, the edges that close a cycle)
+        let cases: &[(&[Edge], &[Edge])] = &[
             (&[("main", "work"), ("work", "leaf")], &[]),
             (&[("main", "fib"), ("fib", "fib")], &[("fib", "fib")]),
             (
