@@ -181,8 +181,7 @@ fn flat_self_by_name(profile: &ProfileFile) -> BTreeMap<String, u64> {
 
 #[test]
 fn default_exports_of_an_inlining_program_agree_with_report_flat() {
-    if find_in_path("callgrind_annotate").is_none() {
-        common::ci::skip_unless_ci("callgrind_annotate (valgrind) is not installed");
+    if common::tools::require_tool("callgrind_annotate", "valgrind").is_none() {
         return;
     }
     for libc in [Libc::Musl, Libc::Glibc] {
