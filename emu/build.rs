@@ -1,9 +1,23 @@
-//! Warns when cargo is about to link stock Unicorn instead of emuprof's
-//! patched build (see `scripts/build-unicorn.sh`): profiles are the same,
-//! memory-heavy guest code runs slower. Which build is linked also decides
-//! how the block hook gets the guest stack pointer; that is asked of the
-//! engine at run time (`src/machine/stack_pointer.rs`), so a library swapped
-//! after the build is never misread.
+//! Makes sure cargo links emuprof's patched Unicorn (see
+//! `scripts/build-unicorn.sh`) or says so. `unicorn-engine-sys` links the
+//! Unicorn that pkg-config finds, else it builds stock Unicorn from source.
+//! emuprof's own `.cargo/config.toml` points pkg-config at `target/unicorn`
+//! of its checkout; a crate that depends on emuprof does not read that file,
+//! so [`engine`] decides from `PKG_CONFIG_PATH` as the build sees it:
+//!
+//! - a directory of it holds a `unicorn.pc` whose header is the patched one:
+//!   fine;
+//! - it is this checkout's `target/unicorn/lib/pkgconfig` (emuprof's own
+//!   build, before `scripts/build-unicorn.sh` ran): a warning, as profiles
+//!   are the same and memory-heavy guest code runs slower;
+//! - anything else (a dependent crate without the setting): a build error
+//!   that says how to point it at the patched build, unless
+//!   `EMUPROF_STOCK_UNICORN=1` accepts stock Unicorn (then a warning).
+//!
+//! Which build is linked also decides how the block hook gets the guest
+//! stack pointer; that is asked of the engine at run time
+//! (`src/machine/stack_pointer.rs`), so a library swapped after the build is
+//! never misread.
 //!
 //! With the patched build it also measures the structs and constants that
 //! emuprof shares with the engine's C code ([`SHARED_STRUCTS`],
@@ -79,17 +93,66 @@ fn main() {
     println!("cargo:rerun-if-changed={}", pc_file.display());
     println!("cargo:rerun-if-changed={}", header.display());
     println!("cargo::rustc-check-cfg=cfg(patched_unicorn_header)");
-    if !pc_file.exists() {
-        println!(
+    println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    println!("cargo:rerun-if-env-changed=EMUPROF_STOCK_UNICORN");
+    let root = Path::new(&manifest_dir)
+        .parent()
+        .unwrap_or(Path::new(&manifest_dir))
+        .to_path_buf();
+    let search = std::env::var_os("PKG_CONFIG_PATH").unwrap_or_default();
+    let stock_accepted = std::env::var_os("EMUPROF_STOCK_UNICORN").is_some_and(|v| v == "1");
+    match engine(&root, &search, stock_accepted) {
+        Engine::Patched => {}
+        Engine::StockWarned => println!(
             "cargo:warning=linking stock Unicorn: run scripts/build-unicorn.sh for emuprof's faster patched build \
              (same profiles), then build again"
-        );
+        ),
+        Engine::StockRefused => panic!(
+            "emuprof needs its patched Unicorn, and cargo would build stock Unicorn: \
+             pkg-config does not find the patched build (PKG_CONFIG_PATH={}). \
+             In {root}, run `bash scripts/build-unicorn.sh`; then add to the .cargo/config.toml \
+             of the crate that depends on emuprof:\n\n[env]\n\
+             PKG_CONFIG_PATH = \"{pc}\"\nPKG_CONFIG_LIBDIR = \"{pc}\"\n\n\
+             (or set EMUPROF_STOCK_UNICORN=1 to link stock Unicorn: the same profiles, slower)",
+            search.to_string_lossy(),
+            root = root.display(),
+            pc = root.join("target/unicorn/lib/pkgconfig").display(),
+        ),
     }
     if header.exists() {
         let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
         let layout = measure_layout(&unicorn.join("include"), &out_dir);
         std::fs::write(out_dir.join("engine_layout.rs"), layout).expect("writing engine_layout.rs");
         println!("cargo:rustc-cfg=patched_unicorn_header");
+    }
+}
+
+/// Which Unicorn cargo links.
+enum Engine {
+    /// pkg-config finds the patched build.
+    Patched,
+    /// Stock Unicorn, with a warning.
+    StockWarned,
+    /// Stock Unicorn would be built: a build error.
+    StockRefused,
+}
+
+/// The rules of the module documentation: `root` is emuprof's checkout,
+/// `search` the `PKG_CONFIG_PATH` the build sees.
+fn engine(root: &Path, search: &std::ffi::OsStr, stock_accepted: bool) -> Engine {
+    let own = root.join("target/unicorn/lib/pkgconfig");
+    let dirs: Vec<PathBuf> = std::env::split_paths(search).collect();
+    let patched = dirs.iter().any(|dir| {
+        let header = dir.join("../../include/unicorn/unicorn.h");
+        dir.join("unicorn.pc").is_file()
+            && std::fs::read_to_string(header).is_ok_and(|text| text.contains("uc_emuprof"))
+    });
+    if patched {
+        Engine::Patched
+    } else if stock_accepted || dirs.iter().any(|dir| dir == &own) {
+        Engine::StockWarned
+    } else {
+        Engine::StockRefused
     }
 }
 

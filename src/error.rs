@@ -56,6 +56,14 @@ pub enum Error {
     /// ([`crate::Run::start_at`] a function it lacks).
     #[error("{0}")]
     Usage(String),
+    /// A baseline could not be read or saved ([`crate::regression::Baselines`]).
+    #[error("cannot read or save the baseline {}: {source}", path.display())]
+    Baseline {
+        /// Its file.
+        path: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
     /// The capstone disassembler could not start.
     #[error("cannot start the capstone disassembler: {0}")]
     Disassembler(String),

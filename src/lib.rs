@@ -49,6 +49,7 @@ mod collection;
 mod error;
 pub mod input;
 pub mod output;
+pub mod regression;
 mod runner;
 pub mod source_map;
 pub mod start;

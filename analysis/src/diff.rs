@@ -64,19 +64,35 @@ pub struct FunctionCosts {
     pub inclusive_events: [u64; SimEvent::ALL.len()],
 }
 
-/// Costs of every function of `profile` by name (functions sharing a name are
-/// added together), in name order.
-pub fn costs_by_name(profile: &Profile) -> BTreeMap<&str, FunctionCosts> {
-    let mut by_name: BTreeMap<&str, FunctionCosts> = BTreeMap::new();
-    for f in &profile.functions {
-        by_name.entry(f.name.as_str()).or_default().add(profile, f);
-    }
-    by_name
-}
-
 /// A function as the diff matches it: its object (`None` for the program's
 /// own functions) and its name.
 pub type FunctionKey<'p> = (Option<&'p str>, &'p str);
+
+/// The names among `keys` that functions of more than one object have (the
+/// program's `_start` and the dynamic linker's).
+pub fn names_in_several_objects<'p>(
+    keys: impl IntoIterator<Item = FunctionKey<'p>>,
+) -> BTreeSet<&'p str> {
+    let mut objects_of: BTreeMap<&str, BTreeSet<Option<&str>>> = BTreeMap::new();
+    for (object, name) in keys {
+        objects_of.entry(name).or_default().insert(object);
+    }
+    objects_of
+        .into_iter()
+        .filter(|(_, objects)| objects.len() > 1)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// How a table names function `key`: its name, followed by its object
+/// (`_start [ld-linux-x86-64.so.2]`, `_start [program]`) when `shared_name`
+/// (functions of several objects have that name).
+pub fn function_label((object, name): FunctionKey, shared_name: bool) -> String {
+    match shared_name {
+        true => format!("{name} [{}]", object.unwrap_or("program")),
+        false => name.to_string(),
+    }
+}
 
 /// Costs of every function of `profile` by object and name (functions
 /// sharing both are added together), in that order.
@@ -333,18 +349,14 @@ pub fn write_text<W: Write>(diff: &ProfileDiff, out: W) -> Result<()> {
         ("change", Align::Right),
         ("function", Align::Left),
     ]);
-    let mut objects_of: BTreeMap<&str, BTreeSet<Option<&str>>> = BTreeMap::new();
+    let shared = names_in_several_objects(
+        diff.functions
+            .iter()
+            .map(|f| (f.object.as_deref(), f.name.as_str())),
+    );
     for f in &diff.functions {
-        objects_of
-            .entry(&f.name)
-            .or_default()
-            .insert(f.object.as_deref());
-    }
-    for f in &diff.functions {
-        let mut name = f.name.clone();
-        if objects_of[f.name.as_str()].len() > 1 {
-            name = format!("{name} [{}]", f.object.as_deref().unwrap_or("program"));
-        }
+        let key = (f.object.as_deref(), f.name.as_str());
+        let mut name = function_label(key, shared.contains(f.name.as_str()));
         if f.presence != Presence::Both {
             name = format!("{name}  [{}]", f.presence.note());
         }

@@ -78,6 +78,7 @@ pub mod sample;
 pub mod symbolicate;
 pub mod thread_view;
 pub mod threads;
+pub mod timeline;
 mod tree;
 
 pub use callgraph::{CallGraph, Cycle, Edge, EdgeId, FunctionStats, TreeStats};

@@ -5,6 +5,7 @@
 //! [`Profile::write_json`] and read back with [`Profile::read_json`], which checks
 //! that the call tree is consistent so that no later stage can index out of range.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 
 use emuprof_model::{FoldedRecursion, Simulation};
@@ -449,6 +450,31 @@ impl Profile {
                 f.object
                     .as_deref()
                     .filter(|_| shared.contains(f.name.as_str()))
+            })
+            .collect()
+    }
+
+    /// The names that functions of more than one object have (the
+    /// program's `_start` and the dynamic linker's).
+    pub fn names_in_several_objects(&self) -> BTreeSet<&str> {
+        crate::diff::names_in_several_objects(
+            self.functions
+                .iter()
+                .map(|f| (f.object.as_deref(), f.name.as_str())),
+        )
+    }
+
+    /// Per function: the name that tells it apart from every other function
+    /// of `shared` (usually [`Profile::names_in_several_objects`] of this
+    /// profile or of the whole profile it was cut from): `_start [program]`,
+    /// `_start [ld-linux-x86-64.so.2]` for a name in `shared`, the plain name
+    /// otherwise. Flame graphs key their frames by it.
+    pub fn function_labels(&self, shared: &BTreeSet<&str>) -> Vec<String> {
+        self.functions
+            .iter()
+            .map(|f| {
+                let key = (f.object.as_deref(), f.name.as_str());
+                crate::diff::function_label(key, shared.contains(f.name.as_str()))
             })
             .collect()
     }

@@ -306,3 +306,19 @@ pub fn function<'p>(profile: &'p crate::Profile, name: &str) -> &'p crate::Funct
         .find(|f| f.name == name)
         .unwrap_or_else(|| panic!("no function {name} in the profile"))
 }
+
+/// `main` calling the program's `_start` (`own` self instructions) and the
+/// dynamic linker's `_start` (`linker` self instructions): two functions of
+/// one name in two objects.
+pub fn two_starts(own: u64, linker: u64) -> crate::Profile {
+    let mut tree = RawTreeBuilder::new("main", 5);
+    tree.call(0, "_start", 1, own);
+    tree.call(0, "ld_start", 1, linker);
+    let (raw, resolver) = tree.finish();
+    let mut profile = crate::Profile::from_raw(&raw, &resolver, "test").expect("consistent");
+    if let Some(f) = profile.functions.iter_mut().find(|f| f.name == "ld_start") {
+        f.name = "_start".into();
+        f.object = Some("ld-linux-x86-64.so.2".into());
+    }
+    profile
+}

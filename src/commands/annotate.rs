@@ -26,18 +26,32 @@ pub struct CodeArgs {
     /// from (another build id or other bytes): a warning instead of a refusal.
     #[arg(long)]
     pub force: bool,
-    /// Show inlined functions (from DWARF) as their own frames [default].
+    /// Show inlined functions (from DWARF) as their own frames [default for
+    /// annotate, report and view; exports only with --inline, since their
+    /// cost and call counts are estimates].
     #[arg(long, overrides_with = "no_inline")]
     pub inline: bool,
-    /// Charge inlined code to the function it was inlined into.
+    /// Charge inlined code to the function it was inlined into, as Callgrind
+    /// does [default for exports].
     #[arg(long, overrides_with = "inline")]
     pub no_inline: bool,
 }
 
 impl CodeArgs {
-    /// Whether inline frames are wanted.
+    /// Whether inline frames are wanted: the flag given last, else `default`
+    /// (the command's own default).
+    pub fn inline_or(&self, default: bool) -> bool {
+        match (self.inline, self.no_inline) {
+            (true, _) => true,
+            (_, true) => false,
+            _ => default,
+        }
+    }
+
+    /// Whether inline frames are wanted where they are shown by default
+    /// (annotate, report, view).
     pub fn inline(&self) -> bool {
-        !self.no_inline
+        self.inline_or(true)
     }
 
     /// Per-instruction costs, from the profile or the profiled binary; fails

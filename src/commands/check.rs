@@ -10,13 +10,13 @@
 //! broken, 125 when emuprof could not check (bad limits file, missing
 //! baseline, unreadable or partial profile, a run that did not finish).
 
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use emuprof::output::{write_atomically, OutputTarget};
+use emuprof::output::OutputTarget;
+use emuprof::regression::Baselines;
 use emuprof::start::Start;
 use emuprof_analysis::limits::{self, Limits};
 use emuprof_analysis::Profile;
@@ -102,10 +102,11 @@ pub fn run(args: CheckArgs) -> Result<i32> {
     let text = emuprof::input::read_to_string(&args.limits)
         .with_context(|| format!("cannot read the limits file {}", args.limits.display()))?;
     let limits = Limits::parse(&text).with_context(|| format!("in {}", args.limits.display()))?;
+    let baselines = Baselines::new(&args.baseline_dir);
     for name in args.baseline.iter().chain(&args.save_baseline) {
-        check_baseline_name(name)?;
+        baselines.path(name)?;
     }
-    let baseline = load_baseline(&args)?;
+    let baseline = load_baseline(&args, &baselines)?;
     let json_target = match &args.json {
         Some(path) => Some(
             OutputTarget::open(path).with_context(|| format!("cannot write {}", path.display()))?,
@@ -174,40 +175,17 @@ pub fn run(args: CheckArgs) -> Result<i32> {
         return Ok(LIMIT_BROKEN);
     }
     if let Some(name) = &args.save_baseline {
-        let path = baseline_path(&args.baseline_dir, name);
-        fs::create_dir_all(&args.baseline_dir).with_context(|| {
-            format!(
-                "cannot create the baseline directory {}",
-                args.baseline_dir.display()
-            )
-        })?;
-        write_atomically(&path, |w| run.write_json(w).map_err(std::io::Error::other))
-            .with_context(|| format!("cannot save the baseline {}", path.display()))?;
+        let path = baselines.save(name, &run)?;
         eprintln!("emuprof: baseline {name} saved to {}", path.display());
     }
     Ok(0)
 }
 
-/// Baseline names become file names: keep them to one plain path component.
-fn check_baseline_name(name: &str) -> Result<()> {
-    let plain = name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if name.is_empty() || name.starts_with('.') || !plain {
-        bail!("baseline name {name:?} must be letters, digits, '.', '_' or '-' and not start with '.' (e.g. main)");
-    }
-    Ok(())
-}
-
-fn baseline_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.json"))
-}
-
-fn load_baseline(args: &CheckArgs) -> Result<Option<Profile>> {
+fn load_baseline(args: &CheckArgs, baselines: &Baselines) -> Result<Option<Profile>> {
     let Some(name) = &args.baseline else {
         return Ok(None);
     };
-    let path = baseline_path(&args.baseline_dir, name);
+    let path = baselines.path(name)?;
     if !path.exists() {
         if args.allow_missing_baseline {
             eprintln!(
@@ -360,18 +338,4 @@ fn checked_process(run: &Profile, args: &CheckArgs, limits: &Limits) -> Result<P
         ),
     }
     Ok(profile)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn baseline_names_stay_inside_the_baseline_directory() {
-        assert!(check_baseline_name("main").is_ok());
-        assert!(check_baseline_name("release-1.2_x").is_ok());
-        for bad in ["", "..", "../x", "a/b", ".hidden", "a b"] {
-            assert!(check_baseline_name(bad).is_err(), "{bad:?} was accepted");
-        }
-    }
 }

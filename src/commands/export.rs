@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use emuprof::output::OutputTarget;
-use emuprof_analysis::export::callgrind::{write_callgrind, CallgrindOptions};
+use emuprof_analysis::export::callgrind::{write_callgrind, CallgrindOptions, Positions};
 use emuprof_analysis::export::dot::{self, DotOptions};
+use emuprof_analysis::export::firefox::write_firefox;
 use emuprof_analysis::export::flamegraph::{
     write_diff_flamegraph, write_flamegraph, FlameGraphOptions,
 };
@@ -34,12 +35,25 @@ pub enum ExportFormat {
     Folded,
     /// Interactive flame graph SVG (search, click to zoom).
     Flamegraph,
-    /// Differential flame graph of PROFILE against --base (red grew, blue shrank).
+    /// Differential flame graph of PROFILE against --base, coloured by each
+    /// frame's self change (red grew, blue shrank).
     DiffFlamegraph,
     /// pprof protobuf (gzipped) for `go tool pprof`, Grafana Pyroscope, speedscope.
     Pprof,
     /// speedscope's evented JSON: the exact call tree, instructions as weights.
     Speedscope,
+    /// Firefox Profiler (profiler.firefox.com): a track per process and
+    /// thread on the virtual clock, instructions as sample weights.
+    Firefox,
+}
+
+/// `--positions` of the Callgrind export.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PositionsArg {
+    /// Instruction address and source line (`positions: instr line`).
+    InstrLine,
+    /// Source line only (`positions: line`), as speedscope reads it.
+    Line,
 }
 
 /// Export a profile for other tools.
@@ -81,11 +95,17 @@ pub struct ExportArgs {
         required_if_eq("format", "diff-flamegraph")
     )]
     pub base: Option<PathBuf>,
+    /// Callgrind: what cost lines give, `instr-line` (address and line, for
+    /// KCachegrind's machine-code view) or `line` (the form speedscope reads:
+    /// lines only, no recursive calls) [default: instr-line].
+    #[arg(long, value_enum, value_name = "FORM")]
+    pub positions: Option<PositionsArg>,
     /// Stack formats: show every level of recursion instead of folding a
     /// function that is already on the stack onto its outer frame.
     #[arg(long)]
     pub keep_recursion: bool,
-    /// Binary and inline options (callgrind, folded, flame graphs, pprof).
+    /// Binary and inline options (callgrind, folded, flame graphs, pprof;
+    /// inlined code stays in its caller unless --inline).
     #[command(flatten)]
     pub code: CodeArgs,
     /// Only one thread (callgrind: a `thread:` file, as Callgrind's
@@ -107,12 +127,21 @@ impl ExportFormat {
             ExportFormat::DiffFlamegraph => "emuprof-diff-flamegraph.svg",
             ExportFormat::Pprof => "emuprof.pb.gz",
             ExportFormat::Speedscope => "emuprof.speedscope.json",
+            ExportFormat::Firefox => "emuprof.firefox.json",
         }
     }
 }
 
+/// Whether exports split inlined code into frames of its own without
+/// `--inline`/`--no-inline`: no, so that per-function costs and call counts
+/// are Callgrind's and `report`'s, with no estimated counts.
+const INLINE_FRAMES: bool = false;
+
 /// Writes the export atomically (to the format's default file without `-o`).
 pub fn run(args: ExportArgs) -> Result<i32> {
+    if args.positions.is_some() && args.format != ExportFormat::Callgrind {
+        bail!("--positions is an option of --format callgrind; leave it out for other formats");
+    }
     let output = args
         .output
         .clone()
@@ -130,6 +159,12 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         // Fails as other exports do when the profile lacks the metric.
         profile.clone().measured_in(args.part.metric()?)?;
         profile
+    } else if args.format == ExportFormat::Firefox
+        && args.part.pid.is_none()
+        && args.part.thread.is_none()
+    {
+        // Every process image of the run: the profiler shows each as a process.
+        profile_file::read(&args.profile)?.measured_in(args.part.metric()?)?
     } else {
         profile_file::read_selected(&args.profile, &args.part)?
     };
@@ -169,7 +204,7 @@ fn dot_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
 /// The export in the chosen format.
 fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
     let mut stack_options = StackOptions::default();
-    stack_options.inline = args.code.inline();
+    stack_options.inline = args.code.inline_or(INLINE_FRAMES);
     stack_options.fold_recursion = !args.keep_recursion;
     let stacks = |profile: &Profile, code: &CodeArgs| -> Result<Vec<FoldedStack>> {
         let costs = if stack_options.inline {
@@ -184,10 +219,14 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
         ExportFormat::Callgrind => {
             let costs = args.code.costs(profile)?;
             let mut options = CallgrindOptions::default();
-            options.inline = args.code.inline();
+            options.inline = args.code.inline_or(INLINE_FRAMES);
             options.object = Some(program_object(profile, &args.code));
             options.thread = args.part.thread;
             options.first = args.part.metric()?;
+            options.positions = match args.positions {
+                Some(PositionsArg::Line) => Positions::Line,
+                Some(PositionsArg::InstrLine) | None => Positions::InstrLine,
+            };
             write_callgrind(profile, &costs, &options, &mut bytes)?;
         }
         ExportFormat::Folded => write_folded(&stacks(profile, &args.code)?, &mut bytes)?,
@@ -230,6 +269,7 @@ fn export_bytes(profile: &Profile, args: &ExportArgs) -> Result<Vec<u8>> {
         ExportFormat::Speedscope => {
             write_speedscope(profile, &profile.command.join(" "), &mut bytes)?
         }
+        ExportFormat::Firefox => write_firefox(profile, &mut bytes)?,
         ExportFormat::Dot | ExportFormat::Svg => bytes = dot_bytes(profile, args)?,
     }
     Ok(bytes)

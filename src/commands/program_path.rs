@@ -23,7 +23,13 @@ pub struct ProgramPath {
 pub fn resolve(program: &Path) -> Result<ProgramPath> {
     let name = program.to_string_lossy();
     if name.starts_with('-') {
-        bail!("unknown option {name}; emuprof's options come before PROGRAM (see `emuprof run --help`)");
+        let guess = closest_run_option(&name)
+            .map(|option| format!("did you mean {option}? "))
+            .unwrap_or_default();
+        bail!(
+            "unknown option {name}; {guess}emuprof's options come before PROGRAM \
+             (see `emuprof run --help`)"
+        );
     }
     if name.contains('/') || name.is_empty() {
         return Ok(ProgramPath {
@@ -78,9 +84,43 @@ fn closest_subcommand(word: &str) -> Option<&'static str> {
         .map(|(_, sub)| sub)
 }
 
+/// The option of `emuprof run` that `word` (`--max-instrutions`,
+/// `--cahce-sim=…`) most likely meant, if it is close to one: clap's own
+/// list, so every option is covered.
+fn closest_run_option(word: &str) -> Option<String> {
+    use clap::CommandFactory;
+    let typed = word.split('=').next().unwrap_or(word);
+    let command = crate::cli::Cli::command();
+    let run = command.find_subcommand("run")?;
+    let long_names = run
+        .get_arguments()
+        .flat_map(|arg| arg.get_long_and_visible_aliases().unwrap_or_default())
+        .map(|long| format!("--{long}"));
+    long_names
+        .map(|option| (strsim::jaro_winkler(typed, &option), option))
+        .filter(|(score, _)| *score > 0.9)
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
+        .map(|(_, option)| option)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mistyped_run_options_suggest_the_option() {
+        let cases = [
+            ("--max-instrutions", Some("--max-instructions")),
+            ("--cahce-sim", Some("--cache-sim")),
+            ("--outptu=p.json", Some("--output")),
+            ("--quantum", Some("--quantum")),
+            ("--frobnicate", None),
+            ("-x", None),
+        ];
+        for (typed, expected) in cases {
+            assert_eq!(closest_run_option(typed).as_deref(), expected, "{typed}");
+        }
+    }
 
     #[test]
     fn typos_suggest_the_subcommand() {

@@ -27,7 +27,7 @@ use super::profile_file;
 /// inlined (from DWARF) are listed under the function they were inlined into
 /// (from the code the profile records; an older profile needs its binary).
 ///
-/// --summary gives the run at a glance: functions, edges, back edges, cycles,
+/// --summary gives the run at a glance: functions, edges, back edges, recursion cycles,
 /// deepest recursion, maximum call and stack depth, direct and indirect calls,
 /// syscalls, the hottest function and edge.
 ///

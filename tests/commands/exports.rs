@@ -2,7 +2,9 @@
 //! callgrind_annotate reads the Callgrind export of every test program and agrees
 //! with the JSON; folded stacks add up to the total; flame graph SVGs are
 //! well-formed XML; the pprof file decodes against `profile.proto` and satisfies
-//! its rules; inlined helpers appear as their own frames.
+//! its rules; inlined code stays in its caller by default (Callgrind's and
+//! `report --flat`'s numbers) and inlined helpers are frames of their own with
+//! `--inline`.
 
 use crate::common;
 use crate::exports_support;
@@ -106,7 +108,7 @@ fn callgrind_annotate_reads_every_export_and_agrees_with_the_json() {
             // block, collected or not (docs/guide.md, client requests).
             continue;
         }
-        let out = profile.export("callgrind", &["--no-inline"]);
+        let out = profile.export("callgrind", &[]);
         let (total, by_name) = parse_annotate(&callgrind_annotate(&out));
         if total != profile.total() {
             failures.push(format!(
@@ -164,8 +166,69 @@ fn callgrind_annotate_reads_every_export_and_agrees_with_the_json() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Self instructions per function name from `emuprof report --flat --json`.
+fn flat_self_by_name(profile: &ProfileFile) -> BTreeMap<String, u64> {
+    let text = exports_support::emuprof_ok(&["report", "--flat", "--json", profile.path_str()]);
+    let report: serde_json::Value = serde_json::from_str(&text).expect("report JSON");
+    let mut by_name = BTreeMap::new();
+    for f in report["functions"].as_array().expect("functions") {
+        *by_name
+            .entry(f["name"].as_str().expect("name").to_string())
+            .or_insert(0) += f["self_instructions"].as_u64().expect("self");
+    }
+    by_name
+}
+
 #[test]
-fn inlined_helpers_are_their_own_functions_in_the_callgrind_export() {
+fn default_exports_of_an_inlining_program_agree_with_report_flat() {
+    if common::tools::require_tool("callgrind_annotate", "valgrind").is_none() {
+        return;
+    }
+    for libc in [Libc::Musl, Libc::Glibc] {
+        let Some((variant, profile)) = find(&format!("inlining.{libc}.O2")) else {
+            continue;
+        };
+        let flat = flat_self_by_name(profile);
+        let (total, exported) =
+            parse_annotate(&callgrind_annotate(&profile.export("callgrind", &[])));
+        assert_eq!(total, profile.total(), "{}", variant.name());
+        assert!(
+            !exported.contains_key("square_plus") && !exported.contains_key("clamp_byte"),
+            "{}: no invented functions for inlined code: {exported:?}",
+            variant.name()
+        );
+        for name in ["sum_squares", "hash_clamped", "mix_step", "main"] {
+            assert_eq!(
+                exported.get(name),
+                flat.get(name),
+                "{}: {name} self in the callgrind export vs report --flat",
+                variant.name()
+            );
+        }
+        let text = std::fs::read_to_string(profile.export("callgrind", &[])).expect("export");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("cfn=") && l.contains("square_plus")),
+            "{}: no invented calls",
+            variant.name()
+        );
+        let pprof = decode_pprof(&profile.export("pprof", &[]));
+        let names: Vec<&str> = pprof
+            .function
+            .iter()
+            .map(|f| pprof.string_table[f.name as usize].as_str())
+            .collect();
+        assert!(
+            !names.contains(&"square_plus") && !pprof.mapping[0].has_inline_frames,
+            "{}: pprof functions {names:?}",
+            variant.name()
+        );
+    }
+}
+
+#[test]
+fn inlined_helpers_are_their_own_functions_in_the_callgrind_export_with_inline() {
     if find_in_path("callgrind_annotate").is_none() {
         common::ci::skip_unless_ci("callgrind_annotate (valgrind) is not installed");
         return;
@@ -178,7 +241,7 @@ fn inlined_helpers_are_their_own_functions_in_the_callgrind_export() {
             !profile.self_by_name().contains_key("square_plus"),
             "gcc inlined square_plus at -O2"
         );
-        let out = profile.export("callgrind", &[]);
+        let out = profile.export("callgrind", &["--inline"]);
         let (total, by_name) = parse_annotate(&callgrind_annotate(&out));
         assert_eq!(total, profile.total(), "{}", variant.name());
         // 1000 inlined calls from sum_squares and 1000 from hash_clamped, 3 instructions
@@ -235,7 +298,7 @@ fn callgrind_export_has_recursive_edges_instruction_positions_and_report_inclusi
             };
             checked += 1;
             let name = variant.name();
-            let out = profile.export("callgrind", &["--no-inline"]);
+            let out = profile.export("callgrind", &[]);
             let text = std::fs::read_to_string(&out).expect("read the export");
             assert!(text.contains("\npositions: instr line\n"), "{name}");
             assert!(
@@ -303,11 +366,7 @@ fn folded(profile: &ProfileFile, extra: &[&str]) -> String {
 #[test]
 fn folded_stacks_sum_to_the_total() {
     for (variant, profile) in profiles() {
-        for extra in [
-            &[][..],
-            &["--no-inline"],
-            &["--keep-recursion", "--no-inline"],
-        ] {
+        for extra in [&[][..], &["--inline"], &["--keep-recursion"]] {
             if extra.contains(&"--keep-recursion") && variant.program() == "deeprec" {
                 continue; // 100 000 stacks of up to 100 000 frames
             }
@@ -355,12 +414,12 @@ fn folded_stacks_of_known_programs_match_their_golden_files() {
 }
 
 #[test]
-fn inlined_helper_is_a_frame_of_its_caller_in_folded_stacks() {
+fn inlined_helper_is_a_frame_of_its_caller_in_folded_stacks_with_inline() {
     for libc in [Libc::Musl, Libc::Glibc, Libc::Pie] {
         let Some((variant, profile)) = find(&format!("inlining.{libc}.O2")) else {
             continue;
         };
-        let text = folded(profile, &[]);
+        let text = folded(profile, &["--inline"]);
         assert!(
             text.lines()
                 .any(|l| l.contains(";sum_squares;square_plus ")),
@@ -373,12 +432,13 @@ fn inlined_helper_is_a_frame_of_its_caller_in_folded_stacks() {
             "{}:\n{text}",
             variant.name()
         );
-        let no_inline = folded(profile, &["--no-inline"]);
-        assert!(
-            !no_inline.contains("square_plus"),
-            "{}:\n{no_inline}",
-            variant.name()
-        );
+        for default in [folded(profile, &[]), folded(profile, &["--no-inline"])] {
+            assert!(
+                !default.contains("square_plus"),
+                "{}:\n{default}",
+                variant.name()
+            );
+        }
     }
 }
 
@@ -505,7 +565,11 @@ fn decode_pprof(path: &std::path::Path) -> profile_proto::Profile {
 #[test]
 fn pprof_export_decodes_against_profile_proto() {
     for (variant, profile) in profiles() {
-        let out = profile.export("pprof", &[]);
+        let inline: &[&str] = match variant.program() {
+            "inlining" => &["--inline"],
+            _ => &[],
+        };
+        let out = profile.export("pprof", inline);
         let p = decode_pprof(&out);
         assert_eq!(
             p.string_table[p.sample_type[0].r#type as usize],

@@ -9,12 +9,15 @@ mod exports_support;
 
 mod annotate;
 mod call_sites;
+mod callgrind_speedscope;
 mod check;
 mod command_line;
 mod control;
 mod diff;
 mod emu_dependencies;
+mod example_crate;
 mod exports;
+mod firefox_export;
 mod flamegraph_browser;
 mod large_graphs;
 mod library_api;

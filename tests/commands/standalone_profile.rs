@@ -41,6 +41,12 @@ fn commands() -> Vec<Vec<&'static str>> {
     ] {
         commands.push(vec!["export", "{}", "-f", format, "-o", "-"]);
     }
+    // Folded stacks and flame graphs read the code only for inline frames.
+    for command in &mut commands {
+        if ["folded", "flamegraph"].contains(&command.get(3).copied().unwrap_or("")) {
+            command.push("--inline");
+        }
+    }
     commands
 }
 

@@ -83,9 +83,9 @@ fn kaes_costs_back_edges_and_cycle_agree_with_hand_computation() {
                 .expect("report");
             let summary: Value = serde_json::from_slice(&out.stdout).expect("summary JSON");
             assert_eq!(
-                summary["cycles"],
+                summary["recursion_cycles"],
                 serde_json::json!([["bar", "foo"]]),
-                "{what}: cycles"
+                "{what}: recursion cycles"
             );
             assert_eq!(
                 summary["back_edges"], 2,

@@ -4,9 +4,17 @@
 //! - Self costs are per source line, from the exact per-instruction counts
 //!   ([`InstructionCosts`]); an instruction belongs to the function symbol that
 //!   contains it, as in Callgrind, so per-function self costs match Callgrind's.
-//! - Positions are `instr line` (as Callgrind's `--dump-instr=yes`): every cost
-//!   line gives the instruction's address and source line, so KCachegrind's
-//!   machine-code view works.
+//! - Positions ([`Positions`]) are `instr line` by default (as Callgrind's
+//!   `--dump-instr=yes`): every cost line gives the instruction's address and
+//!   source line, so KCachegrind's machine-code view works. `line` writes the
+//!   form speedscope's importer reads: one position column (the line), no
+//!   `fi=`/`fe=` (speedscope would take the costs after one for another
+//!   function's; a cost on a line of another file than the function's `fl=`
+//!   is written at line 0), a `cfi=` before every `cfn=` (speedscope keeps
+//!   the last one), and calls from the call stacks with recursion folded,
+//!   without cycles and never costing more than their callee
+//!   ([`line_calls`]: speedscope follows calls without checking for
+//!   recursion). Self costs are the same in both forms.
 //! - Calls come from the exact call tree: `calls=` gives every call, recursive
 //!   calls included, so `callgrind_annotate --tree=caller` and KCachegrind show
 //!   the `fib → fib` edge and its line. The cost line after it is the call's
@@ -22,12 +30,15 @@
 //!   for the calling context (its first call's; indirect calls too). For a
 //!   profile without recorded call sites, the lowest direct `call` to the
 //!   callee found in the disassembly, else the caller's first line.
-//! - Inline frames (`inline`): code that DWARF attributes to an inlined function
-//!   is that function's own self cost, and the function it was inlined into calls
-//!   it at the inline site. The call count of an inline site is the execution
-//!   count of its most executed instruction (exact for straight-line inlined
-//!   bodies, an estimate for inlined loops). Without `inline`, inlined code stays
-//!   in the function it was inlined into, at the line of the inline site.
+//! - Inlined code (by default, as Callgrind does): code that DWARF attributes
+//!   to an inlined function stays in the function it was inlined into, at the
+//!   line of the inline site, so per-function self costs and call counts are
+//!   Callgrind's and `emuprof report --flat`'s.
+//! - Inline frames (opt-in, [`CallgrindOptions::inline`]): inlined code is that
+//!   function's own self cost, and the function it was inlined into calls it at
+//!   the inline site. The call count of an inline site is the execution count
+//!   of its most executed instruction (exact for straight-line inlined bodies,
+//!   an estimate for inlined loops): a count no run made.
 //! - Objects: each loaded object (`Profile::objects`: the program, its
 //!   dynamic linker, the shared libraries) has its own `ob=`, as Callgrind
 //!   writes them; a call into another object says so with `cob=`. A
@@ -65,6 +76,8 @@ use crate::profile::Profile;
 use crate::threads::spawned_roots;
 use crate::tree::{Children, Visit};
 
+mod line_calls;
+
 /// Name used for code without a source file, as Callgrind does.
 const UNKNOWN_FILE: &str = "???";
 
@@ -72,7 +85,9 @@ const UNKNOWN_FILE: &str = "???";
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallgrindOptions {
-    /// Show inlined functions as their own functions. Default: true.
+    /// Show inlined functions as their own functions, called from the
+    /// inline site with an estimated call count. Default: false (inlined
+    /// code belongs to the function it was inlined into, as in Callgrind).
     pub inline: bool,
     /// The `ob=` path of the profiled binary (the other objects are named
     /// by their recorded paths). Default: none (the recorded path of
@@ -83,15 +98,29 @@ pub struct CallgrindOptions {
     pub thread: Option<u64>,
     /// The event listed first. Default: instructions (`Ir`).
     pub first: Metric,
+    /// What a cost line's position holds. Default: [`Positions::InstrLine`].
+    pub positions: Positions,
+}
+
+/// The positions of the cost lines (the file's `positions:` header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Positions {
+    /// `instr line`: the instruction's address and its source line.
+    #[default]
+    InstrLine,
+    /// `line`: the source line only, in the form speedscope reads (see the
+    /// module documentation).
+    Line,
 }
 
 impl Default for CallgrindOptions {
     fn default() -> CallgrindOptions {
         CallgrindOptions {
-            inline: true,
+            inline: false,
             object: None,
             thread: None,
             first: Metric::Instructions,
+            positions: Positions::InstrLine,
         }
     }
 }
@@ -500,7 +529,12 @@ impl<W: Write> Writer<W> {
             writeln!(self.out, "desc: Partial: {}", reason.replace('\n', " "))?;
         }
         writeln!(self.out)?;
-        writeln!(self.out, "positions: instr line")?;
+        let line_only = options.positions == Positions::Line;
+        writeln!(
+            self.out,
+            "positions: {}",
+            if line_only { "line" } else { "instr line" }
+        )?;
         let names = columns.names();
         if names.contains(&"Cycles") {
             writeln!(
@@ -535,6 +569,10 @@ impl<W: Write> Writer<W> {
                 (key, home)
             })
             .collect();
+        let line_calls = match line_only {
+            true => line_calls::line_calls(profile, columns),
+            false => BTreeMap::new(),
+        };
         let mut current_object = None;
         for (key, entry) in functions {
             let (object, name) = key;
@@ -551,6 +589,11 @@ impl<W: Write> Writer<W> {
             writeln!(self.out, "fl={fl}\nfn={function}")?;
             let mut current = home.clone();
             for ((file, address, line), cost) in &entry.lines {
+                if line_only {
+                    let line = if file == home { *line } else { 0 };
+                    writeln!(self.out, "{line} {}", text(cost))?;
+                    continue;
+                }
                 if *file != current {
                     let key = if file == home { "fe" } else { "fi" };
                     let id = self.file(file);
@@ -558,6 +601,14 @@ impl<W: Write> Writer<W> {
                     current = file.clone();
                 }
                 writeln!(self.out, "{address:#x} {line} {}", text(cost))?;
+            }
+            if line_only {
+                let calls = line_calls.get(key).into_iter().flatten();
+                for (callee, cost) in calls {
+                    self.write_line_call(key, entry, callee, cost, &homes, &object_path)?;
+                }
+                writeln!(self.out)?;
+                continue;
             }
             for ((callee, (file, address, line)), CallCost { calls, cost }) in &entry.calls {
                 if *file != current {
@@ -594,6 +645,41 @@ impl<W: Write> Writer<W> {
         }
         writeln!(self.out, "totals: {}", text(total))?;
         self.out.flush()
+    }
+
+    /// One call of the `positions: line` form: `cob=` for another object, a
+    /// `cfi=` always (speedscope keeps the last one), the call count and
+    /// line of the caller's first call instruction to the callee (line 0
+    /// when there is none or it lies in another file than the caller's).
+    fn write_line_call(
+        &mut self,
+        caller: &FnKey,
+        entry: &FunctionEntry,
+        callee: &FnKey,
+        cost: &[u64],
+        homes: &FxHashMap<&FnKey, String>,
+        object_path: &dyn Fn(usize) -> Option<String>,
+    ) -> io::Result<()> {
+        let sites = entry.calls.iter().filter(|((c, _), _)| c == callee);
+        let calls: u64 = sites.clone().map(|(_, call)| call.calls).sum();
+        let line = sites
+            .map(|((_, (file, _, line)), _)| (file, *line))
+            .find(|(file, _)| Some(*file) == homes.get(caller))
+            .map_or(0, |(_, line)| line);
+        if callee.0 != caller.0 {
+            if let Some(path) = object_path(callee.0) {
+                let cob = self.object(&path);
+                writeln!(self.out, "cob={cob}")?;
+            }
+        }
+        let cfi = self.file(homes.get(callee).map_or(UNKNOWN_FILE, String::as_str));
+        let cfn = self.name(&callee.1);
+        writeln!(
+            self.out,
+            "cfi={cfi}\ncfn={cfn}\ncalls={} 0\n{line} {}",
+            calls.max(1),
+            text(cost)
+        )
     }
 }
 

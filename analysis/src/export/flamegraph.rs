@@ -8,9 +8,13 @@
 //! Every frame carries a `<title>` tooltip: `name (N instructions, P%)`.
 //!
 //! A differential flame graph draws the *after* profile's stacks and colours each
-//! frame by how its inclusive cost changed against *before*: red where it grew,
-//! blue where it shrank (Brendan Gregg's red/blue differential flame graphs); the
-//! tooltip gives the change as a share of the *after* total.
+//! frame by how its **self** cost (instructions run in that calling context
+//! itself, not in its callees) changed against *before*: red where it grew,
+//! blue where it shrank (Brendan Gregg's red/blue differential flame graphs).
+//! Colouring by self change points at the frames where the work changed; an
+//! inclusive colouring would make every caller of a changed frame, the root
+//! first, at least as red. The tooltip gives both changes, inclusive and self,
+//! as shares of the *after* total.
 //!
 //! Opened in a browser, the SVG is interactive (our own script, embedded):
 //! click a frame to zoom into it (its ancestors stay, faded), click the root
@@ -68,8 +72,12 @@ const SEARCH_SCRIPT: &str = include_str!("flamegraph.js");
 #[derive(Default)]
 struct Frame {
     total: u64,
+    /// Self cost: of the stacks ending at this frame.
+    self_total: u64,
     /// Inclusive cost in the *before* profile (differential graphs).
     before: f64,
+    /// Self cost in the *before* profile (differential graphs).
+    self_before: f64,
     children: BTreeMap<String, Frame>,
 }
 
@@ -81,6 +89,7 @@ impl Frame {
             node = node.children.entry(name.to_string()).or_default();
             node.total += instructions;
         }
+        node.self_total += instructions;
     }
 
     fn add_before(&mut self, stack: &str, instructions: f64) {
@@ -95,6 +104,12 @@ impl Frame {
                 None => return,
             }
         }
+        node.self_before += instructions;
+    }
+
+    /// The change of the frame's self cost from *before*.
+    fn self_change(&self) -> f64 {
+        self.self_total as f64 - self.self_before
     }
 
     fn depth(&self) -> usize {
@@ -128,7 +143,7 @@ pub fn write_flamegraph<W: Write>(
 }
 
 /// Writes a differential flame graph: the shape of `after`, coloured by the
-/// change of each frame's inclusive cost from `before`.
+/// change of each frame's self cost from `before`.
 pub fn write_diff_flamegraph<W: Write>(
     before: &[FoldedStack],
     after: &[FoldedStack],
@@ -146,14 +161,15 @@ pub fn write_diff_flamegraph<W: Write>(
         root.add_before(&s.stack, s.instructions as f64 * scale);
     }
     let mut max_change: f64 = 0.0;
-    max_delta(&root, &mut max_change);
+    max_self_change(&root, &mut max_change);
     render(&root, Some(max_change.max(1.0)), options, out)
 }
 
-fn max_delta(frame: &Frame, max: &mut f64) {
+/// The largest self change, grown or shrunk, of `frame` and the frames below.
+fn max_self_change(frame: &Frame, max: &mut f64) {
+    *max = max.max(frame.self_change().abs());
     for child in frame.children.values() {
-        *max = max.max((child.total as f64 - child.before).abs());
-        max_delta(child, max);
+        max_self_change(child, max);
     }
 }
 
@@ -251,22 +267,22 @@ impl<W: Write> Drawing<'_, W> {
                 hot_colour(name),
             ),
             Some(max) => {
-                let delta = frame.total as f64 - frame.before;
-                let change = 100.0 * delta / self.total as f64;
-                let sign = if delta > 0.0 {
-                    "+"
-                } else if delta < 0.0 {
-                    "-"
-                } else {
-                    ""
+                let share = |delta: f64| {
+                    let sign = match delta {
+                        d if d > 0.0 => "+",
+                        d if d < 0.0 => "-",
+                        _ => "",
+                    };
+                    format!("{sign}{:.2}%", (100.0 * delta / self.total as f64).abs())
                 };
                 (
                     format!(
-                        "{name} ({} instructions, {percent}; {sign}{:.2}%)",
+                        "{name} ({} instructions, {percent}; {}, self {})",
                         grouped(frame.total),
-                        change.abs()
+                        share(frame.total as f64 - frame.before),
+                        share(frame.self_change())
                     ),
-                    diff_colour(delta / max),
+                    diff_colour(frame.self_change() / max),
                 )
             }
         };
@@ -418,6 +434,48 @@ mod tests {
             titles
                 .iter()
                 .any(|t| t.contains("work") && t.contains("+33.33%")),
+            "{titles:?}"
+        );
+    }
+
+    /// The fill of the frame whose title starts with `name (`.
+    fn fill_of(svg: &[u8], name: &str) -> String {
+        let text = String::from_utf8_lossy(svg);
+        let at = text
+            .find(&format!("<title>{name} ("))
+            .unwrap_or_else(|| panic!("no frame {name}"));
+        let rest = &text[at..];
+        let fill = &rest[rest.find("fill=\"").expect("a fill") + 6..];
+        fill[..fill.find('"').expect("closing quote")].to_string()
+    }
+
+    #[test]
+    fn diff_flamegraph_is_coloured_by_self_change() {
+        // work's own cost grew by 50; main's own cost did not change, though
+        // its inclusive cost grew as much as work's; leaf shrank by 10.
+        let before = [
+            stack("main", 10),
+            stack("main;work", 100),
+            stack("main;work;leaf", 40),
+        ];
+        let after = [
+            stack("main", 10),
+            stack("main;work", 150),
+            stack("main;work;leaf", 30),
+        ];
+        let mut svg = Vec::new();
+        write_diff_flamegraph(&before, &after, &FlameGraphOptions::default(), &mut svg)
+            .expect("renders");
+        assert_eq!(fill_of(&svg, "main"), "rgb(250,250,250)");
+        assert_eq!(fill_of(&svg, "work"), "rgb(255,55,55)");
+        assert_eq!(fill_of(&svg, "leaf"), "rgb(215,215,255)");
+        let titles = frame_titles(&svg);
+        assert!(
+            titles.contains(&"main (190 instructions, 100%; +21.05%, self 0.00%)".to_string()),
+            "{titles:?}"
+        );
+        assert!(
+            titles.contains(&"work (180 instructions, 94.74%; +21.05%, self +26.32%)".to_string()),
             "{titles:?}"
         );
     }

@@ -5,13 +5,16 @@
 //! Lines are sorted by stack; their counts add up to the profile's total.
 //! Recursion and inline frames are handled as described in [`super::stacks`].
 //! Frame names have `;` replaced by `:` so that they cannot split a frame.
+//! Functions of different objects with one name are different frames:
+//! `_start [program]` and `_start [ld-linux-x86-64.so.2]`
+//! ([`Profile::function_labels`]).
 //!
 //! A profile with more than one thread gets one root frame per thread,
 //! `thread 4243;clone3;start_thread;worker 1200`, above that thread's own
 //! stacks ([`Profile::thread_views`]), as perf and samply show threads; a
 //! single-thread profile has no such frame.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use crate::instructions::InstructionCosts;
@@ -36,15 +39,16 @@ pub fn folded_stacks(
     costs: Option<&InstructionCosts>,
     options: &StackOptions,
 ) -> Vec<FoldedStack> {
+    let shared = profile.names_in_several_objects();
     if profile.threads.len() <= 1 {
-        return one_thread(profile, costs, options, "");
+        return one_thread(profile, costs, options, &shared, "");
     }
     let mut lines: Vec<FoldedStack> = profile
         .thread_views()
         .iter()
         .flat_map(|view| {
             let frame = format!("{};", thread_frame(view.threads[0].id));
-            one_thread(view, costs, options, &frame)
+            one_thread(view, costs, options, &shared, &frame)
         })
         .collect();
     lines.sort();
@@ -56,11 +60,13 @@ pub fn thread_frame(id: u64) -> String {
     format!("thread {id}")
 }
 
-/// The folded stacks of a profile's whole tree, each prefixed by `prefix`.
+/// The folded stacks of a profile's whole tree, each prefixed by `prefix`;
+/// functions with a name in `shared` are named with their object.
 fn one_thread(
     profile: &Profile,
     costs: Option<&InstructionCosts>,
     options: &StackOptions,
+    shared: &BTreeSet<&str>,
     prefix: &str,
 ) -> Vec<FoldedStack> {
     let stacks = Stacks::new(profile, options);
@@ -73,9 +79,9 @@ fn one_thread(
         })
     });
     let names: Vec<String> = profile
-        .functions
+        .function_labels(shared)
         .iter()
-        .map(|f| frame_name(&f.name))
+        .map(|label| frame_name(label))
         .collect();
 
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
@@ -154,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn inlined_code_becomes_its_own_frame() {
+    fn inlined_code_stays_in_its_caller_unless_inline_frames_are_asked_for() {
         // f (0x1000) ran 4 own instructions and 2 inlined helper instructions.
         let mut profile = profile_with_blocks(&[(0x1000, 8, 4, 1), (0x1010, 4, 2, 1)]);
         profile.functions[0].address = 0x1000;
@@ -162,19 +168,37 @@ mod tests {
         profile.call_tree[0].self_instructions = 6;
         let costs = InstructionCosts::build(&profile, &FakeCode);
         let lines = folded_stacks(&profile, Some(&costs), &StackOptions::default());
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].instructions, 6);
+
+        let inline = StackOptions {
+            inline: true,
+            ..StackOptions::default()
+        };
+        let lines = folded_stacks(&profile, Some(&costs), &inline);
         let rows: Vec<(&str, u64)> = lines
             .iter()
             .map(|l| (l.stack.as_str(), l.instructions))
             .collect();
         assert_eq!(rows, [("f", 4), ("f;helper", 2)]);
+    }
 
-        let no_inline = StackOptions {
-            inline: false,
-            ..StackOptions::default()
-        };
-        let lines = folded_stacks(&profile, Some(&costs), &no_inline);
-        assert_eq!(lines.len(), 1);
-        assert_eq!(lines[0].instructions, 6);
+    #[test]
+    fn functions_of_two_objects_with_one_name_are_two_frames() {
+        let profile = crate::sample::two_starts(7, 11);
+        let lines = folded_stacks(&profile, None, &StackOptions::default());
+        let rows: Vec<(&str, u64)> = lines
+            .iter()
+            .map(|l| (l.stack.as_str(), l.instructions))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("main", 5),
+                ("main;_start [ld-linux-x86-64.so.2]", 11),
+                ("main;_start [program]", 7)
+            ]
+        );
     }
 
     #[test]

@@ -16,9 +16,11 @@
 //! [`crate::instructions::InstructionCosts`]. Every exporter writes to any
 //! `W: Write`.
 
+mod acyclic;
 pub mod callgrind;
 pub mod diff_dot;
 pub mod dot;
+pub mod firefox;
 pub mod flamegraph;
 pub mod folded;
 pub mod layered_svg;

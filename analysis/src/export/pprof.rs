@@ -359,7 +359,11 @@ mod tests {
         profile.call_tree[0].self_instructions = 6;
         let costs = InstructionCosts::build(&profile, &FakeCode);
         let mut bytes = Vec::new();
-        write_pprof(&profile, Some(&costs), &StackOptions::default(), &mut bytes).expect("writes");
+        let inline = StackOptions {
+            inline: true,
+            ..StackOptions::default()
+        };
+        write_pprof(&profile, Some(&costs), &inline, &mut bytes).expect("writes");
         let message = decode(&bytes);
         let total: i64 = message.sample.iter().map(|s| s.value[0]).sum();
         assert_eq!(total, 6);

@@ -29,8 +29,10 @@ use crate::profile::{FunctionId, Profile};
 pub struct StackOptions {
     /// Fold recursion (see the module documentation). Default: true.
     pub fold_recursion: bool,
-    /// Show inlined functions as frames when instruction costs are available.
-    /// Default: true.
+    /// Show inlined functions as frames when instruction costs are available
+    /// (their share of a context's self cost is estimated, see the module
+    /// documentation). Default: false: inlined code stays in the function it
+    /// was inlined into, as in Callgrind and `emuprof report`.
     pub inline: bool,
 }
 
@@ -38,7 +40,7 @@ impl Default for StackOptions {
     fn default() -> StackOptions {
         StackOptions {
             fold_recursion: true,
-            inline: true,
+            inline: false,
         }
     }
 }
@@ -66,6 +68,8 @@ pub struct Stacks {
     /// called its top function — of the first calling context that made the
     /// stack — when the profile records it ([`Profile::call_site`]).
     pub call_sites: Vec<Option<u64>>,
+    /// The stack of each calling context, indexed like the call tree.
+    pub node_stacks: Vec<StackId>,
 }
 
 impl Stacks {
@@ -75,11 +79,11 @@ impl Stacks {
             frames: Vec::new(),
             self_instructions: Vec::new(),
             call_sites: Vec::new(),
+            node_stacks: Vec::with_capacity(profile.call_tree.len()),
         };
         let mut interned: FxHashMap<(Option<StackId>, FunctionId), StackId> = FxHashMap::default();
-        let mut stack_of: Vec<StackId> = Vec::with_capacity(profile.call_tree.len());
         for node in &profile.call_tree {
-            let parent = node.parent.map(|p| stack_of[p as usize]);
+            let parent = node.parent.map(|p| stacks.node_stacks[p as usize]);
             let earlier = match parent {
                 Some(p) if options.fold_recursion => stacks.find_on(p, node.function),
                 _ => None,
@@ -96,7 +100,7 @@ impl Stacks {
                 })
             });
             stacks.self_instructions[id as usize] += node.self_instructions;
-            stack_of.push(id);
+            stacks.node_stacks.push(id);
         }
         stacks
     }

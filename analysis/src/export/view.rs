@@ -62,6 +62,9 @@ pub struct ViewFunction {
     pub id: FunctionId,
     /// Demangled name.
     pub name: String,
+    /// The name that tells it apart from functions of other objects with
+    /// the same name (`_start [program]`), as flame graph frames name it.
+    pub label: String,
     /// Its shared object, when a function of another object has the same
     /// name ([`crate::Profile::distinguishing_objects`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,7 +107,7 @@ pub struct ViewEdge {
 /// One flame graph stack.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FlameStack {
-    /// Function names, root first.
+    /// Function labels ([`ViewFunction::label`]), root first.
     pub frames: Vec<String>,
     /// Self instructions of the innermost frame in this stack.
     pub instructions: u64,
@@ -115,6 +118,7 @@ impl ViewData {
     pub fn new(graph: &CallGraph, threshold_percent: f64) -> ViewData {
         let profile = graph.profile;
         let objects = profile.distinguishing_objects();
+        let labels = profile.function_labels(&profile.names_in_several_objects());
         let functions = profile
             .functions
             .iter()
@@ -125,6 +129,7 @@ impl ViewData {
                 ViewFunction {
                     id: id as FunctionId,
                     name: f.name.clone(),
+                    label: labels[id].clone(),
                     object: objects[id].map(str::to_string),
                     file: f.file.clone(),
                     line: f.line,

@@ -4,7 +4,9 @@ use emuprof_model::SimEvent;
 use serde::Serialize;
 
 use super::{FunctionLimits, GrowthMetric, Limits};
-use crate::diff::{costs_by_name, FunctionCosts};
+use crate::diff::{
+    costs_by_function, function_label, names_in_several_objects, FunctionCosts, FunctionKey,
+};
 use crate::profile::Profile;
 use crate::report::format::grouped;
 use crate::report::format::{percent_change, signed};
@@ -289,14 +291,16 @@ pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) 
             push(Metric::Event(event), LimitKind::Max(max));
         }
     }
-    let now_costs = costs_by_name(profile);
-    let base_costs = baseline.map(costs_by_name);
+    let now_costs = costs_by_function(profile);
+    let base_costs = baseline.map(costs_by_function);
+    let shared = names_in_several_objects(now_costs.keys().copied());
     for entry in &limits.functions {
-        let matched: Vec<(&str, &FunctionCosts)> = now_costs
+        let mut matched: Vec<(FunctionKey, &FunctionCosts)> = now_costs
             .iter()
-            .filter(|(name, _)| entry.matcher.matches(name))
-            .map(|(n, c)| (*n, c))
+            .filter(|((_, name), _)| entry.matcher.matches(name))
+            .map(|(&key, c)| (key, c))
             .collect();
+        matched.sort_by_key(|&((object, name), _)| (name, object));
         if matched.is_empty() && entry.required {
             rows.push(CheckRow {
                 subject: entry.matcher.to_string(),
@@ -307,12 +311,13 @@ pub fn evaluate(limits: &Limits, profile: &Profile, baseline: Option<&Profile>) 
                 status: Status::Broken,
             });
         }
-        for (name, now) in matched {
+        for (key, now) in matched {
             let base = base_costs
                 .as_ref()
-                .map(|b| b.get(name).copied().unwrap_or_default());
+                .map(|b| b.get(&key).copied().unwrap_or_default());
+            let subject = function_label(key, shared.contains(key.1));
             for (metric, limit) in function_limits(entry) {
-                rows.push(row(name.to_string(), metric, limit, now, base.as_ref()));
+                rows.push(row(subject.clone(), metric, limit, now, base.as_ref()));
             }
         }
     }
@@ -426,6 +431,33 @@ mod tests {
                 "fib: self instructions are 1,001, 1 (0.10%) over the limit of 1,000",
                 "fib: calls are 11, 1 (10.00%) over the limit of 10",
             ]
+        );
+    }
+
+    #[test]
+    fn same_named_functions_of_two_objects_are_checked_apart() {
+        let l = limits("[[function]]\nname = \"_start\"\nmax_self = 100\nmax_growth = 0\ngrowth_metric = \"self\"\n");
+        let base = crate::sample::two_starts(60, 90);
+        let outcome = evaluate(&l, &crate::sample::two_starts(60, 90), Some(&base));
+        assert!(
+            outcome.passed(),
+            "60 and 90 are each within 100, not 150 together"
+        );
+        let subjects: Vec<&str> = outcome.rows.iter().map(|r| r.subject.as_str()).collect();
+        assert_eq!(
+            subjects,
+            [
+                "_start [program]",
+                "_start [program]",
+                "_start [ld-linux-x86-64.so.2]",
+                "_start [ld-linux-x86-64.so.2]",
+            ]
+        );
+        let grown = evaluate(&l, &crate::sample::two_starts(70, 80), Some(&base));
+        let broken: Vec<String> = grown.broken().map(CheckRow::message).collect();
+        assert_eq!(
+            broken,
+            ["_start [program]: self instructions changed by +10 (+16.67%) from 60 in the baseline to 70, more than the allowed +0"]
         );
     }
 

@@ -46,8 +46,13 @@
 //! required = false                  # default true: no match is a failure
 //! ```
 //!
-//! Functions sharing a name are added together (as in [`crate::diff`]). A
-//! percent growth from a baseline of 0 counts as unlimited growth.
+//! Functions are told apart by object and name, as in [`crate::diff`]: a
+//! `name` that functions of several objects have (the program's `_start` and
+//! the dynamic linker's) gives one row per object, named `_start [program]`,
+//! `_start [ld-linux-x86-64.so.2]`, each compared with the same function of
+//! the baseline. Functions sharing both are added together (two `static`
+//! helpers of one name). A percent growth from a baseline of 0 counts as
+//! unlimited growth.
 //!
 //! ```
 //! use emuprof_analysis::{limits::{Limits, evaluate}, sample::RawTreeBuilder, Profile};

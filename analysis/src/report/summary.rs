@@ -83,8 +83,10 @@ pub struct SummaryReport {
     pub edges: usize,
     /// Edges with recursive calls.
     pub back_edges: usize,
-    /// Cycles (mutual or direct recursion), each listed by member names.
-    pub cycles: Vec<Vec<String>>,
+    /// Recursion cycles (functions that call each other, directly or
+    /// through others), each listed by member names. Called "recursion
+    /// cycles", never "cycles", which is the cost model's unit.
+    pub recursion_cycles: Vec<Vec<String>>,
     /// Most activations of one function on one call stack (1: no recursion).
     pub deepest_recursion: u32,
     /// The function reaching `deepest_recursion`.
@@ -146,7 +148,7 @@ pub fn build(graph: &CallGraph, options: &SummaryOptions) -> SummaryReport {
         contexts: profile.totals.contexts,
         edges: graph.edges.len(),
         back_edges: graph.back_edges().count(),
-        cycles: graph
+        recursion_cycles: graph
             .cycles
             .iter()
             .map(|c| {
@@ -229,11 +231,11 @@ pub fn write_text<W: Write>(graph: &CallGraph, options: &SummaryOptions, mut out
         ("call-graph edges", grouped(r.edges as u64)),
         ("back edges", grouped(r.back_edges as u64)),
         (
-            "cycles",
-            if r.cycles.is_empty() {
+            "recursion cycles",
+            if r.recursion_cycles.is_empty() {
                 "none".into()
             } else {
-                r.cycles
+                r.recursion_cycles
                     .iter()
                     .map(|c| format!("{{{}}}", c.join(", ")))
                     .collect::<Vec<_>>()

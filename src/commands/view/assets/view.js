@@ -108,7 +108,8 @@ function drawFlame() {
       node.value += stack.instructions;
     }
   }
-  const byName = new Map(data.functions.map((f) => [f.name, f]));
+  // Frames are labels: functions of two objects with one name stay apart.
+  const byName = new Map(data.functions.map((f) => [f.label, f]));
   const flame = $("flame");
   flame.replaceChildren();
   const width = flame.clientWidth || 600;
