@@ -209,6 +209,14 @@ impl Files {
             return Err(Errno::EINVAL);
         }
         let initial = u32::try_from(initial).map_err(|_| Errno::EINVAL)?;
+        let entry = self.eventfd_entry(initial, flags)?;
+        Ok(self.fds.insert(entry)? as u64)
+    }
+
+    /// A guest fd entry on a new host eventfd whose counter starts at
+    /// `initial` (`flags`: `O_NONBLOCK`, `O_CLOEXEC`, `EFD_SEMAPHORE`),
+    /// waited on in the guest like a guest pipe.
+    pub(super) fn eventfd_entry(&self, initial: u32, flags: i32) -> Result<FdEntry, Errno> {
         // SAFETY: eventfd takes no pointer; the fd is owned right below.
         let raw = unsafe { libc::eventfd(initial, flags | libc::O_CLOEXEC) };
         let mut entry = FdEntry::new(
@@ -217,7 +225,7 @@ impl Files {
             flags & libc::O_CLOEXEC != 0,
         )?;
         entry.guest_pipe = true;
-        Ok(self.fds.insert(entry)? as u64)
+        Ok(entry)
     }
 
     fn poll(

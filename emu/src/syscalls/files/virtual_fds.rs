@@ -254,14 +254,7 @@ impl Files {
         if flags & !(libc::O_CLOEXEC | libc::O_NONBLOCK) != 0 {
             return Err(Errno::EINVAL);
         }
-        // SAFETY: eventfd takes no pointer; the fd is owned right below.
-        let raw = unsafe { libc::eventfd(0, (flags & libc::O_NONBLOCK) | libc::O_CLOEXEC) };
-        let mut entry = FdEntry::new(
-            self.fds.budget(),
-            host::owned(i64::from(raw))?,
-            flags & libc::O_CLOEXEC != 0,
-        )?;
-        entry.guest_pipe = true;
+        let mut entry = self.eventfd_entry(0, flags)?;
         entry.virtual_fd = Some(virtual_fd);
         let fd = self.fds.insert(entry)?;
         self.virtual_fds_made = true;
