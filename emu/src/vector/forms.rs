@@ -3,7 +3,7 @@
 //! operand ([`Plan`]) and the function that computes it. Anything not
 //! listed is `#UD`, as on a CPU without it.
 
-use super::{across, float, int, shuffle, Insn, Plan, Regs};
+use super::{across, convert, float, int, shuffle, Insn, Plan, Regs};
 
 /// Computes one instruction on the registers and the memory buffer.
 pub(super) type Exec = fn(&mut Regs<'_>, Insn, &mut [u8; 64]);
@@ -67,11 +67,11 @@ const EXECS: [Exec; 46] = [
     shuffle::move_scalar,
     shuffle::move_half,
     shuffle::unpack,
-    float::convert_scalar,
+    convert::convert_scalar,
     float::compare_flags,
     int::movmsk,
     float::arithmetic,
-    float::convert,
+    convert::convert,
     int::pack,
     shuffle::move_gpr,
     shuffle::shuffle_imm,
@@ -88,7 +88,7 @@ const EXECS: [Exec; 46] = [
     int::horizontal,
     shuffle::permute_in_lane,
     int::test,
-    float::half_to_single,
+    convert::half_to_single,
     shuffle::permute_across,
     shuffle::broadcast,
     int::abs,
@@ -98,11 +98,11 @@ const EXECS: [Exec; 46] = [
     shuffle::gather,
     shuffle::blend,
     shuffle::perm2x128,
-    float::round,
+    convert::round,
     shuffle::align,
     shuffle::insert128,
     shuffle::extract128,
-    float::single_to_half,
+    convert::single_to_half,
     across::dot,
     across::mpsadbw,
     across::minimum_position,

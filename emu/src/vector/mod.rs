@@ -13,6 +13,7 @@
 //! `tests/guest/vector_differential.rs`.
 
 mod across;
+mod convert;
 mod float;
 mod forms;
 mod int;
