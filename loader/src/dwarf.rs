@@ -198,13 +198,25 @@ impl DebugInfo {
     }
 
     /// The bytes of a zlib-compressed section; `None` when they do not
-    /// inflate to the size its header gives.
+    /// inflate to exactly the size its header gives. They are inflated in
+    /// place into their final buffer, allocated once at that size.
     fn inflate(&self, payload: Range<usize>, size: usize) -> Option<Arc<[u8]>> {
-        let out =
-            miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&self.bytes[payload], size)
-                .ok()?;
-        (out.len() == size).then(|| Arc::from(out))
+        let mut out = zeroed_bytes(size);
+        let buffer = Arc::get_mut(&mut out)?;
+        let (inflated, status) = zlib_rs::decompress_slice(
+            buffer,
+            &self.bytes[payload],
+            zlib_rs::InflateConfig::default(),
+        );
+        (status == zlib_rs::ReturnCode::Ok && inflated.len() == size).then_some(out)
     }
+}
+
+/// `size` zero bytes, shared.
+fn zeroed_bytes(size: usize) -> Arc<[u8]> {
+    let bytes = Arc::<[u8]>::new_zeroed_slice(size);
+    // SAFETY: zero is a valid `u8`, so every element is initialised.
+    unsafe { bytes.assume_init() }
 }
 
 /// Deepest DIE nesting accepted. `addr2line` parses nested inline entries
