@@ -176,7 +176,7 @@ impl DebugInfo {
     fn build_context(&self) -> Option<Context<Reader>> {
         let whole = EndianArcSlice::new(Arc::clone(&self.bytes), RunTimeEndian::Little);
         let empty = whole.range(0..0);
-        let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
+        let mut dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
             Ok(
                 match self.sections.iter().find(|(section, _)| *section == id) {
                     None => empty.clone(),
@@ -191,6 +191,9 @@ impl DebugInfo {
             )
         })
         .ok()?;
+        // Each unit's abbreviations are parsed once, for the nesting check
+        // and the context alike.
+        dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::All);
         if !nesting_within_limit(&dwarf) {
             return None;
         }
