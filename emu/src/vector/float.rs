@@ -65,21 +65,6 @@ impl Float for f64 {
     const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
 }
 
-/// The first NaN of `inputs`, quieted; otherwise `op`'s result, with the
-/// default NaN for an invalid operation.
-fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
-    // Computed in any case, so the host raises the flags.
-    let r = std::hint::black_box(op());
-    if let Some(&nan) = inputs.iter().find(|&&x| F::nan(x)) {
-        return F::quiet(nan);
-    }
-    if F::nan(r.to_bits64()) {
-        F::DEFAULT_NAN
-    } else {
-        r.to_bits64()
-    }
-}
-
 /// The result `r` (bits) of `a op b` under the NaN rules: the first NaN
 /// operand, quieted; the default NaN for an invalid operation.
 #[inline]
@@ -96,7 +81,8 @@ fn nan2<F: Float>(a: u64, b: u64, r: u64) -> u64 {
 }
 
 /// `f` on the first `count` elements of `a` and `b` (of `b` alone when
-/// `unary`) into `r`, under [`nan2`]'s rules. The host computes every
+/// `unary`) into `r`, under [`nan2`]'s rules (which change nothing when
+/// no result is a NaN: `f` makes a NaN of any NaN operand). The host computes every
 /// element before the rules look at any, and one `black_box` keeps all of
 /// those computations, so the host raises every flag the instruction
 /// would, a NaN operand's too.
@@ -108,6 +94,13 @@ fn arith_each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, unary: bool, f: i
         *o = f(v(get(a, F::SIZE, i)), v(get(b, F::SIZE, i))).to_bits64();
     }
     let out = std::hint::black_box(out);
+    // A NaN operand makes a NaN result: without one, every result stands.
+    if out[..count].iter().all(|&o| !F::nan(o)) {
+        for (i, &o) in out.iter().enumerate().take(count) {
+            set(r, F::SIZE, i, o);
+        }
+        return;
+    }
     for (i, &o) in out.iter().enumerate().take(count) {
         let y = get(b, F::SIZE, i);
         let x = if unary { y } else { get(a, F::SIZE, i) };
@@ -387,33 +380,63 @@ pub(super) fn fused(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let scalar = op >= 9 && op % 2 == 1;
     let count = if scalar { 1 } else { insn.width() / size };
     let mut r = if scalar { d } else { [0u8; 32] };
-    for i in 0..count {
+    // (multiplicand, multiplier, addend) of each element.
+    let mut operands = [(0u64, 0u64, 0u64); 8];
+    for (i, o) in operands.iter_mut().enumerate().take(count) {
         let (x1, x2, x3) = (get(&d, size, i), get(&v, size, i), get(&m, size, i));
-        // (multiplicand, multiplier, addend)
-        let (a, b, c) = match insn.opcode() >> 4 {
+        *o = match insn.opcode() >> 4 {
             0x9 => (x1, x3, x2),
             0xa => (x2, x1, x3),
             _ => (x2, x3, x1),
         };
-        // 6/7: addsub/subadd; 8/9: add; a/b: sub; c/d: -ab+c; e/f: -ab-c.
-        let subtract = match op {
-            6 => i % 2 == 0,
-            7 => i % 2 == 1,
-            8 | 9 | 0xc | 0xd => false,
-            _ => true,
-        };
-        let negate = op >= 0xc;
-        let x = if size == 4 {
-            fma_element::<f32>(a, b, c, negate, subtract)
-        } else {
-            fma_element::<f64>(a, b, c, negate, subtract)
-        };
-        set(&mut r, size, i, x);
+    }
+    // 6/7: addsub/subadd; 8/9: add; a/b: sub; c/d: -ab+c; e/f: -ab-c.
+    let subtract = |i: usize| match op {
+        6 => i % 2 == 0,
+        7 => i % 2 == 1,
+        8 | 9 | 0xc | 0xd => false,
+        _ => true,
+    };
+    let negate = op >= 0xc;
+    if size == 4 {
+        fma_each::<f32>(&mut r, &operands[..count], negate, subtract);
+    } else {
+        fma_each::<f64>(&mut r, &operands[..count], negate, subtract);
     }
     write(regs, insn.reg(), &r, if scalar { 16 } else { insn.width() });
 }
 
-trait Fma: Float + std::ops::Neg<Output = Self> {
+/// `±a·b ± c` rounded once for each element's `(a, b, c)`, into `r`; a
+/// NaN operand wins in the order multiplicand, multiplier, addend. As in
+/// [`arith_each`], the host computes every element first (for its flags)
+/// and the NaN rules matter only when a result is a NaN.
+fn fma_each<F: Fma>(
+    r: &mut V,
+    operands: &[(u64, u64, u64)],
+    negate: bool,
+    subtract: impl Fn(usize) -> bool,
+) {
+    let mut out = [0u64; 8];
+    for (i, (o, &(a, b, c))) in out.iter_mut().zip(operands).enumerate() {
+        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
+        let a = if negate { -a } else { a };
+        let c = if subtract(i) { -c } else { c };
+        *o = a.fma(b, c).to_bits64();
+    }
+    let out = std::hint::black_box(out);
+    for (i, (&o, &(a, b, c))) in out.iter().zip(operands).enumerate() {
+        let x = if !F::nan(o) {
+            o
+        } else if let Some(&nan) = [a, b, c].iter().find(|&&x| F::nan(x)) {
+            F::quiet(nan)
+        } else {
+            F::DEFAULT_NAN
+        };
+        set(r, F::SIZE, i, x);
+    }
+}
+
+trait Fma: Arith + std::ops::Neg<Output = Self> {
     fn fma(self, b: Self, c: Self) -> Self;
 }
 impl Fma for f32 {
@@ -425,15 +448,4 @@ impl Fma for f64 {
     fn fma(self, b: f64, c: f64) -> f64 {
         self.mul_add(b, c)
     }
-}
-
-/// `±a·b ± c` rounded once; a NaN operand wins in the order multiplicand,
-/// multiplier, addend.
-fn fma_element<F: Fma>(a: u64, b: u64, c: u64, negate: bool, subtract: bool) -> u64 {
-    nan_rules::<F>(&[a, b, c], || {
-        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
-        let a = if negate { -a } else { a };
-        let c = if subtract { -c } else { c };
-        a.fma(b, c)
-    })
 }

@@ -231,14 +231,17 @@ unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem
     // the CPU state (16 ZMM registers of 64 bytes, 16 general registers,
     // the flags word, MXCSR), all live and unaliased for the call, and
     // `mem` to a 64-byte buffer.
+    //
+    // The engine has just written `*cpu` field by field; each field is
+    // read on its own (volatile keeps the compiler from merging two into
+    // one 16-byte load, which the store buffer cannot forward).
     let (mut regs, mem) = unsafe {
-        let cpu = &*cpu;
         (
             Regs {
-                xmm: &mut *(cpu.xmm as *mut [[u8; 64]; 16]),
-                gpr: &mut *(cpu.regs as *mut [u64; 16]),
-                eflags: &mut *cpu.eflags,
-                mxcsr: mxcsr::Mxcsr(&mut *cpu.mxcsr),
+                xmm: &mut *(std::ptr::read_volatile(&raw const (*cpu).xmm) as *mut [[u8; 64]; 16]),
+                gpr: &mut *(std::ptr::read_volatile(&raw const (*cpu).regs) as *mut [u64; 16]),
+                eflags: &mut *std::ptr::read_volatile(&raw const (*cpu).eflags),
+                mxcsr: mxcsr::Mxcsr(&mut *std::ptr::read_volatile(&raw const (*cpu).mxcsr)),
             },
             &mut *(mem as *mut [u8; 64]),
         )
