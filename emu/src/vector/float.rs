@@ -205,20 +205,70 @@ pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let b = rm(regs, insn, mem);
     let double = insn.pp() & 1 == 1;
     let scalar = insn.pp() >= 2;
+    let (op, width) = (insn.opcode(), insn.width());
     let size = if double { 8 } else { 4 };
-    let (mut r, count, width) = if scalar {
-        (a, 1, 16)
-    } else {
-        ([0u8; 32], insn.width() / size, insn.width())
+    let whole = match (double, scalar, width) {
+        (false, true, _) => packed::<f32, 1>(op, &a, &b),
+        (true, true, _) => packed::<f64, 1>(op, &a, &b),
+        (false, false, 16) => packed::<f32, 4>(op, &a, &b),
+        (false, false, _) => packed::<f32, 8>(op, &a, &b),
+        (true, false, 16) => packed::<f64, 2>(op, &a, &b),
+        (true, false, _) => packed::<f64, 4>(op, &a, &b),
     };
-    let daz = regs.mxcsr.daz();
-    let flags = if double {
-        apply::<f64>(insn.opcode(), &mut r, &a, &b, count, daz)
+    let (count, width) = if scalar {
+        (1, 16)
     } else {
-        apply::<f32>(insn.opcode(), &mut r, &a, &b, count, daz)
+        (width / size, width)
     };
-    regs.mxcsr.raise(flags);
-    write(regs, insn.reg(), &r, width);
+    let r = match whole {
+        Some(r) => r,
+        None => {
+            let mut r = [0u8; 32];
+            let daz = regs.mxcsr.daz();
+            let flags = if double {
+                apply::<f64>(op, &mut r, &a, &b, count, daz)
+            } else {
+                apply::<f32>(op, &mut r, &a, &b, count, daz)
+            };
+            regs.mxcsr.raise(flags);
+            r
+        }
+    };
+    if scalar {
+        // The first source's upper elements, then the result in element 0
+        // (a copy of the whole of `r` would read back the element just
+        // stored, which the store buffer cannot forward).
+        write(regs, insn.reg(), &a, 16);
+        regs.xmm[insn.reg()][..size].copy_from_slice(&r[..size]);
+    } else {
+        write(regs, insn.reg(), &r, width);
+    }
+}
+
+/// `+ - * /` of the first `N` elements as whole arrays, which the compiler
+/// turns into the host's packed instructions (under the guest's MXCSR, as
+/// [`arith_each`] computes them one by one): the result, or `None` for
+/// another operation or when a result is a NaN, which [`apply`] then
+/// computes under the NaN rules (raising the same flags once more).
+fn packed<F: Arith, const N: usize>(op: u8, a: &V, b: &V) -> Option<V> {
+    let x: [F; N] = std::array::from_fn(|i| F::from_bits64(get(a, F::SIZE, i)));
+    let y: [F; N] = std::array::from_fn(|i| F::from_bits64(get(b, F::SIZE, i)));
+    let r: [F; N] = match op {
+        0x58 => std::array::from_fn(|i| x[i] + y[i]),
+        0x59 => std::array::from_fn(|i| x[i] * y[i]),
+        0x5c => std::array::from_fn(|i| x[i] - y[i]),
+        0x5e => std::array::from_fn(|i| x[i] / y[i]),
+        _ => return None,
+    };
+    let r = std::hint::black_box(r);
+    if r.iter().any(|v| F::nan(v.to_bits64())) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, v) in r.iter().enumerate() {
+        set(&mut out, F::SIZE, i, v.to_bits64());
+    }
+    Some(out)
 }
 
 /// `vhaddps/pd` (7c), `vhsubps/pd` (7d), `vaddsubps/pd` (d0).
