@@ -442,7 +442,7 @@ pub(super) fn fused(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     }
     // 6/7: addsub/subadd; 8/9: add; a/b: sub; c/d: -ab+c; e/f: -ab-c.
     let subtract = |i: usize| match op {
-        6 => i % 2 == 0,
+        6 => i.is_multiple_of(2),
         7 => i % 2 == 1,
         8 | 9 | 0xc | 0xd => false,
         _ => true,

@@ -559,20 +559,22 @@ mod tests {
 
     #[test]
     fn aes_runs_at_128_bits_only_as_without_vaes() {
-        assert!(
-            form(insn(2, 1, 0xdc, false, true, V3)).is_some(),
-            "vaesenc xmm"
-        );
-        assert!(
-            form(insn(2, 1, 0xdc, true, false, V3)).is_none(),
-            "vaesenc ymm"
-        );
-        assert!(
-            form(insn(3, 1, 0xdf, true, false, V3)).is_none(),
-            "vaeskeygenassist ymm"
-        );
         // Two-operand forms: VEX.vvvv must be 1111b (register 0 here).
         let no_vvvv = |i: Insn| Insn(i.0 & !(0xf << 14));
+        // (map, opcode, L, accepted, instruction)
+        let table = [
+            (2, 0xdc, false, true, "vaesenc xmm"),
+            (2, 0xdc, true, false, "vaesenc ymm"),
+            (3, 0xdf, false, true, "vaeskeygenassist xmm"),
+            (3, 0xdf, true, false, "vaeskeygenassist ymm"),
+        ];
+        for (map, opcode, l, accepted, what) in table {
+            assert_eq!(
+                form(no_vvvv(insn(map, 1, opcode, l, true, V3))).is_some(),
+                accepted,
+                "{what}"
+            );
+        }
         assert!(
             form(insn(3, 1, 0x61, false, true, V3)).is_none(),
             "vvvv set"
