@@ -237,3 +237,22 @@ fn write_msr(uc: &mut Unicorn<'_, ()>, id: u32, value: u64) -> Result<(), EmuErr
     uc.reg_write_long(RegisterX86::MSR, &raw)
         .map_err(|e| EmuError::unicorn("writing an MSR", e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector unit runs the VEX forms of AES, PCLMULQDQ and SSE4.2's
+    /// string comparisons wherever AVX is, without asking for their own bits.
+    #[test]
+    fn every_level_with_avx_has_aes_pclmulqdq_and_sse4_2() {
+        const AVX: u32 = 1 << 28;
+        const AES_PCLMUL_SSE42: u32 = 1 << 25 | 1 << 1 | 1 << 20;
+        for level in [CpuLevel::X86_64, CpuLevel::X86_64V2, CpuLevel::X86_64V3] {
+            let ecx = level.leaf_1_ecx();
+            if ecx & AVX != 0 {
+                assert_eq!(ecx & AES_PCLMUL_SSE42, AES_PCLMUL_SSE42, "{}", level.name());
+            }
+        }
+    }
+}

@@ -1,7 +1,9 @@
 /* The instruction forms vecdiff.c runs: X(name, "instruction", setup).
  * Registers: ymm1 destination, ymm2 first source (VVVV), ymm3 r/m, ymm4
  * blend selector; (%rdi) the memory operand; eax/ecx/rax/rcx general
- * operands. setup: 0 none, 1 dword gather indices in ymm3, 2 qword ones. */
+ * operands. setup: 0 none, 1 dword gather indices in ymm3, 2 qword ones,
+ * 3 strings (ymm1, ymm3 and memory from a small alphabet with zeros,
+ * lengths in rax and rdx around the element count). */
 
 /* Three operands, 128 and 256 bits, register and memory r/m. */
 #define T3(X, op) \
@@ -52,6 +54,25 @@
     X(op##_xm, #op " (%rdi), %xmm1", 0) \
     X(op##_y, #op " %xmm3, %ymm1", 0) \
     X(op##_ym, #op " (%rdi), %ymm1", 0)
+
+/* SSE4.2 string comparisons: every imm8 mode (bits 0-6) with register
+ * operands, a few with memory and with VEX.W1 (64-bit lengths). */
+#define PCMP(X, op, imm) X(op##_x_##imm, #op " $" #imm ", %xmm3, %xmm1", 3)
+#define PCMP16(X, op, hi) \
+    PCMP(X, op, hi##0) PCMP(X, op, hi##1) PCMP(X, op, hi##2) PCMP(X, op, hi##3) \
+    PCMP(X, op, hi##4) PCMP(X, op, hi##5) PCMP(X, op, hi##6) PCMP(X, op, hi##7) \
+    PCMP(X, op, hi##8) PCMP(X, op, hi##9) PCMP(X, op, hi##a) PCMP(X, op, hi##b) \
+    PCMP(X, op, hi##c) PCMP(X, op, hi##d) PCMP(X, op, hi##e) PCMP(X, op, hi##f)
+#define PCMP_ALL(X, op) \
+    PCMP16(X, op, 0x0) PCMP16(X, op, 0x1) PCMP16(X, op, 0x2) PCMP16(X, op, 0x3) \
+    PCMP16(X, op, 0x4) PCMP16(X, op, 0x5) PCMP16(X, op, 0x6) PCMP16(X, op, 0x7)
+#define PCMPM(X, op, imm) X(op##_xm_##imm, #op " $" #imm ", (%rdi), %xmm1", 3)
+#define PCMP_MEM(X, op) \
+    PCMPM(X, op, 0x0c) PCMPM(X, op, 0x1a) PCMPM(X, op, 0x44) PCMPM(X, op, 0x7b)
+/* AES at 128 bits (the 256-bit forms need VAES). */
+#define AESKEY(X, imm) \
+    X(vaeskeygenassist_x_##imm, "vaeskeygenassist $" #imm ", %xmm3, %xmm1", 0) \
+    X(vaeskeygenassist_xm_##imm, "vaeskeygenassist $" #imm ", (%rdi), %xmm1", 0)
 
 #define FORMS(X) \
     T3(X, vpaddb) T3(X, vpaddw) T3(X, vpaddd) T3(X, vpaddq) \
@@ -236,4 +257,14 @@
     S3I(X, vpclmulqdq, 0) S3I(X, vpclmulqdq, 0x01) S3I(X, vpclmulqdq, 0x10) \
     S3I(X, vpclmulqdq, 0x11) \
     X(vphminposuw_x, "vphminposuw %xmm3, %xmm1", 0) \
-    X(vphminposuw_xm, "vphminposuw (%rdi), %xmm1", 0)
+    X(vphminposuw_xm, "vphminposuw (%rdi), %xmm1", 0) \
+    S3(X, vaesenc) S3(X, vaesenclast) S3(X, vaesdec) S3(X, vaesdeclast) \
+    X(vaesimc_x, "vaesimc %xmm3, %xmm1", 0) \
+    X(vaesimc_xm, "vaesimc (%rdi), %xmm1", 0) \
+    AESKEY(X, 0x00) AESKEY(X, 0x01) AESKEY(X, 0x1b) AESKEY(X, 0x36) AESKEY(X, 0xff) \
+    PCMP_ALL(X, vpcmpestri) PCMP_ALL(X, vpcmpestrm) \
+    PCMP_ALL(X, vpcmpistri) PCMP_ALL(X, vpcmpistrm) \
+    PCMP_MEM(X, vpcmpestri) PCMP_MEM(X, vpcmpestrm) \
+    PCMP_MEM(X, vpcmpistri) PCMP_MEM(X, vpcmpistrm) \
+    PCMP_MEM(X, vpcmpestriq) PCMP_MEM(X, vpcmpestrmq) \
+    PCMP(X, vpcmpestriq, 0x08) PCMP(X, vpcmpestrmq, 0x71)

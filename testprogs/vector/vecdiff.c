@@ -118,6 +118,25 @@ static uint64_t random_qword(void) {
     }
 }
 
+/* Strings for the SSE4.2 comparisons: bytes from a small alphabet (both
+ * signs) so elements match, zero bytes and zero words so implicit lengths
+ * vary, and explicit lengths of either sign around the element count. */
+static void randomize_strings(void) {
+    static const uint8_t alphabet[] = {'a', 'b', 'c', 0xe1, 0x7f, 0x80};
+    uint8_t *strings[] = {state.ymm[1], state.ymm[3], state.mem};
+    size_t sizes[] = {32, 32, sizeof state.mem};
+    for (int s = 0; s < 3; s++) {
+        for (size_t i = 0; i < sizes[s]; i += 2) {
+            uint64_t r = next();
+            for (int k = 0; k < 2; k++, r >>= 8)
+                strings[s][i + k] = r % 16 == 0 ? 0 : alphabet[(r >> 4) % sizeof alphabet];
+            if (r % 24 == 0) strings[s][i] = strings[s][i + 1] = 0;
+        }
+    }
+    for (int g = 0; g < 3; g += 2)
+        state.gpr[g] = next() % 8 == 0 ? next() : (uint64_t)((int64_t)(next() % 41) - 20);
+}
+
 static void randomize(int setup) {
     uint64_t *words = (uint64_t *)&state;
     for (size_t i = 0; i < sizeof state / 8; i++) words[i] = random_qword();
@@ -128,7 +147,9 @@ static void randomize(int setup) {
     state.mxcsr = 0x1f80 | (m & 0x6000) | ((m >> 16) % 4 == 0 ? 0x40 : 0) |
                   ((m >> 24) % 4 == 0 ? 0x8000 : 0);
     state.pad32 = 0;
-    if (setup) {
+    if (setup == 3) {
+        randomize_strings();
+    } else if (setup) {
         for (int i = 0; i < 8; i++) {
             if (setup == 1)
                 ((uint32_t *)state.ymm[3])[i] = next() % 16;

@@ -8,8 +8,8 @@
 //! (`calls=N target` followed by a cost line holding the call's *inclusive* cost,
 //! which is not self cost) and jump lines (ignored).
 //!
-//! Per function it sums the self `Ir` of every cost line and the call counts of
-//! every `calls=` line naming it as `cfn`. Callgrind names deeper recursion levels
+//! Per function (and per object) it sums the self `Ir` of every cost line, and
+//! the call counts of every `calls=` line naming it as `cfn`. Callgrind names deeper recursion levels
 //! `fib'2`, `fib'3`…; those suffixes are stripped so each function is counted under
 //! its own name. Functions are keyed by name only (not by object or file).
 
@@ -90,6 +90,8 @@ pub struct CallgrindProfile {
     pub self_by_fn: BTreeMap<String, u64>,
     /// Number of calls per called function name.
     pub calls_by_fn: BTreeMap<String, u64>,
+    /// Self `Ir` per object (the `ob=` path), all its functions together.
+    pub self_by_object: BTreeMap<String, u64>,
 }
 
 impl CallgrindProfile {
@@ -137,15 +139,49 @@ pub fn run_callgrind_parts<S: AsRef<std::ffi::OsStr>>(
     program: &Path,
     args: &[S],
 ) -> Option<Vec<CallgrindProfile>> {
+    let dir =
+        tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"));
+    run_callgrind_parts_in(dir.path(), program, args)
+}
+
+/// As [`run_callgrind`], in the working directory `cwd` (Valgrind's
+/// launcher gives the client `PWD`, see [`client_environment`]), where the
+/// output file is written too.
+#[allow(dead_code)] // not every test binary runs Callgrind in a directory of its own
+pub fn run_callgrind_in<S: AsRef<std::ffi::OsStr>>(
+    cwd: &Path,
+    program: &Path,
+    args: &[S],
+) -> Option<CallgrindProfile> {
+    run_callgrind_parts_in(cwd, program, args).and_then(|mut parts| parts.pop())
+}
+
+/// The variables Valgrind's launcher adds to an empty environment for a
+/// client run in `cwd` (Debian's Valgrind): give them to emuprof's guest
+/// (`--env`) and it starts as Callgrind's client does.
+#[allow(dead_code)] // not every test binary runs Callgrind
+pub fn client_environment(cwd: &Path) -> Vec<String> {
+    vec![
+        "LD_LIBRARY_PATH=/usr/lib/debug".to_string(),
+        "GLIBCPP_FORCE_NEW=1".to_string(),
+        format!("PWD={}", cwd.display()),
+        "GLIBCXX_FORCE_NEW=1".to_string(),
+        "LD_PRELOAD=/usr/libexec/valgrind/vgpreload_core-amd64-linux.so".to_string(),
+    ]
+}
+
+fn run_callgrind_parts_in<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    program: &Path,
+    args: &[S],
+) -> Option<Vec<CallgrindProfile>> {
     let Some(valgrind) = super::find_in_path("valgrind") else {
         super::ci::skip_unless_ci(
             "valgrind is not installed (needed for the Callgrind comparison)",
         );
         return None;
     };
-    let dir =
-        tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"));
-    let out_file = dir.path().join("callgrind.out");
+    let out_file = dir.join("callgrind.out");
     let mut command = Command::new(valgrind);
     command
         .arg("--tool=callgrind")
@@ -156,7 +192,7 @@ pub fn run_callgrind_parts<S: AsRef<std::ffi::OsStr>>(
         .arg(program)
         .args(args)
         .env_clear()
-        .current_dir(dir.path());
+        .current_dir(dir);
     let output = run_with_timeout(command, &format!("callgrind {}", program.display()));
     let read = |path: &Path| {
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
@@ -169,7 +205,7 @@ pub fn run_callgrind_parts<S: AsRef<std::ffi::OsStr>>(
         parse_callgrind(&text).unwrap_or_else(|e| panic!("{e}"))
     };
     let mut parts: Vec<CallgrindProfile> = (1..)
-        .map(|n| dir.path().join(format!("callgrind.out.{n}")))
+        .map(|n| dir.join(format!("callgrind.out.{n}")))
         .take_while(|path| path.exists())
         .map(|path| read(&path))
         .collect();
@@ -206,6 +242,7 @@ struct Parser {
     object_names: HashMap<String, String>,
     current_fn: Option<String>,
     current_cfn: Option<String>,
+    current_ob: Option<String>,
     /// The next cost line is the inclusive cost of a call.
     next_cost_is_call: bool,
 }
@@ -258,7 +295,8 @@ impl Parser {
             "fl" | "fi" | "fe" | "cfi" | "cfl" | "jfi" => {
                 drop(resolve(&mut self.file_names, value)?)
             }
-            "ob" | "cob" => drop(resolve(&mut self.object_names, value)?),
+            "ob" => self.current_ob = Some(resolve(&mut self.object_names, value)?),
+            "cob" => drop(resolve(&mut self.object_names, value)?),
             "calls" => {
                 let count = first_number(value)?;
                 let callee = self
@@ -298,6 +336,13 @@ impl Parser {
             .self_by_fn
             .entry(base_name(function).to_string())
             .or_default() += ir;
+        if let Some(object) = &self.current_ob {
+            *self
+                .profile
+                .self_by_object
+                .entry(object.clone())
+                .or_default() += ir;
+        }
         Ok(())
     }
 

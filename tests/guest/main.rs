@@ -29,5 +29,6 @@ mod threads;
 mod under_emuprof;
 mod unsupported_instruction;
 mod v3_programs;
+mod v3_tools_against_callgrind;
 mod vector_differential;
 mod waits_and_timers;

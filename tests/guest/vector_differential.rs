@@ -1,5 +1,5 @@
-//! emuprof's vector unit against the host CPU: every AVX, AVX2, FMA3 and
-//! F16C form emuprof implements (`testprogs/vector/forms.h`) runs on 1,000
+//! emuprof's vector unit against the host CPU: every AVX, AVX2, FMA3,
+//! F16C, AES and SSE4.2 string form emuprof implements (`testprogs/vector/forms.h`) runs on 1,000
 //! random register, flag, MXCSR (rounding control, DAZ, FTZ) and memory
 //! states natively and under `emuprof --cpu x86-64-v3`, and the states
 //! after each, MXCSR's exception flags included, must be equal.
@@ -30,8 +30,8 @@ fn build_vecdiff(dir: &Path) -> Option<std::path::PathBuf> {
 
 #[test]
 fn every_vector_form_computes_what_the_host_cpu_computes() {
-    if !common::host_cpu_has(&["avx2", "fma", "f16c"]) {
-        common::ci::skip_unless_ci("the host CPU has no AVX2, FMA or F16C to compare with");
+    if !common::host_cpu_has(&["avx2", "fma", "f16c", "aes"]) {
+        common::ci::skip_unless_ci("the host CPU has no AVX2, FMA, F16C or AES to compare with");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");

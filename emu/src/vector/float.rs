@@ -65,21 +65,6 @@ impl Float for f64 {
     const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
 }
 
-/// The first NaN of `inputs`, quieted; otherwise `op`'s result, with the
-/// default NaN for an invalid operation.
-fn nan_rules<F: Float>(inputs: &[u64], op: impl FnOnce() -> F) -> u64 {
-    // Computed in any case, so the host raises the flags.
-    let r = std::hint::black_box(op());
-    if let Some(&nan) = inputs.iter().find(|&&x| F::nan(x)) {
-        return F::quiet(nan);
-    }
-    if F::nan(r.to_bits64()) {
-        F::DEFAULT_NAN
-    } else {
-        r.to_bits64()
-    }
-}
-
 /// The result `r` (bits) of `a op b` under the NaN rules: the first NaN
 /// operand, quieted; the default NaN for an invalid operation.
 #[inline]
@@ -96,7 +81,8 @@ fn nan2<F: Float>(a: u64, b: u64, r: u64) -> u64 {
 }
 
 /// `f` on the first `count` elements of `a` and `b` (of `b` alone when
-/// `unary`) into `r`, under [`nan2`]'s rules. The host computes every
+/// `unary`) into `r`, under [`nan2`]'s rules (which change nothing when
+/// no result is a NaN: `f` makes a NaN of any NaN operand). The host computes every
 /// element before the rules look at any, and one `black_box` keeps all of
 /// those computations, so the host raises every flag the instruction
 /// would, a NaN operand's too.
@@ -108,6 +94,13 @@ fn arith_each<F: Arith>(r: &mut V, a: &V, b: &V, count: usize, unary: bool, f: i
         *o = f(v(get(a, F::SIZE, i)), v(get(b, F::SIZE, i))).to_bits64();
     }
     let out = std::hint::black_box(out);
+    // A NaN operand makes a NaN result: without one, every result stands.
+    if out[..count].iter().all(|&o| !F::nan(o)) {
+        for (i, &o) in out.iter().enumerate().take(count) {
+            set(r, F::SIZE, i, o);
+        }
+        return;
+    }
     for (i, &o) in out.iter().enumerate().take(count) {
         let y = get(b, F::SIZE, i);
         let x = if unary { y } else { get(a, F::SIZE, i) };
@@ -212,20 +205,70 @@ pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let b = rm(regs, insn, mem);
     let double = insn.pp() & 1 == 1;
     let scalar = insn.pp() >= 2;
+    let (op, width) = (insn.opcode(), insn.width());
     let size = if double { 8 } else { 4 };
-    let (mut r, count, width) = if scalar {
-        (a, 1, 16)
-    } else {
-        ([0u8; 32], insn.width() / size, insn.width())
+    let whole = match (double, scalar, width) {
+        (false, true, _) => packed::<f32, 1>(op, &a, &b),
+        (true, true, _) => packed::<f64, 1>(op, &a, &b),
+        (false, false, 16) => packed::<f32, 4>(op, &a, &b),
+        (false, false, _) => packed::<f32, 8>(op, &a, &b),
+        (true, false, 16) => packed::<f64, 2>(op, &a, &b),
+        (true, false, _) => packed::<f64, 4>(op, &a, &b),
     };
-    let daz = regs.mxcsr.daz();
-    let flags = if double {
-        apply::<f64>(insn.opcode(), &mut r, &a, &b, count, daz)
+    let (count, width) = if scalar {
+        (1, 16)
     } else {
-        apply::<f32>(insn.opcode(), &mut r, &a, &b, count, daz)
+        (width / size, width)
     };
-    regs.mxcsr.raise(flags);
-    write(regs, insn.reg(), &r, width);
+    let r = match whole {
+        Some(r) => r,
+        None => {
+            let mut r = [0u8; 32];
+            let daz = regs.mxcsr.daz();
+            let flags = if double {
+                apply::<f64>(op, &mut r, &a, &b, count, daz)
+            } else {
+                apply::<f32>(op, &mut r, &a, &b, count, daz)
+            };
+            regs.mxcsr.raise(flags);
+            r
+        }
+    };
+    if scalar {
+        // The first source's upper elements, then the result in element 0
+        // (a copy of the whole of `r` would read back the element just
+        // stored, which the store buffer cannot forward).
+        write(regs, insn.reg(), &a, 16);
+        regs.xmm[insn.reg()][..size].copy_from_slice(&r[..size]);
+    } else {
+        write(regs, insn.reg(), &r, width);
+    }
+}
+
+/// `+ - * /` of the first `N` elements as whole arrays, which the compiler
+/// turns into the host's packed instructions (under the guest's MXCSR, as
+/// [`arith_each`] computes them one by one): the result, or `None` for
+/// another operation or when a result is a NaN, which [`apply`] then
+/// computes under the NaN rules (raising the same flags once more).
+fn packed<F: Arith, const N: usize>(op: u8, a: &V, b: &V) -> Option<V> {
+    let x: [F; N] = std::array::from_fn(|i| F::from_bits64(get(a, F::SIZE, i)));
+    let y: [F; N] = std::array::from_fn(|i| F::from_bits64(get(b, F::SIZE, i)));
+    let r: [F; N] = match op {
+        0x58 => std::array::from_fn(|i| x[i] + y[i]),
+        0x59 => std::array::from_fn(|i| x[i] * y[i]),
+        0x5c => std::array::from_fn(|i| x[i] - y[i]),
+        0x5e => std::array::from_fn(|i| x[i] / y[i]),
+        _ => return None,
+    };
+    let r = std::hint::black_box(r);
+    if r.iter().any(|v| F::nan(v.to_bits64())) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, v) in r.iter().enumerate() {
+        set(&mut out, F::SIZE, i, v.to_bits64());
+    }
+    Some(out)
 }
 
 /// `vhaddps/pd` (7c), `vhsubps/pd` (7d), `vaddsubps/pd` (d0).
@@ -387,33 +430,63 @@ pub(super) fn fused(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     let scalar = op >= 9 && op % 2 == 1;
     let count = if scalar { 1 } else { insn.width() / size };
     let mut r = if scalar { d } else { [0u8; 32] };
-    for i in 0..count {
+    // (multiplicand, multiplier, addend) of each element.
+    let mut operands = [(0u64, 0u64, 0u64); 8];
+    for (i, o) in operands.iter_mut().enumerate().take(count) {
         let (x1, x2, x3) = (get(&d, size, i), get(&v, size, i), get(&m, size, i));
-        // (multiplicand, multiplier, addend)
-        let (a, b, c) = match insn.opcode() >> 4 {
+        *o = match insn.opcode() >> 4 {
             0x9 => (x1, x3, x2),
             0xa => (x2, x1, x3),
             _ => (x2, x3, x1),
         };
-        // 6/7: addsub/subadd; 8/9: add; a/b: sub; c/d: -ab+c; e/f: -ab-c.
-        let subtract = match op {
-            6 => i % 2 == 0,
-            7 => i % 2 == 1,
-            8 | 9 | 0xc | 0xd => false,
-            _ => true,
-        };
-        let negate = op >= 0xc;
-        let x = if size == 4 {
-            fma_element::<f32>(a, b, c, negate, subtract)
-        } else {
-            fma_element::<f64>(a, b, c, negate, subtract)
-        };
-        set(&mut r, size, i, x);
+    }
+    // 6/7: addsub/subadd; 8/9: add; a/b: sub; c/d: -ab+c; e/f: -ab-c.
+    let subtract = |i: usize| match op {
+        6 => i.is_multiple_of(2),
+        7 => i % 2 == 1,
+        8 | 9 | 0xc | 0xd => false,
+        _ => true,
+    };
+    let negate = op >= 0xc;
+    if size == 4 {
+        fma_each::<f32>(&mut r, &operands[..count], negate, subtract);
+    } else {
+        fma_each::<f64>(&mut r, &operands[..count], negate, subtract);
     }
     write(regs, insn.reg(), &r, if scalar { 16 } else { insn.width() });
 }
 
-trait Fma: Float + std::ops::Neg<Output = Self> {
+/// `±a·b ± c` rounded once for each element's `(a, b, c)`, into `r`; a
+/// NaN operand wins in the order multiplicand, multiplier, addend. As in
+/// [`arith_each`], the host computes every element first (for its flags)
+/// and the NaN rules matter only when a result is a NaN.
+fn fma_each<F: Fma>(
+    r: &mut V,
+    operands: &[(u64, u64, u64)],
+    negate: bool,
+    subtract: impl Fn(usize) -> bool,
+) {
+    let mut out = [0u64; 8];
+    for (i, (o, &(a, b, c))) in out.iter_mut().zip(operands).enumerate() {
+        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
+        let a = if negate { -a } else { a };
+        let c = if subtract(i) { -c } else { c };
+        *o = a.fma(b, c).to_bits64();
+    }
+    let out = std::hint::black_box(out);
+    for (i, (&o, &(a, b, c))) in out.iter().zip(operands).enumerate() {
+        let x = if !F::nan(o) {
+            o
+        } else if let Some(&nan) = [a, b, c].iter().find(|&&x| F::nan(x)) {
+            F::quiet(nan)
+        } else {
+            F::DEFAULT_NAN
+        };
+        set(r, F::SIZE, i, x);
+    }
+}
+
+trait Fma: Arith + std::ops::Neg<Output = Self> {
     fn fma(self, b: Self, c: Self) -> Self;
 }
 impl Fma for f32 {
@@ -425,15 +498,4 @@ impl Fma for f64 {
     fn fma(self, b: f64, c: f64) -> f64 {
         self.mul_add(b, c)
     }
-}
-
-/// `±a·b ± c` rounded once; a NaN operand wins in the order multiplicand,
-/// multiplier, addend.
-fn fma_element<F: Fma>(a: u64, b: u64, c: u64, negate: bool, subtract: bool) -> u64 {
-    nan_rules::<F>(&[a, b, c], || {
-        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
-        let a = if negate { -a } else { a };
-        let c = if subtract { -c } else { c };
-        a.fma(b, c)
-    })
 }

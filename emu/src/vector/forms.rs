@@ -1,9 +1,11 @@
 //! The instruction forms the vector unit implements: for each VEX
 //! encoding, the CPU feature it needs, how the engine treats its memory
 //! operand ([`Plan`]) and the function that computes it. Anything not
-//! listed is `#UD`, as on a CPU without it.
+//! listed is `#UD`, as on a CPU without it. The VEX forms of AES,
+//! PCLMULQDQ and SSE4.2 need only AVX here: every level with AVX has those
+//! (`crate::cpu`'s tests check it).
 
-use super::{across, convert, float, int, shuffle, Insn, Plan, Regs};
+use super::{across, aes, convert, float, int, shuffle, strings, Insn, Plan, Regs};
 
 /// Computes one instruction on the registers and the memory buffer.
 pub(super) type Exec = fn(&mut Regs<'_>, Insn, &mut [u8; 64]);
@@ -57,10 +59,14 @@ pub(super) enum Op {
     IntMpsadbw,
     IntMinimumPosition,
     IntCarrylessMultiply,
+    AesRound,
+    AesInverseMix,
+    AesKeygenAssist,
+    StringCompare,
 }
 
 /// The function of each [`Op`].
-const EXECS: [Exec; 46] = [
+const EXECS: [Exec; 50] = [
     int::binary,
     shuffle::load,
     shuffle::store,
@@ -107,6 +113,10 @@ const EXECS: [Exec; 46] = [
     across::mpsadbw,
     across::minimum_position,
     across::carryless_multiply,
+    aes::round,
+    aes::inverse_mix,
+    aes::keygen_assist,
+    strings::compare,
 ];
 
 impl Op {
@@ -370,6 +380,9 @@ fn map_0f38(insn: Insn) -> Option<Described> {
         ),
         0x1c..=0x1e => plain(Avx2At256, Full, Op::IntAbs),
         0x41 if !l => plain(Avx, Full, Op::IntMinimumPosition),
+        // The 256-bit AES forms need VAES, which no level has.
+        0xdc..=0xdf if !l => plain(Avx, Full, Op::AesRound),
+        0xdb if !l && insn.vvvv() == 0 => plain(Avx, Full, Op::AesInverseMix),
         0x20..=0x25 | 0x30..=0x35 => {
             let (from, to) = int::extend_sizes(op);
             plain(Avx2At256, Load(w * from as u32 / to as u32), Op::IntExtend)
@@ -465,6 +478,8 @@ fn map_0f3a(insn: Insn) -> Option<Described> {
         0x42 => plain(Avx2At256, Full, Op::IntMpsadbw),
         0x44 if !l => plain(Avx, Full, Op::IntCarrylessMultiply),
         0x4c if w0 => plain(Avx2At256, Full, Op::ShuffleBlend),
+        0x60..=0x63 if !l && insn.vvvv() == 0 => flags(Full, Op::StringCompare),
+        0xdf if !l && insn.vvvv() == 0 => plain(Avx, Full, Op::AesKeygenAssist),
         _ => None,
     }
 }
@@ -540,6 +555,32 @@ mod tests {
         assert!(test.plan.flags && test.plan.size == 0);
         // vpmovmskb has no memory form.
         assert!(form(insn(1, 1, 0xd7, true, true, V3)).is_none());
+    }
+
+    #[test]
+    fn aes_runs_at_128_bits_only_as_without_vaes() {
+        // Two-operand forms: VEX.vvvv must be 1111b (register 0 here).
+        let no_vvvv = |i: Insn| Insn(i.0 & !(0xf << 14));
+        // (map, opcode, L, accepted, instruction)
+        let table = [
+            (2, 0xdc, false, true, "vaesenc xmm"),
+            (2, 0xdc, true, false, "vaesenc ymm"),
+            (3, 0xdf, false, true, "vaeskeygenassist xmm"),
+            (3, 0xdf, true, false, "vaeskeygenassist ymm"),
+        ];
+        for (map, opcode, l, accepted, what) in table {
+            assert_eq!(
+                form(no_vvvv(insn(map, 1, opcode, l, true, V3))).is_some(),
+                accepted,
+                "{what}"
+            );
+        }
+        assert!(
+            form(insn(3, 1, 0x61, false, true, V3)).is_none(),
+            "vvvv set"
+        );
+        let compare = form(no_vvvv(insn(3, 1, 0x61, false, true, V3))).expect("vpcmpestri m128");
+        assert!(compare.plan.flags && compare.plan.size == 16 && !compare.plan.aligned);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The vector unit: emuprof's own implementation of the VEX-encoded
-//! instructions (AVX, AVX2, FMA3, F16C) that Unicorn's QEMU 5 front end
+//! instructions (AVX, AVX2, FMA3, F16C, and the VEX forms of AES and
+//! SSE4.2's string comparisons) that Unicorn's QEMU 5 front end
 //! lacks.
 //!
 //! The engine (patch `instrumentation/08`) hands every VEX instruction except BMI1/BMI2 to
@@ -13,6 +14,7 @@
 //! `tests/guest/vector_differential.rs`.
 
 mod across;
+mod aes;
 mod convert;
 mod float;
 mod forms;
@@ -20,6 +22,7 @@ mod int;
 mod lanes;
 mod mxcsr;
 mod shuffle;
+mod strings;
 
 use std::mem::size_of;
 
@@ -157,6 +160,8 @@ impl Insn {
 pub(crate) const CC_C: u64 = 0x0001;
 pub(crate) const CC_P: u64 = 0x0004;
 pub(crate) const CC_Z: u64 = 0x0040;
+pub(crate) const CC_S: u64 = 0x0080;
+pub(crate) const CC_O: u64 = 0x0800;
 
 /// How the engine's helper treats memory around `exec`; the op index rides
 /// in the upper 16 bits.
@@ -226,14 +231,17 @@ unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem
     // the CPU state (16 ZMM registers of 64 bytes, 16 general registers,
     // the flags word, MXCSR), all live and unaliased for the call, and
     // `mem` to a 64-byte buffer.
+    //
+    // The engine has just written `*cpu` field by field; each field is
+    // read on its own (volatile keeps the compiler from merging two into
+    // one 16-byte load, which the store buffer cannot forward).
     let (mut regs, mem) = unsafe {
-        let cpu = &*cpu;
         (
             Regs {
-                xmm: &mut *(cpu.xmm as *mut [[u8; 64]; 16]),
-                gpr: &mut *(cpu.regs as *mut [u64; 16]),
-                eflags: &mut *cpu.eflags,
-                mxcsr: mxcsr::Mxcsr(&mut *cpu.mxcsr),
+                xmm: &mut *(std::ptr::read_volatile(&raw const (*cpu).xmm) as *mut [[u8; 64]; 16]),
+                gpr: &mut *(std::ptr::read_volatile(&raw const (*cpu).regs) as *mut [u64; 16]),
+                eflags: &mut *std::ptr::read_volatile(&raw const (*cpu).eflags),
+                mxcsr: mxcsr::Mxcsr(&mut *std::ptr::read_volatile(&raw const (*cpu).mxcsr)),
             },
             &mut *(mem as *mut [u8; 64]),
         )
