@@ -39,6 +39,8 @@ pub(crate) const CTL_MEMORY_TRACE: c_int = 0x6574;
 /// `UC_CTL_EMUPROF_TLB_FLUSH_RANGE` (speed series): drops the TLB entries of
 /// one range of pages only.
 pub(crate) const CTL_TLB_FLUSH_RANGE: c_int = 0x6575;
+/// `UC_CTL_EMUPROF_X87_UNIT`: registers the x87 unit.
+pub(crate) const CTL_X87_UNIT: c_int = 0x6576;
 /// `UC_CTL_IO_WRITE << 30 | 2 << 26` (two arguments), as `UC_CTL_WRITE`
 /// builds it.
 const CTL_WRITE_TWO_ARGS: u32 = 1 << 30 | 2 << 26;
