@@ -122,6 +122,7 @@ const _: () = {
     assert!(CTL_CPU_FEATURE as i64 == c::UC_CTL_EMUPROF_CPU_FEATURE);
     assert!(CTL_MEMORY_TRACE as i64 == c::UC_CTL_EMUPROF_MEMORY_TRACE);
     assert!(CTL_TLB_FLUSH_RANGE as i64 == c::UC_CTL_EMUPROF_TLB_FLUSH_RANGE);
+    assert!(CTL_X87_UNIT as i64 == c::UC_CTL_EMUPROF_X87_UNIT);
     assert!(FUNCTION_START as i64 == c::UC_EMUPROF_FUNCTION_START);
     assert!(InlineMode::Hook as i64 == c::UC_EMUPROF_HOOK);
     assert!(InlineMode::Record as i64 == c::UC_EMUPROF_RECORD);

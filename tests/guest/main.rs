@@ -31,3 +31,4 @@ mod unsupported_instruction;
 mod v3_programs;
 mod vector_differential;
 mod waits_and_timers;
+mod x87_libm;

@@ -98,6 +98,19 @@ pub(crate) fn fyl2x(x: Extended, y: Extended, rounding: Rounding) -> Outcome {
             (Extended::zero(y.negative() != below_one), denormal_flags(&[x]))
         }
         _ if x_is_one => (Extended::zero(y.negative()), denormal_flags(&[y])),
+        _ if x.significand.is_power_of_two() => {
+            // log2(x) is an integer k and y × k needs one rounding at
+            // most. The x87 answers as for a value a hair smaller in
+            // magnitude than an exact product: inexact, rounded up to it
+            // when rounding to nearest, one unit below it toward zero.
+            let value = y.to_wide().mul(functions::log2(x.to_wide()));
+            let (result, flags) = Extended::round(value, true, rounding);
+            if flags & PE != 0 {
+                (result, flags | denormal_flags(&[x, y]))
+            } else {
+                rounded(value.just_below(), rounding, &[x, y])
+            }
+        }
         _ => {
             let value = y.to_wide().mul(functions::log2(x.to_wide()));
             rounded(value, rounding, &[x, y])
@@ -156,9 +169,22 @@ pub(crate) fn fpatan(x: Extended, y: Extended, rounding: Rounding) -> Outcome {
         (Infinity, _) if left => constant(pi, y.negative(), rounding),
         (Infinity, _) => (Extended::zero(y.negative()), 0),
         (_, Infinity) => constant(half, y.negative(), rounding),
+        _ if !left && tiny_ratio(y, x) => {
+            // atan(t) = t for t < 2^-68: the quotient, rounded once.
+            let quotient = y.to_wide().div(x.to_wide());
+            let exact = quotient.mul(x.to_wide()) == y.to_wide();
+            let (result, more) = Extended::round(quotient, exact, rounding);
+            (result, more | PE)
+        }
         _ => Extended::round(functions::atan2(y.to_wide(), x.to_wide()), false, rounding),
     };
     (result, more | flags)
+}
+
+/// Whether |y / x| < 2^-68 for finite non-zero x, y, where the x87 takes
+/// atan(y / x) for y / x (measured: |y/x| ≤ 2^-69 certainly qualifies).
+fn tiny_ratio(y: Extended, x: Extended) -> bool {
+    y.to_wide().exponent - x.to_wide().exponent < -69
 }
 
 /// The arguments at or above 2^63, which the x87 leaves unreduced (C2).
@@ -212,5 +238,44 @@ pub(crate) fn fptan(x: Extended, rounding: Rounding) -> Outcome {
             let (sin, cos) = functions::sin_cos(x.significand, exponent, x.negative());
             rounded(sin.div(cos), rounding, &[x])
         }
+    }
+}
+
+/// `fscale`: ST0 × 2^n, n = ST1 truncated toward zero; exact unless the
+/// result overflows or underflows (the precision control does not apply).
+pub(crate) fn fscale(x: Extended, scale: Extended, rounding: Rounding) -> Outcome {
+    use Class::*;
+    let flags = denormal_flags(&[x, scale]);
+    match (x.class(), scale.class()) {
+        (QuietNan | SignalingNan, _) | (_, QuietNan | SignalingNan) => nan_result(&[x, scale]),
+        (Unsupported, _) | (_, Unsupported) => INVALID,
+        (Zero, Infinity) if !scale.negative() => INVALID,
+        (Infinity, Infinity) if scale.negative() => INVALID,
+        (Zero | Infinity, _) => (x, flags),
+        (Finite, Infinity) if scale.negative() => (Extended::zero(x.negative()), flags),
+        (Finite, Infinity) => (Extended::infinity(x.negative()), flags),
+        (Finite, Zero | Finite) => {
+            let (result, more) = Extended::round(x.to_wide().scale(truncated(scale)), true, rounding);
+            (result, flags | more)
+        }
+    }
+}
+
+/// A finite value truncated toward zero to an integer, clamped to a range
+/// where every scale of an extended value overflows or underflows.
+fn truncated(value: Extended) -> i32 {
+    const LIMIT: i32 = 1 << 20;
+    let exponent = i32::from(value.exponent()) - super::extended::BIAS;
+    let magnitude = if exponent < 0 {
+        0
+    } else if exponent > 20 {
+        LIMIT
+    } else {
+        (value.significand >> (63 - exponent)) as i32
+    };
+    if value.negative() {
+        -magnitude
+    } else {
+        magnitude
     }
 }

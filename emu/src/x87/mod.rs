@@ -1,9 +1,10 @@
 //! The x87 unit: emuprof's own `f2xm1`, `fyl2x`, `fyl2xp1`, `fpatan`,
-//! `fptan`, `fsin`, `fcos`, `fsincos`, `fprem` and `fprem1`, with the
-//! 64-bit precision of the extended format.
+//! `fptan`, `fsin`, `fcos`, `fsincos`, `fprem`, `fprem1` and `fscale`,
+//! with the 64-bit precision of the extended format.
 //!
 //! Unicorn's QEMU 5 helpers compute these in `double` with the host's libm
-//! (11 bits short, and host-dependent) and `fprem` in `double` too. With
+//! (11 bits short, and host-dependent), `fprem` in `double` too, and
+//! `fscale` with spurious flags from converting ST1 to an integer. With
 //! emuprof's engine (patch `instrumentation/11`) each helper hands the
 //! instruction's operands to [`exec`], which computes the result with a
 //! 128-bit significand ([`wide`]), rounds it to 64 bits in the control
@@ -48,6 +49,26 @@ struct X87Unit {
     exec: unsafe extern "C" fn(*mut Operation) -> u32,
 }
 
+crate::engine_seam::same_layout_as_c!(
+    Operation,
+    uc_emuprof_x87_operation {
+        op,
+        control,
+        status,
+        st0,
+        st1,
+        pushed
+    }
+);
+crate::engine_seam::same_layout_as_c!(
+    X87Unit,
+    uc_emuprof_x87_unit {
+        size,
+        operation_size,
+        exec
+    }
+);
+
 /// The instructions (`UC_EMUPROF_X87_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -62,10 +83,11 @@ pub(crate) enum Op {
     Fsincos = 7,
     Fprem = 8,
     Fprem1 = 9,
+    Fscale = 10,
 }
 
 impl Op {
-    const ALL: [Op; 10] = [
+    const ALL: [Op; 11] = [
         Op::F2xm1,
         Op::Fyl2x,
         Op::Fyl2xp1,
@@ -76,6 +98,7 @@ impl Op {
         Op::Fsincos,
         Op::Fprem,
         Op::Fprem1,
+        Op::Fscale,
     ];
 }
 
@@ -154,6 +177,7 @@ pub(crate) fn exec(operation: &mut Operation) -> StackAction {
             // rounded up.
             push_unless_out_of_range(sin_flags & !C1 | cos_flags)
         }
+        Op::Fscale => one(&mut operation.st0, instructions::fscale(st0, st1, rounding)),
         Op::Fprem | Op::Fprem1 => {
             let (result, codes, flags) = remainder::fprem(st0, st1, op == Op::Fprem1);
             operation.st0 = result;

@@ -104,6 +104,23 @@ impl Wide {
         }
     }
 
+    /// The value one unit in the last place smaller in magnitude (not
+    /// zero).
+    pub(crate) fn just_below(self) -> Wide {
+        if self.significand == TOP {
+            Wide {
+                exponent: self.exponent - 1,
+                significand: u128::MAX,
+                ..self
+            }
+        } else {
+            Wide {
+                significand: self.significand - 1,
+                ..self
+            }
+        }
+    }
+
     /// Whether `|self| < |other|`.
     pub(crate) fn smaller_than(self, other: Wide) -> bool {
         match (self.is_zero(), other.is_zero()) {
