@@ -110,7 +110,8 @@ impl Extended {
     }
 
     /// The real indefinite: the quiet NaN an invalid operation produces.
-    pub(crate) const INDEFINITE: Extended = Extended::new(true, EXPONENT_MASK, 0xc000_0000_0000_0000);
+    pub(crate) const INDEFINITE: Extended =
+        Extended::new(true, EXPONENT_MASK, 0xc000_0000_0000_0000);
 
     /// One.
     pub(crate) const ONE: Extended = Extended::new(false, BIAS as u16, INTEGER_BIT);
@@ -255,7 +256,10 @@ fn overflow(negative: bool, rounding: Rounding) -> (Extended, u16) {
     if to_infinity {
         (Extended::infinity(negative), OE | PE | C1)
     } else {
-        (Extended::new(negative, EXPONENT_MASK - 1, u64::MAX), OE | PE)
+        (
+            Extended::new(negative, EXPONENT_MASK - 1, u64::MAX),
+            OE | PE,
+        )
     }
 }
 
@@ -312,7 +316,11 @@ mod tests {
         ];
         for (significand, expected, flags) in cases {
             let (result, got) = round_nearest(false, 0, significand);
-            assert_eq!((result.significand, got), (expected, flags), "{significand:#x}");
+            assert_eq!(
+                (result.significand, got),
+                (expected, flags),
+                "{significand:#x}"
+            );
         }
     }
 
@@ -330,7 +338,11 @@ mod tests {
             (Rounding::TowardZero, Extended::new(false, 0x7ffe, u64::MAX)),
         ];
         for (rounding, expected) in table {
-            assert_eq!(Extended::round(big, false, rounding).0, expected, "{rounding:?}");
+            assert_eq!(
+                Extended::round(big, false, rounding).0,
+                expected,
+                "{rounding:?}"
+            );
         }
         let tiny = Wide {
             negative: true,
@@ -351,7 +363,10 @@ mod tests {
             (Extended::new(false, 1, 1), Class::Unsupported),
             (Extended::infinity(true), Class::Infinity),
             (Extended::INDEFINITE, Class::QuietNan),
-            (Extended::new(false, 0x7fff, INTEGER_BIT | 1), Class::SignalingNan),
+            (
+                Extended::new(false, 0x7fff, INTEGER_BIT | 1),
+                Class::SignalingNan,
+            ),
             (Extended::new(false, 0x7fff, 1), Class::Unsupported),
         ];
         for (value, class) in table {

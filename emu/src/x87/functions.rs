@@ -61,7 +61,11 @@ pub(crate) fn exp2_minus_one(x: Wide) -> Wide {
         (x.significand >> (127 - x.exponent)) as i32
     };
     let whole = if x.negative { -whole } else { whole };
-    let fraction = x.sub(Wide::from_integer(whole < 0, whole.unsigned_abs().into(), 0));
+    let fraction = x.sub(Wide::from_integer(
+        whole < 0,
+        whole.unsigned_abs().into(),
+        0,
+    ));
     let power = expm1(fraction.mul(Wide::LN2)).add(Wide::ONE).scale(whole);
     power.sub(Wide::ONE)
 }
@@ -144,16 +148,10 @@ pub(crate) fn atan2(y: Wide, x: Wide) -> Wide {
 fn sin_cos_reduced(r: Wide) -> (Wide, Wide) {
     let square = r.mul(r);
     let sin = series(r, |term, n| {
-        term.mul(square)
-            .neg()
-            .div_small(2 * n)
-            .div_small(2 * n + 1)
+        term.mul(square).neg().div_small(2 * n).div_small(2 * n + 1)
     });
     let cos = series(Wide::ONE, |term, n| {
-        term.mul(square)
-            .neg()
-            .div_small(2 * n - 1)
-            .div_small(2 * n)
+        term.mul(square).neg().div_small(2 * n - 1).div_small(2 * n)
     });
     (sin, cos)
 }
@@ -225,14 +223,26 @@ mod tests {
     #[test]
     fn exact_points_of_each_function() {
         assert!(close(exp2_minus_one(Wide::ONE), Wide::ONE, 120));
-        assert!(close(exp2_minus_one(int(-1)), Wide::ONE.scale(-1).neg(), 120));
+        assert!(close(
+            exp2_minus_one(int(-1)),
+            Wide::ONE.scale(-1).neg(),
+            120
+        ));
         assert!(close(exp2_minus_one(int(10)), int(1023), 120));
         assert_eq!(log2(int(8)), int(3));
         assert_eq!(log2(Wide::ONE.scale(-5)), int(-5));
         assert!(close(log2_1p(int(3)), int(2), 120));
         assert!(close(atan2(Wide::ONE, Wide::ONE), Wide::PI.scale(-2), 120));
-        assert!(close(atan2(Wide::ONE, int(-1)), Wide::PI.mul_small(3).scale(-2), 120));
-        assert!(close(atan2(int(-1), Wide::ZERO.add(int(0)).add(Wide::ONE.scale(-200))), Wide::PI.scale(-1).neg(), 120));
+        assert!(close(
+            atan2(Wide::ONE, int(-1)),
+            Wide::PI.mul_small(3).scale(-2),
+            120
+        ));
+        assert!(close(
+            atan2(int(-1), Wide::ZERO.add(int(0)).add(Wide::ONE.scale(-200))),
+            Wide::PI.scale(-1).neg(),
+            120
+        ));
     }
 
     #[test]

@@ -67,7 +67,13 @@ pub(crate) fn f2xm1(x: Extended, rounding: Rounding) -> Outcome {
         Class::Infinity if x.negative() => (Extended::ONE.with_sign(true), 0),
         Class::Infinity => (x, 0),
         // Undefined in the manuals; the x87 leaves the operand and sets PE.
-        Class::Finite if x.exponent() >= 0x3fff && x != Extended::ONE && x != Extended::ONE.with_sign(true) => (x, PE),
+        Class::Finite
+            if x.exponent() >= 0x3fff
+                && x != Extended::ONE
+                && x != Extended::ONE.with_sign(true) =>
+        {
+            (x, PE)
+        }
         Class::Finite => rounded(functions::exp2_minus_one(x.to_wide()), rounding, &[x]),
     }
 }
@@ -91,22 +97,32 @@ pub(crate) fn fyl2x(x: Extended, y: Extended, rounding: Rounding) -> Outcome {
         (Finite, Infinity) if x_is_one => INVALID,
         (Finite, Infinity) => {
             let below_one = x.exponent() < 0x3fff;
-            (Extended::infinity(y.negative() != below_one), denormal_flags(&[x]))
+            (
+                Extended::infinity(y.negative() != below_one),
+                denormal_flags(&[x]),
+            )
         }
         (Finite, Zero) => {
             let below_one = x.exponent() < 0x3fff;
-            (Extended::zero(y.negative() != below_one), denormal_flags(&[x]))
+            (
+                Extended::zero(y.negative() != below_one),
+                denormal_flags(&[x]),
+            )
         }
         _ if x_is_one => (Extended::zero(y.negative()), denormal_flags(&[y])),
         _ if x.significand.is_power_of_two() => {
             // log2(x) is an integer k and y × k needs one rounding at
-            // most. The x87 answers as for a value a hair smaller in
-            // magnitude than an exact product: inexact, rounded up to it
-            // when rounding to nearest, one unit below it toward zero.
+            // most. An exact product is inexact for the x87 (measured):
+            // for k > 0 it is the result in every rounding mode; for k < 0
+            // the x87 answers as for a value a hair smaller in magnitude
+            // (rounded up to the product when rounding to nearest, one
+            // unit below it toward zero).
             let value = y.to_wide().mul(functions::log2(x.to_wide()));
             let (result, flags) = Extended::round(value, true, rounding);
             if flags & PE != 0 {
                 (result, flags | denormal_flags(&[x, y]))
+            } else if x.exponent() >= 0x3fff {
+                (result, flags | PE | denormal_flags(&[x, y]))
             } else {
                 rounded(value.just_below(), rounding, &[x, y])
             }
@@ -173,8 +189,11 @@ pub(crate) fn fpatan(x: Extended, y: Extended, rounding: Rounding) -> Outcome {
             // atan(t) = t for t < 2^-68: the quotient, rounded once.
             let quotient = y.to_wide().div(x.to_wide());
             let exact = quotient.mul(x.to_wide()) == y.to_wide();
+            // Inexact for the x87 even when the quotient is exact, so a
+            // denormal result also underflows.
             let (result, more) = Extended::round(quotient, exact, rounding);
-            (result, more | PE)
+            let underflow = if result.exponent() == 0 { UE } else { 0 };
+            (result, more | PE | underflow)
         }
         _ => Extended::round(functions::atan2(y.to_wide(), x.to_wide()), false, rounding),
     };
@@ -255,7 +274,8 @@ pub(crate) fn fscale(x: Extended, scale: Extended, rounding: Rounding) -> Outcom
         (Finite, Infinity) if scale.negative() => (Extended::zero(x.negative()), flags),
         (Finite, Infinity) => (Extended::infinity(x.negative()), flags),
         (Finite, Zero | Finite) => {
-            let (result, more) = Extended::round(x.to_wide().scale(truncated(scale)), true, rounding);
+            let (result, more) =
+                Extended::round(x.to_wide().scale(truncated(scale)), true, rounding);
             (result, flags | more)
         }
     }

@@ -150,7 +150,11 @@ unsafe extern "C" fn exec_entry(operation: *mut Operation) -> u32 {
 /// and what happens to the stack.
 pub(crate) fn exec(operation: &mut Operation) -> StackAction {
     let rounding = Rounding::of_control(operation.control);
-    let Some(op) = Op::ALL.iter().copied().find(|op| *op as u32 == operation.op) else {
+    let Some(op) = Op::ALL
+        .iter()
+        .copied()
+        .find(|op| *op as u32 == operation.op)
+    else {
         return StackAction::Replace;
     };
     let (st0, st1) = (operation.st0, operation.st1);
@@ -158,7 +162,10 @@ pub(crate) fn exec(operation: &mut Operation) -> StackAction {
     let (cleared, flags, action) = match op {
         Op::F2xm1 => one(&mut operation.st0, instructions::f2xm1(st0, rounding)),
         Op::Fyl2x => pop(&mut operation.st1, instructions::fyl2x(st0, st1, rounding)),
-        Op::Fyl2xp1 => pop(&mut operation.st1, instructions::fyl2xp1(st0, st1, rounding)),
+        Op::Fyl2xp1 => pop(
+            &mut operation.st1,
+            instructions::fyl2xp1(st0, st1, rounding),
+        ),
         Op::Fpatan => pop(&mut operation.st1, instructions::fpatan(st0, st1, rounding)),
         Op::Fsin => one(&mut operation.st0, instructions::fsincos(st0, rounding).0),
         Op::Fcos => one(&mut operation.st0, instructions::fsincos(st0, rounding).1),

@@ -21,7 +21,11 @@ fn unpack(value: Extended) -> (u64, i32) {
 
 /// The result of `fprem` (`nearest` false) or `fprem1` on finite
 /// non-zero operands, and the condition codes.
-pub(crate) fn partial_remainder(dividend: Extended, divisor: Extended, nearest: bool) -> (Extended, u16) {
+pub(crate) fn partial_remainder(
+    dividend: Extended,
+    divisor: Extended,
+    nearest: bool,
+) -> (Extended, u16) {
     let (a, a_exponent) = unpack(dividend);
     let (b, b_exponent) = unpack(divisor);
     let distance = a_exponent - b_exponent;
@@ -89,7 +93,11 @@ pub(crate) fn partial_remainder(dividend: Extended, divisor: Extended, nearest: 
         }
     } else {
         let high = Wide::from_integer(negative, (remainder >> 64) as u64, units_exponent + 64);
-        high.add(Wide::from_integer(negative, remainder as u64, units_exponent))
+        high.add(Wide::from_integer(
+            negative,
+            remainder as u64,
+            units_exponent,
+        ))
     };
     let rounding = super::extended::Rounding::Nearest;
     let (result, _) = Extended::round(value, true, rounding);
