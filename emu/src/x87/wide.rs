@@ -218,7 +218,7 @@ impl Wide {
         let divisor = u128::from(divisor);
         let high = self.significand / divisor;
         let rest = (self.significand % divisor) << 64;
-        let low = rest / divisor | u128::from(rest % divisor != 0);
+        let low = (rest / divisor) | u128::from(!rest.is_multiple_of(divisor));
         // high × 2^64 + low is the quotient scaled by 2^64.
         normalize_256(
             self.negative,
