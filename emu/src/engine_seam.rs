@@ -51,6 +51,26 @@ unsafe extern "C" {
     pub(crate) fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
 }
 
+/// `UC_CTL_IO_WRITE << 30 | 1 << 26` (one argument).
+const CTL_WRITE_ONE_ARG: u32 = 1 << 30 | 1 << 26;
+
+/// Hands the engine a unit of functions (the vector unit, the x87 unit)
+/// through `control`. False where the engine has no such control (stock
+/// Unicorn).
+pub(crate) fn register_unit<T>(uc: &mut Unicorn<'_, ()>, control: c_int, unit: &'static T) -> bool {
+    // SAFETY: a live engine; the control takes one pointer to a unit, which
+    // lives for the whole program as the engine keeps a copy of it. Stock
+    // Unicorn reads no argument and answers UC_ERR_ARG.
+    let rc = unsafe {
+        uc_ctl_raw(
+            uc.get_handle(),
+            CTL_WRITE_ONE_ARG | control as u32,
+            unit as *const T,
+        )
+    };
+    rc == 0
+}
+
 /// Drops the TLB entries of the pages of `[start, start + len)`: of those
 /// pages only with emuprof's Unicorn build, every entry with stock Unicorn
 /// (which rejects the control).

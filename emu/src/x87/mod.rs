@@ -115,8 +115,6 @@ pub(crate) enum StackAction {
     Push = 2,
 }
 
-const UC_CTL_IO_WRITE: u32 = 1;
-
 /// Registers the x87 unit with the engine. False with stock Unicorn,
 /// which has no such control (the instructions then compute in double).
 pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
@@ -125,16 +123,7 @@ pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
         operation_size: size_of::<Operation>() as u32,
         exec: exec_entry,
     };
-    // SAFETY: a live engine; the control takes one pointer to a unit that
-    // lives for the whole program, as the engine keeps a copy of it.
-    let rc = unsafe {
-        crate::engine_seam::uc_ctl_raw(
-            uc.get_handle(),
-            crate::engine_seam::CTL_X87_UNIT as u32 | (UC_CTL_IO_WRITE << 30) | (1 << 26),
-            &raw const UNIT,
-        )
-    };
-    rc == 0
+    crate::engine_seam::register_unit(uc, crate::engine_seam::CTL_X87_UNIT, &UNIT)
 }
 
 /// # Safety
