@@ -8,7 +8,7 @@
 //! CPUs, and sets C2: the program loops until C2 is clear. The remainder is
 //! always exact.
 
-use super::extended::{Class, Extended, C0, C1, C2, C3, DE, IE};
+use super::extended::{Class, Extended, Rounding, C0, C1, C2, C3, DE, IE};
 use super::wide::Wide;
 
 /// A finite non-zero operand as `significand × 2^exponent`, the
@@ -60,16 +60,14 @@ pub(crate) fn partial_remainder(
             }
         }
     }
-    // The remainder's units: b's last bit, times 2^(distance - steps); for
-    // a distance of -1 (fprem1 only) the dividend is a half unit scale.
+    // The remainder's units: b's last bit, times 2^(distance - steps).
     let mut units_exponent = b_exponent + (distance - steps);
     let mut negative = dividend.negative();
     if distance < 0 {
-        // a / 2 < b < a: the quotient rounds to one, remainder a - b·2.
-        remainder = u128::from(a);
+        // |ST1| / 2 < |ST0| < |ST1| (fprem1): the quotient rounds to one;
+        // |ST0 - ST1| = (2b - a) in units of a's last bit.
+        remainder = (divisor_wide << 1) - u128::from(a);
         units_exponent = a_exponent;
-        let twice_b = divisor_wide << 1;
-        remainder = twice_b - remainder;
         negative = !negative;
         quotient = 1;
     } else if nearest && complete {
@@ -86,27 +84,18 @@ pub(crate) fn partial_remainder(
     } else {
         C2
     };
-    let value = if remainder == 0 {
-        Wide {
-            negative,
-            ..Wide::ZERO
-        }
-    } else {
-        let high = Wide::from_integer(negative, (remainder >> 64) as u64, units_exponent + 64);
-        high.add(Wide::from_integer(
-            negative,
-            remainder as u64,
-            units_exponent,
-        ))
-    };
-    let rounding = super::extended::Rounding::Nearest;
-    let (result, _) = Extended::round(value, true, rounding);
-    let result = if remainder == 0 {
-        Extended::zero(dividend.negative())
-    } else {
-        result
-    };
-    (result, codes)
+    if remainder == 0 {
+        // An exact zero keeps the dividend's sign.
+        return (Extended::zero(dividend.negative()), codes);
+    }
+    // Exact: a multiple of the last unit of the smaller operand.
+    let high = Wide::from_integer(negative, (remainder >> 64) as u64, units_exponent + 64);
+    let value = high.add(Wide::from_integer(
+        negative,
+        remainder as u64,
+        units_exponent,
+    ));
+    (Extended::round(value, true, Rounding::Nearest).0, codes)
 }
 
 /// `fprem`/`fprem1` on any operands: the result, the condition codes and
