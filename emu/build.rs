@@ -50,6 +50,11 @@ const SHARED_STRUCTS: &[(&str, &[&str])] = &[
         &["size", "cpu_size", "decode", "exec"],
     ),
     (
+        "uc_emuprof_x87_operation",
+        &["op", "control", "status", "st0", "st1", "pushed"],
+    ),
+    ("uc_emuprof_x87_unit", &["size", "operation_size", "exec"]),
+    (
         "uc_emuprof_memory_trace",
         &[
             "cursor",
@@ -71,6 +76,7 @@ const SHARED_CONSTANTS: &[&str] = &[
     "UC_CTL_EMUPROF_CPU_FEATURE",
     "UC_CTL_EMUPROF_MEMORY_TRACE",
     "UC_CTL_EMUPROF_TLB_FLUSH_RANGE",
+    "UC_CTL_EMUPROF_X87_UNIT",
     "UC_EMUPROF_HOOK",
     "UC_EMUPROF_RECORD",
     "UC_EMUPROF_COUNT",

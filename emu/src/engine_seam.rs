@@ -39,6 +39,8 @@ pub(crate) const CTL_MEMORY_TRACE: c_int = 0x6574;
 /// `UC_CTL_EMUPROF_TLB_FLUSH_RANGE` (speed series): drops the TLB entries of
 /// one range of pages only.
 pub(crate) const CTL_TLB_FLUSH_RANGE: c_int = 0x6575;
+/// `UC_CTL_EMUPROF_X87_UNIT`: registers the x87 unit.
+pub(crate) const CTL_X87_UNIT: c_int = 0x6576;
 /// `UC_CTL_IO_WRITE << 30 | 2 << 26` (two arguments), as `UC_CTL_WRITE`
 /// builds it.
 const CTL_WRITE_TWO_ARGS: u32 = 1 << 30 | 2 << 26;
@@ -47,6 +49,26 @@ unsafe extern "C" {
     /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
     #[link_name = "uc_ctl"]
     pub(crate) fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
+}
+
+/// `UC_CTL_IO_WRITE << 30 | 1 << 26` (one argument).
+const CTL_WRITE_ONE_ARG: u32 = 1 << 30 | 1 << 26;
+
+/// Hands the engine a unit of functions (the vector unit, the x87 unit)
+/// through `control`. False where the engine has no such control (stock
+/// Unicorn).
+pub(crate) fn register_unit<T>(uc: &mut Unicorn<'_, ()>, control: c_int, unit: &'static T) -> bool {
+    // SAFETY: a live engine; the control takes one pointer to a unit, which
+    // lives for the whole program as the engine keeps a copy of it. Stock
+    // Unicorn reads no argument and answers UC_ERR_ARG.
+    let rc = unsafe {
+        uc_ctl_raw(
+            uc.get_handle(),
+            CTL_WRITE_ONE_ARG | control as u32,
+            unit as *const T,
+        )
+    };
+    rc == 0
 }
 
 /// Drops the TLB entries of the pages of `[start, start + len)`: of those
@@ -120,6 +142,7 @@ const _: () = {
     assert!(CTL_CPU_FEATURE as i64 == c::UC_CTL_EMUPROF_CPU_FEATURE);
     assert!(CTL_MEMORY_TRACE as i64 == c::UC_CTL_EMUPROF_MEMORY_TRACE);
     assert!(CTL_TLB_FLUSH_RANGE as i64 == c::UC_CTL_EMUPROF_TLB_FLUSH_RANGE);
+    assert!(CTL_X87_UNIT as i64 == c::UC_CTL_EMUPROF_X87_UNIT);
     assert!(FUNCTION_START as i64 == c::UC_EMUPROF_FUNCTION_START);
     assert!(InlineMode::Hook as i64 == c::UC_EMUPROF_HOOK);
     assert!(InlineMode::Record as i64 == c::UC_EMUPROF_RECORD);

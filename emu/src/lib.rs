@@ -31,6 +31,7 @@ pub mod sim;
 mod syscalls;
 mod tree;
 mod vector;
+mod x87;
 
 /// Default wall-clock time (Unix seconds) of the guest's first instruction.
 pub use clock::DEFAULT_START_SECONDS as DEFAULT_CLOCK_START;

@@ -32,3 +32,4 @@ mod v3_programs;
 mod v3_tools_against_callgrind;
 mod vector_differential;
 mod waits_and_timers;
+mod x87_libm;

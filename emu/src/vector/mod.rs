@@ -66,8 +66,6 @@ crate::engine_seam::same_layout_as_c!(
     }
 );
 
-const UC_CTL_IO_WRITE: u32 = 1;
-
 /// Registers the vector unit with the engine. False with stock Unicorn,
 /// which has no such control (VEX instructions then stay `#UD`).
 pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
@@ -77,16 +75,7 @@ pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
         decode: decode_entry,
         exec: exec_entry,
     };
-    // SAFETY: a live engine; the control takes one pointer to a unit that
-    // lives for the whole program, as the engine keeps a copy of it.
-    let rc = unsafe {
-        crate::engine_seam::uc_ctl_raw(
-            uc.get_handle(),
-            crate::engine_seam::CTL_VECTOR_UNIT as u32 | (UC_CTL_IO_WRITE << 30) | (1 << 26),
-            &raw const UNIT,
-        )
-    };
-    rc == 0
+    crate::engine_seam::register_unit(uc, crate::engine_seam::CTL_VECTOR_UNIT, &UNIT)
 }
 
 /// One VEX instruction as the engine describes it.
