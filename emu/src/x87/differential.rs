@@ -298,7 +298,7 @@ fn every_instruction_computes_what_the_host_x87_computes() {
             .filter(|(k, control, _)| *k == Difference::LastPlace && control & 0x0c00 == 0)
             .count();
         report.push(format!("{op:?}: {} cases, {other} differ, {last} in the last place ({nearest} rounding to nearest), {c1} in C1 only", cases.len()));
-        // Measured on an AMD Zen 4 (docs/x87.md): the CPU's approximation
+        // Measured on an Intel Xeon (docs/x87.md): the CPU's approximation
         // falls on the other side of a rounding boundary for at most about
         // 2% of the cases when rounding to nearest, 16% in all modes.
         if other > 0 || nearest * 40 > cases.len() || last * 5 > cases.len() {
