@@ -233,18 +233,19 @@ impl Simulator {
     /// `address`.
     #[inline(always)]
     pub(crate) fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
-        let Some(running) = self.running else {
+        let Some(running) = &self.running else {
             return;
         };
         let index = self
             .plans
             .instruction_of(&running.plan, pc)
             .min(running.plan.instructions.saturating_sub(1) as usize);
+        let cell = running.cell(index, self.width);
         self.fetch_through(index + 1);
         if write {
             if let Some(read) = self.last_read.take() {
                 if (read.pc, read.address, read.size) == (pc, address, size) {
-                    self.modify(running, index, read);
+                    self.modify(cell, read);
                     return;
                 }
             }
@@ -259,12 +260,12 @@ impl Simulator {
         };
         let d1_missed = caches.d1.access(address, u64::from(size));
         let ll_missed = d1_missed && caches.ll.access(address, u64::from(size));
-        self.count(running, index, access);
+        self.count(cell, access);
         if d1_missed {
-            self.count(running, index, l1);
+            self.count(cell, l1);
             self.penalty += self.settings.penalties.l1_miss;
             if ll_missed {
-                self.count(running, index, ll);
+                self.count(cell, ll);
                 self.penalty += self.settings.penalties.ll_miss;
             }
         }
@@ -280,9 +281,12 @@ impl Simulator {
     }
 
     /// Penalty cycles since the last call, for the call tree's clock.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take_penalty(&mut self) -> u64 {
-        std::mem::take(&mut self.penalty)
+        match self.penalty {
+            0 => 0,
+            _ => std::mem::take(&mut self.penalty),
+        }
     }
 
     /// The counts so far, which start again from zero (a dump cut a part
@@ -334,7 +338,8 @@ impl Simulator {
                 return;
             };
             if caches.i1.access(fetch.address, u64::from(fetch.size)) {
-                self.i1_missed(running, fetch.index as usize, fetch.address, fetch.size);
+                let cell = running.cell(fetch.index as usize, self.width);
+                self.i1_missed(cell, fetch.address, fetch.size);
             }
         }
         if let Some(running) = &mut self.running {
@@ -342,10 +347,10 @@ impl Simulator {
         }
     }
 
-    /// The fetch of `size` bytes at `address` by instruction `index` of the
-    /// running block missed the instruction cache.
+    /// The fetch of `size` bytes at `address` by the instruction of `cell`
+    /// missed the instruction cache.
     #[cold]
-    fn i1_missed(&mut self, running: Running, index: usize, address: u64, size: u32) {
+    fn i1_missed(&mut self, cell: Cell, address: u64, size: u32) {
         let Some(caches) = &mut self.caches else {
             return;
         };
@@ -353,25 +358,25 @@ impl Simulator {
             .ll
             .access(address | INSTRUCTION_LINE, u64::from(size));
         self.penalty += self.settings.penalties.l1_miss;
-        self.count(running, index, SimEvent::I1mr);
+        self.count(cell, SimEvent::I1mr);
         if ll_missed {
             self.penalty += self.settings.penalties.ll_miss;
-            self.count(running, index, SimEvent::ILmr);
+            self.count(cell, SimEvent::ILmr);
         }
     }
 
-    /// Turns the last read, by instruction `index`, into a modify: one
-    /// write access whose misses are the read's.
-    fn modify(&mut self, running: Running, index: usize, read: LastRead) {
-        self.add(running, index, SimEvent::Dr, u64::MAX);
-        self.count(running, index, SimEvent::Dw);
+    /// Turns the last read, by the instruction of `cell`, into a modify:
+    /// one write access whose misses are the read's.
+    fn modify(&mut self, cell: Cell, read: LastRead) {
+        self.add(cell, SimEvent::Dr, u64::MAX);
+        self.count(cell, SimEvent::Dw);
         if read.d1_missed {
-            self.add(running, index, SimEvent::D1mr, u64::MAX);
-            self.count(running, index, SimEvent::D1mw);
+            self.add(cell, SimEvent::D1mr, u64::MAX);
+            self.count(cell, SimEvent::D1mw);
         }
         if read.ll_missed {
-            self.add(running, index, SimEvent::DLmr, u64::MAX);
-            self.count(running, index, SimEvent::DLmw);
+            self.add(cell, SimEvent::DLmr, u64::MAX);
+            self.count(cell, SimEvent::DLmw);
         }
     }
 
@@ -394,28 +399,49 @@ impl Simulator {
                 (predictor.indirect(at, next), SimEvent::Bi, SimEvent::Bim)
             }
         };
-        self.count(running, last, executed);
+        let cell = running.cell(last, self.width);
+        self.count(cell, executed);
         if mispredicted {
-            self.count(running, last, missed);
+            self.count(cell, missed);
             self.penalty += self.settings.penalties.mispredict;
         }
     }
 
     #[inline(always)]
-    fn count(&mut self, running: Running, instruction: usize, event: SimEvent) {
-        self.add(running, instruction, event, 1);
+    fn count(&mut self, cell: Cell, event: SimEvent) {
+        self.add(cell, event, 1);
     }
 
     /// Adds `n` (wrapping: `u64::MAX` takes one away) to `event` of the
-    /// running context and instruction.
+    /// context and instruction of `cell`.
     #[inline(always)]
-    fn add(&mut self, running: Running, instruction: usize, event: SimEvent, n: u64) {
+    fn add(&mut self, cell: Cell, event: SimEvent, n: u64) {
         let Some(column) = self.columns[event as usize] else {
             return;
         };
-        let node = &mut self.nodes[running.node_row + column];
+        let node = &mut self.nodes[cell.node + column];
         *node = node.wrapping_add(n);
-        let cell = &mut self.plans.counts[running.plan.row + instruction * self.width + column];
-        *cell = cell.wrapping_add(n);
+        let instruction = &mut self.plans.counts[cell.instruction + column];
+        *instruction = instruction.wrapping_add(n);
     }
+}
+
+impl Running {
+    /// Where the counts of instruction `index` of the block and of its
+    /// context start, `width` counts each.
+    #[inline(always)]
+    fn cell(&self, index: usize, width: usize) -> Cell {
+        Cell {
+            node: self.node_row,
+            instruction: self.plan.row + index * width,
+        }
+    }
+}
+
+/// Where the counts an event goes to start: its context's, in
+/// [`Simulator::nodes`], and its instruction's, in the block counts.
+#[derive(Clone, Copy)]
+struct Cell {
+    node: usize,
+    instruction: usize,
 }

@@ -131,11 +131,11 @@ impl BuilderThread {
                             next += 1;
                             simulator.data(pc, address, size, write);
                         }
-                        self.tree.add_cycles(simulator.take_penalty());
+                        add_penalty(&mut self.tree, simulator);
                         continue;
                     }
                     simulator.interrupted();
-                    self.tree.add_cycles(simulator.take_penalty());
+                    add_penalty(&mut self.tree, simulator);
                 }
                 self.special(*event);
                 continue;
@@ -144,7 +144,7 @@ impl BuilderThread {
             self.previous = id;
             if let Some(simulator) = &mut self.simulator {
                 simulator.block_starts(TreeEvent::split_key(event.key).0);
-                self.tree.add_cycles(simulator.take_penalty());
+                add_penalty(&mut self.tree, simulator);
             }
             let block = &mut self.tracked[id];
             block.executions += 1;
@@ -328,7 +328,7 @@ impl BuilderThread {
         let executions = self.tracked.iter().map(|r| r.executions).collect();
         let simulation = self.simulator.take().map(|mut simulator| {
             simulator.interrupted();
-            self.tree.add_cycles(simulator.take_penalty());
+            add_penalty(&mut self.tree, &mut simulator);
             simulator.take_counts()
         });
         let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
@@ -542,6 +542,17 @@ impl BuilderThread {
         );
         self.tracked.push(TrackedBlock::new(self.blocks.get(id)));
         id as usize
+    }
+}
+
+/// Adds the penalty cycles of what the simulator saw since the last call
+/// to the call tree's clock (most events have none: the tree's clock is
+/// not touched then).
+#[inline(always)]
+fn add_penalty(tree: &mut CallTreeBuilder, simulator: &mut Simulator) {
+    let penalty = simulator.take_penalty();
+    if penalty != 0 {
+        tree.add_cycles(penalty);
     }
 }
 
