@@ -113,10 +113,11 @@ struct Running {
     plan: BlockPlan,
     /// Where the context's counts start in [`Simulator::nodes`].
     node_row: usize,
-    /// Instructions of the block fetched so far.
-    fetched: usize,
     /// The next fetch step of the block's plan to simulate.
     step: usize,
+    /// The instruction of that step (`usize::MAX` when none is left, or
+    /// without cache simulation): fetches up to it change nothing.
+    next_fetch: usize,
 }
 
 /// The last data read, which a write of the same instruction may turn into
@@ -211,12 +212,16 @@ impl Simulator {
             self.nodes.resize(node_row + self.width, 0);
         }
         let plan = self.plans.plan(blocks, id, self.line_bits, self.width);
-        Running {
+        let mut running = Running {
             plan,
             node_row,
-            fetched: 0,
             step: plan.steps_start,
+            next_fetch: usize::MAX,
+        };
+        if self.caches.is_some() {
+            running.next_fetch = self.plans.fetch_index(plan.steps_start, plan.steps_end);
         }
+        running
     }
 
     /// Something other than a block happened (a system call, a thread
@@ -312,39 +317,35 @@ impl Simulator {
     /// `end`.
     #[inline(always)]
     fn fetch_through(&mut self, end: usize) {
-        let Some(running) = &mut self.running else {
+        if self.running.is_some_and(|r| r.next_fetch < end) {
+            self.fetch_steps(end);
+        }
+    }
+
+    /// Simulates the running block's fetch steps of instructions before
+    /// `end`.
+    #[inline]
+    fn fetch_steps(&mut self, end: usize) {
+        let Some(mut running) = self.running else {
             return;
         };
-        if running.fetched >= end {
-            return;
-        }
-        running.fetched = end;
-        if self.caches.is_none() {
-            return;
-        }
-        let running = *running;
-        let mut step = running.step;
-        while step < running.plan.steps_end {
-            let fetch = self.plans.step(step);
-            if fetch.index as usize >= end {
-                break;
-            }
-            step += 1;
+        while running.next_fetch < end {
+            let fetch = self.plans.step(running.step);
+            running.step += 1;
+            running.next_fetch = self.plans.fetch_index(running.step, running.plan.steps_end);
             if fetch.first_line == fetch.last_line && fetch.first_line == self.last_fetch_line {
                 continue;
             }
             self.last_fetch_line = fetch.last_line;
             let Some(caches) = &mut self.caches else {
-                return;
+                break;
             };
             if caches.i1.access(fetch.address, u64::from(fetch.size)) {
                 let cell = running.cell(fetch.index as usize, self.width);
                 self.i1_missed(cell, fetch.address, fetch.size);
             }
         }
-        if let Some(running) = &mut self.running {
-            running.step = step;
-        }
+        self.running = Some(running);
     }
 
     /// The fetch of `size` bytes at `address` by the instruction of `cell`
