@@ -130,16 +130,6 @@ impl BlockPlans {
         self.steps[index]
     }
 
-    /// The instruction of fetch step `index` of a plan whose steps end at
-    /// `end`; `usize::MAX` past its last.
-    #[inline(always)]
-    pub(super) fn fetch_index(&self, index: usize, end: usize) -> usize {
-        match index < end {
-            true => self.steps[index].index as usize,
-            false => usize::MAX,
-        }
-    }
-
     /// The per-instruction counts by block id (empty for blocks that never
     /// ran), which start again from zero.
     pub(super) fn take_counts(&mut self, width: usize) -> Vec<Vec<u64>> {

@@ -113,11 +113,10 @@ struct Running {
     plan: BlockPlan,
     /// Where the context's counts start in [`Simulator::nodes`].
     node_row: usize,
+    /// Instructions of the block fetched so far.
+    fetched: usize,
     /// The next fetch step of the block's plan to simulate.
     step: usize,
-    /// The instruction of that step (`usize::MAX` when none is left, or
-    /// without cache simulation): fetches up to it change nothing.
-    next_fetch: usize,
 }
 
 /// The last data read, which a write of the same instruction may turn into
@@ -212,16 +211,12 @@ impl Simulator {
             self.nodes.resize(node_row + self.width, 0);
         }
         let plan = self.plans.plan(blocks, id, self.line_bits, self.width);
-        let mut running = Running {
+        Running {
             plan,
             node_row,
+            fetched: 0,
             step: plan.steps_start,
-            next_fetch: usize::MAX,
-        };
-        if self.caches.is_some() {
-            running.next_fetch = self.plans.fetch_index(plan.steps_start, plan.steps_end);
         }
-        running
     }
 
     /// Something other than a block happened (a system call, a thread
@@ -317,35 +312,39 @@ impl Simulator {
     /// `end`.
     #[inline(always)]
     fn fetch_through(&mut self, end: usize) {
-        if self.running.is_some_and(|r| r.next_fetch < end) {
-            self.fetch_steps(end);
-        }
-    }
-
-    /// Simulates the running block's fetch steps of instructions before
-    /// `end`.
-    #[inline]
-    fn fetch_steps(&mut self, end: usize) {
-        let Some(mut running) = self.running else {
+        let Some(running) = &mut self.running else {
             return;
         };
-        while running.next_fetch < end {
-            let fetch = self.plans.step(running.step);
-            running.step += 1;
-            running.next_fetch = self.plans.fetch_index(running.step, running.plan.steps_end);
+        if running.fetched >= end {
+            return;
+        }
+        running.fetched = end;
+        if self.caches.is_none() {
+            return;
+        }
+        let running = *running;
+        let mut step = running.step;
+        while step < running.plan.steps_end {
+            let fetch = self.plans.step(step);
+            if fetch.index as usize >= end {
+                break;
+            }
+            step += 1;
             if fetch.first_line == fetch.last_line && fetch.first_line == self.last_fetch_line {
                 continue;
             }
             self.last_fetch_line = fetch.last_line;
             let Some(caches) = &mut self.caches else {
-                break;
+                return;
             };
             if caches.i1.access(fetch.address, u64::from(fetch.size)) {
                 let cell = running.cell(fetch.index as usize, self.width);
                 self.i1_missed(cell, fetch.address, fetch.size);
             }
         }
-        self.running = Some(running);
+        if let Some(running) = &mut self.running {
+            running.step = step;
+        }
     }
 
     /// The fetch of `size` bytes at `address` by the instruction of `cell`
