@@ -35,10 +35,23 @@ impl Cache {
     }
 
     /// Accesses `size` bytes at `address`; true when it missed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn access(&mut self, address: u64, size: u64) -> bool {
         let first = address >> self.line_bits;
         let last = (address + size.max(1) - 1) >> self.line_bits;
+        // Most accesses touch one line, their set's most recent one.
+        if first == last {
+            let start = (first & self.set_mask) as usize * self.assoc;
+            if self.tags.get(start) == Some(&first) {
+                return false;
+            }
+        }
+        self.access_lines(first, last)
+    }
+
+    /// Touches `first` to `last`; true when one of them missed.
+    #[inline(never)]
+    fn access_lines(&mut self, first: u64, last: u64) -> bool {
         let mut missed = self.touch(first);
         // Cachegrind allows two lines at most; a wider access (a string
         // instruction's or `fxsave`'s) touches each line it covers.
@@ -56,7 +69,6 @@ impl Cache {
     fn touch(&mut self, line: u64) -> bool {
         let start = (line & self.set_mask) as usize * self.assoc;
         let set = &mut self.tags[start..start + self.assoc];
-        // Most accesses touch their set's most recent line again.
         if set[0] == line {
             return false;
         }

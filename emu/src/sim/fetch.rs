@@ -18,15 +18,15 @@ pub(super) struct FetchStep {
     pub(super) address: u64,
     /// Bytes fetched (at least one).
     pub(super) size: u32,
+    /// The first and last line the fetch touches.
+    pub(super) first_line: u64,
+    pub(super) last_line: u64,
 }
 
-impl FetchStep {
-    /// The first and last line the fetch touches.
-    #[inline]
-    pub(super) fn lines(&self, line_bits: u32) -> (u64, u64) {
-        let last = self.address + u64::from(self.size) - 1;
-        (self.address >> line_bits, last >> line_bits)
-    }
+/// The first and last line of `size` bytes at `address`.
+fn lines(address: u64, size: u32, line_bits: u32) -> (u64, u64) {
+    let last = address + u64::from(size) - 1;
+    (address >> line_bits, last >> line_bits)
 }
 
 /// The fetches of `info` that can change the instruction cache, in order,
@@ -39,14 +39,17 @@ pub(super) fn plan(info: &BlockInfo, line_bits: u32) -> Box<[FetchStep]> {
         let stop = offsets
             .get(index + 1)
             .map_or(u64::from(info.size), |&o| u64::from(o));
-        let step = FetchStep {
-            index: index as u32,
-            address: info.address + u64::from(start),
-            size: (stop - u64::from(start)).max(1) as u32,
-        };
-        let (first, last) = step.lines(line_bits);
+        let address = info.address + u64::from(start);
+        let size = (stop - u64::from(start)).max(1) as u32;
+        let (first, last) = lines(address, size, line_bits);
         if !(first == last && previous_last_line == Some(first)) {
-            steps.push(step);
+            steps.push(FetchStep {
+                index: index as u32,
+                address,
+                size,
+                first_line: first,
+                last_line: last,
+            });
         }
         previous_last_line = Some(last);
     }

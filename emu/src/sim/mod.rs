@@ -28,6 +28,7 @@
 //! With simulation, every miss and misprediction adds [`PENALTIES`] cycles
 //! to the cost model's cycles of the instruction and context that caused it.
 
+mod block_plan;
 mod branch;
 mod cache;
 mod fetch;
@@ -35,10 +36,10 @@ pub mod geometry;
 
 use emuprof_model::{CacheConfig, NodeId, Penalties, SimEvent, Simulation};
 
-use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
+use crate::tree::blocks::BlockCache;
+use block_plan::{BlockPlan, BlockPlans, BranchSite};
 use branch::BranchPredictor;
 use cache::Cache;
-use fetch::FetchStep;
 
 /// Cycles each simulated event adds: an L1 miss that hits the last level
 /// costs Skylake's L3 hit latency less the L1 hit the cost model already
@@ -109,15 +110,13 @@ const INSTRUCTION_LINE: u64 = 1 << 62;
 /// The block whose instructions are running.
 #[derive(Clone, Copy)]
 struct Running {
-    block: usize,
-    node: NodeId,
+    plan: BlockPlan,
+    /// Where the context's counts start in [`Simulator::nodes`].
+    node_row: usize,
     /// Instructions of the block fetched so far.
     fetched: usize,
-    /// Steps of the block's fetch plan simulated so far.
-    steps: usize,
-    /// The instruction that made the last data access (where the next
-    /// one's search starts: a block's accesses come in order).
-    accessing: usize,
+    /// The next fetch step of the block's plan to simulate.
+    step: usize,
 }
 
 /// The last data read, which a write of the same instruction may turn into
@@ -139,11 +138,12 @@ pub(crate) struct Simulator {
     width: usize,
     caches: Option<Caches>,
     branches: Option<BranchPredictor>,
+    /// By node id, `width` counts each.
     nodes: Vec<u64>,
-    blocks: Vec<Vec<u64>>,
-    /// By block id: the fetches that can change the instruction cache
-    /// (see [`fetch`]); empty until the block first runs.
-    plans: Vec<Box<[FetchStep]>>,
+    /// Block plans and the blocks' per-instruction counts.
+    plans: BlockPlans,
+    /// The instruction cache's line bits (0 without cache simulation).
+    line_bits: u32,
     /// The line the last instruction fetch ended in.
     last_fetch_line: u64,
     running: Option<Running>,
@@ -159,19 +159,20 @@ impl Simulator {
         for (column, &event) in settings.events.iter().enumerate() {
             columns[event as usize] = Some(column);
         }
+        let caches = options.caches.map(|c| Caches {
+            i1: Cache::new(c.i1),
+            d1: Cache::new(c.d1),
+            ll: Cache::new(c.ll),
+        });
         Simulator {
             width: settings.events.len(),
             settings,
             columns,
-            caches: options.caches.map(|c| Caches {
-                i1: Cache::new(c.i1),
-                d1: Cache::new(c.d1),
-                ll: Cache::new(c.ll),
-            }),
+            line_bits: caches.as_ref().map_or(0, |c| c.i1.line_bits()),
+            caches,
             branches: options.branches.then(BranchPredictor::new),
             nodes: Vec::new(),
-            blocks: Vec::new(),
-            plans: Vec::new(),
+            plans: BlockPlans::default(),
             last_fetch_line: u64::MAX,
             running: None,
             last_read: None,
@@ -181,103 +182,70 @@ impl Simulator {
 
     /// A block starts at `address`: finishes the one before it (its
     /// remaining fetches, and its branch, by where execution went).
-    pub(crate) fn block_starts(&mut self, blocks: &BlockCache, address: u64) {
+    #[inline]
+    pub(crate) fn block_starts(&mut self, address: u64) {
         let Some(previous) = self.running else {
             return;
         };
-        let info = blocks.get(previous.block as u32);
-        self.fetch_through(info.instructions as usize);
+        self.fetch_through(previous.plan.instructions as usize);
         if self.branches.is_some() {
-            self.resolve_branch(info, previous, address);
+            self.resolve_branch(previous, address);
         }
         self.running = None;
     }
 
     /// Block `id` runs in context `node` (called after the call tree has
     /// seen it).
+    #[inline]
     pub(crate) fn block_runs(&mut self, blocks: &BlockCache, id: usize, node: NodeId) {
-        let running = Running {
-            block: id,
-            node,
-            fetched: 0,
-            steps: 0,
-            accessing: 0,
-        };
-        self.running = Some(running);
+        self.running = Some(self.start(blocks, id, node));
         self.last_read = None;
-        self.make_rows(blocks, running);
     }
 
-    /// Makes sure the counts of `running`'s context and instructions
-    /// exist (zeros), and its block's fetch plan.
-    fn make_rows(&mut self, blocks: &BlockCache, running: Running) {
-        let width = self.width;
-        let node_end = (running.node as usize + 1) * width;
-        if self.nodes.len() < node_end {
-            self.nodes.resize(node_end, 0);
+    /// The running state of block `id` in context `node`, with its plan and
+    /// the context's counts made when they do not exist yet (zeros).
+    #[inline]
+    fn start(&mut self, blocks: &BlockCache, id: usize, node: NodeId) -> Running {
+        let node_row = node as usize * self.width;
+        if self.nodes.len() < node_row + self.width {
+            self.nodes.resize(node_row + self.width, 0);
         }
-        if self.blocks.len() <= running.block {
-            self.blocks.resize(running.block + 1, Vec::new());
-        }
-        if self.blocks[running.block].is_empty() {
-            let info = blocks.get(running.block as u32);
-            self.blocks[running.block] = vec![0; info.instructions as usize * width];
-        }
-        if let Some(caches) = &self.caches {
-            if self.plans.len() <= running.block {
-                self.plans.resize(running.block + 1, Box::default());
-            }
-            if self.plans[running.block].is_empty() {
-                let info = blocks.get(running.block as u32);
-                self.plans[running.block] = fetch::plan(info, caches.i1.line_bits());
-            }
+        let plan = self.plans.plan(blocks, id, self.line_bits, self.width);
+        Running {
+            plan,
+            node_row,
+            fetched: 0,
+            step: plan.steps_start,
         }
     }
 
     /// Something other than a block happened (a system call, a thread
     /// switch, a signal): the running block is over, its branch unknown.
-    pub(crate) fn interrupted(&mut self, blocks: &BlockCache) {
+    pub(crate) fn interrupted(&mut self) {
         if let Some(running) = self.running {
-            let instructions = blocks.get(running.block as u32).instructions as usize;
-            self.fetch_through(instructions);
+            self.fetch_through(running.plan.instructions as usize);
         }
         self.running = None;
         self.last_read = None;
     }
 
-    /// Data accesses `(pc, address, size, write)` in a row, each as
-    /// [`Simulator::data`].
-    #[inline]
-    pub(crate) fn data_run(
-        &mut self,
-        blocks: &BlockCache,
-        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
-    ) {
-        for (pc, address, size, write) in accesses {
-            self.data(blocks, pc, address, size, write);
-        }
-    }
-
-    /// A data access by the instruction at `pc`.
+    /// A data access by the instruction at `pc` of `size` bytes at
+    /// `address`.
     #[inline(always)]
-    fn data(&mut self, blocks: &BlockCache, pc: u64, address: u64, size: u32, write: bool) {
-        let Some(running) = self.running else {
+    pub(crate) fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
+        let Some(running) = &self.running else {
             return;
         };
-        let info = blocks.get(running.block as u32);
-        let index = instruction_at(
-            &info.instruction_offsets,
-            pc.wrapping_sub(info.address),
-            running.accessing,
-        );
-        if let Some(running) = &mut self.running {
-            running.accessing = index;
-        }
+        let index = self
+            .plans
+            .instruction_of(&running.plan, pc)
+            .min(running.plan.instructions.saturating_sub(1) as usize);
+        let cell = running.cell(index, self.width);
         self.fetch_through(index + 1);
         if write {
             if let Some(read) = self.last_read.take() {
                 if (read.pc, read.address, read.size) == (pc, address, size) {
-                    self.modify(running, index, read);
+                    self.modify(cell, read);
                     return;
                 }
             }
@@ -292,14 +260,14 @@ impl Simulator {
         };
         let d1_missed = caches.d1.access(address, u64::from(size));
         let ll_missed = d1_missed && caches.ll.access(address, u64::from(size));
-        self.count(running, index, access);
+        self.count(cell, access);
         if d1_missed {
-            self.count(running, index, l1);
+            self.count(cell, l1);
             self.penalty += self.settings.penalties.l1_miss;
-        }
-        if ll_missed {
-            self.count(running, index, ll);
-            self.penalty += self.settings.penalties.ll_miss;
+            if ll_missed {
+                self.count(cell, ll);
+                self.penalty += self.settings.penalties.ll_miss;
+            }
         }
         if !write {
             self.last_read = Some(LastRead {
@@ -313,209 +281,167 @@ impl Simulator {
     }
 
     /// Penalty cycles since the last call, for the call tree's clock.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take_penalty(&mut self) -> u64 {
-        std::mem::take(&mut self.penalty)
+        match self.penalty {
+            0 => 0,
+            _ => std::mem::take(&mut self.penalty),
+        }
     }
 
     /// The counts so far, which start again from zero (a dump cut a part
     /// of the run); the caches and predictors keep their state.
-    pub(crate) fn take_counts(&mut self, blocks: &BlockCache) -> SimulationCounts {
+    pub(crate) fn take_counts(&mut self) -> SimulationCounts {
         let width = self.width.max(1);
-        let counts = SimulationCounts {
-            nodes: std::mem::take(&mut self.nodes)
-                .chunks(width)
-                .map(<[u64]>::to_vec)
-                .collect(),
-            blocks: std::mem::take(&mut self.blocks),
-            settings: self.settings.clone(),
-        };
-        // The running block goes on counting, in the next part.
+        let nodes = std::mem::take(&mut self.nodes)
+            .chunks(width)
+            .map(<[u64]>::to_vec)
+            .collect();
+        // The running context goes on counting, in the next part.
         if let Some(running) = self.running {
-            self.make_rows(blocks, running);
+            self.nodes.resize(running.node_row + self.width, 0);
         }
-        counts
+        SimulationCounts {
+            nodes,
+            blocks: self.plans.take_counts(self.width),
+            settings: self.settings.clone(),
+        }
     }
 
     /// Fetches the running block's instructions up to (not including)
     /// `end`.
-    #[inline]
+    #[inline(always)]
     fn fetch_through(&mut self, end: usize) {
-        let Some(mut running) = self.running else {
+        let Some(running) = &mut self.running else {
             return;
         };
         if running.fetched >= end {
             return;
         }
+        running.fetched = end;
+        if self.caches.is_none() {
+            return;
+        }
+        let running = *running;
+        let mut step = running.step;
+        while step < running.plan.steps_end {
+            let fetch = self.plans.step(step);
+            if fetch.index as usize >= end {
+                break;
+            }
+            step += 1;
+            if fetch.first_line == fetch.last_line && fetch.first_line == self.last_fetch_line {
+                continue;
+            }
+            self.last_fetch_line = fetch.last_line;
+            let Some(caches) = &mut self.caches else {
+                return;
+            };
+            if caches.i1.access(fetch.address, u64::from(fetch.size)) {
+                let cell = running.cell(fetch.index as usize, self.width);
+                self.i1_missed(cell, fetch.address, fetch.size);
+            }
+        }
+        if let Some(running) = &mut self.running {
+            running.step = step;
+        }
+    }
+
+    /// The fetch of `size` bytes at `address` by the instruction of `cell`
+    /// missed the instruction cache.
+    #[cold]
+    fn i1_missed(&mut self, cell: Cell, address: u64, size: u32) {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        let plan = &self.plans[running.block];
-        let line_bits = caches.i1.line_bits();
-        while let Some(&step) = plan.get(running.steps) {
-            if step.index as usize >= end {
-                break;
-            }
-            running.steps += 1;
-            let (first, last) = step.lines(line_bits);
-            if first == last && first == self.last_fetch_line {
-                continue;
-            }
-            self.last_fetch_line = last;
-            let size = u64::from(step.size);
-            if caches.i1.access(step.address, size) {
-                let ll_missed = caches.ll.access(step.address | INSTRUCTION_LINE, size);
-                let index = step.index as usize;
-                self.penalty += self.settings.penalties.l1_miss;
-                add(
-                    &self.columns,
-                    self.width,
-                    &mut self.nodes,
-                    &mut self.blocks,
-                    running,
-                    index,
-                    SimEvent::I1mr,
-                    1,
-                );
-                if ll_missed {
-                    self.penalty += self.settings.penalties.ll_miss;
-                    add(
-                        &self.columns,
-                        self.width,
-                        &mut self.nodes,
-                        &mut self.blocks,
-                        running,
-                        index,
-                        SimEvent::ILmr,
-                        1,
-                    );
-                }
-            }
+        let ll_missed = caches
+            .ll
+            .access(address | INSTRUCTION_LINE, u64::from(size));
+        self.penalty += self.settings.penalties.l1_miss;
+        self.count(cell, SimEvent::I1mr);
+        if ll_missed {
+            self.penalty += self.settings.penalties.ll_miss;
+            self.count(cell, SimEvent::ILmr);
         }
-        running.fetched = end;
-        self.running = Some(running);
     }
 
-    /// Turns the last read, by instruction `index`, into a modify: one
-    /// write access whose misses are the read's.
-    fn modify(&mut self, running: Running, index: usize, read: LastRead) {
-        self.uncount(running, index, SimEvent::Dr);
-        self.count(running, index, SimEvent::Dw);
+    /// Turns the last read, by the instruction of `cell`, into a modify:
+    /// one write access whose misses are the read's.
+    fn modify(&mut self, cell: Cell, read: LastRead) {
+        self.add(cell, SimEvent::Dr, u64::MAX);
+        self.count(cell, SimEvent::Dw);
         if read.d1_missed {
-            self.uncount(running, index, SimEvent::D1mr);
-            self.count(running, index, SimEvent::D1mw);
+            self.add(cell, SimEvent::D1mr, u64::MAX);
+            self.count(cell, SimEvent::D1mw);
         }
         if read.ll_missed {
-            self.uncount(running, index, SimEvent::DLmr);
-            self.count(running, index, SimEvent::DLmw);
+            self.add(cell, SimEvent::DLmr, u64::MAX);
+            self.count(cell, SimEvent::DLmw);
         }
     }
 
-    /// The branch that ended `info` (which ran as `running`) went to
+    /// The branch that ended the block that ran as `running` went to
     /// `next`.
-    fn resolve_branch(&mut self, info: &BlockInfo, running: Running, next: u64) {
-        let last = info.instructions.saturating_sub(1) as usize;
-        let at = info.address
-            + info
-                .instruction_offsets
-                .get(last)
-                .map_or(0, |&o| u64::from(o));
-        let predictor = self.branches.as_mut().expect("branch simulation is on");
-        if let Some(target) = info.conditional_target {
-            let mispredicted = predictor.conditional(at, next == target);
-            self.count(running, last, SimEvent::Bc);
-            if mispredicted {
-                self.count(running, last, SimEvent::Bcm);
-                self.penalty += self.settings.penalties.mispredict;
-            }
+    #[inline]
+    fn resolve_branch(&mut self, running: Running, next: u64) {
+        let last = running.plan.instructions.saturating_sub(1) as usize;
+        let Some(predictor) = self.branches.as_mut() else {
             return;
-        }
-        // As Cachegrind: returns are not predicted (a return stack almost
-        // always is right), so they are no indirect branches.
-        let indirect = matches!(
-            info.terminator,
-            Terminator::IndirectJump | Terminator::Call { indirect: true }
-        );
-        if indirect {
-            let mispredicted = predictor.indirect(at, next);
-            self.count(running, last, SimEvent::Bi);
-            if mispredicted {
-                self.count(running, last, SimEvent::Bim);
-                self.penalty += self.settings.penalties.mispredict;
+        };
+        let (mispredicted, executed, missed) = match running.plan.branch {
+            BranchSite::None => return,
+            BranchSite::Conditional { at, target } => (
+                predictor.conditional(at, next == target),
+                SimEvent::Bc,
+                SimEvent::Bcm,
+            ),
+            BranchSite::Indirect { at } => {
+                (predictor.indirect(at, next), SimEvent::Bi, SimEvent::Bim)
             }
+        };
+        let cell = running.cell(last, self.width);
+        self.count(cell, executed);
+        if mispredicted {
+            self.count(cell, missed);
+            self.penalty += self.settings.penalties.mispredict;
         }
     }
 
-    #[inline]
-    fn count(&mut self, running: Running, instruction: usize, event: SimEvent) {
-        let (nodes, blocks) = (&mut self.nodes, &mut self.blocks);
-        add(
-            &self.columns,
-            self.width,
-            nodes,
-            blocks,
-            running,
-            instruction,
-            event,
-            1,
-        );
+    #[inline(always)]
+    fn count(&mut self, cell: Cell, event: SimEvent) {
+        self.add(cell, event, 1);
     }
 
-    #[inline]
-    fn uncount(&mut self, running: Running, instruction: usize, event: SimEvent) {
-        let (nodes, blocks) = (&mut self.nodes, &mut self.blocks);
-        add(
-            &self.columns,
-            self.width,
-            nodes,
-            blocks,
-            running,
-            instruction,
-            event,
-            u64::MAX,
-        );
+    /// Adds `n` (wrapping: `u64::MAX` takes one away) to `event` of the
+    /// context and instruction of `cell`.
+    #[inline(always)]
+    fn add(&mut self, cell: Cell, event: SimEvent, n: u64) {
+        let Some(column) = self.columns[event as usize] else {
+            return;
+        };
+        let node = &mut self.nodes[cell.node + column];
+        *node = node.wrapping_add(n);
+        let instruction = &mut self.plans.counts[cell.instruction + column];
+        *instruction = instruction.wrapping_add(n);
     }
 }
 
-/// Adds `n` (wrapping: `u64::MAX` takes one away) to `event` of the
-/// running context and instruction, in the rows [`Simulator::make_rows`]
-/// made; `columns` and `width` as in [`Simulator`].
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn add(
-    columns: &[Option<usize>; SimEvent::ALL.len()],
-    width: usize,
-    nodes: &mut [u64],
-    blocks: &mut [Vec<u64>],
-    running: Running,
+impl Running {
+    /// Where the counts of instruction `index` of the block and of its
+    /// context start, `width` counts each.
+    #[inline(always)]
+    fn cell(&self, index: usize, width: usize) -> Cell {
+        Cell {
+            node: self.node_row,
+            instruction: self.plan.row + index * width,
+        }
+    }
+}
+
+/// Where the counts an event goes to start: its context's, in
+/// [`Simulator::nodes`], and its instruction's, in the block counts.
+#[derive(Clone, Copy)]
+struct Cell {
+    node: usize,
     instruction: usize,
-    event: SimEvent,
-    n: u64,
-) {
-    let Some(column) = columns[event as usize] else {
-        return;
-    };
-    let node = &mut nodes[running.node as usize * width + column];
-    *node = node.wrapping_add(n);
-    let cell = &mut blocks[running.block][instruction * width + column];
-    *cell = cell.wrapping_add(n);
-}
-
-/// The index of the instruction at `offset` bytes into a block whose
-/// instructions start at `offsets`, searching from instruction `from` on
-/// (a block's accesses come in order; an earlier one is searched for from
-/// the start).
-#[inline]
-fn instruction_at(offsets: &[u16], offset: u64, from: usize) -> usize {
-    let mut index = from.min(offsets.len().saturating_sub(1));
-    if offsets.get(index).is_some_and(|&o| u64::from(o) > offset) {
-        index = 0;
-    }
-    while offsets
-        .get(index + 1)
-        .is_some_and(|&o| u64::from(o) <= offset)
-    {
-        index += 1;
-    }
-    index
 }

@@ -122,23 +122,20 @@ impl BuilderThread {
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
-                    if event.is_memory_access() {
-                        // The block's accesses, in one go.
-                        let run = events[next..]
-                            .iter()
-                            .take_while(|e| e.is_memory_access())
-                            .count();
-                        let accesses = &events[next - 1..next + run];
-                        next += run;
-                        simulator.data_run(
-                            &self.blocks,
-                            accesses.iter().filter_map(TreeEvent::split_memory_access),
-                        );
-                        self.tree.add_cycles(simulator.take_penalty());
+                    if let Some((pc, address, size, write)) = event.split_memory_access() {
+                        simulator.data(pc, address, size, write);
+                        // The rest of the block's accesses, in one go.
+                        while let Some((pc, address, size, write)) =
+                            events.get(next).and_then(TreeEvent::split_memory_access)
+                        {
+                            next += 1;
+                            simulator.data(pc, address, size, write);
+                        }
+                        add_penalty(&mut self.tree, simulator);
                         continue;
                     }
-                    simulator.interrupted(&self.blocks);
-                    self.tree.add_cycles(simulator.take_penalty());
+                    simulator.interrupted();
+                    add_penalty(&mut self.tree, simulator);
                 }
                 self.special(*event);
                 continue;
@@ -146,8 +143,8 @@ impl BuilderThread {
             let id = self.block_id(event.key);
             self.previous = id;
             if let Some(simulator) = &mut self.simulator {
-                simulator.block_starts(&self.blocks, TreeEvent::split_key(event.key).0);
-                self.tree.add_cycles(simulator.take_penalty());
+                simulator.block_starts(TreeEvent::split_key(event.key).0);
+                add_penalty(&mut self.tree, simulator);
             }
             let block = &mut self.tracked[id];
             block.executions += 1;
@@ -330,9 +327,9 @@ impl BuilderThread {
     pub(super) fn finish(mut self) -> BuiltTree {
         let executions = self.tracked.iter().map(|r| r.executions).collect();
         let simulation = self.simulator.take().map(|mut simulator| {
-            simulator.interrupted(&self.blocks);
-            self.tree.add_cycles(simulator.take_penalty());
-            simulator.take_counts(&self.blocks)
+            simulator.interrupted();
+            add_penalty(&mut self.tree, &mut simulator);
+            simulator.take_counts()
         });
         let last_part = self.cutter.as_ref().and_then(|c| c.last_part(&self.tree));
         BuiltTree {
@@ -488,7 +485,7 @@ impl BuilderThread {
         };
         let executions: Vec<u64> = self.tracked.iter().map(|r| r.executions).collect();
         // Parts carry the events counted since the last cut, as their costs.
-        let events = self.simulator.as_mut().map(|s| s.take_counts(&self.blocks));
+        let events = self.simulator.as_mut().map(|s| s.take_counts());
         cutter.cut(
             &mut self.tree,
             self.blocks.blocks(),
@@ -545,6 +542,17 @@ impl BuilderThread {
         );
         self.tracked.push(TrackedBlock::new(self.blocks.get(id)));
         id as usize
+    }
+}
+
+/// Adds the penalty cycles of what the simulator saw since the last call
+/// to the call tree's clock (most events have none: the tree's clock is
+/// not touched then).
+#[inline(always)]
+fn add_penalty(tree: &mut CallTreeBuilder, simulator: &mut Simulator) {
+    let penalty = simulator.take_penalty();
+    if penalty != 0 {
+        tree.add_cycles(penalty);
     }
 }
 

@@ -94,14 +94,16 @@ impl TreeEvent {
     /// one below bit 63).
     #[inline]
     pub(super) fn is_memory_access(&self) -> bool {
-        self.key & SPECIAL != 0 && self.split_memory_access().is_some()
+        self.split_memory_access().is_some()
     }
 
     /// A memory access event's `(pc, address, size, write)`; `None` for any
     /// other event.
+    #[inline(always)]
     pub(super) fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
-        let other_kinds = START_FRAME | START_PENDING;
-        if self.key & (other_kinds & !SPECIAL) != 0 || self.key & 0xffe != MEMORY_ACCESS & 0xfff {
+        // Bit 63 set, bits 61 and 62 clear, the kind in bits 1 to 11.
+        let kind_bits = SPECIAL | START_FRAME | START_PENDING | 0xffe;
+        if self.key & kind_bits != MEMORY_ACCESS & !WRITE {
             return None;
         }
         Some((
