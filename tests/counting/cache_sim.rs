@@ -1,6 +1,8 @@
 //! `--cache-sim` and `--branch-sim`: Callgrind's events, counted so that the
-//! total D1 and LL misses of three programs are within 5 % of Cachegrind's
-//! with the same cache geometry, without changing a single instruction
+//! total D1 misses of three programs are within 0.5 % of Cachegrind's with
+//! the same cache geometry and the LL misses within 3 % (emuprof indexes the
+//! last level by guest-physical address, Cachegrind by virtual address:
+//! docs/cycles.md), without changing a single instruction
 //! count; the events add up everywhere, and repeat exactly.
 
 use crate::common;
@@ -105,10 +107,10 @@ fn cachegrind(binary: &Path, args: &[&str], out: &Path) -> BTreeMap<String, u64>
         .collect()
 }
 
-fn within_five_percent(what: &str, ours: u64, theirs: u64) {
+fn within(tolerance: f64, what: &str, ours: u64, theirs: u64) {
     let error = (ours as f64 - theirs as f64).abs() / theirs as f64;
     assert!(
-        error <= 0.05,
+        error <= tolerance,
         "{what}: emuprof {ours}, Cachegrind {theirs} ({:.1} % apart)",
         100.0 * error
     );
@@ -128,12 +130,14 @@ fn misses_match_cachegrind_and_instructions_do_not_change() {
         let sum = |m: &BTreeMap<String, u64>, events: &[&str]| -> u64 {
             events.iter().map(|e| m[*e]).sum()
         };
-        within_five_percent(
+        within(
+            0.005,
             &format!("{name}: D1 misses"),
             sum(&ours, &["D1mr", "D1mw"]),
             sum(&theirs, &["D1mr", "D1mw"]),
         );
-        within_five_percent(
+        within(
+            0.03,
             &format!("{name}: LL misses"),
             sum(&ours, &["ILmr", "DLmr", "DLmw"]),
             sum(&theirs, &["ILmr", "DLmr", "DLmw"]),
