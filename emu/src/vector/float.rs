@@ -201,6 +201,14 @@ pub(super) fn element(op: u8, size: usize, a: u64, b: u64) -> u64 {
 
 /// Packed (`ps`/`pd`) and scalar (`ss`/`sd`) arithmetic: 51, 58-5f.
 pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
+    let done = match insn.pp() {
+        2 => scalar_quick::<f32>(regs, insn, mem),
+        3 => scalar_quick::<f64>(regs, insn, mem),
+        _ => false,
+    };
+    if done {
+        return;
+    }
     let a = src1(regs, insn);
     let b = rm(regs, insn, mem);
     let double = insn.pp() & 1 == 1;
@@ -243,6 +251,44 @@ pub(super) fn arithmetic(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
     } else {
         write(regs, insn.reg(), &r, width);
     }
+}
+
+/// Scalar `+ - * /` (`vaddss`, `vmulsd`…) on element 0 alone, without
+/// copying whole vectors: false for another operation or when the result
+/// is a NaN, which [`arithmetic`] then computes in full (raising the same
+/// flags once more).
+fn scalar_quick<F: Arith>(regs: &mut Regs<'_>, insn: Insn, mem: &[u8; 64]) -> bool {
+    let element = |bytes: &[u8]| {
+        let mut b = [0u8; 8];
+        b[..F::SIZE].copy_from_slice(&bytes[..F::SIZE]);
+        F::from_bits64(u64::from_le_bytes(b))
+    };
+    let x = element(&regs.xmm[insn.vvvv()][..]);
+    let y = if insn.mem() {
+        element(&mem[..])
+    } else {
+        element(&regs.xmm[insn.rm()][..])
+    };
+    let r = match insn.opcode() {
+        0x58 => x + y,
+        0x59 => x * y,
+        0x5c => x - y,
+        0x5e => x / y,
+        _ => return false,
+    };
+    let r = std::hint::black_box(r).to_bits64();
+    if F::nan(r) {
+        return false;
+    }
+    // The first source's low 16 bytes, then the result in element 0 (see
+    // `arithmetic`); VEX zeroes the rest.
+    let mut low = [0u8; 16];
+    low.copy_from_slice(&regs.xmm[insn.vvvv()][..16]);
+    let dest = &mut regs.xmm[insn.reg()];
+    dest[..16].copy_from_slice(&low);
+    dest[16..].fill(0);
+    dest[..F::SIZE].copy_from_slice(&r.to_le_bytes()[..F::SIZE]);
+    true
 }
 
 /// `+ - * /` of the first `N` elements as whole arrays, which the compiler

@@ -9,9 +9,10 @@
 //! translated instruction is one call of the engine's helper, which loads
 //! the memory operand into a buffer (faulting as the instruction would),
 //! calls `exec` to compute on the registers and the buffer, and stores
-//! the buffer when the plan says so. Guest faults happen in C only; `exec`
-//! never fails. Every form is checked against the host CPU by
-//! `tests/guest/vector_differential.rs`.
+//! the buffer when the plan says so (an instruction without a memory
+//! operand calls a helper that only hands `exec` a zeroed buffer). Guest
+//! faults happen in C only; `exec` never fails. Every form is checked
+//! against the host CPU by `tests/guest/vector_differential.rs`.
 
 mod across;
 mod aes;

@@ -282,21 +282,31 @@ pub(super) fn unpack(regs: &mut Regs<'_>, insn: Insn, mem: &mut [u8; 64]) {
         0x6d => (8, true),
         _ => (if insn.pp() == 0 { 4 } else { 8 }, op == 0x15),
     };
-    let per = 16 / size;
+    let lanes = insn.width() / 16;
+    let r = match size {
+        1 => interleave::<1>(&a, &b, lanes, high),
+        2 => interleave::<2>(&a, &b, lanes, high),
+        4 => interleave::<4>(&a, &b, lanes, high),
+        _ => interleave::<8>(&a, &b, lanes, high),
+    };
+    write(regs, insn.reg(), &r, insn.width());
+}
+
+/// Per 128-bit lane, the low (or `high`) halves of `a` and `b` interleaved
+/// element by element, `S` bytes each (a constant, so each element is one
+/// move).
+fn interleave<const S: usize>(a: &V, b: &V, lanes: usize, high: bool) -> V {
+    let per = 16 / S;
     let mut r = [0u8; 32];
-    for lane in 0..insn.width() / 16 {
-        let from = lane * per + if high { per / 2 } else { 0 };
+    for lane in 0..lanes {
+        let from = (lane * per + if high { per / 2 } else { 0 }) * S;
         for i in 0..per / 2 {
-            set(&mut r, size, lane * per + 2 * i, get(&a, size, from + i));
-            set(
-                &mut r,
-                size,
-                lane * per + 2 * i + 1,
-                get(&b, size, from + i),
-            );
+            let to = (lane * per + 2 * i) * S;
+            r[to..to + S].copy_from_slice(&a[from + i * S..from + i * S + S]);
+            r[to + S..to + 2 * S].copy_from_slice(&b[from + i * S..from + i * S + S]);
         }
     }
-    write(regs, insn.reg(), &r, insn.width());
+    r
 }
 
 /// `vpalignr`: per 128-bit lane, the r/m lane below VVVV's, shifted right
