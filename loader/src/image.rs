@@ -124,6 +124,11 @@ impl std::fmt::Debug for FileBytes {
 }
 
 impl FileBytes {
+    /// Where in the file these bytes start.
+    pub fn file_offset(&self) -> u64 {
+        self.range.start as u64
+    }
+
     /// All of `file`.
     pub(crate) fn whole(file: Arc<[u8]>) -> FileBytes {
         let range = 0..file.len();

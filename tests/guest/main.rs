@@ -15,6 +15,7 @@ mod fidelity;
 mod file_times;
 mod float_flags;
 mod mutual_recursion;
+mod proc_maps;
 mod process_profiles;
 mod processes;
 mod real_programs;

@@ -3,7 +3,8 @@
 //! natively: same stdout, same stderr (its own panic hook's line), same exit
 //! status, same files written. It formats, allocates, reads and writes files,
 //! lists a directory and panics and catches the panics (unwinding); the
-//! profile must show the panics and the functions they unwind through.
+//! profile must show the panics and the functions they unwind through, and
+//! the start-up's reading of `/proc/self/maps` for the stack guard.
 //! Skipped, with a message, when `rustc` is not installed.
 
 use crate::common;
@@ -25,6 +26,11 @@ const EXPECTED_CALLS: &[(&str, u64)] = &[
     ("realworld::deep_panic", 6),
     ("__rustc::rust_panic", 6),
     ("_Unwind_RaiseException", 6),
+    // Rust's start-up asks glibc's pthread_getattr_np for the main thread's
+    // stack (its stack guard), which parses /proc/self/maps one line at a
+    // time up to [stack]: 7 lines in emuprof's layout of this program.
+    ("pthread_getattr_np", 1),
+    ("__isoc99_sscanf", 7),
 ];
 
 #[test]

@@ -205,9 +205,10 @@ fn dirfd_tricks_stay_in_the_root() {
 }
 
 /// Without `--root` the guest sees the host's files (there is no sandbox),
-/// but emuprof's own process directory stays off limits: its memory, maps,
-/// fds, environment and working directory; `/proc/self/exe` is the
-/// program's, served by emuprof.
+/// but emuprof's own process directory stays off limits: its memory, fds,
+/// environment and working directory; `/proc/self/exe` and
+/// `/proc/self/maps` are the program's, served by emuprof (the maps name
+/// the guest's files, never emuprof's binary).
 #[test]
 fn emuprofs_own_proc_entry_is_off_limits_without_a_root_too() {
     let sb = sandbox();
@@ -231,6 +232,7 @@ fn emuprofs_own_proc_entry_is_off_limits_without_a_root_too() {
             .is_some_and(|rest| {
                 (rest.starts_with("/proc/self/") || rest.starts_with("/proc/thread-self/"))
                     && !rest.starts_with("/proc/self/exe")
+                    && !rest.starts_with("/proc/self/maps:")
             });
         assert!(
             !reached,
@@ -238,6 +240,11 @@ fn emuprofs_own_proc_entry_is_off_limits_without_a_root_too() {
         );
     }
     assert!(!stdout.contains("opened emuprof's own memory"), "{stdout}");
+    assert!(stdout.contains("read /proc/self/maps: "), "{stdout}");
+    assert!(
+        !stdout.contains(env!("CARGO_BIN_EXE_emuprof")),
+        "emuprof's own maps: {stdout}"
+    );
 }
 
 #[test]

@@ -18,11 +18,12 @@ use super::processes::ProcessTable;
 use super::stack_pointer::StackPointerSource;
 use super::state::{ImageParts, MachineState, SyscallState};
 use super::stop::{self, StopReason};
-use super::{block_hook, block_trace, hooks, RunHandles, RunOptions, STACK_TOP};
+use super::{block_hook, block_trace, hooks, map_names, RunHandles, RunOptions, STACK_TOP};
 use crate::clock::VirtualClock;
 use crate::memory::{page_align_down, page_align_up, AddressSpace, Protection, PAGE_SIZE};
 use crate::syscalls::files::Files;
 use crate::syscalls::process::{Process, STACK_LIMIT};
+use crate::syscalls::process_maps::MapName;
 use crate::syscalls::signals::Signals;
 use crate::syscalls::time::Time;
 use crate::tree::call_tree::CallTreeBuilder;
@@ -140,6 +141,15 @@ impl GuestProcess {
             ..Protection::READ_WRITE
         };
         space.map(&mut uc, STACK_TOP - STACK_LIMIT, STACK_LIMIT, stack_prot)?;
+        space.name(
+            STACK_TOP - STACK_LIMIT,
+            STACK_LIMIT,
+            MapName::Special("[stack]"),
+        );
+        map_names::name_image(&mut space, image, sys.files.exe_path());
+        if let (Some(interpreter), Some(path)) = (interpreter, &image.interpreter) {
+            map_names::name_image(&mut space, &interpreter.image, path.as_bytes());
+        }
         let aux = initial_stack::AuxInfo {
             phdr: image.phdr_address,
             phent: u64::from(image.phent),
@@ -452,6 +462,7 @@ fn load_segments(
                 "protecting the segment page at {page:#x}"
             )));
         }
+        space.set_accounted(start, len, prot.write);
     }
     Ok(code)
 }

@@ -9,6 +9,7 @@ mod guest_process;
 mod guest_symbols;
 mod hooks;
 mod host_limits;
+mod map_names;
 mod memory_hook;
 mod options;
 mod own_syscalls;

@@ -62,6 +62,8 @@ fn dispatch_with_bias(uc: &mut Unicorn<'_, ()>, st: &mut MachineState, pc_bias: 
     };
     if let (SYS_MMAP, Ok(at)) = (number, result) {
         super::guest_symbols::note_mapping(uc, st, args, at);
+        let MachineState { space, sys, .. } = st;
+        super::map_names::name_mapping(space, args, at, |fd| sys.files.guest_path(fd));
     }
     // Ctrl-C/SIGTERM during the call (a blocking read ends with EINTR then):
     // stop here, before the guest sees the interrupted result.

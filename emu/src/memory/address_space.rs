@@ -15,9 +15,11 @@ use std::collections::BTreeMap;
 
 use unicorn_engine::Unicorn;
 
+use super::mapping_names::MappingNames;
 use super::page_tables::{LeafFlags, PageTables};
 use super::physical::PhysicalMemory;
 use super::shared_memory::SharedMemory;
+use crate::syscalls::process_maps::{MapName, MapRange};
 use crate::syscalls::MemoryFault;
 use crate::EmuError;
 
@@ -80,6 +82,10 @@ struct Page {
     /// A page of the memory shared between processes (`shared_memory`),
     /// never returned to the private pool.
     shared: bool,
+    /// Linux's `VM_ACCOUNT`: a private page that was ever writable. A
+    /// maps line never spans pages that differ in it (Linux does not merge
+    /// such VMAs).
+    accounted: bool,
 }
 
 /// Every mapped virtual page of the guest.
@@ -100,6 +106,8 @@ pub struct AddressSpace {
     /// The memory this process shares with its parent and children, once
     /// it maps some.
     shared_memory: Option<SharedMemory>,
+    /// What the named ranges hold (files, the main stack).
+    names: MappingNames,
 }
 
 impl AddressSpace {
@@ -117,6 +125,7 @@ impl AddressSpace {
             code_changes: RefCell::new(Vec::new()),
             new_code: Vec::new(),
             shared_memory: None,
+            names: MappingNames::default(),
         })
     }
 
@@ -163,6 +172,7 @@ impl AddressSpace {
             held_code: prot.exec,
             touched: true,
             shared: true,
+            accounted: false,
         };
         self.install(uc, addr, template, &physical, replaced)
     }
@@ -239,6 +249,7 @@ impl AddressSpace {
             held_code: prot.exec,
             touched: prot.read || prot.write || prot.exec,
             shared: false,
+            accounted: prot.write,
         };
         self.install(uc, addr, template, &physical, replaced)
     }
@@ -321,6 +332,7 @@ impl AddressSpace {
                     }
                     p.prot = prot;
                     p.held_code |= prot.exec;
+                    p.accounted |= prot.write && !p.shared;
                     p.touched |= prot.read || prot.write || prot.exec;
                     entries.push((page, p.phys, prot.leaf()));
                 }
@@ -371,6 +383,48 @@ impl AddressSpace {
                 Some((&busy, _)) => self.mmap_next = busy,
             }
         }
+    }
+
+    /// Names `[addr, addr + len)` (mapped already) as holding `name`, until
+    /// it is unmapped or mapped over.
+    pub fn name(&mut self, addr: u64, len: u64, name: MapName) {
+        self.names.set(addr, addr.saturating_add(len), name);
+    }
+
+    /// Counts the private pages of `[addr, addr + len)` as ever writable
+    /// or not (`accounted`), as if mapped with their final protection (the
+    /// loader maps an image writable only to copy its bytes in).
+    pub fn set_accounted(&mut self, addr: u64, len: u64, accounted: bool) {
+        for (_, page) in self.pages.range_mut(addr..addr.saturating_add(len)) {
+            page.accounted = accounted && !page.shared;
+        }
+    }
+
+    /// Every page the guest can see, in address order, with its
+    /// permissions, sharing and name; unnamed pages between the start of
+    /// the break and the break are the `[heap]`.
+    pub fn maps(&self) -> Vec<MapRange> {
+        let heap = self.brk_start..super::page_align_up(self.brk);
+        let mut ranges: Vec<MapRange> = Vec::new();
+        for (&start, page) in &self.pages {
+            let name = match self.names.at(start) {
+                MapName::Anonymous if heap.contains(&start) => MapName::Special("[heap]"),
+                name => name,
+            };
+            let range = MapRange {
+                start,
+                end: start + PAGE_SIZE,
+                prot: page.prot,
+                shared: page.shared,
+                accounted: page.accounted,
+                name,
+            };
+            match ranges.last_mut() {
+                Some(last) if last.merges_with(&range) => last.end = range.end,
+                _ => ranges.push(range),
+            }
+        }
+        ranges
     }
 
     /// Where the program break starts (page aligned end of the image).
@@ -584,6 +638,7 @@ impl AddressSpace {
     /// Forgets the pages of a range, returning physical pages that never held
     /// code to the pool. True if anything was mapped there.
     fn drop_pages(&mut self, addr: u64, len: u64) -> bool {
+        self.names.forget(addr, addr.saturating_add(len));
         let doomed: Vec<u64> = self
             .pages
             .range(addr..addr.saturating_add(len))

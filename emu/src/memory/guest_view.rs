@@ -3,6 +3,7 @@
 use unicorn_engine::Unicorn;
 
 use super::AddressSpace;
+use crate::syscalls::process_maps::MapRange;
 use crate::syscalls::{GuestMemory, MemoryFault};
 
 /// Guest virtual memory as syscall handlers see it, with the guest's own
@@ -21,5 +22,9 @@ impl GuestMemory for GuestView<'_, '_> {
 
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemoryFault> {
         self.space.write(self.uc, addr, data)
+    }
+
+    fn maps(&self) -> Vec<MapRange> {
+        self.space.maps()
     }
 }

@@ -25,6 +25,12 @@ pub trait GuestMemory {
     /// Writes `data` at guest virtual address `addr`.
     fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemoryFault>;
 
+    /// The mapped ranges, as `/proc/self/maps` lists them (none by
+    /// default).
+    fn maps(&self) -> Vec<super::process_maps::MapRange> {
+        Vec::new()
+    }
+
     /// Reads a NUL-terminated string (without the NUL), at most `max` bytes.
     fn read_cstring(&self, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
         let mut out = Vec::new();

@@ -15,6 +15,7 @@ pub mod machine_files;
 pub mod memory_access;
 pub mod memory_map;
 pub mod process;
+pub mod process_maps;
 pub mod random;
 pub mod shared_mappings;
 pub mod signals;

@@ -236,9 +236,9 @@ syscall_table! {
     SYS_WRITE = 1 => write: Files(Io), Full;
     SYS_OPEN = 2 => open: Files(Io), Partial(
         "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine, \
-         /proc/self/exe is the program and /dev/urandom and /dev/random read the --seed stream; \
-         without --root the rest of /proc/self (maps, status…) gets EACCES and other /proc files \
-         (stat, uptime) are the host's"
+         /proc/self/exe is the program, /proc/self/maps its guest address space, and /dev/urandom \
+         and /dev/random read the --seed stream; without --root the rest of /proc/self (mem, \
+         status…) gets EACCES and other /proc files (stat, uptime) are the host's"
     );
     SYS_CLOSE = 3 => close: Files(Io), Full;
     SYS_STAT = 4 => stat: Files(Stat), Full;
@@ -608,9 +608,9 @@ syscall_table! {
     SYS_MIGRATE_PAGES = 256 => migrate_pages;
     SYS_OPENAT = 257 => openat: Files(Io), Partial(
         "/proc/cpuinfo, /proc/meminfo and the /sys CPU lists describe the emulated machine, \
-         /proc/self/exe is the program and /dev/urandom and /dev/random read the --seed stream; \
-         without --root the rest of /proc/self (maps, status…) gets EACCES and other /proc files \
-         (stat, uptime) are the host's"
+         /proc/self/exe is the program, /proc/self/maps its guest address space, and /dev/urandom \
+         and /dev/random read the --seed stream; without --root the rest of /proc/self (mem, \
+         status…) gets EACCES and other /proc files (stat, uptime) are the host's"
     );
     SYS_MKDIRAT = 258 => mkdirat: Files(Dirs), Full;
     SYS_MKNODAT = 259 => mknodat: Files(Storage), Full;

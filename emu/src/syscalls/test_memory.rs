@@ -59,4 +59,16 @@ impl GuestMemory for VecMemory {
         self.bytes[range].copy_from_slice(data);
         Ok(())
     }
+
+    /// The buffer, as one anonymous read-write range.
+    fn maps(&self) -> Vec<super::process_maps::MapRange> {
+        vec![super::process_maps::MapRange {
+            start: self.base,
+            end: self.base + self.bytes.len() as u64,
+            prot: crate::memory::Protection::READ_WRITE,
+            shared: false,
+            accounted: true,
+            name: super::process_maps::MapName::Anonymous,
+        }]
+    }
 }

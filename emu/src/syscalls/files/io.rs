@@ -8,8 +8,8 @@ use super::guest_io::{read_iovecs, read_to_guest, write_from_guest};
 use super::host;
 use super::paths::Follow;
 use super::{int_arg, is_self_exe, read_path, Files, AT_FDCWD};
-use crate::syscalls::machine_files;
 use crate::syscalls::numbers::*;
+use crate::syscalls::{machine_files, process_maps};
 use crate::syscalls::{Errno, GuestMemory, SysResult, SyscallCall};
 
 /// `close_range` flag: mark close-on-exec instead of closing.
@@ -99,6 +99,9 @@ impl Files {
         let mut path = read_path(mem, path_addr)?;
         if let Some(content) = machine_files::content(&path, self.cpus, self.cpu_level) {
             return self.open_served(&content, flags);
+        }
+        if process_maps::is_own_maps_path(&path, self.pid) {
+            return self.open_served(&process_maps::render(&mem.maps()), flags);
         }
         if is_self_exe(&path) {
             path = self.exe_path.clone();
@@ -516,7 +519,13 @@ mod tests {
         std::fs::write(h.host("prog"), "\x7fELF").expect("exe");
         assert_eq!(h.read_file("/proc/self/exe").expect("open exe"), b"\x7fELF");
         assert_eq!(h.read_file("/proc/self/mem"), Err(Errno::EACCES));
-        assert_eq!(h.read_file("/proc/self/maps"), Err(Errno::EACCES));
+        let maps = h
+            .read_file("/proc/self/maps")
+            .expect("the guest's own maps");
+        assert!(maps.ends_with(b" rw-p 00000000 00:00 0 \n"), "{maps:?}");
+        assert_eq!(h.read_file("/proc/thread-self/maps"), Ok(maps));
+        let emuprof_maps = format!("/proc/{}/maps", std::process::id());
+        assert_eq!(h.read_file(&emuprof_maps), Err(Errno::EACCES));
         assert_eq!(h.read_file("/proc/thread-self/environ"), Err(Errno::EACCES));
         let pid_dir = format!("/proc/{}/mem", std::process::id());
         assert_eq!(h.read_file(&pid_dir), Err(Errno::EACCES));

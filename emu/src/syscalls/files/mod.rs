@@ -394,6 +394,18 @@ impl Files {
         std::fs::read_link(format!("/proc/self/fd/{}", host_fd.as_raw_fd())).ok()
     }
 
+    /// The guest path of the file behind guest fd `fd` (what
+    /// `/proc/self/maps` names its mappings by), when it has one inside
+    /// the root and still exists.
+    pub fn guest_path(&self, fd: i32) -> Option<Vec<u8>> {
+        self.paths.guest_path_of(self.fds.host(fd).ok()?).ok()
+    }
+
+    /// The running program's guest path (`/proc/self/exe`).
+    pub fn exe_path(&self) -> &[u8] {
+        &self.exe_path
+    }
+
     pub fn read_file_at(&self, fd: i32, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         let host_fd = self.fds.host(fd)?;
         let mut done = 0;
