@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::browser::{http_get, port_of, start_view};
+use common::browser::{http_get, port_of, start_view, start_view_with_path};
 use common::tools::require_tool;
 use emuprof_analysis::sample::many_functions;
 use emuprof_analysis::Profile;
@@ -266,8 +266,19 @@ fn the_page_draws_tree_and_flame_graph_without_waiting_for_the_graph() {
     let (_chromium, mut page) =
         common::browser::start_chromium(&chromium, &dir.path().join("chromium"));
 
-    // Every function (no budget): dot takes minutes, the rest does not wait.
-    let (_slow, url) = start_view(&[profile, "--max-nodes", "0", "--max-edges", "0"]);
+    // Every function (no budget), with a `dot` that never finishes within
+    // its time limit (how fast the real one lays this graph out depends on
+    // the machine): the tree and the flame graph do not wait for it.
+    let slow_dot = dir.path().join("slow-dot");
+    std::fs::create_dir(&slow_dot).expect("a directory for the slow dot");
+    let script = slow_dot.join("dot");
+    std::fs::write(&script, "#!/bin/sh\nexec sleep 60\n").expect("write dot");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("make dot executable");
+    let (_slow, url) = start_view_with_path(
+        &[profile, "--max-nodes", "0", "--max-edges", "0"],
+        Some(&slow_dot),
+    );
     page.call("Page.navigate", serde_json::json!({ "url": url }));
     page.wait_for(
         "document.querySelectorAll('#tree div').length > 10",

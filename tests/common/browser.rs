@@ -102,7 +102,23 @@ pub fn port_of(url: &str) -> u16 {
 /// Starts `emuprof view ARGS` (a page on a free port) and returns it with
 /// the page URL it printed.
 pub fn start_view<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (KillOnDrop, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_emuprof"))
+    start_view_with_path(args, None)
+}
+
+/// As [`start_view`], with `first_on_path` searched before `PATH` (where a
+/// test puts its own `dot`).
+pub fn start_view_with_path<S: AsRef<std::ffi::OsStr>>(
+    args: &[S],
+    first_on_path: Option<&std::path::Path>,
+) -> (KillOnDrop, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_emuprof"));
+    if let Some(dir) = first_on_path {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![dir.to_path_buf()];
+        dirs.extend(std::env::split_paths(&path));
+        command.env("PATH", std::env::join_paths(dirs).expect("a PATH"));
+    }
+    let mut child = command
         .arg("view")
         .args(args)
         .stdout(Stdio::piped())
