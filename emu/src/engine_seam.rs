@@ -41,18 +41,28 @@ pub(crate) const CTL_MEMORY_TRACE: c_int = 0x6574;
 pub(crate) const CTL_TLB_FLUSH_RANGE: c_int = 0x6575;
 /// `UC_CTL_EMUPROF_X87_UNIT`: registers the x87 unit.
 pub(crate) const CTL_X87_UNIT: c_int = 0x6576;
-/// `UC_CTL_IO_WRITE << 30 | 2 << 26` (two arguments), as `UC_CTL_WRITE`
-/// builds it.
-const CTL_WRITE_TWO_ARGS: u32 = 1 << 30 | 2 << 26;
+/// `control` as `UC_CTL_WRITE(control, args)` builds it: the engine writes
+/// with `args` arguments (`UC_CTL_IO_WRITE << 30 | args << 26`).
+pub(crate) const fn ctl_write(control: c_int, args: u32) -> u32 {
+    1 << 30 | args << 26 | control as u32
+}
+
+/// `control` as `UC_CTL_READ(control, args)` builds it
+/// (`UC_CTL_IO_READ << 30 | args << 26`).
+pub(crate) const fn ctl_read(control: c_int, args: u32) -> u32 {
+    2 << 30 | args << 26 | control as u32
+}
+
+// The words `UC_CTL_WRITE(UC_CTL_EMUPROF_MEMORY_TRACE, 1)` and
+// `UC_CTL_READ(UC_CTL_EMUPROF_CPU_STATE, 1)` give in C.
+const _: () = assert!(ctl_write(0x6574, 1) == 0x4400_6574);
+const _: () = assert!(ctl_read(0x6571, 1) == 0x8400_6571);
 
 unsafe extern "C" {
     /// `uc_ctl`, variadic as in C (the binding wraps only a few controls).
     #[link_name = "uc_ctl"]
     pub(crate) fn uc_ctl_raw(uc: *mut uc_engine, control: u32, ...) -> c_int;
 }
-
-/// `UC_CTL_IO_WRITE << 30 | 1 << 26` (one argument).
-const CTL_WRITE_ONE_ARG: u32 = 1 << 30 | 1 << 26;
 
 /// Hands the engine a unit of functions (the vector unit, the x87 unit)
 /// through `control`. False where the engine has no such control (stock
@@ -61,13 +71,7 @@ pub(crate) fn register_unit<T>(uc: &mut Unicorn<'_, ()>, control: c_int, unit: &
     // SAFETY: a live engine; the control takes one pointer to a unit, which
     // lives for the whole program as the engine keeps a copy of it. Stock
     // Unicorn reads no argument and answers UC_ERR_ARG.
-    let rc = unsafe {
-        uc_ctl_raw(
-            uc.get_handle(),
-            CTL_WRITE_ONE_ARG | control as u32,
-            unit as *const T,
-        )
-    };
+    let rc = unsafe { uc_ctl_raw(uc.get_handle(), ctl_write(control, 1), unit as *const T) };
     rc == 0
 }
 
@@ -84,7 +88,7 @@ pub(crate) fn flush_tlb_range(
     let rc = unsafe {
         uc_ctl_raw(
             uc.get_handle(),
-            CTL_WRITE_TWO_ARGS | CTL_TLB_FLUSH_RANGE as u32,
+            ctl_write(CTL_TLB_FLUSH_RANGE, 2),
             start,
             len,
         )

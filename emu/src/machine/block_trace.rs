@@ -58,15 +58,10 @@ use unicorn_engine::uc_engine;
 
 use super::state::MachineState;
 use super::stop::contain_panic_translating;
-use crate::engine_seam::{uc_ctl_raw, CTL_BLOCK_TRACE, CTL_CPU_STATE, FUNCTION_START};
+use crate::engine_seam::{
+    ctl_read, ctl_write, uc_ctl_raw, CTL_BLOCK_TRACE, CTL_CPU_STATE, FUNCTION_START,
+};
 use crate::tree::tree_feed::{BlockConstants, InlineMode, TraceCursor, TreeEvent};
-
-/// `UC_CTL_IO_READ << 30 | 1 << 26` (one argument), as `UC_CTL_READ`
-/// builds it.
-const CTL_READ_ONE_ARG: u32 = 2 << 30 | 1 << 26;
-/// `UC_CTL_IO_WRITE << 30 | 6 << 26` (six arguments), as `UC_CTL_WRITE`
-/// builds it.
-const CTL_WRITE_SIX_ARGS: u32 = 1 << 30 | 6 << 26;
 
 /// The address of the CPU state `uc`'s translated code works on, from
 /// emuprof's Unicorn build (`None` from stock Unicorn): the feed places
@@ -79,7 +74,7 @@ pub(crate) fn cpu_state(uc: *mut uc_engine) -> Option<u64> {
     let rc = unsafe {
         uc_ctl_raw(
             uc,
-            CTL_READ_ONE_ARG | CTL_CPU_STATE as u32,
+            ctl_read(CTL_CPU_STATE, 1),
             &mut state as *mut *mut c_void,
         )
     };
@@ -112,7 +107,7 @@ pub(crate) unsafe fn install(
     let rc = unsafe {
         uc_ctl_raw(
             uc,
-            CTL_WRITE_SIX_ARGS | CTL_BLOCK_TRACE as u32,
+            ctl_write(CTL_BLOCK_TRACE, 6),
             cursor,
             ask,
             key,

@@ -39,8 +39,9 @@ use crate::tree::tree_feed::{TraceCursor, TreeEvent};
 pub(crate) const RECORDS_PER_BLOCK: u32 = 256;
 
 /// `UC_CTL_EMUPROF_MEMORY_TRACE` as `UC_CTL_WRITE` builds it with one
-/// argument (`UC_CTL_IO_WRITE << 30 | 1 << 26`).
-const CTL_WRITE_MEMORY_TRACE: u32 = 1 << 30 | 1 << 26 | crate::engine_seam::CTL_MEMORY_TRACE as u32;
+/// argument.
+const CTL_WRITE_MEMORY_TRACE: u32 =
+    crate::engine_seam::ctl_write(crate::engine_seam::CTL_MEMORY_TRACE, 1);
 
 /// `uc_emuprof_memory_trace` in the patched `unicorn.h`.
 #[repr(C)]
