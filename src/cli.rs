@@ -91,6 +91,24 @@ impl From<CpuArg> for emuprof_emu::CpuLevel {
     }
 }
 
+/// Where the x87's transcendental instructions compute (`--x87`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum X87Arg {
+    /// emuprof's own unit: correctly rounded, the same on every host.
+    Exact,
+    /// The host CPU's x87: the native digits of this host (x86-64 hosts only).
+    Host,
+}
+
+impl From<X87Arg> for emuprof_emu::X87Mode {
+    fn from(arg: X87Arg) -> Self {
+        match arg {
+            X87Arg::Exact => emuprof_emu::X87Mode::Exact,
+            X87Arg::Host => emuprof_emu::X87Mode::Host,
+        }
+    }
+}
+
 /// Which network the guest's sockets reach (`--network`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NetworkAccess {
@@ -129,6 +147,13 @@ pub struct GuestArgs {
     /// x86-64-v3 for programs built for current machines.
     #[arg(long, value_enum, value_name = "LEVEL", default_value = "x86-64-v2")]
     pub cpu: CpuArg,
+    /// Where x87 transcendental instructions (f2xm1, fyl2x, fsin…, behind
+    /// expl, logl, powl) compute: `exact`, correctly rounded and the same on
+    /// every host, so profiles do not move between machines; `host`, on the
+    /// host CPU's own x87, for its native last digits (results, and through
+    /// them counts, then depend on the host CPU).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "exact")]
+    pub x87: X87Arg,
     /// Guest work (≈ basic blocks) a thread runs before another runnable
     /// thread gets its turn. Changes the interleaving, never the determinism.
     #[arg(long, value_name = "N", default_value_t = emuprof_emu::DEFAULT_QUANTUM,

@@ -151,15 +151,19 @@ const FEAT_1_ECX: i32 = 1;
 const FEAT_7_0_EBX: i32 = 2;
 const FEAT_XSAVE: i32 = 19;
 
-/// Selects the fixed CPU model at `level` and registers the x87 and vector
-/// units. Must run before anything else touches the CPU. With stock
-/// Unicorn, which can neither change the model's features nor run AVX,
-/// only the default level is possible (and x87 transcendentals compute in
-/// double).
-pub fn select_model(uc: &mut Unicorn<'_, ()>, level: CpuLevel) -> Result<(), EmuError> {
+/// Selects the fixed CPU model at `level` and registers the x87 unit
+/// computing as `x87` says and the vector unit. Must run before anything
+/// else touches the CPU. With stock Unicorn, which can neither change the
+/// model's features nor run AVX, only the default level is possible (and
+/// x87 transcendentals compute in double).
+pub fn select_model(
+    uc: &mut Unicorn<'_, ()>,
+    level: CpuLevel,
+    x87: crate::x87::X87Mode,
+) -> Result<(), EmuError> {
     uc.ctl_set_cpu_model(CPU_MODEL as i32)
         .map_err(|e| EmuError::unicorn("selecting the CPU model", e))?;
-    crate::x87::register(uc);
+    crate::x87::register(uc, x87)?;
     let features = [
         (FEAT_1_ECX, level.leaf_1_ecx()),
         (FEAT_7_0_EBX, level.leaf_7_ebx()),

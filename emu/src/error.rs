@@ -45,6 +45,9 @@ pub enum EmuError {
     /// The chosen CPU level needs emuprof's patched Unicorn build.
     #[error("--cpu {0} needs emuprof's patched Unicorn build: run scripts/build-unicorn.sh, then build again")]
     CpuLevelUnavailable(&'static str),
+    /// `--x87 host` cannot run here (why).
+    #[error("--x87 host is not possible: {0}")]
+    X87HostUnavailable(&'static str),
     /// The host refused emuprof another file descriptor.
     #[error("{}", crate::StopReason::HostDescriptors)]
     HostDescriptors,

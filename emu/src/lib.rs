@@ -46,3 +46,4 @@ pub use sim::{geometry, SimulationOptions, PENALTIES};
 pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};
 pub use tree::tree_feed::{FeedSwitches, PlacementSwitch, SwitchValues, TraceSwitch};
+pub use x87::X87Mode;

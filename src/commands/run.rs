@@ -299,6 +299,12 @@ pub(super) fn configure_run(
     options.clock_start = guest.clock_start;
     options.cpus = guest.cpus;
     options.cpu = guest.cpu.into();
+    anyhow::ensure!(
+        guest.x87 == crate::cli::X87Arg::Exact || cfg!(target_arch = "x86_64"),
+        "--x87 host runs the host's x87, which this {} host does not have: use --x87 exact",
+        std::env::consts::ARCH
+    );
+    options.x87 = guest.x87.into();
     options.quantum = guest.quantum;
     options.max_instructions = guest.max_instructions;
     options.simulation = simulation_options(guest)?;

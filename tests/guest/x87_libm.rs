@@ -11,42 +11,48 @@
 //! flag and special value must agree; a result may end one or two units
 //! in the last place away from the CPU's, whose transcendental
 //! instructions are not correctly rounded, in at most 3% of the lines.
+//! With `--x87 host`, which runs those instructions on the host's x87,
+//! every line is the native one.
 
 use crate::common;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::compile::{compile_c, compile_c_dynamic};
 use common::run_emuprof;
 
-#[test]
-fn long_double_functions_print_their_native_digits_and_flags() {
-    let dir = tempfile::tempdir().expect("temp dir");
+/// The builds of `x87_libm.c` this host can make (glibc static, musl
+/// static, glibc dynamic), each with what it prints natively.
+fn builds(dir: &Path) -> Vec<(&'static str, PathBuf, String)> {
     let source = std::fs::read_to_string(common::repo_root().join("tests/programs/x87_libm.c"))
         .expect("read x87_libm.c");
     let flags = ["-O2", "-lm"];
     let builds = [
-        (
-            "glibc",
-            compile_c(dir.path(), "glibc", &source, "gcc", &flags),
-        ),
-        (
-            "musl",
-            compile_c(dir.path(), "musl", &source, "musl-gcc", &flags),
-        ),
+        ("glibc", compile_c(dir, "glibc", &source, "gcc", &flags)),
+        ("musl", compile_c(dir, "musl", &source, "musl-gcc", &flags)),
         (
             "dynamic",
-            compile_c_dynamic(dir.path(), "dynamic", &source, &flags),
+            compile_c_dynamic(dir, "dynamic", &source, &flags),
         ),
     ];
+    builds
+        .into_iter()
+        .filter_map(|(name, binary)| {
+            let binary = binary?;
+            let native = Command::new(&binary).output().expect("run natively");
+            assert!(native.status.success(), "{name} natively");
+            let native = String::from_utf8_lossy(&native.stdout).into_owned();
+            Some((name, binary, native))
+        })
+        .collect()
+}
+
+#[test]
+fn long_double_functions_print_their_native_digits_and_flags() {
+    let dir = tempfile::tempdir().expect("temp dir");
     let mut failures = Vec::new();
-    for (name, binary) in builds {
-        let Some(binary) = binary else {
-            continue;
-        };
-        let native = Command::new(&binary).output().expect("run natively");
-        assert!(native.status.success(), "{name} natively");
-        let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    for (name, binary, native) in builds(dir.path()) {
         let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
         assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
         let emulated = run.stdout_text();
@@ -75,6 +81,35 @@ fn long_double_functions_print_their_native_digits_and_flags() {
                 "{name}: {last_place} of {lines} results differ in the last place"
             ));
         }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn on_the_host_x87_long_double_functions_print_exactly_their_native_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut failures = Vec::new();
+    for (name, binary, native) in builds(dir.path()) {
+        let run = run_emuprof(&binary, &[] as &[&str], &["--x87", "host", "--quiet"]);
+        assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
+        let emulated = run.stdout_text();
+        assert_eq!(
+            native.lines().count(),
+            emulated.lines().count(),
+            "{name}: line count"
+        );
+        let differing: Vec<String> = native
+            .lines()
+            .zip(emulated.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("{name}\n  native   {a}\n  emuprof  {b}"))
+            .collect();
+        eprintln!(
+            "{name}: {} of {} lines differ with --x87 host",
+            differing.len(),
+            native.lines().count()
+        );
+        failures.extend(differing);
     }
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }

@@ -207,7 +207,7 @@ mod tests {
     /// the trace (instrumentation/02), and stock Unicorn takes neither.
     #[test]
     fn the_engine_takes_the_trace_exactly_when_it_is_emuprofs_build() {
-        let uc = new_engine(Default::default()).expect("engine");
+        let uc = new_engine(Default::default(), Default::default()).expect("engine");
         let handle = uc.get_handle();
         let patched = StackPointerSource::of_engine(handle) == StackPointerSource::HookArgument;
         // SAFETY: a live engine; a null trace turns the trace off, so the
@@ -220,7 +220,7 @@ mod tests {
     /// Unicorn does not.
     #[test]
     fn the_engine_tells_its_cpu_state_exactly_when_it_is_emuprofs_build() {
-        let uc = new_engine(Default::default()).expect("engine");
+        let uc = new_engine(Default::default(), Default::default()).expect("engine");
         let handle = uc.get_handle();
         let patched = StackPointerSource::of_engine(handle) == StackPointerSource::HookArgument;
         assert_eq!(super::cpu_state(handle).is_some(), patched);

@@ -93,7 +93,7 @@ impl GuestProcess {
             inherited,
         } = start;
         let image = &binary.image;
-        let mut uc = new_engine(options.cpu)?;
+        let mut uc = new_engine(options.cpu, options.x87)?;
         let mut space = AddressSpace::new(&mut uc)?;
         let program_code = load_segments(&mut uc, &mut space, image)?;
         let interpreter = binary.interpreter.as_deref();
@@ -382,11 +382,15 @@ pub(super) struct FinishedImage {
     pub sys: Option<SyscallState>,
 }
 
-/// A new engine with emuprof's CPU model at `level`.
-pub(super) fn new_engine(level: cpu::CpuLevel) -> Result<Unicorn<'static, ()>, EmuError> {
+/// A new engine with emuprof's CPU model at `level`, its x87 unit
+/// computing as `x87` says.
+pub(super) fn new_engine(
+    level: cpu::CpuLevel,
+    x87: crate::x87::X87Mode,
+) -> Result<Unicorn<'static, ()>, EmuError> {
     let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64)
         .map_err(|e| EmuError::unicorn("starting the emulator", e))?;
-    cpu::select_model(&mut uc, level)?;
+    cpu::select_model(&mut uc, level, x87)?;
     Ok(uc)
 }
 

@@ -47,6 +47,9 @@ pub struct RunOptions {
     /// What the guest's CPU can do (CPUID, XCR0, `/proc/cpuinfo`, the
     /// instructions that run).
     pub cpu: crate::cpu::CpuLevel,
+    /// Where the x87's transcendental instructions compute: emuprof's
+    /// exact unit (the default, the same on every host) or the host's x87.
+    pub x87: crate::x87::X87Mode,
     /// Run a program the guest execs that emuprof cannot load (another
     /// architecture, a file the loader rejects) on the host instead,
     /// unprofiled, passing its exit status back. Escapes `--root` and
@@ -81,6 +84,7 @@ impl RunOptions {
             quantum: super::threads::DEFAULT_QUANTUM,
             cpus: crate::cpu::DEFAULT_CPUS,
             cpu: crate::cpu::CpuLevel::default(),
+            x87: crate::x87::X87Mode::default(),
             exec_native: false,
             simulation: crate::sim::SimulationOptions::default(),
             start: None,

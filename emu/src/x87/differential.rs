@@ -3,7 +3,8 @@
 //! exception flags, C0, C2 and C3 and every special result must be the
 //! host CPU's; the results may differ from the CPU's, whose transcendental
 //! instructions are not correctly rounded, by one or two units in the last
-//! place (with C1) in a measured share of the cases.
+//! place (with C1) in a measured share of the cases. The unit on the host
+//! (`--x87 host`, [`super::host`]) must give the host's results exactly.
 
 use std::arch::asm;
 
@@ -80,6 +81,18 @@ const COMPARED: u16 = CONDITION_CODES | 0x3f;
 
 /// What emuprof's unit computes, in the form [`native`] reads.
 fn emulated(op: Op, control: u16, st0: Extended, st1: Extended) -> Native {
+    through(exec, op, control, st0, st1)
+}
+
+/// What one of the unit's entries (`exec`) computes, in the form
+/// [`native`] reads.
+fn through(
+    exec: fn(&mut Operation) -> StackAction,
+    op: Op,
+    control: u16,
+    st0: Extended,
+    st1: Extended,
+) -> Native {
     let mut operation = Operation {
         op: op as u32,
         control,
@@ -266,11 +279,11 @@ fn compare(op: Op, cases: &[(u16, Extended, Extended)]) -> Vec<(Difference, u16,
     differences
 }
 
-#[test]
-fn every_instruction_computes_what_the_host_x87_computes() {
+/// The cases every instruction is tried on, in order: the edge operands,
+/// then 4,000 random ones under random control words.
+fn all_cases() -> Vec<(Op, Vec<(u16, Extended, Extended)>)> {
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
-    let mut report = Vec::new();
-    let mut failed = false;
+    let mut all = Vec::new();
     for op in Op::ALL {
         let mut cases = Vec::new();
         for &a in &edge_operands() {
@@ -286,6 +299,16 @@ fn every_instruction_computes_what_the_host_x87_computes() {
             let st1 = random_operand(op, true, &mut random);
             cases.push((control, st0, st1));
         }
+        all.push((op, cases));
+    }
+    all
+}
+
+#[test]
+fn every_instruction_computes_what_the_host_x87_computes() {
+    let mut report = Vec::new();
+    let mut failed = false;
+    for (op, cases) in all_cases() {
         let differences = compare(op, &cases);
         let count = |kind| differences.iter().filter(|(k, _, _)| *k == kind).count();
         let (c1, last, other) = (
@@ -339,4 +362,54 @@ fn an_inexact_result_raises_pe_and_an_invalid_one_ie() {
         Extended::ONE,
     );
     assert_eq!(ours.status & IE, IE);
+}
+
+#[test]
+fn on_the_host_every_instruction_is_the_host_instruction() {
+    let mut mismatches = Vec::new();
+    let mut count = 0;
+    for (op, cases) in all_cases() {
+        for (control, st0, st1) in cases {
+            count += 1;
+            let mut host = native(op, control, st0, st1);
+            let mut ours = through(super::host::exec, op, control, st0, st1);
+            host.status &= COMPARED;
+            ours.status &= COMPARED;
+            if ours != host {
+                mismatches.push(format!(
+                    "{op:?} cw={control:#06x} st0={st0:x?} st1={st1:x?}: host {:#06x} {:x?} {:x?}, emuprof {:#06x} {:x?} {:x?}",
+                    host.status, host.top, host.below, ours.status, ours.top, ours.below
+                ));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {count} cases differ:\n{}",
+        mismatches.len(),
+        mismatches[..mismatches.len().min(20)].join("\n")
+    );
+}
+
+/// On the host, an instruction adds its exception flags to the guest's
+/// and keeps the host's own control word.
+#[test]
+fn on_the_host_flags_stay_raised_and_the_host_control_word_is_kept() {
+    let mut operation = Operation {
+        op: Op::Fsin as u32,
+        control: 0x0f7f,
+        status: super::extended::ZE,
+        st0: Extended::new(false, 0x3ffe, 1 << 63),
+        st1: Extended::ONE,
+        pushed: Extended::zero(false),
+    };
+    let mut before: u16 = 0;
+    // SAFETY: stores the control word into a local.
+    unsafe { asm!("fnstcw word ptr [{}]", in(reg) &raw mut before) };
+    assert_eq!(super::host::exec(&mut operation), StackAction::Replace);
+    let mut after: u16 = 0;
+    // SAFETY: stores the control word into a local.
+    unsafe { asm!("fnstcw word ptr [{}]", in(reg) &raw mut after) };
+    assert_eq!(before, after);
+    assert_eq!(operation.status & 0x3f, super::extended::ZE | PE);
 }

@@ -12,11 +12,16 @@
 //! exception flags as the hardware does; the helper then moves the
 //! register stack. Every instruction is checked against the host CPU by
 //! the unit tests of `differential.rs`.
+//!
+//! With [`X87Mode::Host`] the engine calls [`host`]'s entry instead, which
+//! runs the transcendental instructions on the host's own x87.
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod differential;
 mod extended;
 mod functions;
+#[cfg(target_arch = "x86_64")]
+mod host;
 mod instructions;
 mod remainder;
 mod wide;
@@ -24,6 +29,8 @@ mod wide;
 use std::mem::size_of;
 
 use unicorn_engine::Unicorn;
+
+use crate::EmuError;
 
 pub use extended::Extended;
 use extended::{Rounding, C1, C2, CONDITION_CODES};
@@ -87,6 +94,11 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    /// The instruction with this `UC_EMUPROF_X87_*` code.
+    fn of_code(code: u32) -> Option<Op> {
+        Op::ALL.iter().copied().find(|op| *op as u32 == code)
+    }
+
     const ALL: [Op; 11] = [
         Op::F2xm1,
         Op::Fyl2x,
@@ -115,15 +127,49 @@ pub(crate) enum StackAction {
     Push = 2,
 }
 
-/// Registers the x87 unit with the engine. False with stock Unicorn,
-/// which has no such control (the instructions then compute in double).
-pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
-    static UNIT: X87Unit = X87Unit {
+/// Where the transcendental instructions compute (`--x87`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum X87Mode {
+    /// emuprof's unit: correctly rounded, the same on every host, so
+    /// profiles do not move between machines.
+    #[default]
+    Exact,
+    /// The host CPU's own x87 (x86-64 hosts only): the digits, C1 and
+    /// flags a native run on this host gets; results, and through them
+    /// counts, can differ between CPUs.
+    Host,
+}
+
+/// Registers the x87 unit that computes as `mode` says with the engine.
+/// With stock Unicorn, which has no such control, [`X87Mode::Exact`]
+/// falls back to the engine's own helpers (which compute in double) and
+/// [`X87Mode::Host`] is refused, as it is on a host that is not x86-64.
+pub(crate) fn register(uc: &mut Unicorn<'_, ()>, mode: X87Mode) -> Result<(), EmuError> {
+    static EXACT: X87Unit = X87Unit {
         size: size_of::<X87Unit>() as u32,
         operation_size: size_of::<Operation>() as u32,
         exec: exec_entry,
     };
-    crate::engine_seam::register_unit(uc, crate::engine_seam::CTL_X87_UNIT, &UNIT)
+    #[cfg(target_arch = "x86_64")]
+    static ON_HOST: X87Unit = X87Unit {
+        size: size_of::<X87Unit>() as u32,
+        operation_size: size_of::<Operation>() as u32,
+        exec: host::exec_entry,
+    };
+    let unit = match mode {
+        X87Mode::Exact => &EXACT,
+        #[cfg(target_arch = "x86_64")]
+        X87Mode::Host => &ON_HOST,
+        #[cfg(not(target_arch = "x86_64"))]
+        X87Mode::Host => return Err(EmuError::X87HostUnavailable("the host is not x86-64")),
+    };
+    let registered = crate::engine_seam::register_unit(uc, crate::engine_seam::CTL_X87_UNIT, unit);
+    if !registered && mode == X87Mode::Host {
+        return Err(EmuError::X87HostUnavailable(
+            "it needs emuprof's patched Unicorn build: run scripts/build-unicorn.sh, then build again",
+        ));
+    }
+    Ok(())
 }
 
 /// # Safety
@@ -139,11 +185,7 @@ unsafe extern "C" fn exec_entry(operation: *mut Operation) -> u32 {
 /// and what happens to the stack.
 pub(crate) fn exec(operation: &mut Operation) -> StackAction {
     let rounding = Rounding::of_control(operation.control);
-    let Some(op) = Op::ALL
-        .iter()
-        .copied()
-        .find(|op| *op as u32 == operation.op)
-    else {
+    let Some(op) = Op::of_code(operation.op) else {
         return StackAction::Replace;
     };
     let (st0, st1) = (operation.st0, operation.st1);

@@ -137,7 +137,11 @@ impl GuestProcess {
             at,
             now_ns,
         } = request;
-        let mut uc = new_engine(self.state.borrow().options.cpu)?;
+        let (level, x87) = {
+            let options = &self.state.borrow().options;
+            (options.cpu, options.x87)
+        };
+        let mut uc = new_engine(level, x87)?;
         let parent = self.state.borrow();
         let space = parent.space.copy_into(&self.uc, &mut uc)?;
         uc.context_restore(&registers)
