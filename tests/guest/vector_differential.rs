@@ -2,7 +2,8 @@
 //! F16C, AES and SSE4.2 string form emuprof implements (`testprogs/vector/forms.h`) runs on 1,000
 //! random register, flag, MXCSR (rounding control, DAZ, FTZ) and memory
 //! states natively and under `emuprof --cpu x86-64-v3`, and the states
-//! after each, MXCSR's exception flags included, must be equal.
+//! after each, MXCSR's exception flags included, must be equal. With a
+//! VEX.vvvv field a form does not use, both raise SIGILL.
 
 use crate::common;
 
@@ -15,13 +16,15 @@ use common::run_emuprof;
 /// Random cases per form.
 const CASES: &str = "1000";
 
-fn build_vecdiff(dir: &Path) -> Option<std::path::PathBuf> {
+/// Builds `testprogs/vector/NAME.c`, which includes `forms.h`.
+fn build_forms_program(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
     let forms = common::repo_root().join("testprogs/vector");
-    let source = std::fs::read_to_string(forms.join("vecdiff.c")).expect("read vecdiff.c");
+    let source =
+        std::fs::read_to_string(forms.join(format!("{name}.c"))).expect("read the C source");
     let include = format!("-I{}", forms.display());
     compile_c(
         dir,
-        "vecdiff",
+        name,
         &source,
         "gcc",
         &["-O1", "-mno-red-zone", &include],
@@ -35,7 +38,7 @@ fn every_vector_form_computes_what_the_host_cpu_computes() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let Some(binary) = build_vecdiff(dir.path()) else {
+    let Some(binary) = build_forms_program(dir.path(), "vecdiff") else {
         return;
     };
     let native = Command::new(&binary)
@@ -73,6 +76,40 @@ fn every_vector_form_computes_what_the_host_cpu_computes() {
         native.lines().count(),
         "{emulated}"
     );
+}
+
+/// Every form with VEX.vvvv set to a register where the assembler wrote
+/// 1111b: a form without a VEX.vvvv operand raises SIGILL, as on the CPU,
+/// and the others run (`testprogs/vector/vexvvvv.c`).
+#[test]
+fn a_vvvv_field_the_form_does_not_use_raises_sigill_as_on_the_cpu() {
+    if !common::host_cpu_has(&["avx2", "fma", "f16c", "aes"]) {
+        common::ci::skip_unless_ci("the host CPU has no AVX2, FMA, F16C or AES to compare with");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(binary) = build_forms_program(dir.path(), "vexvvvv") else {
+        return;
+    };
+    let native = Command::new(&binary).output().expect("run natively");
+    assert!(native.status.success());
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    for expected in ["vmovdqu_y SIGILL", "vzeroupper SIGILL", "vpaddb_y ok"] {
+        assert!(
+            native.lines().any(|line| line == expected),
+            "natively: no `{expected}`"
+        );
+    }
+    let run = run_emuprof(&binary, &[] as &[&str], &["--cpu", "x86-64-v3", "--quiet"]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    let differing: Vec<String> = native
+        .lines()
+        .zip(run.stdout_text().lines())
+        .filter(|(n, e)| n != e)
+        .map(|(n, e)| format!("native `{n}`, emuprof `{e}`"))
+        .collect();
+    assert!(differing.is_empty(), "{}", differing.join("\n"));
+    assert_eq!(run.stdout_text().lines().count(), native.lines().count());
 }
 
 /// `rcpps`, `rsqrtps` and their scalar and VEX forms on a spread of

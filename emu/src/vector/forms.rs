@@ -187,6 +187,9 @@ enum Need {
 /// The form of `insn`, or `None` for `#UD`.
 pub(super) fn form(insn: Insn) -> Option<Form> {
     let (need, access, op, mut plan) = describe(insn)?;
+    if vvvv_reserved(insn) && insn.vvvv() != 0 {
+        return None;
+    }
     let feature = match need {
         Need::Avx => true,
         Need::Avx2 => insn.has_avx2(),
@@ -221,6 +224,66 @@ pub(super) fn form(insn: Insn) -> Option<Form> {
 }
 
 type Described = (Need, Access, Op, Plan);
+
+/// Whether the form has no VEX.vvvv operand: the field is then reserved
+/// and must be 1111b (0 here), or the CPU raises `#UD`. Only asked of
+/// forms [`describe`] knows.
+fn vvvv_reserved(insn: Insn) -> bool {
+    let (op, pp) = (insn.opcode(), insn.pp());
+    match insn.map() {
+        1 => match (op, pp) {
+            // vmovss and vmovsd to or from memory (the register forms merge
+            // VEX.vvvv's upper elements).
+            (0x10 | 0x11, 2 | 3) => insn.mem(),
+            // Whole-register moves, vmovsldup, vmovddup, vmovshdup, stores
+            // of halves, vmovntps.
+            (0x10 | 0x11 | 0x28 | 0x29 | 0x2b | 0x13 | 0x17, 0 | 1) => true,
+            (0x12, 2 | 3) | (0x16, 2) => true,
+            // Conversions to integers, vucomis/vcomis, vmovmsk.
+            (0x2c..=0x2f | 0x50 | 0xd7, _) => true,
+            // Packed square roots, reciprocals and conversions.
+            (0x51..=0x53 | 0x5a, 0 | 1) | (0x5b | 0xe6, _) => true,
+            // vmovd, vmovq, vmovdqa/u, vmovntdq, vlddqu, vpshufd/hw/lw,
+            // vpextrw, vzeroupper and vzeroall.
+            (0x6e | 0x6f | 0x7e | 0x7f | 0xd6 | 0xe7 | 0xf0 | 0x70 | 0xc5 | 0x77, _) => true,
+            _ => false,
+        },
+        // vtestps/pd, vcvtph2ps, vptest, broadcasts, vpabs, vpmovsx/zx,
+        // vmovntdqa, vphminposuw, vaesimc.
+        2 => matches!(
+            op,
+            0x0e | 0x0f
+                | 0x13
+                | 0x17
+                | 0x18..=0x1a
+                | 0x1c..=0x1e
+                | 0x20..=0x25
+                | 0x2a
+                | 0x30..=0x35
+                | 0x41
+                | 0x58..=0x5a
+                | 0x78
+                | 0x79
+                | 0xdb
+        ),
+        // vpermq/pd, vpermilps/pd with an immediate, vroundps/pd,
+        // extractions, vcvtps2ph, SSE4.2 strings, vaeskeygenassist.
+        _ => matches!(
+            op,
+            0x00 | 0x01
+                | 0x04
+                | 0x05
+                | 0x08
+                | 0x09
+                | 0x14..=0x17
+                | 0x19
+                | 0x1d
+                | 0x39
+                | 0x60..=0x63
+                | 0xdf
+        ),
+    }
+}
 
 fn describe(insn: Insn) -> Option<Described> {
     match insn.map() {
@@ -382,7 +445,7 @@ fn map_0f38(insn: Insn) -> Option<Described> {
         0x41 if !l => plain(Avx, Full, Op::IntMinimumPosition),
         // The 256-bit AES forms need VAES, which no level has.
         0xdc..=0xdf if !l => plain(Avx, Full, Op::AesRound),
-        0xdb if !l && insn.vvvv() == 0 => plain(Avx, Full, Op::AesInverseMix),
+        0xdb if !l => plain(Avx, Full, Op::AesInverseMix),
         0x20..=0x25 | 0x30..=0x35 => {
             let (from, to) = int::extend_sizes(op);
             plain(Avx2At256, Load(w * from as u32 / to as u32), Op::IntExtend)
@@ -478,8 +541,8 @@ fn map_0f3a(insn: Insn) -> Option<Described> {
         0x42 => plain(Avx2At256, Full, Op::IntMpsadbw),
         0x44 if !l => plain(Avx, Full, Op::IntCarrylessMultiply),
         0x4c if w0 => plain(Avx2At256, Full, Op::ShuffleBlend),
-        0x60..=0x63 if !l && insn.vvvv() == 0 => flags(Full, Op::StringCompare),
-        0xdf if !l && insn.vvvv() == 0 => plain(Avx, Full, Op::AesKeygenAssist),
+        0x60..=0x63 if !l => flags(Full, Op::StringCompare),
+        0xdf if !l => plain(Avx, Full, Op::AesKeygenAssist),
         _ => None,
     }
 }
@@ -506,6 +569,12 @@ mod tests {
     const V2: u64 = 0;
     const AVX: u64 = 1;
     const V3: u64 = 0b1111;
+
+    /// `insn` with VEX.vvvv 1111b (register 0 here), as two-operand forms
+    /// need it.
+    fn two_operand(insn: Insn) -> Insn {
+        Insn(insn.0 & !(0xf << 14))
+    }
 
     #[test]
     fn nothing_runs_without_avx() {
@@ -539,28 +608,57 @@ mod tests {
 
     #[test]
     fn plans_say_what_memory_is_touched() {
-        let load = form(insn(1, 2, 0x6f, true, true, V3)).expect("vmovdqu ymm, m256");
+        let load = form(two_operand(insn(1, 2, 0x6f, true, true, V3))).expect("vmovdqu ymm, m256");
         assert_eq!(
             (load.plan.size, load.plan.load, load.plan.store),
             (32, true, false)
         );
-        let store = form(insn(1, 1, 0x7f, false, true, V3)).expect("vmovdqa m128, xmm");
+        let store =
+            form(two_operand(insn(1, 1, 0x7f, false, true, V3))).expect("vmovdqa m128, xmm");
         assert_eq!(
             (store.plan.size, store.plan.store, store.plan.aligned),
             (16, true, true)
         );
-        let broadcast = form(insn(2, 1, 0x78, true, true, V3)).expect("vpbroadcastb");
+        let broadcast = form(two_operand(insn(2, 1, 0x78, true, true, V3))).expect("vpbroadcastb");
         assert_eq!(broadcast.plan.size, 1);
-        let test = form(insn(2, 1, 0x17, true, false, V3)).expect("vptest");
+        let test = form(two_operand(insn(2, 1, 0x17, true, false, V3))).expect("vptest");
         assert!(test.plan.flags && test.plan.size == 0);
         // vpmovmskb has no memory form.
-        assert!(form(insn(1, 1, 0xd7, true, true, V3)).is_none());
+        assert!(form(two_operand(insn(1, 1, 0xd7, true, true, V3))).is_none());
+    }
+
+    #[test]
+    fn a_form_without_a_vvvv_operand_needs_the_field_at_1111b() {
+        // (map, pp, opcode, L, memory, VEX.vvvv is an operand, instruction)
+        let table = [
+            (1, 2, 0x6f, true, false, false, "vmovdqu ymm, ymm"),
+            (1, 1, 0xfe, false, false, true, "vpaddd"),
+            (1, 2, 0x10, false, true, false, "vmovss xmm, m32"),
+            (1, 2, 0x10, false, false, true, "vmovss xmm, xmm, xmm"),
+            (1, 0, 0x51, true, false, false, "vsqrtps"),
+            (1, 2, 0x51, false, false, true, "vsqrtss"),
+            (1, 0, 0x77, false, false, false, "vzeroupper"),
+            (1, 1, 0xc5, false, false, false, "vpextrw"),
+            (1, 1, 0xc4, false, false, true, "vpinsrw"),
+            (2, 1, 0x18, true, true, false, "vbroadcastss"),
+            (2, 1, 0x16, true, false, true, "vpermps"),
+            (3, 1, 0x08, true, false, false, "vroundps"),
+            (3, 1, 0x0a, false, false, true, "vroundss"),
+            (3, 1, 0x06, true, false, true, "vperm2f128"),
+        ];
+        for (map, pp, opcode, l, mem, operand, what) in table {
+            let with_vvvv = insn(map, pp, opcode, l, mem, V3);
+            assert_eq!(
+                form(with_vvvv).is_some(),
+                operand,
+                "{what} with VEX.vvvv set"
+            );
+            assert!(form(two_operand(with_vvvv)).is_some(), "{what}");
+        }
     }
 
     #[test]
     fn aes_runs_at_128_bits_only_as_without_vaes() {
-        // Two-operand forms: VEX.vvvv must be 1111b (register 0 here).
-        let no_vvvv = |i: Insn| Insn(i.0 & !(0xf << 14));
         // (map, opcode, L, accepted, instruction)
         let table = [
             (2, 0xdc, false, true, "vaesenc xmm"),
@@ -570,7 +668,7 @@ mod tests {
         ];
         for (map, opcode, l, accepted, what) in table {
             assert_eq!(
-                form(no_vvvv(insn(map, 1, opcode, l, true, V3))).is_some(),
+                form(two_operand(insn(map, 1, opcode, l, true, V3))).is_some(),
                 accepted,
                 "{what}"
             );
@@ -579,7 +677,8 @@ mod tests {
             form(insn(3, 1, 0x61, false, true, V3)).is_none(),
             "vvvv set"
         );
-        let compare = form(no_vvvv(insn(3, 1, 0x61, false, true, V3))).expect("vpcmpestri m128");
+        let compare =
+            form(two_operand(insn(3, 1, 0x61, false, true, V3))).expect("vpcmpestri m128");
         assert!(compare.plan.flags && compare.plan.size == 16 && !compare.plan.aligned);
     }
 
