@@ -114,6 +114,26 @@ fn on_the_host_x87_long_double_functions_print_exactly_their_native_lines() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
+#[test]
+fn fsqrt_and_frndint_set_c1_as_natively() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = std::fs::read_to_string(common::repo_root().join("tests/programs/x87_c1.c"))
+        .expect("read x87_c1.c");
+    let Some(binary) = compile_c(dir.path(), "x87_c1", &source, "gcc", &["-O1"]) else {
+        return;
+    };
+    let native = Command::new(&binary).output().expect("run natively");
+    assert!(native.status.success());
+    let native = String::from_utf8_lossy(&native.stdout).into_owned();
+    assert!(
+        native.contains("C1=1") && native.contains("C1=0"),
+        "{native}"
+    );
+    let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
+    assert_eq!(run.status.code(), Some(0), "{}", run.stderr);
+    assert_eq!(run.stdout_text(), native);
+}
+
 /// How a line of emuprof's output compares with the native one.
 #[derive(Debug, PartialEq, Eq)]
 enum Agreement {
