@@ -48,19 +48,26 @@ fn builds(dir: &Path) -> Vec<(&'static str, PathBuf, String)> {
         .collect()
 }
 
+/// What the build prints under emuprof with `options`, as many lines as
+/// natively.
+fn run_build(name: &str, binary: &Path, native: &str, options: &[&str]) -> String {
+    let run = run_emuprof(binary, &[] as &[&str], &[options, &["--quiet"]].concat());
+    assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
+    let emulated = run.stdout_text();
+    assert_eq!(
+        native.lines().count(),
+        emulated.lines().count(),
+        "{name}: line count"
+    );
+    emulated
+}
+
 #[test]
 fn long_double_functions_print_their_native_digits_and_flags() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut failures = Vec::new();
     for (name, binary, native) in builds(dir.path()) {
-        let run = run_emuprof(&binary, &[] as &[&str], &["--quiet"]);
-        assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
-        let emulated = run.stdout_text();
-        assert_eq!(
-            native.lines().count(),
-            emulated.lines().count(),
-            "{name}: line count"
-        );
+        let emulated = run_build(name, &binary, &native, &[]);
         let (mut last_place, mut lines) = (0, 0);
         for (a, b) in native.lines().zip(emulated.lines()) {
             lines += 1;
@@ -90,14 +97,7 @@ fn on_the_host_x87_long_double_functions_print_exactly_their_native_lines() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut failures = Vec::new();
     for (name, binary, native) in builds(dir.path()) {
-        let run = run_emuprof(&binary, &[] as &[&str], &["--x87", "host", "--quiet"]);
-        assert_eq!(run.status.code(), Some(0), "{name}: {}", run.stderr);
-        let emulated = run.stdout_text();
-        assert_eq!(
-            native.lines().count(),
-            emulated.lines().count(),
-            "{name}: line count"
-        );
+        let emulated = run_build(name, &binary, &native, &["--x87", "host"]);
         let differing: Vec<String> = native
             .lines()
             .zip(emulated.lines())

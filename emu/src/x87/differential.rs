@@ -11,69 +11,13 @@ use std::arch::asm;
 use super::extended::{C1, C2, CONDITION_CODES, IE, PE};
 use super::{exec, Extended, Op, Operation, StackAction};
 
-/// What the host's x87 did: the status word and the top two registers.
-#[derive(Debug, PartialEq, Eq)]
-struct Native {
-    status: u16,
-    top: Extended,
-    below: Extended,
-}
+// What the host's x87 did: the status word and the top two registers.
+use super::host::Ran as Native;
 
-/// Loads ST1 then ST0, runs one instruction with the given control word
-/// and reads the status word and the top two registers.
-macro_rules! run_native {
-    ($insn:literal, $control:expr, $st0:expr, $st1:expr) => {{
-        let operands = [$st0, $st1];
-        let mut results = [Extended::zero(false); 2];
-        let control: u16 = $control;
-        let mut saved: u16 = 0;
-        let status: u16;
-        // SAFETY: x87 instructions on the given memory only; the stack is
-        // emptied and the control word restored before the block ends.
-        unsafe {
-            asm!(
-                "fnstcw word ptr [{saved}]",
-                "fldcw word ptr [{control}]",
-                "fnclex",
-                "fld tbyte ptr [{operands} + 16]",
-                "fld tbyte ptr [{operands}]",
-                $insn,
-                "fnstsw ax",
-                "fstp tbyte ptr [{results}]",
-                "fstp tbyte ptr [{results} + 16]",
-                "fninit",
-                "fldcw word ptr [{saved}]",
-                saved = in(reg) &raw mut saved,
-                control = in(reg) &raw const control,
-                operands = in(reg) operands.as_ptr(),
-                results = in(reg) results.as_mut_ptr(),
-                out("ax") status,
-                out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
-                out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
-            );
-        }
-        Native {
-            status,
-            top: results[0],
-            below: results[1],
-        }
-    }};
-}
-
+/// Runs one instruction on the host's x87, from a status word without
+/// condition codes.
 fn native(op: Op, control: u16, st0: Extended, st1: Extended) -> Native {
-    match op {
-        Op::F2xm1 => run_native!("f2xm1", control, st0, st1),
-        Op::Fyl2x => run_native!("fyl2x", control, st0, st1),
-        Op::Fyl2xp1 => run_native!("fyl2xp1", control, st0, st1),
-        Op::Fpatan => run_native!("fpatan", control, st0, st1),
-        Op::Fptan => run_native!("fptan", control, st0, st1),
-        Op::Fsin => run_native!("fsin", control, st0, st1),
-        Op::Fcos => run_native!("fcos", control, st0, st1),
-        Op::Fsincos => run_native!("fsincos", control, st0, st1),
-        Op::Fprem => run_native!("fprem", control, st0, st1),
-        Op::Fprem1 => run_native!("fprem1", control, st0, st1),
-        Op::Fscale => run_native!("fscale", control, st0, st1),
-    }
+    super::host::run(op, control, 0, st0, st1)
 }
 
 /// The status bits compared: condition codes and exception flags.
@@ -364,6 +308,9 @@ fn an_inexact_result_raises_pe_and_an_invalid_one_ie() {
     assert_eq!(ours.status & IE, IE);
 }
 
+/// The unit's host entry (the environment it makes from the guest's, the
+/// status word and stack it hands back) gives exactly what the
+/// instruction gives on the host.
 #[test]
 fn on_the_host_every_instruction_is_the_host_instruction() {
     let mut mismatches = Vec::new();

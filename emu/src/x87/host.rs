@@ -36,11 +36,13 @@ struct Environment {
 }
 
 /// What the host's x87 left: the status word and the registers at the top
-/// of the stack, ST0 first.
-struct Ran {
-    status: u16,
-    top: Extended,
-    below: Extended,
+/// of the stack, ST0 first (after a pop, `below` is the indefinite value
+/// read from the emptied register).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Ran {
+    pub status: u16,
+    pub top: Extended,
+    pub below: Extended,
 }
 
 /// Runs one instruction on the host's x87 in `guest`'s environment with
@@ -86,6 +88,30 @@ macro_rules! run_on_host {
     }};
 }
 
+/// Runs `op` on the host's x87 with ST1 then ST0 loaded, under `control`
+/// with every exception masked and the condition codes of `status`.
+pub(super) fn run(op: Op, control: u16, status: u16, st0: Extended, st1: Extended) -> Ran {
+    let guest = Environment {
+        control: u32::from(control | ALL_MASKED),
+        status: u32::from(status & CONDITION_CODES),
+        tags: 0xffff,
+        pointers: [0; 4],
+    };
+    match op {
+        Op::F2xm1 => run_on_host!("f2xm1", &guest, st0, st1),
+        Op::Fyl2x => run_on_host!("fyl2x", &guest, st0, st1),
+        Op::Fyl2xp1 => run_on_host!("fyl2xp1", &guest, st0, st1),
+        Op::Fpatan => run_on_host!("fpatan", &guest, st0, st1),
+        Op::Fptan => run_on_host!("fptan", &guest, st0, st1),
+        Op::Fsin => run_on_host!("fsin", &guest, st0, st1),
+        Op::Fcos => run_on_host!("fcos", &guest, st0, st1),
+        Op::Fsincos => run_on_host!("fsincos", &guest, st0, st1),
+        Op::Fprem => run_on_host!("fprem", &guest, st0, st1),
+        Op::Fprem1 => run_on_host!("fprem1", &guest, st0, st1),
+        Op::Fscale => run_on_host!("fscale", &guest, st0, st1),
+    }
+}
+
 /// The engine's entry for `--x87 host`.
 ///
 /// # Safety
@@ -103,24 +129,16 @@ pub(super) fn exec(operation: &mut Operation) -> StackAction {
     let Some(op) = Op::of_code(operation.op) else {
         return StackAction::Replace;
     };
-    let guest = Environment {
-        control: u32::from(operation.control | ALL_MASKED),
-        status: u32::from(operation.status & CONDITION_CODES),
-        tags: 0xffff,
-        pointers: [0; 4],
-    };
-    let (st0, st1) = (operation.st0, operation.st1);
-    let ran = match op {
-        Op::F2xm1 => run_on_host!("f2xm1", &guest, st0, st1),
-        Op::Fyl2x => run_on_host!("fyl2x", &guest, st0, st1),
-        Op::Fyl2xp1 => run_on_host!("fyl2xp1", &guest, st0, st1),
-        Op::Fpatan => run_on_host!("fpatan", &guest, st0, st1),
-        Op::Fptan => run_on_host!("fptan", &guest, st0, st1),
-        Op::Fsin => run_on_host!("fsin", &guest, st0, st1),
-        Op::Fcos => run_on_host!("fcos", &guest, st0, st1),
-        Op::Fsincos => run_on_host!("fsincos", &guest, st0, st1),
-        Op::Fprem | Op::Fprem1 | Op::Fscale => return super::exec(operation),
-    };
+    if matches!(op, Op::Fprem | Op::Fprem1 | Op::Fscale) {
+        return super::exec(operation);
+    }
+    let ran = run(
+        op,
+        operation.control,
+        operation.status,
+        operation.st0,
+        operation.st1,
+    );
     operation.status =
         operation.status & !CONDITION_CODES | ran.status & (CONDITION_CODES | EXCEPTION_FLAGS);
     match op {
