@@ -207,8 +207,11 @@ fn classify(op: Op, host: &Native, ours: &Native) -> Option<Difference> {
     Some(Difference::Other)
 }
 
+/// One case: the control word, ST0 and ST1.
+type Case = (u16, Extended, Extended);
+
 /// The cases of one instruction that differ, by kind, with a few examples.
-fn compare(op: Op, cases: &[(u16, Extended, Extended)]) -> Vec<(Difference, u16, String)> {
+fn compare(op: Op, cases: &[Case]) -> Vec<(Difference, u16, String)> {
     let mut differences = Vec::new();
     for &(control, st0, st1) in cases {
         let host = native(op, control, st0, st1);
@@ -225,7 +228,7 @@ fn compare(op: Op, cases: &[(u16, Extended, Extended)]) -> Vec<(Difference, u16,
 
 /// The cases every instruction is tried on, in order: the edge operands,
 /// then 4,000 random ones under random control words.
-fn all_cases() -> Vec<(Op, Vec<(u16, Extended, Extended)>)> {
+fn all_cases() -> Vec<(Op, Vec<Case>)> {
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
     let mut all = Vec::new();
     for op in Op::ALL {
