@@ -7,16 +7,17 @@
 //! only for an older profile or when `--binary` names one — and then refuses
 //! a binary that is not the one that ran, unless forced.
 
-use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use capstone::arch::x86::ArchMode;
+use capstone::arch::BuildsCapstone;
+use capstone::Capstone;
 use emuprof_analysis::code_table::CodeTable;
 use emuprof_analysis::instructions::{
     CodeFunction, CodeMap, DecodedInstruction, InstructionCosts, SourceFrame,
 };
 use emuprof_analysis::Profile;
-use emuprof_emu::tree::instruction_text::InstructionTexts;
 use emuprof_emu::LoadedLibrary;
 use emuprof_loader::Binary;
 
@@ -25,7 +26,7 @@ use emuprof_loader::Binary;
 pub struct BinaryCodeMap<'a> {
     /// The program, its dynamic linker and the shared libraries.
     objects: Vec<&'a Binary>,
-    texts: RefCell<InstructionTexts>,
+    capstone: Capstone,
 }
 
 impl<'a> BinaryCodeMap<'a> {
@@ -40,15 +41,16 @@ impl<'a> BinaryCodeMap<'a> {
         binary: &'a Binary,
         libraries: &'a [LoadedLibrary],
     ) -> Result<BinaryCodeMap<'a>> {
-        let texts = InstructionTexts::new().map_err(|e| Error::Disassembler(e.to_string()))?;
+        let capstone = Capstone::new()
+            .x86()
+            .mode(ArchMode::Mode64)
+            .build()
+            .map_err(|e| Error::Disassembler(e.to_string()))?;
         let objects = std::iter::once(binary)
             .chain(binary.interpreter.as_deref())
             .chain(libraries.iter().map(|l| l.binary.as_ref()))
             .collect();
-        Ok(BinaryCodeMap {
-            objects,
-            texts: RefCell::new(texts),
-        })
+        Ok(BinaryCodeMap { objects, capstone })
     }
 
     /// The loaded object whose segments hold `address`; `None` for code
@@ -103,13 +105,21 @@ impl CodeMap for BinaryCodeMap<'_> {
     }
 
     fn decode(&self, address: u64, size: u32) -> Vec<DecodedInstruction> {
-        self.texts
-            .borrow_mut()
-            .decode(address, self.bytes(address, size))
-            .into_iter()
-            .map(|i| DecodedInstruction {
-                address: i.address,
-                text: i.text,
+        let Ok(instructions) = self.capstone.disasm_all(self.bytes(address, size), address) else {
+            return Vec::new();
+        };
+        instructions
+            .iter()
+            .map(|i| {
+                let mnemonic = i.mnemonic().unwrap_or("?");
+                let text = match i.op_str() {
+                    Some(ops) if !ops.is_empty() => format!("{mnemonic} {ops}"),
+                    _ => mnemonic.to_string(),
+                };
+                DecodedInstruction {
+                    address: i.address(),
+                    text,
+                }
             })
             .collect()
     }

@@ -165,7 +165,7 @@ impl InstructionMemo {
 
 /// The memo's key for an instruction's bytes (at most 15): the bytes, and
 /// the length in the top byte.
-pub(crate) fn key(bytes: &[u8]) -> u128 {
+fn key(bytes: &[u8]) -> u128 {
     let mut word = [0u8; 16];
     word[..bytes.len()].copy_from_slice(bytes);
     word[15] = bytes.len() as u8;
@@ -374,43 +374,6 @@ mod tests {
                 unhinted * 1000 < instructions,
                 "{path}: no hint for {unhinted} of {instructions} instructions"
             );
-        }
-    }
-
-    /// Blocks of real code get the same text through the text memo as
-    /// from capstone, at their own address and at another.
-    #[test]
-    fn the_text_memo_formats_real_code_as_capstone_does() {
-        let capstone = Capstone::new()
-            .x86()
-            .mode(ArchMode::Mode64)
-            .build()
-            .expect("capstone handles x86-64");
-        for path in BINARIES {
-            let Some(segments) = executable_segments(path) else {
-                continue;
-            };
-            let mut texts =
-                crate::tree::instruction_text::InstructionTexts::new().expect("capstone");
-            for (address, code) in &segments {
-                for chunk in (0..code.len()).step_by(64) {
-                    let bytes = &code[chunk..(chunk + 64).min(code.len())];
-                    for block in [address + chunk as u64, address + chunk as u64 + 0x1234_5678] {
-                        let reference: Vec<(u64, String)> = capstone
-                            .disasm_all(bytes, block)
-                            .expect("capstone runs")
-                            .iter()
-                            .map(|i| (i.address(), crate::tree::instruction_text::text(i)))
-                            .collect();
-                        let memo: Vec<(u64, String)> = texts
-                            .decode(block, bytes)
-                            .into_iter()
-                            .map(|t| (t.address, t.text))
-                            .collect();
-                        assert_eq!(memo, reference, "{path}: block at {block:#x}: {bytes:02x?}");
-                    }
-                }
-            }
         }
     }
 

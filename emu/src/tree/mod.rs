@@ -16,7 +16,6 @@ pub mod code_snapshot;
 pub mod cost;
 pub mod costs;
 mod instruction_memo;
-pub mod instruction_text;
 pub mod mapped_code;
 pub mod recorded;
 pub mod shadow_stack;
