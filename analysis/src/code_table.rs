@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::instructions::{
@@ -119,7 +120,7 @@ impl CodeTable {
         }
         let mut symbols: BTreeMap<u64, String> = BTreeMap::new();
         let mut sources: Vec<Vec<SourceFrame>> = Vec::new();
-        let mut source_ids: BTreeMap<Vec<SourceFrame>, u32> = BTreeMap::new();
+        let mut source_ids: FxHashMap<Vec<SourceFrame>, u32> = FxHashMap::default();
         let mut rows = Vec::with_capacity(decoded.len());
         for (address, (size, text)) in decoded {
             let symbol = code.function_at(address).map(|f| {
@@ -128,12 +129,18 @@ impl CodeTable {
                 start
             });
             let frames = code.frames(address);
-            let source = (!frames.is_empty()).then(|| {
-                *source_ids.entry(frames.clone()).or_insert_with(|| {
-                    sources.push(frames);
-                    (sources.len() - 1) as u32
-                })
-            });
+            // Most instructions share their frames with one before: look
+            // them up before copying them.
+            let source = if frames.is_empty() {
+                None
+            } else if let Some(&id) = source_ids.get(&frames) {
+                Some(id)
+            } else {
+                let id = sources.len() as u32;
+                source_ids.insert(frames.clone(), id);
+                sources.push(frames);
+                Some(id)
+            };
             rows.push((address, size, text, symbol, source));
         }
         let symbols: Vec<CodeFunction> = symbols

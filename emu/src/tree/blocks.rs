@@ -11,12 +11,13 @@
 //! decoded from a writable page keeps its bytes, so the emulation thread can
 //! see that it changed ([`BlockCache::watched_code`]).
 
-use capstone::arch::x86::{ArchMode, X86OperandType};
-use capstone::arch::{ArchOperand, BuildsCapstone};
-use capstone::{Capstone, InsnGroupId, InsnGroupType};
+use capstone::arch::x86::ArchMode;
+use capstone::arch::BuildsCapstone;
+use capstone::Capstone;
 use rustc_hash::FxHashMap;
 
 use crate::tree::cost::CostModel;
+use crate::tree::instruction_memo::{Decoded, InstructionMemo};
 
 /// How a block ends: the kind of its last instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +189,7 @@ const FAST_SLOTS: usize = 1 << 14;
 pub struct BlockCache {
     capstone: OwnedDecoder,
     costs: CostModel,
+    memo: InstructionMemo,
     index: FxHashMap<(u64, u32), BlockId>,
     blocks: Vec<BlockInfo>,
     fast: Box<[(u64, u32, BlockId); FAST_SLOTS]>,
@@ -207,6 +209,7 @@ impl BlockCache {
         Ok(BlockCache {
             capstone: OwnedDecoder(capstone),
             costs: CostModel::default(),
+            memo: InstructionMemo::default(),
             index: FxHashMap::default(),
             blocks: Vec::new(),
             fast: Box::new([(u64::MAX, 0, 0); FAST_SLOTS]),
@@ -326,7 +329,7 @@ impl BlockCache {
 
     /// How many instructions `code`, loaded at `address`, holds, counted as
     /// blocks are.
-    pub fn instructions_in(&self, address: u64, code: &[u8]) -> u32 {
+    pub fn instructions_in(&mut self, address: u64, code: &[u8]) -> u32 {
         if code.is_empty() {
             return 0;
         }
@@ -334,71 +337,10 @@ impl BlockCache {
     }
 
     /// Each instruction's cycles and offset, and how the block ends.
-    fn decode(&self, address: u64, code: &[u8]) -> Decoded {
-        // Undecodable bytes still ran: count them as one instruction of one
-        // cycle.
-        let undecodable = Decoded {
-            cycles: vec![1],
-            offsets: vec![0],
-            terminator: Terminator::Other,
-            conditional_target: None,
-        };
-        let Ok(insns) = self.capstone.disasm_all(code, address) else {
-            return undecodable;
-        };
-        let Some(last) = insns.iter().last() else {
-            return undecodable;
-        };
-        let (terminator, conditional_target) = match self.capstone.insn_detail(last) {
-            Ok(detail) => {
-                let mnemonic = last.mnemonic().unwrap_or("");
-                (
-                    classify(mnemonic, &detail),
-                    conditional_target(mnemonic, &detail),
-                )
-            }
-            Err(_) => (Terminator::Other, None),
-        };
-        Decoded {
-            cycles: self.costs.block(&self.capstone, &insns, terminator),
-            offsets: insns
-                .iter()
-                .map(|i| (i.address() - address) as u16)
-                .collect(),
-            terminator,
-            conditional_target,
-        }
+    fn decode(&mut self, address: u64, code: &[u8]) -> Decoded {
+        self.memo
+            .decode_block(&self.capstone, &self.costs, address, code)
     }
-}
-
-/// What decoding tells about a block.
-struct Decoded {
-    cycles: Vec<u32>,
-    offsets: Vec<u16>,
-    terminator: Terminator,
-    conditional_target: Option<u64>,
-}
-
-/// The target of a conditional branch: a jump-group instruction other than
-/// `jmp`, with an immediate target.
-fn conditional_target(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Option<u64> {
-    let jump = detail
-        .groups()
-        .contains(&InsnGroupId(InsnGroupType::CS_GRP_JUMP as u8));
-    if !jump || mnemonic == "jmp" || mnemonic == "ljmp" {
-        return None;
-    }
-    detail
-        .arch_detail()
-        .operands()
-        .iter()
-        .find_map(|op| match op {
-            ArchOperand::X86Operand(x) => match x.op_type {
-                X86OperandType::Imm(target) => Some(target as u64),
-                _ => None,
-            },
-            _ => None,
-        })
 }
 
 /// The instructions of a block of `code` with these per-instruction
@@ -413,36 +355,6 @@ fn instruction_count(instruction_cycles: &[u32], code: &[u8]) -> u32 {
 #[inline]
 fn fast_slot(address: u64) -> usize {
     ((address ^ (address >> 14)) as usize) & (FAST_SLOTS - 1)
-}
-
-fn classify(mnemonic: &str, detail: &capstone::InsnDetail<'_>) -> Terminator {
-    let in_group = |g: InsnGroupType::Type| detail.groups().contains(&InsnGroupId(g as u8));
-    if in_group(InsnGroupType::CS_GRP_CALL) {
-        return Terminator::Call {
-            indirect: !has_only_immediate(detail),
-        };
-    }
-    if in_group(InsnGroupType::CS_GRP_RET) {
-        return Terminator::Return;
-    }
-    if mnemonic == "syscall" {
-        return Terminator::Syscall;
-    }
-    if mnemonic == "jmp" || mnemonic == "ljmp" {
-        return if has_only_immediate(detail) {
-            Terminator::Jump
-        } else {
-            Terminator::IndirectJump
-        };
-    }
-    Terminator::Other
-}
-
-fn has_only_immediate(detail: &capstone::InsnDetail<'_>) -> bool {
-    detail.arch_detail().operands().iter().all(|op| match op {
-        ArchOperand::X86Operand(x) => matches!(x.op_type, X86OperandType::Imm(_)),
-        _ => false,
-    })
 }
 
 #[cfg(test)]

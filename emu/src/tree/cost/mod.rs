@@ -64,7 +64,16 @@ impl Default for CostModel {
 /// allocating lists for each was a third of pricing a block).
 type Registers = SmallVec<[u16; 4]>;
 
+/// One instruction as the cost model sees it: its table cost and what it
+/// reads and writes.
+#[derive(Debug, Clone)]
+pub(crate) struct Priced {
+    cost: Cost,
+    access: Accesses,
+}
+
 /// What one instruction reads and writes, for the dependency chains.
+#[derive(Debug, Clone)]
 struct Accesses {
     /// Registers a memory operand's address uses.
     address: Registers,
@@ -92,19 +101,15 @@ impl CostModel {
         }
     }
 
-    /// Cycles of each instruction of a block (see the module doc); empty
-    /// for an empty block.
-    pub fn block(&self, capstone: &Capstone, insns: &[Insn<'_>], end: Terminator) -> Vec<u32> {
-        let priced: Vec<(Cost, Accesses)> = insns
-            .iter()
-            .map(|insn| self.price(capstone, insn))
-            .collect();
+    /// Cycles of each instruction of a block, priced one by one with
+    /// [`CostModel::price`] (see the module doc); empty for an empty block.
+    pub(crate) fn block(&self, priced: &[&Priced], end: Terminator) -> Vec<u32> {
         let mut ready = ReadyTimes::default();
         let mut issued = 0u32;
         let mut finished = 0u32;
         let mut run = |ready: &mut ReadyTimes| -> Vec<u32> {
             let mut ends = Vec::with_capacity(priced.len());
-            for (cost, access) in &priced {
+            for Priced { cost, access } in priced.iter().copied() {
                 let at = |regs: &[u16]| regs.iter().map(|&r| ready.get(r)).max().unwrap_or(0);
                 let address = at(&access.address);
                 let inputs = if access.loads {
@@ -164,8 +169,9 @@ impl CostModel {
         charges
     }
 
-    /// The cost and register accesses of one instruction.
-    fn price(&self, capstone: &Capstone, insn: &Insn<'_>) -> (Cost, Accesses) {
+    /// The cost and register accesses of one instruction, decoded with
+    /// details: they depend on its bytes alone.
+    pub(crate) fn price(&self, capstone: &Capstone, insn: &Insn<'_>) -> Priced {
         let mnemonic = insn.mnemonic().unwrap_or("");
         let mut access = Accesses {
             address: Registers::new(),
@@ -176,7 +182,10 @@ impl CostModel {
             stores: false,
         };
         let Ok(detail) = capstone.insn_detail(insn) else {
-            return (self.table.cost(mnemonic), access);
+            return Priced {
+                cost: self.table.cost(mnemonic),
+                access,
+            };
         };
         let arch = detail.arch_detail();
         let computes_address = matches!(mnemonic, "lea" | "nop");
@@ -248,7 +257,7 @@ impl CostModel {
         if arch.x86().is_some_and(|x86| x86.prefix()[0] == LOCK_PREFIX) {
             cost.latency += self.lock.latency;
         }
-        (cost, access)
+        Priced { cost, access }
     }
 }
 

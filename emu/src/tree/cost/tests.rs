@@ -10,7 +10,9 @@ fn cycles(code: &[u8], end: Terminator) -> Vec<u32> {
         .build()
         .expect("capstone handles x86-64");
     let insns = capstone.disasm_all(code, 0x1000).expect("decodes");
-    CostModel::default().block(&capstone, &insns, end)
+    let model = CostModel::default();
+    let priced: Vec<Priced> = insns.iter().map(|i| model.price(&capstone, i)).collect();
+    model.block(&priced.iter().collect::<Vec<_>>(), end)
 }
 
 fn repeat(instruction: &[u8], times: usize) -> Vec<u8> {

@@ -439,7 +439,7 @@ impl BuilderThread {
     }
 
     /// The costs of the last block from `from` to its end.
-    fn costs_from(&self, from: u64) -> Costs {
+    fn costs_from(&mut self, from: u64) -> Costs {
         let Some(tracked) = self.tracked.get(self.previous) else {
             return Costs::default();
         };
@@ -456,9 +456,10 @@ impl BuilderThread {
         // (Tracked blocks and decoded blocks share their ids.)
         let block = self.blocks.get(self.previous as u32);
         let cycles = block.instruction_cycles.iter().skip(skipped);
+        let cycles = cycles.map(|&c| u64::from(c)).sum();
         Costs {
             instructions: u64::from(self.blocks.instructions_in(from, after)),
-            cycles: cycles.map(|&c| u64::from(c)).sum(),
+            cycles,
         }
     }
 
