@@ -10,6 +10,7 @@
 mod address_space;
 mod guest_view;
 mod mapping_names;
+mod page_runs;
 mod page_tables;
 mod physical;
 mod shared_memory;
