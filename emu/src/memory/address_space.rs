@@ -236,6 +236,12 @@ impl AddressSpace {
         Some(run.physical(start, page)? + (addr - page))
     }
 
+    /// Physical pages in use, page tables included.
+    #[cfg(test)]
+    pub(super) fn physical_pages_in_use(&self) -> u64 {
+        self.phys.in_use()
+    }
+
     /// Physical address of the PML4, for CR3.
     pub fn page_table_root(&self) -> u64 {
         self.tables.root()

@@ -8,6 +8,8 @@
 //! without walking the tables.
 
 mod address_space;
+#[cfg(test)]
+mod address_space_tests;
 mod guest_view;
 mod mapping_names;
 mod page_runs;

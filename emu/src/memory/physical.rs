@@ -114,6 +114,12 @@ impl PhysicalMemory {
         Ok(())
     }
 
+    /// Pages handed out and not returned.
+    #[cfg(test)]
+    pub fn in_use(&self) -> u64 {
+        self.next / PAGE - (self.free.len() + self.free_untouched.len()) as u64
+    }
+
     /// Returns a page that held no code to the pool; `untouched` when
     /// nothing can have written it since it was handed out (see the module
     /// documentation).
