@@ -287,8 +287,11 @@ impl AddressSpace {
 
     /// `madvise(MADV_DONTNEED)` over `[addr, addr + len)` (page aligned,
     /// mapped): private pages read back as zeros afterwards, shared pages
-    /// keep their contents (Linux's shmem does). Pages that held code are
-    /// replaced one at a time, each noted as changed code on its own.
+    /// keep their contents (Linux's shmem does), and the range loses its
+    /// name. Pages that held code get fresh physical pages one at a time,
+    /// each noted as changed code on its own; `PROT_NONE` pages give theirs
+    /// back; other pages are cleared where they are not all zeros already
+    /// (most of a thread's stack never was written).
     pub fn discard(
         &mut self,
         uc: &mut Unicorn<'_, ()>,
@@ -308,10 +311,44 @@ impl AddressSpace {
                 for page in (start..end).step_by(PAGE_SIZE as usize) {
                     self.map(uc, page, PAGE_SIZE, state.prot)?;
                 }
-            } else {
+            } else if !state.prot.accessible() {
                 self.map(uc, start, end - start, state.prot)?;
+            } else {
+                self.clear_in_place(uc, start, end)?;
             }
         }
+        Ok(())
+    }
+
+    /// Zeros the accessible private pages `[start, end)` of one run where
+    /// they are not all zeros, leaving them as freshly mapped ones are.
+    fn clear_in_place(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        start: u64,
+        end: u64,
+    ) -> Result<(), EmuError> {
+        self.names.forget(start, end);
+        let physical: Vec<u64> = self
+            .runs
+            .overlapping(start, end)
+            .flat_map(|(run_start, run)| run.pages(run_start))
+            .filter(|&(page, _)| start <= page && page < end)
+            .filter_map(|(_, phys)| phys)
+            .collect();
+        let zeros = [0u8; PAGE_SIZE as usize];
+        let mut now = [0u8; PAGE_SIZE as usize];
+        let err = |e| EmuError::unicorn("clearing a discarded page", e);
+        for phys in physical {
+            uc.mem_read(phys, &mut now).map_err(err)?;
+            if now != zeros {
+                uc.mem_write(phys, &zeros).map_err(err)?;
+            }
+        }
+        let _ = self.runs.update(start, end, |_, run| {
+            run.state.accounted = run.state.prot.write;
+            Ok::<(), ()>(())
+        });
         Ok(())
     }
 

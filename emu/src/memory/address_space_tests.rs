@@ -26,6 +26,8 @@ enum Op {
     Protect(u64, u64, Protection),
     /// Writes the byte at the start of the page, ignoring permissions.
     Write(u64, u8),
+    /// `madvise(MADV_DONTNEED)`.
+    Discard(u64, u64),
 }
 
 const BASE: u64 = 0x7f00_0000_0000;
@@ -42,6 +44,7 @@ fn apply(uc: &mut Unicorn<'_, ()>, space: &mut AddressSpace, op: Op) {
             .unwrap()
             .unwrap(),
         Op::Write(page, byte) => space.write_initial(uc, at(page), &[byte]).unwrap(),
+        Op::Discard(page, pages) => space.discard(uc, at(page), pages * PAGE_SIZE).unwrap(),
     }
 }
 
@@ -126,6 +129,20 @@ fn reservations_cost_no_physical_pages_and_changes_split_and_merge_ranges() {
             vec![line(0, 4, "---")],
             1,
             [0, 0, 9, 0],
+        ),
+        // Discarded, accessible pages read as zeros in the same physical
+        // pages; inaccessible ones give theirs back.
+        (
+            vec![
+                Op::Map(0, 4, RW),
+                Op::Write(1, 7),
+                Op::Protect(3, 1, NONE),
+                Op::Write(3, 6),
+                Op::Discard(0, 4),
+            ],
+            vec![line(0, 3, "rw-"), line(3, 1, "---")],
+            3 + 3,
+            [0; 4],
         ),
         // Mapped over, the old pages go back to the pool.
         (
