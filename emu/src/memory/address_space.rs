@@ -60,7 +60,7 @@ impl Protection {
     };
 
     /// From Linux `PROT_*` bits.
-    pub fn from_linux(prot: u64) -> Protection {
+    pub const fn from_linux(prot: u64) -> Protection {
         Protection {
             read: prot & 1 != 0,
             write: prot & 2 != 0,
@@ -186,7 +186,6 @@ impl AddressSpace {
         let state = PageState {
             prot,
             held_code: prot.exec,
-            touched: true,
             shared: true,
             accounted: false,
         };
@@ -278,7 +277,6 @@ impl AddressSpace {
         let state = PageState {
             prot,
             held_code: prot.exec,
-            touched: accessible,
             shared: false,
             accounted: prot.write,
         };
@@ -434,7 +432,6 @@ impl AddressSpace {
             state.prot = prot;
             state.held_code |= prot.exec;
             state.accounted |= prot.write && !state.shared;
-            state.touched |= prot.accessible();
             if prot.accessible() && run.backing == Backing::Lazy {
                 let pages = (run.end - start) / PAGE_SIZE;
                 run.backing = Backing::Pages((0..pages).map(|_| phys.alloc(uc)).collect::<Result<
@@ -714,7 +711,6 @@ impl AddressSpace {
         let phys = &mut self.phys;
         self.runs
             .update(first, super::page_align_up(end), |start, run| {
-                run.state.touched = true;
                 if run.backing == Backing::Lazy {
                     let pages = (run.end - start) / PAGE_SIZE;
                     run.backing =
@@ -842,7 +838,7 @@ impl AddressSpace {
                 (&run.backing, run.state.held_code, run.state.shared)
             {
                 for &p in pages {
-                    self.phys.release(p, !run.state.touched);
+                    self.phys.release(p);
                 }
             }
         }

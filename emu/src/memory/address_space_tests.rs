@@ -6,17 +6,9 @@ use unicorn_engine::{Arch, Mode, Unicorn};
 
 use super::{AddressSpace, Protection, PAGE_SIZE};
 
-const NONE: Protection = Protection {
-    read: false,
-    write: false,
-    exec: false,
-};
+const NONE: Protection = Protection::from_linux(0);
+const R: Protection = Protection::from_linux(1);
 const RW: Protection = Protection::READ_WRITE;
-const R: Protection = Protection {
-    read: true,
-    write: false,
-    exec: false,
-};
 
 /// One change to the address space, in pages from `BASE`.
 #[derive(Debug, Clone, Copy)]

@@ -20,9 +20,6 @@ pub(super) struct PageState {
     /// The pages were executable at some time: their physical pages are
     /// never reused.
     pub held_code: bool,
-    /// Whether anything could have written the pages: they were accessible
-    /// to the guest at some time, or emuprof wrote them (a file's bytes).
-    pub touched: bool,
     /// Pages of the memory shared between processes (`shared_memory`),
     /// never returned to the private pool.
     pub shared: bool,
@@ -263,23 +260,14 @@ mod tests {
         PageState {
             prot,
             held_code: prot.exec,
-            touched: prot != Protection::default(),
             shared: false,
             accounted: prot.write,
         }
     }
 
-    const NONE: Protection = Protection {
-        read: false,
-        write: false,
-        exec: false,
-    };
+    const NONE: Protection = Protection::from_linux(0);
     const RW: Protection = Protection::READ_WRITE;
-    const RX: Protection = Protection {
-        read: true,
-        write: false,
-        exec: true,
-    };
+    const RX: Protection = Protection::from_linux(5);
 
     /// `(start page, pages, protection, physical pages or lazy)`.
     type Row = (u64, u64, Protection, Option<Vec<u64>>);
@@ -355,7 +343,8 @@ mod tests {
     fn removing_cuts_runs_that_stick_out() {
         let start = vec![(10, 4, RW, Some(vec![1, 2, 3, 4])), (14, 4, NONE, None)];
         // (pages removed, runs removed, runs left)
-        let cases: Vec<((u64, u64), Vec<Row>, Vec<Row>)> = vec![
+        type Case = ((u64, u64), Vec<Row>, Vec<Row>);
+        let cases: Vec<Case> = vec![
             (
                 (11, 13),
                 vec![(11, 2, RW, Some(vec![2, 3]))],
