@@ -189,7 +189,7 @@ impl AddressSpace {
             shared: true,
             accounted: false,
         };
-        self.install(uc, addr, len, state, Backing::Pages(physical), replaced)
+        self.install(uc, addr, len, state, Backing::pages(physical), replaced)
     }
 
     /// Adds the run `[addr, addr + len)` where nothing is mapped now, with
@@ -267,11 +267,7 @@ impl AddressSpace {
         self.note_if_code(addr, len);
         let replaced = self.drop_pages(uc, addr, len, !accessible)?;
         let backing = match accessible {
-            true => Backing::Pages(
-                (0..pages)
-                    .map(|_| self.phys.alloc(uc))
-                    .collect::<Result<Vec<u64>, EmuError>>()?,
-            ),
+            true => Backing::pages(self.phys.alloc_pages(uc, pages)?),
             false => Backing::Lazy,
         };
         let state = PageState {
@@ -413,7 +409,7 @@ impl AddressSpace {
             let lazy: u64 = self
                 .runs
                 .overlapping(addr, changed_end)
-                .filter(|(_, run)| run.backing == Backing::Lazy)
+                .filter(|(_, run)| run.backing.is_lazy())
                 .map(|(start, run)| (run.end.min(changed_end) - start.max(addr)) / PAGE_SIZE)
                 .sum();
             if lazy > 0 {
@@ -432,13 +428,9 @@ impl AddressSpace {
             state.prot = prot;
             state.held_code |= prot.exec;
             state.accounted |= prot.write && !state.shared;
-            if prot.accessible() && run.backing == Backing::Lazy {
+            if prot.accessible() && run.backing.is_lazy() {
                 let pages = (run.end - start) / PAGE_SIZE;
-                run.backing = Backing::Pages((0..pages).map(|_| phys.alloc(uc)).collect::<Result<
-                    Vec<u64>,
-                    EmuError,
-                >>(
-                )?);
+                run.backing = Backing::pages(phys.alloc_pages(uc, pages)?);
             }
             if was_present || prot.accessible() {
                 let leaf = prot.leaf();
@@ -711,14 +703,9 @@ impl AddressSpace {
         let phys = &mut self.phys;
         self.runs
             .update(first, super::page_align_up(end), |start, run| {
-                if run.backing == Backing::Lazy {
+                if run.backing.is_lazy() {
                     let pages = (run.end - start) / PAGE_SIZE;
-                    run.backing =
-                        Backing::Pages((0..pages).map(|_| phys.alloc(uc)).collect::<Result<
-                            Vec<u64>,
-                            EmuError,
-                        >>(
-                        )?);
+                    run.backing = Backing::pages(phys.alloc_pages(uc, pages)?);
                 }
                 Ok(())
             })
@@ -833,11 +820,9 @@ impl AddressSpace {
                 .collect();
             self.tables.set(uc, &mut self.phys, &entries)?;
         }
-        for (_, run) in &removed {
-            if let (Backing::Pages(pages), false, false) =
-                (&run.backing, run.state.held_code, run.state.shared)
-            {
-                for &p in pages {
+        for (start, run) in &removed {
+            if !run.state.held_code && !run.state.shared {
+                for &p in run.physical_pages(*start) {
                     self.phys.release(p);
                 }
             }

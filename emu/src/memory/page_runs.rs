@@ -9,6 +9,7 @@
 //! state and the same kind of backing are one run.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::address_space::{Protection, PAGE_SIZE};
 
@@ -30,16 +31,40 @@ pub(super) struct PageState {
 }
 
 /// The physical pages behind a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(super) enum Backing {
     /// None yet: the pages read as zeros and have no page-table leaves.
     Lazy,
     /// The physical page of each page of the run, in order.
-    Pages(Vec<u64>),
+    Pages(PageList),
+}
+
+/// Physical pages `list[from..]`, as many as their run has pages. Runs cut
+/// from one mapping share its list, so cutting a run and joining the pieces
+/// again copies nothing.
+#[derive(Debug, Clone)]
+pub(super) struct PageList {
+    list: Arc<Vec<u64>>,
+    from: usize,
+}
+
+impl Backing {
+    /// The physical pages `pages`, one per page of the run, in order.
+    pub fn pages(pages: Vec<u64>) -> Backing {
+        Backing::Pages(PageList {
+            list: Arc::new(pages),
+            from: 0,
+        })
+    }
+
+    /// Whether the run has no physical pages yet.
+    pub fn is_lazy(&self) -> bool {
+        matches!(self, Backing::Lazy)
+    }
 }
 
 /// Pages `[start, end)` of one state, keyed by `start` in a [`RunMap`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(super) struct Run {
     /// Address after the run's last page.
     pub end: u64,
@@ -50,35 +75,44 @@ pub(super) struct Run {
 }
 
 impl Run {
+    /// The physical pages of this run starting at `start`, in order; none
+    /// when it has none yet.
+    pub fn physical_pages(&self, start: u64) -> &[u64] {
+        match &self.backing {
+            Backing::Lazy => &[],
+            Backing::Pages(p) => {
+                let pages = ((self.end - start) / PAGE_SIZE) as usize;
+                p.list.get(p.from..p.from + pages).unwrap_or(&[])
+            }
+        }
+    }
+
     /// The physical page of the page at `page` of this run starting at
     /// `start`, if it has one yet.
     pub fn physical(&self, start: u64, page: u64) -> Option<u64> {
-        match &self.backing {
-            Backing::Lazy => None,
-            Backing::Pages(pages) => pages.get(((page - start) / PAGE_SIZE) as usize).copied(),
-        }
+        let index = ((page - start) / PAGE_SIZE) as usize;
+        self.physical_pages(start).get(index).copied()
     }
 
     /// Each page of this run starting at `start` with its physical page, if
     /// it has one yet.
     pub fn pages(&self, start: u64) -> impl Iterator<Item = (u64, Option<u64>)> + '_ {
+        let physical = self.physical_pages(start);
         (start..self.end)
             .step_by(PAGE_SIZE as usize)
             .enumerate()
-            .map(move |(i, page)| match &self.backing {
-                Backing::Lazy => (page, None),
-                Backing::Pages(pages) => (page, pages.get(i).copied()),
-            })
+            .map(move |(i, page)| (page, physical.get(i).copied()))
     }
 
     /// Cuts this run (starting at `start`) at `at`, keeping `[start, at)`
     /// and returning `[at, end)`.
     fn split_off(&mut self, start: u64, at: u64) -> Run {
-        let backing = match &mut self.backing {
+        let backing = match &self.backing {
             Backing::Lazy => Backing::Lazy,
-            Backing::Pages(pages) => {
-                Backing::Pages(pages.split_off(((at - start) / PAGE_SIZE) as usize))
-            }
+            Backing::Pages(p) => Backing::Pages(PageList {
+                list: Arc::clone(&p.list),
+                from: p.from + ((at - start) / PAGE_SIZE) as usize,
+            }),
         };
         let tail = Run {
             end: self.end,
@@ -240,14 +274,37 @@ impl RunMap {
             return;
         };
         if let Some(left) = self.runs.get_mut(&left_start) {
-            left.end = right.end;
-            if let (Backing::Pages(pages), Backing::Pages(more)) =
-                (&mut left.backing, right.backing)
-            {
-                pages.extend(more);
+            let left_pages = ((at - left_start) / PAGE_SIZE) as usize;
+            let right_pages = ((right.end - at) / PAGE_SIZE) as usize;
+            if let (Backing::Pages(l), Backing::Pages(r)) = (&mut left.backing, &right.backing) {
+                join(l, left_pages, r, right_pages);
             }
+            left.end = right.end;
         }
     }
+}
+
+/// Makes `left` (of `left_pages`) hold the pages of `right` (of
+/// `right_pages`) after its own: nothing to do for two pieces of one list,
+/// an append when `left` ends its list and has it alone, a copy otherwise.
+fn join(left: &mut PageList, left_pages: usize, right: &PageList, right_pages: usize) {
+    let adjacent = Arc::ptr_eq(&left.list, &right.list) && left.from + left_pages == right.from;
+    if adjacent {
+        return;
+    }
+    let more = &right.list[right.from..right.from + right_pages];
+    let ends_list = left.from + left_pages == left.list.len();
+    if let (true, Some(list)) = (ends_list, Arc::get_mut(&mut left.list)) {
+        list.extend_from_slice(more);
+        return;
+    }
+    let mut list = Vec::with_capacity(left_pages + right_pages);
+    list.extend_from_slice(&left.list[left.from..left.from + left_pages]);
+    list.extend_from_slice(more);
+    *left = PageList {
+        list: Arc::new(list),
+        from: 0,
+    };
 }
 
 #[cfg(test)]
@@ -274,7 +331,7 @@ mod tests {
 
     fn run(start: u64, pages: u64, prot: Protection, phys: Option<Vec<u64>>) -> (u64, Run) {
         let backing = match phys {
-            Some(p) => Backing::Pages(p),
+            Some(p) => Backing::pages(p),
             None => Backing::Lazy,
         };
         let run = Run {
@@ -290,7 +347,7 @@ mod tests {
             .map(|(start, run)| {
                 let phys = match &run.backing {
                     Backing::Lazy => None,
-                    Backing::Pages(p) => Some(p.clone()),
+                    Backing::Pages(_) => Some(run.physical_pages(start).to_vec()),
                 };
                 (start / P, (run.end - start) / P, run.state.prot, phys)
             })
@@ -406,9 +463,9 @@ mod tests {
             let mut next = 9;
             map.update(from * P, to * P, |s, run| {
                 run.state = state(prot);
-                if run.backing == Backing::Lazy && prot != NONE {
+                if run.backing.is_lazy() && prot != NONE {
                     let pages = (run.end - s) / P;
-                    run.backing = Backing::Pages((next..next + pages).collect());
+                    run.backing = Backing::pages((next..next + pages).collect());
                     next += pages;
                 }
                 Ok::<(), ()>(())

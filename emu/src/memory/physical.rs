@@ -51,6 +51,15 @@ impl PhysicalMemory {
         Ok(page)
     }
 
+    /// `pages` zero-filled physical pages.
+    pub fn alloc_pages(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        pages: u64,
+    ) -> Result<Vec<u64>, EmuError> {
+        (0..pages).map(|_| self.alloc(uc)).collect()
+    }
+
     /// Makes sure `pages` more pages can be handed out, mapping arenas as
     /// needed. Fails (`NOMEM` from Unicorn) when the host cannot reserve
     /// them, for instance under `ulimit -v`, before anything was handed out.
