@@ -42,12 +42,33 @@ impl MappingNames {
         }
     }
 
-    /// The name of the page at `addr`.
-    pub fn at(&self, addr: u64) -> MapName {
-        match self.0.range(..=addr).next_back() {
-            Some((&s, (e, name))) if addr < *e => advanced(name, addr - s),
-            _ => MapName::Anonymous,
+    /// `[start, end)` as consecutive pieces `(start, end, name)`, each
+    /// named as its first page is; unnamed stretches are
+    /// [`MapName::Anonymous`].
+    pub fn pieces(&self, start: u64, end: u64) -> Vec<(u64, u64, MapName)> {
+        let mut pieces = Vec::new();
+        if end <= start {
+            return pieces;
         }
+        let first = self
+            .0
+            .range(..=start)
+            .next_back()
+            .filter(|(_, (e, _))| *e > start);
+        let mut at = start;
+        for (&s, (e, name)) in first.into_iter().chain(self.0.range(start + 1..end)) {
+            if s > at {
+                pieces.push((at, s, MapName::Anonymous));
+            }
+            let from = s.max(at);
+            let to = (*e).min(end);
+            pieces.push((from, to, advanced(name, from - s)));
+            at = to;
+        }
+        if at < end {
+            pieces.push((at, end, MapName::Anonymous));
+        }
+        pieces
     }
 }
 
@@ -88,7 +109,19 @@ mod tests {
             (0x4000, MapName::Anonymous),
         ];
         for (page, name) in cases {
-            assert_eq!(names.at(page), name, "{page:#x}");
+            assert_eq!(names.pieces(page, page + 0x1000)[0].2, name, "{page:#x}");
         }
+        let pieces = [
+            (0x0000, 0x1000, MapName::Anonymous),
+            (0x1000, 0x2000, file(0)),
+            (0x2000, 0x3000, MapName::Special("[stack]")),
+            (0x3000, 0x4000, file(0x2000)),
+            (0x4000, 0x6000, MapName::Anonymous),
+        ];
+        assert_eq!(names.pieces(0, 0x6000), pieces);
+        assert_eq!(
+            names.pieces(0x1800, 0x2800)[0],
+            (0x1800, 0x2000, file(0x800))
+        );
     }
 }

@@ -8,8 +8,11 @@
 //! without walking the tables.
 
 mod address_space;
+#[cfg(test)]
+mod address_space_tests;
 mod guest_view;
 mod mapping_names;
+mod page_runs;
 mod page_tables;
 mod physical;
 mod shared_memory;

@@ -75,8 +75,8 @@ impl PageTables {
     }
 
     /// Writes the leaf entries for `pages` (virtual page address, physical page
-    /// address, flags), creating intermediate tables as needed. Entries that
-    /// share a page table are written in one go.
+    /// address, flags), creating intermediate tables as needed for present
+    /// ones. Entries that share a page table are written in one go.
     pub fn set(
         &mut self,
         uc: &mut Unicorn<'_, ()>,
@@ -93,7 +93,16 @@ impl PageTables {
             {
                 j += 1;
             }
-            let table = self.table_for(uc, phys, pages[i].0)?;
+            // Absent leaves need no table where there is none.
+            let absent = pages[i..j].iter().all(|(_, _, flags)| !flags.present);
+            let table = match self.tables.get(&(1, table_key)) {
+                Some(&table) => table,
+                None if absent => {
+                    i = j;
+                    continue;
+                }
+                None => self.table_for(uc, phys, pages[i].0)?,
+            };
             let mut bytes = Vec::with_capacity((j - i) * 8);
             for &(_, p, flags) in &pages[i..j] {
                 bytes.extend_from_slice(&flags.entry(p).to_le_bytes());

@@ -3,11 +3,10 @@
 //!
 //! Arenas are mapped with `mem_map`, which reserves host memory lazily, so an
 //! arena costs host memory only for the pages the guest touches. Freed pages
-//! are reused: first those the guest could never reach (mapped `PROT_NONE`
-//! all their life, as the address-space reservations of `malloc` arenas,
-//! thread stacks and `ld.so` are), which are still zero and cost nothing;
-//! then the others, zeroed first. Pages that ever held code are never
-//! reused, so a stale translation can never run.
+//! are cleared and reused. The address space asks for a page only when the
+//! guest can reach it or emuprof writes it, so a page freed may always have
+//! been written. Pages that ever held code are never reused, so a stale
+//! translation can never run.
 
 use unicorn_engine::{Prot, Unicorn};
 
@@ -23,8 +22,6 @@ pub struct PhysicalMemory {
     mapped_end: u64,
     next: u64,
     free: Vec<u64>,
-    /// Freed pages nothing ever wrote: still all zeros.
-    free_untouched: Vec<u64>,
     zero_page: Vec<u8>,
 }
 
@@ -35,16 +32,12 @@ impl PhysicalMemory {
             mapped_end: 0,
             next: 0,
             free: Vec::new(),
-            free_untouched: Vec::new(),
             zero_page: vec![0; PAGE as usize],
         }
     }
 
     /// A zero-filled physical page.
     pub fn alloc(&mut self, uc: &mut Unicorn<'_, ()>) -> Result<u64, EmuError> {
-        if let Some(page) = self.free_untouched.pop() {
-            return Ok(page);
-        }
         if let Some(page) = self.free.pop() {
             uc.mem_write(page, &self.zero_page)
                 .map_err(|e| EmuError::unicorn("clearing a reused page", e))?;
@@ -58,13 +51,21 @@ impl PhysicalMemory {
         Ok(page)
     }
 
+    /// `pages` zero-filled physical pages.
+    pub fn alloc_pages(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        pages: u64,
+    ) -> Result<Vec<u64>, EmuError> {
+        (0..pages).map(|_| self.alloc(uc)).collect()
+    }
+
     /// Makes sure `pages` more pages can be handed out, mapping arenas as
     /// needed. Fails (`NOMEM` from Unicorn) when the host cannot reserve
     /// them, for instance under `ulimit -v`, before anything was handed out.
     pub fn reserve(&mut self, uc: &mut Unicorn<'_, ()>, pages: u64) -> Result<(), EmuError> {
-        let available = |me: &PhysicalMemory| {
-            (me.mapped_end - me.next) / PAGE + (me.free.len() + me.free_untouched.len()) as u64
-        };
+        let available =
+            |me: &PhysicalMemory| (me.mapped_end - me.next) / PAGE + me.free.len() as u64;
         while available(self) < pages {
             self.map_arena(uc)?;
         }
@@ -114,13 +115,14 @@ impl PhysicalMemory {
         Ok(())
     }
 
-    /// Returns a page that held no code to the pool; `untouched` when
-    /// nothing can have written it since it was handed out (see the module
-    /// documentation).
-    pub fn release(&mut self, page: u64, untouched: bool) {
-        match untouched {
-            true => self.free_untouched.push(page),
-            false => self.free.push(page),
-        }
+    /// Pages handed out and not returned.
+    #[cfg(test)]
+    pub fn in_use(&self) -> u64 {
+        self.next / PAGE - self.free.len() as u64
+    }
+
+    /// Returns a page that held no code to the pool.
+    pub fn release(&mut self, page: u64) {
+        self.free.push(page);
     }
 }

@@ -300,23 +300,13 @@ fn madvise(
     }
     let len = page_align_up(len);
     if advice == MADV_DONTNEED && len > 0 {
-        // Private pages read back as zeros afterwards.
         if !space.is_mapped(addr, len) {
             return Ok(Err(Errno::ENOMEM));
         }
-        let mut page = addr;
-        while page < addr + len {
-            if space.is_shared(page) {
-                // Shared pages keep their contents (Linux's shmem does).
-                page += PAGE_SIZE;
-                continue;
-            }
-            let prot = space.protection_at(page).unwrap_or(Protection::READ_WRITE);
-            if let Err(errno) = map_guest(space, uc, page, PAGE_SIZE, prot)? {
-                return Ok(Err(errno));
-            }
-            page += PAGE_SIZE;
-        }
+        return match space.discard(uc, addr, len) {
+            Err(e) if e.is_host_memory_exhausted() => Ok(Err(Errno::ENOMEM)),
+            other => other.map(|()| Ok(0)),
+        };
     }
     Ok(Ok(0))
 }

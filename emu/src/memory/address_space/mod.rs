@@ -9,19 +9,27 @@
 //! into executable memory (a `read` into generated code) or a page becomes
 //! executable again, its translations are dropped (Unicorn invalidates them
 //! only for the guest's own stores).
+//!
+//! Pages are kept as runs ([`RunMap`]). A page gets a physical page and a
+//! present page-table leaf when it first becomes accessible or emuprof
+//! writes it, not before: reserving address space with `PROT_NONE` (as
+//! `malloc`'s arenas, thread stacks and `ld.so` do) costs one entry, no
+//! physical pages and no page tables. A page-table leaf is present exactly
+//! when its page is mapped and not `PROT_NONE`.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use unicorn_engine::Unicorn;
 
 use super::mapping_names::MappingNames;
+use super::page_runs::{Backing, PageState, Run, RunMap};
 use super::page_tables::{LeafFlags, PageTables};
 use super::physical::PhysicalMemory;
 use super::shared_memory::SharedMemory;
 use crate::syscalls::process_maps::{MapName, MapRange};
-use crate::syscalls::MemoryFault;
 use crate::EmuError;
+
+mod access;
 
 /// Size of a guest page.
 pub const PAGE_SIZE: u64 = 0x1000;
@@ -53,7 +61,7 @@ impl Protection {
     };
 
     /// From Linux `PROT_*` bits.
-    pub fn from_linux(prot: u64) -> Protection {
+    pub const fn from_linux(prot: u64) -> Protection {
         Protection {
             read: prot & 1 != 0,
             write: prot & 2 != 0,
@@ -61,9 +69,15 @@ impl Protection {
         }
     }
 
+    /// Anything but `PROT_NONE`: the guest can use the page, so it has a
+    /// physical page and a present page-table leaf.
+    pub(super) fn accessible(self) -> bool {
+        self.read || self.write || self.exec
+    }
+
     fn leaf(self) -> LeafFlags {
         LeafFlags {
-            present: self.read || self.write || self.exec,
+            present: self.accessible(),
             writable: self.write,
             executable: self.exec,
             user: true,
@@ -71,29 +85,20 @@ impl Protection {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Page {
-    phys: u64,
-    prot: Protection,
-    held_code: bool,
-    /// Whether anything could have written the page: it was accessible to
-    /// the guest at some time, or emuprof wrote it (a file's bytes).
-    touched: bool,
-    /// A page of the memory shared between processes (`shared_memory`),
-    /// never returned to the private pool.
-    shared: bool,
-    /// Linux's `VM_ACCOUNT`: a private page that was ever writable. A
-    /// maps line never spans pages that differ in it (Linux does not merge
-    /// such VMAs).
-    accounted: bool,
-}
+/// Leaf flags of a page that is not present.
+const ABSENT: LeafFlags = LeafFlags {
+    present: false,
+    writable: false,
+    executable: false,
+    user: false,
+};
 
 /// Every mapped virtual page of the guest.
 #[derive(Clone)]
 pub struct AddressSpace {
     phys: PhysicalMemory,
     tables: PageTables,
-    pages: BTreeMap<u64, Page>,
+    runs: RunMap,
     mmap_next: u64,
     brk_start: u64,
     brk: u64,
@@ -110,6 +115,19 @@ pub struct AddressSpace {
     names: MappingNames,
 }
 
+/// The pages whose start lies in `[addr, addr + len)`: `(first, end)`.
+fn page_starts_in(addr: u64, len: u64) -> (u64, u64) {
+    (
+        super::page_align_up(addr),
+        super::page_align_up(addr.saturating_add(len)),
+    )
+}
+
+/// The pages `[addr, addr + len)` touches: `(first, end)`.
+fn pages_touched(addr: u64, len: u64) -> (u64, u64) {
+    (addr & !(PAGE_SIZE - 1), addr.saturating_add(len))
+}
+
 impl AddressSpace {
     /// An empty address space with its page-table root allocated.
     pub fn new(uc: &mut Unicorn<'_, ()>) -> Result<AddressSpace, EmuError> {
@@ -118,7 +136,7 @@ impl AddressSpace {
         Ok(AddressSpace {
             phys,
             tables,
-            pages: BTreeMap::new(),
+            runs: RunMap::default(),
             mmap_next: MMAP_TOP,
             brk_start: 0,
             brk: 0,
@@ -165,41 +183,47 @@ impl AddressSpace {
         };
         let physical = shared.alloc(pages)?;
         self.note_if_code(addr, len);
-        let replaced = self.drop_pages(addr, len);
-        let template = Page {
-            phys: 0,
+        let replaced = self.drop_pages(uc, addr, len, !prot.accessible())?;
+        let state = PageState {
             prot,
             held_code: prot.exec,
-            touched: true,
             shared: true,
             accounted: false,
         };
-        self.install(uc, addr, template, &physical, replaced)
+        self.install(uc, addr, len, state, Backing::pages(physical), replaced)
     }
 
-    /// Maps the pages `physical` from `addr` on, each like `template`
-    /// (`replaced`: something was mapped there before).
+    /// Adds the run `[addr, addr + len)` where nothing is mapped now, with
+    /// its leaves when it is accessible (`replaced`: something was mapped
+    /// there before).
     fn install(
         &mut self,
         uc: &mut Unicorn<'_, ()>,
         addr: u64,
-        template: Page,
-        physical: &[u64],
+        len: u64,
+        state: PageState,
+        backing: Backing,
         replaced: bool,
     ) -> Result<(), EmuError> {
-        let mut entries = Vec::with_capacity(physical.len());
-        for (i, &phys) in physical.iter().enumerate() {
-            let page = addr + i as u64 * PAGE_SIZE;
-            self.pages.insert(page, Page { phys, ..template });
-            entries.push((page, phys, template.prot.leaf()));
+        let run = Run {
+            end: addr + len,
+            state,
+            backing,
+        };
+        if state.prot.accessible() {
+            let leaf = state.prot.leaf();
+            let entries: Vec<_> = run
+                .pages(addr)
+                .map(|(page, phys)| (page, phys.unwrap_or(0), leaf))
+                .collect();
+            self.tables.set(uc, &mut self.phys, &entries)?;
         }
-        self.tables.set(uc, &mut self.phys, &entries)?;
+        self.runs.insert(addr, run);
         if replaced {
-            flush_tlb(uc, addr, physical.len() as u64 * PAGE_SIZE)?;
+            flush_tlb(uc, addr, len)?;
         }
-        if template.prot.exec {
-            self.new_code
-                .push((addr, physical.len() as u64 * PAGE_SIZE));
+        if state.prot.exec {
+            self.new_code.push((addr, len));
         }
         Ok(())
     }
@@ -208,15 +232,14 @@ impl AddressSpace {
     /// between processes.
     pub fn shared_physical(&self, addr: u64) -> Option<u64> {
         let page = addr & !(PAGE_SIZE - 1);
-        let p = self.pages.get(&page).filter(|p| p.shared)?;
-        Some(p.phys + (addr - page))
+        let (start, run) = self.runs.get(addr).filter(|(_, r)| r.state.shared)?;
+        Some(run.physical(start, page)? + (addr - page))
     }
 
-    /// Whether the page at `addr` is shared between processes.
-    pub fn is_shared(&self, addr: u64) -> bool {
-        self.pages
-            .get(&(addr & !(PAGE_SIZE - 1)))
-            .is_some_and(|p| p.shared)
+    /// Physical pages in use, page tables included.
+    #[cfg(test)]
+    pub(super) fn physical_pages_in_use(&self) -> u64 {
+        self.phys.in_use()
     }
 
     /// Physical address of the PML4, for CR3.
@@ -225,7 +248,8 @@ impl AddressSpace {
     }
 
     /// Maps fresh zero-filled pages over `[addr, addr + len)` (page aligned),
-    /// replacing whatever was mapped there.
+    /// replacing whatever was mapped there. `PROT_NONE` pages get their
+    /// physical pages when they become accessible.
     pub fn map(
         &mut self,
         uc: &mut Unicorn<'_, ()>,
@@ -233,25 +257,94 @@ impl AddressSpace {
         len: u64,
         prot: Protection,
     ) -> Result<(), EmuError> {
-        // Host memory for every page (and the page tables, one per 512
-        // pages and a few above them) first, so a host that cannot give it
-        // fails the call before anything changed.
         let pages = len / PAGE_SIZE;
-        self.phys.reserve(uc, pages + pages / 512 + 8)?;
+        let accessible = prot.accessible();
+        if accessible {
+            // Host memory for every page (and the page tables, one per 512
+            // pages and a few above them) first, so a host that cannot give
+            // it fails the call before anything changed.
+            self.phys.reserve(uc, pages + pages / 512 + 8)?;
+        }
         self.note_if_code(addr, len);
-        let replaced = self.drop_pages(addr, len);
-        let physical = (0..pages)
-            .map(|_| self.phys.alloc(uc))
-            .collect::<Result<Vec<u64>, EmuError>>()?;
-        let template = Page {
-            phys: 0,
+        let replaced = self.drop_pages(uc, addr, len, !accessible)?;
+        let backing = match accessible {
+            true => Backing::pages(self.phys.alloc_pages(uc, pages)?),
+            false => Backing::Lazy,
+        };
+        let state = PageState {
             prot,
             held_code: prot.exec,
-            touched: prot.read || prot.write || prot.exec,
             shared: false,
             accounted: prot.write,
         };
-        self.install(uc, addr, template, &physical, replaced)
+        self.install(uc, addr, len, state, backing, replaced)
+    }
+
+    /// `madvise(MADV_DONTNEED)` over `[addr, addr + len)` (page aligned,
+    /// mapped): private pages read back as zeros afterwards, shared pages
+    /// keep their contents (Linux's shmem does), and the range loses its
+    /// name. Pages that held code get fresh physical pages one at a time,
+    /// each noted as changed code on its own; `PROT_NONE` pages give theirs
+    /// back; other pages are cleared where they are not all zeros already
+    /// (most of a thread's stack never was written).
+    pub fn discard(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        len: u64,
+    ) -> Result<(), EmuError> {
+        let pieces: Vec<(u64, u64, PageState)> = self
+            .runs
+            .overlapping(addr, addr.saturating_add(len))
+            .map(|(start, run)| (start.max(addr), run.end.min(addr + len), run.state))
+            .collect();
+        for (start, end, state) in pieces {
+            if state.shared {
+                continue;
+            }
+            if state.held_code {
+                for page in (start..end).step_by(PAGE_SIZE as usize) {
+                    self.map(uc, page, PAGE_SIZE, state.prot)?;
+                }
+            } else if !state.prot.accessible() {
+                self.map(uc, start, end - start, state.prot)?;
+            } else {
+                self.clear_in_place(uc, start, end)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Zeros the accessible private pages `[start, end)` of one run where
+    /// they are not all zeros, leaving them as freshly mapped ones are.
+    fn clear_in_place(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        start: u64,
+        end: u64,
+    ) -> Result<(), EmuError> {
+        self.names.forget(start, end);
+        let physical: Vec<u64> = self
+            .runs
+            .overlapping(start, end)
+            .flat_map(|(run_start, run)| run.pages(run_start))
+            .filter(|&(page, _)| start <= page && page < end)
+            .filter_map(|(_, phys)| phys)
+            .collect();
+        let zeros = [0u8; PAGE_SIZE as usize];
+        let mut now = [0u8; PAGE_SIZE as usize];
+        let err = |e| EmuError::unicorn("clearing a discarded page", e);
+        for phys in physical {
+            uc.mem_read(phys, &mut now).map_err(err)?;
+            if now != zeros {
+                uc.mem_write(phys, &zeros).map_err(err)?;
+            }
+        }
+        let _ = self.runs.update(start, end, |_, run| {
+            run.state.accounted = run.state.prot.write;
+            Ok::<(), ()>(())
+        });
+        Ok(())
     }
 
     /// Maps `bytes` (padded to whole pages) at `addr` for emuprof's own
@@ -283,37 +376,17 @@ impl AddressSpace {
 
     /// Unmaps `[addr, addr + len)`; unmapped holes are fine, as in `munmap`.
     pub fn unmap(&mut self, uc: &mut Unicorn<'_, ()>, addr: u64, len: u64) -> Result<(), EmuError> {
-        let pages: Vec<u64> = self
-            .pages
-            .range(addr..addr.saturating_add(len))
-            .map(|(&v, _)| v)
-            .collect();
-        if pages.is_empty() {
+        if self.is_free(addr, len) {
             return Ok(());
         }
         self.note_if_code(addr, len);
-        let entries: Vec<_> = pages
-            .iter()
-            .map(|&v| {
-                (
-                    v,
-                    0,
-                    LeafFlags {
-                        present: false,
-                        writable: false,
-                        executable: false,
-                        user: false,
-                    },
-                )
-            })
-            .collect();
-        self.tables.set(uc, &mut self.phys, &entries)?;
-        self.drop_pages(addr, len);
+        self.drop_pages(uc, addr, len, true)?;
         flush_tlb(uc, addr, len)
     }
 
     /// Changes permissions of `[addr, addr + len)`. Fails with the first
-    /// unmapped page address, as `mprotect` fails with `ENOMEM`.
+    /// unmapped page address, as `mprotect` fails with `ENOMEM`, after
+    /// changing the pages before it, as Linux does.
     pub fn protect(
         &mut self,
         uc: &mut Unicorn<'_, ()>,
@@ -322,49 +395,84 @@ impl AddressSpace {
         prot: Protection,
     ) -> Result<Result<(), u64>, EmuError> {
         self.note_if_code(addr, len);
-        let mut entries = Vec::new();
-        let mut executable_again = Vec::new();
-        for page in (addr..addr.saturating_add(len)).step_by(PAGE_SIZE as usize) {
-            match self.pages.get_mut(&page) {
-                Some(p) => {
-                    if p.held_code && prot.exec && !p.prot.exec {
-                        executable_again.push(page);
-                    }
-                    p.prot = prot;
-                    p.held_code |= prot.exec;
-                    p.accounted |= prot.write && !p.shared;
-                    p.touched |= prot.read || prot.write || prot.exec;
-                    entries.push((page, p.phys, prot.leaf()));
-                }
-                None => return Ok(Err(page)),
+        let end = addr.saturating_add(len);
+        let gap = match addr % PAGE_SIZE {
+            0 => self.runs.first_gap(addr, super::page_align_up(end)),
+            _ if len > 0 => Some(addr),
+            _ => None,
+        };
+        let changed_end = match len {
+            0 => addr,
+            _ => gap.unwrap_or(super::page_align_up(end)),
+        };
+        if prot.accessible() {
+            // Host memory for the pages that get their physical page now.
+            let lazy: u64 = self
+                .runs
+                .overlapping(addr, changed_end)
+                .filter(|(_, run)| run.backing.is_lazy())
+                .map(|(start, run)| (run.end.min(changed_end) - start.max(addr)) / PAGE_SIZE)
+                .sum();
+            if lazy > 0 {
+                self.phys.reserve(uc, lazy + lazy / 512 + 8)?;
             }
         }
+        let mut entries = Vec::new();
+        let mut executable_again = Vec::new();
+        let phys = &mut self.phys;
+        self.runs.update(addr, changed_end, |start, run| {
+            let state = &mut run.state;
+            if state.held_code && prot.exec && !state.prot.exec {
+                executable_again.push((start, run.end));
+            }
+            let was_present = state.prot.accessible();
+            state.prot = prot;
+            state.held_code |= prot.exec;
+            state.accounted |= prot.write && !state.shared;
+            if prot.accessible() && run.backing.is_lazy() {
+                let pages = (run.end - start) / PAGE_SIZE;
+                run.backing = Backing::pages(phys.alloc_pages(uc, pages)?);
+            }
+            if was_present || prot.accessible() {
+                let leaf = prot.leaf();
+                entries.extend(
+                    run.pages(start)
+                        .map(|(page, p)| (page, p.unwrap_or(0), leaf)),
+                );
+            }
+            Ok::<(), EmuError>(())
+        })?;
         self.tables.set(uc, &mut self.phys, &entries)?;
-        flush_tlb(uc, addr, len)?;
-        if prot.exec {
-            self.new_code.push((addr, len));
+        let changed = gap.map_or(len, |gap| gap - addr);
+        if gap.is_none() || changed > 0 {
+            flush_tlb(uc, addr, changed)?;
+            if prot.exec {
+                self.new_code.push((addr, changed));
+            }
         }
         // emuprof may have written into these pages while they were not
         // executable, where Unicorn kept their old translations.
-        for page in executable_again {
-            drop_translations(uc, page, PAGE_SIZE);
+        for (start, end) in executable_again {
+            for page in (start..end).step_by(PAGE_SIZE as usize) {
+                drop_translations(uc, page, PAGE_SIZE);
+            }
         }
-        Ok(Ok(()))
+        Ok(gap.map_or(Ok(()), Err))
     }
 
     /// True when no page of `[addr, addr + len)` is mapped.
     pub fn is_free(&self, addr: u64, len: u64) -> bool {
-        self.pages
-            .range(addr..addr.saturating_add(len))
-            .next()
-            .is_none()
+        let (first, end) = page_starts_in(addr, len);
+        self.runs.overlapping(first, end).next().is_none()
     }
 
     /// True when every page of `[addr, addr + len)` is mapped.
     pub fn is_mapped(&self, addr: u64, len: u64) -> bool {
-        (addr..addr.saturating_add(len))
-            .step_by(PAGE_SIZE as usize)
-            .all(|p| self.pages.contains_key(&p))
+        if len == 0 {
+            return true;
+        }
+        let (first, end) = page_starts_in(addr, len);
+        first == addr && self.runs.first_gap(first, end).is_none()
     }
 
     /// A free range of `len` bytes for `mmap` without a usable hint: the next
@@ -375,12 +483,13 @@ impl AddressSpace {
             if start < self.brk.max(0x1_0000_0000) {
                 return None;
             }
-            match self.pages.range(start..self.mmap_next).next() {
+            let (first, end) = page_starts_in(start, self.mmap_next - start);
+            match self.runs.overlapping(first, end).next() {
                 None => {
                     self.mmap_next = start;
                     return Some(start);
                 }
-                Some((&busy, _)) => self.mmap_next = busy,
+                Some((busy, _)) => self.mmap_next = busy.max(first),
             }
         }
     }
@@ -395,33 +504,55 @@ impl AddressSpace {
     /// or not (`accounted`), as if mapped with their final protection (the
     /// loader maps an image writable only to copy its bytes in).
     pub fn set_accounted(&mut self, addr: u64, len: u64, accounted: bool) {
-        for (_, page) in self.pages.range_mut(addr..addr.saturating_add(len)) {
-            page.accounted = accounted && !page.shared;
-        }
+        let (first, end) = page_starts_in(addr, len);
+        let _ = self.runs.update(first, end, |_, run| {
+            run.state.accounted = accounted && !run.state.shared;
+            Ok::<(), ()>(())
+        });
     }
 
     /// Every page the guest can see, in address order, with its
     /// permissions, sharing and name; unnamed pages between the start of
     /// the break and the break are the `[heap]`.
     pub fn maps(&self) -> Vec<MapRange> {
-        let heap = self.brk_start..super::page_align_up(self.brk);
+        let heap_start = super::page_align_up(self.brk_start);
+        let heap_end = super::page_align_up(self.brk);
         let mut ranges: Vec<MapRange> = Vec::new();
-        for (&start, page) in &self.pages {
-            let name = match self.names.at(start) {
-                MapName::Anonymous if heap.contains(&start) => MapName::Special("[heap]"),
-                name => name,
-            };
-            let range = MapRange {
-                start,
-                end: start + PAGE_SIZE,
-                prot: page.prot,
-                shared: page.shared,
-                accounted: page.accounted,
-                name,
-            };
-            match ranges.last_mut() {
-                Some(last) if last.merges_with(&range) => last.end = range.end,
-                _ => ranges.push(range),
+        for (start, run) in self.runs.iter() {
+            for (from, to, name) in self.names.pieces(start, run.end) {
+                let cuts = match name {
+                    MapName::Anonymous if heap_start < heap_end => {
+                        vec![
+                            from,
+                            heap_start.clamp(from, to),
+                            heap_end.clamp(from, to),
+                            to,
+                        ]
+                    }
+                    _ => vec![from, to],
+                };
+                for piece in cuts.windows(2).filter(|w| w[0] < w[1]) {
+                    let in_heap = heap_start <= piece[0] && piece[0] < heap_end;
+                    let range = MapRange {
+                        start: piece[0],
+                        end: piece[1],
+                        prot: run.state.prot,
+                        shared: run.state.shared,
+                        accounted: run.state.accounted,
+                        name: match &name {
+                            MapName::Anonymous if in_heap => MapName::Special("[heap]"),
+                            MapName::File { path, offset } => MapName::File {
+                                path: path.clone(),
+                                offset: offset + (piece[0] - from),
+                            },
+                            other => other.clone(),
+                        },
+                    };
+                    match ranges.last_mut() {
+                        Some(last) if last.merges_with(&range) => last.end = range.end,
+                        _ => ranges.push(range),
+                    }
+                }
             }
         }
         ranges
@@ -435,7 +566,11 @@ impl AddressSpace {
 
     /// Bytes of `[addr, addr + len)` that are mapped now.
     pub fn mapped_bytes_in(&self, addr: u64, len: u64) -> u64 {
-        self.pages.range(addr..addr.saturating_add(len)).count() as u64 * PAGE_SIZE
+        let (first, end) = page_starts_in(addr, len);
+        self.runs
+            .overlapping(first, end)
+            .map(|(start, run)| run.end.min(end) - start.max(first))
+            .sum()
     }
 
     /// Whether `extra` more bytes of guest memory fit under
@@ -443,7 +578,7 @@ impl AddressSpace {
     /// and page tables, so the guest gets `ENOMEM` past the limit, as under a
     /// Linux memory limit, instead of emuprof running out of host memory.
     pub fn can_commit(&self, extra: u64) -> bool {
-        (self.pages.len() as u64 * PAGE_SIZE).saturating_add(extra) <= GUEST_MEMORY_LIMIT
+        self.runs.bytes().saturating_add(extra) <= GUEST_MEMORY_LIMIT
     }
 
     /// The `brk` system call: moves the break to `requested` if possible and
@@ -466,44 +601,6 @@ impl AddressSpace {
         Ok(self.brk)
     }
 
-    /// Reads guest memory as the guest would (needs read permission).
-    pub fn read(&self, uc: &Unicorn<'_, ()>, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
-        self.chunks(
-            addr,
-            buf.len(),
-            |p| p.prot.read || p.prot.write || p.prot.exec,
-            |phys, range| uc.mem_read(phys, &mut buf[range]).is_ok(),
-        )
-    }
-
-    /// Writes guest memory as the guest would (needs write permission).
-    /// Writes into code are noted, and Unicorn's translations of executable
-    /// pages written dropped (see the module documentation).
-    pub fn write(
-        &self,
-        uc: &mut Unicorn<'_, ()>,
-        addr: u64,
-        data: &[u8],
-    ) -> Result<(), MemoryFault> {
-        let written = self.chunks(
-            addr,
-            data.len(),
-            |p| p.prot.write,
-            |phys, range| uc.mem_write(phys, &data[range]).is_ok(),
-        );
-        let len = data.len() as u64;
-        let end = addr.saturating_add(len);
-        let first_page = addr & !(PAGE_SIZE - 1);
-        for (&page, p) in self.pages.range(first_page..end) {
-            if p.prot.exec {
-                let start = page.max(addr);
-                drop_translations(uc, start, (page + PAGE_SIZE).min(end) - start);
-            }
-        }
-        self.note_if_code(addr, len);
-        written
-    }
-
     /// The ranges over pages that held code that were mapped, unmapped,
     /// re-protected or written by emuprof since the last call, oldest first.
     pub fn take_code_changes(&self) -> Vec<(u64, u64)> {
@@ -519,139 +616,71 @@ impl AddressSpace {
     /// Whether every page of `[addr, addr + len)` is mapped executable and
     /// not writable: code there changes only by a system call.
     pub fn is_fixed_code(&self, addr: u64, len: u64) -> bool {
-        let first_page = addr & !(PAGE_SIZE - 1);
-        let end = addr.saturating_add(len);
-        let pages = end.saturating_sub(first_page).div_ceil(PAGE_SIZE);
-        let mut seen = 0;
-        for (_, p) in self.pages.range(first_page..end) {
-            if !p.prot.exec || p.prot.write {
-                return false;
-            }
-            seen += 1;
-        }
-        len > 0 && seen == pages
+        let (first, end) = pages_touched(addr, len);
+        len > 0
+            && self.runs.first_gap(first, end).is_none()
+            && self
+                .runs
+                .overlapping(first, end)
+                .all(|(_, run)| run.state.prot.exec && !run.state.prot.write)
     }
 
     /// Whether a page of `[addr, addr + len)` is writable.
     pub fn any_writable(&self, addr: u64, len: u64) -> bool {
-        let first_page = addr & !(PAGE_SIZE - 1);
-        self.pages
-            .range(first_page..addr.saturating_add(len))
-            .any(|(_, p)| p.prot.write)
+        let (first, end) = pages_touched(addr, len);
+        self.runs
+            .overlapping(first, end)
+            .any(|(_, run)| run.state.prot.write)
     }
 
     /// Notes `[addr, addr + len)` as changed code when a page of it ever
     /// held code.
     fn note_if_code(&self, addr: u64, len: u64) {
-        let first_page = addr & !(PAGE_SIZE - 1);
+        let (first, end) = pages_touched(addr, len);
         if self
-            .pages
-            .range(first_page..addr.saturating_add(len))
-            .any(|(_, p)| p.held_code)
+            .runs
+            .overlapping(first, end)
+            .any(|(_, run)| run.state.held_code)
         {
             self.code_changes.borrow_mut().push((addr, len));
         }
     }
 
-    /// Writes guest memory ignoring permissions (loading the image, building
-    /// the initial stack, a file's bytes).
-    pub fn write_initial(
-        &mut self,
-        uc: &mut Unicorn<'_, ()>,
-        addr: u64,
-        data: &[u8],
-    ) -> Result<(), MemoryFault> {
-        let first_page = addr & !(PAGE_SIZE - 1);
-        let end = addr.saturating_add(data.len() as u64);
-        for (_, p) in self.pages.range_mut(first_page..end) {
-            p.touched = true;
-        }
-        self.chunks(
-            addr,
-            data.len(),
-            |_| true,
-            |phys, range| uc.mem_write(phys, &data[range]).is_ok(),
-        )
-    }
-
     /// Permissions of the page containing `addr`, if mapped.
     pub fn protection_at(&self, addr: u64) -> Option<Protection> {
-        self.pages.get(&(addr & !(PAGE_SIZE - 1))).map(|p| p.prot)
-    }
-
-    /// Reads guest memory ignoring permissions with a raw physical reader
-    /// (`read(phys, buf) -> ok`), for hooks that only hold the engine handle.
-    pub fn read_raw_with(
-        &self,
-        addr: u64,
-        buf: &mut [u8],
-        mut read: impl FnMut(u64, &mut [u8]) -> bool,
-    ) -> Result<(), MemoryFault> {
-        self.chunks(
-            addr,
-            buf.len(),
-            |_| true,
-            |phys, range| read(phys, &mut buf[range]),
-        )
-    }
-
-    /// Reads guest memory ignoring permissions (for `mremap`).
-    pub fn read_raw(
-        &self,
-        uc: &Unicorn<'_, ()>,
-        addr: u64,
-        buf: &mut [u8],
-    ) -> Result<(), MemoryFault> {
-        self.read_raw_with(addr, buf, |phys, piece| uc.mem_read(phys, piece).is_ok())
-    }
-
-    /// Splits `[addr, addr + len)` at page boundaries and calls `access` with
-    /// the physical address and buffer range of each piece.
-    fn chunks(
-        &self,
-        addr: u64,
-        len: usize,
-        allowed: impl Fn(&Page) -> bool,
-        mut access: impl FnMut(u64, std::ops::Range<usize>) -> bool,
-    ) -> Result<(), MemoryFault> {
-        let mut done = 0usize;
-        while done < len {
-            let at = addr
-                .checked_add(done as u64)
-                .ok_or(MemoryFault { address: addr })?;
-            let page = at & !(PAGE_SIZE - 1);
-            let offset = at - page;
-            let n = ((PAGE_SIZE - offset) as usize).min(len - done);
-            let p = self
-                .pages
-                .get(&page)
-                .filter(|p| allowed(p))
-                .ok_or(MemoryFault { address: at })?;
-            if !access(p.phys + offset, done..done + n) {
-                return Err(MemoryFault { address: at });
-            }
-            done += n;
-        }
-        Ok(())
+        self.runs.get(addr).map(|(_, run)| run.state.prot)
     }
 
     /// Forgets the pages of a range, returning physical pages that never held
-    /// code to the pool. True if anything was mapped there.
-    fn drop_pages(&mut self, addr: u64, len: u64) -> bool {
+    /// code to the pool, and clears their page-table leaves when
+    /// `clear_leaves` (no new mapping writes them). True if anything was
+    /// mapped there.
+    fn drop_pages(
+        &mut self,
+        uc: &mut Unicorn<'_, ()>,
+        addr: u64,
+        len: u64,
+        clear_leaves: bool,
+    ) -> Result<bool, EmuError> {
         self.names.forget(addr, addr.saturating_add(len));
-        let doomed: Vec<u64> = self
-            .pages
-            .range(addr..addr.saturating_add(len))
-            .map(|(&v, _)| v)
-            .collect();
-        for v in &doomed {
-            if let Some(p) = self.pages.remove(v) {
-                if !p.held_code && !p.shared {
-                    self.phys.release(p.phys, !p.touched);
+        let (first, end) = page_starts_in(addr, len);
+        let removed = self.runs.remove(first, end);
+        if clear_leaves {
+            let entries: Vec<_> = removed
+                .iter()
+                .filter(|(_, run)| run.state.prot.accessible())
+                .flat_map(|(start, run)| run.pages(*start).map(|(page, _)| (page, 0, ABSENT)))
+                .collect();
+            self.tables.set(uc, &mut self.phys, &entries)?;
+        }
+        for (start, run) in &removed {
+            if !run.state.held_code && !run.state.shared {
+                for &p in run.physical_pages(*start) {
+                    self.phys.release(p);
                 }
             }
         }
-        !doomed.is_empty()
+        Ok(!removed.is_empty())
     }
 }
 
