@@ -45,10 +45,7 @@ const SHARED_STRUCTS: &[(&str, &[&str])] = &[
         &["counter", "key", "clocks", "room_end", "terminator"],
     ),
     ("uc_emuprof_vector_cpu", &["xmm", "regs", "eflags", "mxcsr"]),
-    (
-        "uc_emuprof_vector_unit",
-        &["size", "cpu_size", "decode", "exec"],
-    ),
+    ("uc_emuprof_vector_unit", &["size", "cpu_size", "decode"]),
     (
         "uc_emuprof_x87_operation",
         &["op", "control", "status", "st0", "st1", "pushed"],

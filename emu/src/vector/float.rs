@@ -512,14 +512,7 @@ fn fma_each<F: Fma>(
     negate: bool,
     subtract: impl Fn(usize) -> bool,
 ) {
-    let mut out = [0u64; 8];
-    for (i, (o, &(a, b, c))) in out.iter_mut().zip(operands).enumerate() {
-        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
-        let a = if negate { -a } else { a };
-        let c = if subtract(i) { -c } else { c };
-        *o = a.fma(b, c).to_bits64();
-    }
-    let out = std::hint::black_box(out);
+    let out = std::hint::black_box(fused_products::<F>(operands, negate, subtract));
     for (i, (&o, &(a, b, c))) in out.iter().zip(operands).enumerate() {
         let x = if !F::nan(o) {
             o
@@ -532,15 +525,61 @@ fn fma_each<F: Fma>(
     }
 }
 
+/// `±a·b ± c` of each element (bits), by the host's FMA instruction when
+/// it has one; otherwise by the library's `fmaf`/`fma`, which checks for
+/// the instruction at every call. Both round once and raise the same
+/// flags.
+fn fused_products<F: Fma>(
+    operands: &[(u64, u64, u64)],
+    negate: bool,
+    subtract: impl Fn(usize) -> bool,
+) -> [u64; 8] {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the host has the FMA instructions.
+        return unsafe { fused_products_fma::<F>(operands, negate, subtract) };
+    }
+    fused_products_each::<F>(operands, negate, subtract)
+}
+
+/// [`fused_products_each`] compiled for a host with FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+fn fused_products_fma<F: Fma>(
+    operands: &[(u64, u64, u64)],
+    negate: bool,
+    subtract: impl Fn(usize) -> bool,
+) -> [u64; 8] {
+    fused_products_each::<F>(operands, negate, subtract)
+}
+
+#[inline(always)]
+fn fused_products_each<F: Fma>(
+    operands: &[(u64, u64, u64)],
+    negate: bool,
+    subtract: impl Fn(usize) -> bool,
+) -> [u64; 8] {
+    let mut out = [0u64; 8];
+    for (i, (o, &(a, b, c))) in out.iter_mut().zip(operands).enumerate() {
+        let (a, b, c) = (F::from_bits64(a), F::from_bits64(b), F::from_bits64(c));
+        let a = if negate { -a } else { a };
+        let c = if subtract(i) { -c } else { c };
+        *o = a.fma(b, c).to_bits64();
+    }
+    out
+}
+
 trait Fma: Arith + std::ops::Neg<Output = Self> {
     fn fma(self, b: Self, c: Self) -> Self;
 }
 impl Fma for f32 {
+    #[inline(always)]
     fn fma(self, b: f32, c: f32) -> f32 {
         self.mul_add(b, c)
     }
 }
 impl Fma for f64 {
+    #[inline(always)]
     fn fma(self, b: f64, c: f64) -> f64 {
         self.mul_add(b, c)
     }

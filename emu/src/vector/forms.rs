@@ -10,7 +10,7 @@ use super::{across, aes, convert, float, int, shuffle, strings, Insn, Plan, Regs
 /// Computes one instruction on the registers and the memory buffer.
 pub(super) type Exec = fn(&mut Regs<'_>, Insn, &mut [u8; 64]);
 
-/// Every computation the unit has, in the order of [`EXECS`].
+/// Every computation the unit has, in the order of [`COMPUTES`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Op {
     IntBinary,
@@ -65,87 +65,80 @@ pub(super) enum Op {
     StringCompare,
 }
 
-/// The function of each [`Op`].
-const EXECS: [Exec; 50] = [
-    int::binary,
-    shuffle::load,
-    shuffle::store,
-    shuffle::move_scalar,
-    shuffle::move_half,
-    shuffle::unpack,
-    convert::convert_scalar,
-    float::compare_flags,
-    int::movmsk,
-    float::arithmetic,
-    convert::convert,
-    int::pack,
-    shuffle::move_gpr,
-    shuffle::shuffle_imm,
-    int::shift_imm,
-    shuffle::zero,
-    float::horizontal,
-    float::compare,
-    shuffle::insert,
-    shuffle::extract,
-    shuffle::shuffle_float,
-    int::shift_xmm,
-    int::multiply_add,
-    shuffle::shuffle_bytes,
-    int::horizontal,
-    shuffle::permute_in_lane,
-    int::test,
-    convert::half_to_single,
-    shuffle::permute_across,
-    shuffle::broadcast,
-    int::abs,
-    int::extend,
-    float::fused,
-    shuffle::masked_move,
-    shuffle::gather,
-    shuffle::blend,
-    shuffle::perm2x128,
-    convert::round,
-    shuffle::align,
-    shuffle::insert128,
-    shuffle::extract128,
-    convert::single_to_half,
-    across::dot,
-    across::mpsadbw,
-    across::minimum_position,
-    across::carryless_multiply,
-    aes::round,
-    aes::inverse_mix,
-    aes::keygen_assist,
-    strings::compare,
+/// How an op computes: its function, and whether it computes in floating
+/// point under MXCSR ([`super::mxcsr::run_float_op`]).
+#[derive(Clone, Copy)]
+pub(super) struct Compute {
+    pub exec: Exec,
+    pub float: bool,
+}
+
+const fn without_mxcsr(exec: Exec) -> Compute {
+    Compute { exec, float: false }
+}
+
+const fn under_mxcsr(exec: Exec) -> Compute {
+    Compute { exec, float: true }
+}
+
+/// How each [`Op`] computes, in the order of [`Op`].
+pub(super) const COMPUTES: [Compute; 50] = [
+    without_mxcsr(int::binary),
+    without_mxcsr(shuffle::load),
+    without_mxcsr(shuffle::store),
+    without_mxcsr(shuffle::move_scalar),
+    without_mxcsr(shuffle::move_half),
+    without_mxcsr(shuffle::unpack),
+    under_mxcsr(convert::convert_scalar),
+    under_mxcsr(float::compare_flags),
+    without_mxcsr(int::movmsk),
+    under_mxcsr(float::arithmetic),
+    under_mxcsr(convert::convert),
+    without_mxcsr(int::pack),
+    without_mxcsr(shuffle::move_gpr),
+    without_mxcsr(shuffle::shuffle_imm),
+    without_mxcsr(int::shift_imm),
+    without_mxcsr(shuffle::zero),
+    under_mxcsr(float::horizontal),
+    under_mxcsr(float::compare),
+    without_mxcsr(shuffle::insert),
+    without_mxcsr(shuffle::extract),
+    without_mxcsr(shuffle::shuffle_float),
+    without_mxcsr(int::shift_xmm),
+    without_mxcsr(int::multiply_add),
+    without_mxcsr(shuffle::shuffle_bytes),
+    without_mxcsr(int::horizontal),
+    without_mxcsr(shuffle::permute_in_lane),
+    without_mxcsr(int::test),
+    under_mxcsr(convert::half_to_single),
+    without_mxcsr(shuffle::permute_across),
+    without_mxcsr(shuffle::broadcast),
+    without_mxcsr(int::abs),
+    without_mxcsr(int::extend),
+    under_mxcsr(float::fused),
+    without_mxcsr(shuffle::masked_move),
+    without_mxcsr(shuffle::gather),
+    without_mxcsr(shuffle::blend),
+    without_mxcsr(shuffle::perm2x128),
+    under_mxcsr(convert::round),
+    without_mxcsr(shuffle::align),
+    without_mxcsr(shuffle::insert128),
+    without_mxcsr(shuffle::extract128),
+    under_mxcsr(convert::single_to_half),
+    under_mxcsr(across::dot),
+    without_mxcsr(across::mpsadbw),
+    without_mxcsr(across::minimum_position),
+    without_mxcsr(across::carryless_multiply),
+    without_mxcsr(aes::round),
+    without_mxcsr(aes::inverse_mix),
+    without_mxcsr(aes::keygen_assist),
+    without_mxcsr(strings::compare),
 ];
 
 impl Op {
-    /// Its index, carried in the plan from decode to execution.
-    pub(super) fn index(self) -> u32 {
-        self as u32
-    }
-
-    /// Whether the op computes in floating point, under MXCSR.
-    pub(super) fn uses_mxcsr(self) -> bool {
-        matches!(
-            self,
-            Op::FloatConvertScalar
-                | Op::FloatCompareFlags
-                | Op::FloatArithmetic
-                | Op::FloatConvert
-                | Op::FloatHorizontal
-                | Op::FloatCompare
-                | Op::FloatHalfToSingle
-                | Op::FloatFused
-                | Op::FloatRound
-                | Op::FloatSingleToHalf
-                | Op::FloatDot
-        )
-    }
-
-    /// The function of the op with `index`.
-    pub(super) fn exec(index: u32) -> Option<Exec> {
-        EXECS.get(index as usize).copied()
+    /// Its index in [`COMPUTES`].
+    pub(super) fn index(self) -> usize {
+        self as usize
     }
 }
 
@@ -680,13 +673,5 @@ mod tests {
         let compare =
             form(two_operand(insn(3, 1, 0x61, false, true, V3))).expect("vpcmpestri m128");
         assert!(compare.plan.flags && compare.plan.size == 16 && !compare.plan.aligned);
-    }
-
-    #[test]
-    fn every_op_has_its_function() {
-        for index in 0..EXECS.len() as u32 {
-            assert!(Op::exec(index).is_some());
-        }
-        assert!(Op::exec(EXECS.len() as u32).is_none());
     }
 }

@@ -5,14 +5,16 @@
 //!
 //! The engine (patch `instrumentation/08`) hands every VEX instruction except BMI1/BMI2 to
 //! `decode` once, when it translates it, as a 64-bit description
-//! ([`Insn`]). `decode` answers `#UD` (0) or an access plan ([`Plan`]). The
-//! translated instruction is one call of the engine's helper, which loads
-//! the memory operand into a buffer (faulting as the instruction would),
-//! calls `exec` to compute on the registers and the buffer, and stores
-//! the buffer when the plan says so (an instruction without a memory
-//! operand calls a helper that only hands `exec` a zeroed buffer). Guest
-//! faults happen in C only; `exec` never fails. Every form is checked
-//! against the host CPU by `tests/guest/vector_differential.rs`.
+//! ([`Insn`]). `decode` answers `#UD` (0) or an access plan ([`Plan`])
+//! and the form's own function (`run`). An instruction without a memory
+//! operand is translated into a direct call of that function (patch
+//! `instrumentation/12`); one with a memory operand into a call of the
+//! engine's helper, which loads the operand into a buffer (faulting as
+//! the instruction would), calls the function to compute on the
+//! registers and the buffer, and stores the buffer when the plan says
+//! so. Guest faults happen in C only; the functions never fail. Every
+//! form is checked against the host CPU by
+//! `tests/guest/vector_differential.rs`.
 
 mod across;
 mod aes;
@@ -22,6 +24,7 @@ mod forms;
 mod int;
 mod lanes;
 mod mxcsr;
+mod run;
 mod shuffle;
 mod strings;
 
@@ -29,7 +32,7 @@ use std::mem::size_of;
 
 use unicorn_engine::Unicorn;
 
-/// The registers the engine hands to `exec` (`uc_emuprof_vector_cpu`).
+/// The registers the engine hands to a form's function (`uc_emuprof_vector_cpu`).
 #[repr(C)]
 pub struct VectorCpu {
     xmm: *mut u8,
@@ -38,13 +41,12 @@ pub struct VectorCpu {
     mxcsr: *mut u32,
 }
 
-/// The functions emuprof registers (`uc_emuprof_vector_unit`).
+/// The function emuprof registers (`uc_emuprof_vector_unit`).
 #[repr(C)]
 struct VectorUnit {
     size: u32,
     cpu_size: u32,
-    decode: extern "C" fn(u64) -> u32,
-    exec: unsafe extern "C" fn(*const VectorCpu, u64, u32, *mut u8),
+    decode: unsafe extern "C" fn(u64, *mut run::Run) -> u32,
 }
 
 // The engine also compares the sizes when the unit is registered.
@@ -62,8 +64,7 @@ crate::engine_seam::same_layout_as_c!(
     uc_emuprof_vector_unit {
         size,
         cpu_size,
-        decode,
-        exec
+        decode
     }
 );
 
@@ -74,7 +75,6 @@ pub(crate) fn register(uc: &mut Unicorn<'_, ()>) -> bool {
         size: size_of::<VectorUnit>() as u32,
         cpu_size: size_of::<VectorCpu>() as u32,
         decode: decode_entry,
-        exec: exec_entry,
     };
     crate::engine_seam::register_unit(uc, crate::engine_seam::CTL_VECTOR_UNIT, &UNIT)
 }
@@ -153,8 +153,7 @@ pub(crate) const CC_Z: u64 = 0x0040;
 pub(crate) const CC_S: u64 = 0x0080;
 pub(crate) const CC_O: u64 = 0x0800;
 
-/// How the engine's helper treats memory around `exec`; the op index rides
-/// in the upper 16 bits.
+/// How the engine's helper treats memory around the form's function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Plan {
     /// Bytes of the memory operand (0 for register forms).
@@ -187,7 +186,7 @@ impl Plan {
     }
 }
 
-/// The registers `exec` works on.
+/// The registers a form computes on.
 pub(crate) struct Regs<'a> {
     pub xmm: &'a mut [[u8; 64]; 16],
     pub gpr: &'a mut [u64; 16],
@@ -195,56 +194,14 @@ pub(crate) struct Regs<'a> {
     pub mxcsr: mxcsr::Mxcsr<'a>,
 }
 
-/// Plan bit 15, which the engine ignores: the op computes in floating
-/// point under MXCSR ([`mxcsr::run_float_op`]).
-const PLAN_USES_MXCSR: u32 = 1 << 15;
-
-extern "C" fn decode_entry(insn: u64) -> u32 {
-    match forms::form(Insn(insn)) {
-        Some(form) => {
-            let mxcsr = if form.op.uses_mxcsr() {
-                PLAN_USES_MXCSR
-            } else {
-                0
-            };
-            form.plan.bits() | mxcsr | form.op.index() << 16
-        }
-        None => 0,
-    }
-}
-
 /// # Safety
-/// The engine's helper passes pointers to the live CPU state and a 64-byte
-/// buffer, for an instruction [`decode_entry`] accepted.
-unsafe extern "C" fn exec_entry(cpu: *const VectorCpu, insn: u64, plan: u32, mem: *mut u8) {
-    // SAFETY: the helper's contract (above): `cpu` points to pointers into
-    // the CPU state (16 ZMM registers of 64 bytes, 16 general registers,
-    // the flags word, MXCSR), all live and unaliased for the call, and
-    // `mem` to a 64-byte buffer.
-    //
-    // The engine has just written `*cpu` field by field; each field is
-    // read on its own (volatile keeps the compiler from merging two into
-    // one 16-byte load, which the store buffer cannot forward).
-    let (mut regs, mem) = unsafe {
-        (
-            Regs {
-                xmm: &mut *(std::ptr::read_volatile(&raw const (*cpu).xmm) as *mut [[u8; 64]; 16]),
-                gpr: &mut *(std::ptr::read_volatile(&raw const (*cpu).regs) as *mut [u64; 16]),
-                eflags: &mut *std::ptr::read_volatile(&raw const (*cpu).eflags),
-                mxcsr: mxcsr::Mxcsr(&mut *std::ptr::read_volatile(&raw const (*cpu).mxcsr)),
-            },
-            &mut *(mem as *mut [u8; 64]),
-        )
+/// `run` points to where the engine takes the form's function from.
+unsafe extern "C" fn decode_entry(insn: u64, run: *mut run::Run) -> u32 {
+    let insn = Insn(insn);
+    let Some(form) = forms::form(insn) else {
+        return 0;
     };
-    // The plan carries the op `decode` chose.
-    let Some(exec) = forms::Op::exec(plan >> 16) else {
-        return;
-    };
-    if plan & PLAN_USES_MXCSR == 0 {
-        exec(&mut regs, Insn(insn), mem);
-    } else {
-        let guest = *regs.mxcsr.0;
-        let raised = mxcsr::run_float_op(guest, exec, &mut regs, Insn(insn), mem);
-        regs.mxcsr.raise(raised);
-    }
+    // SAFETY: the engine's contract (above).
+    unsafe { run.write(run::resolve(form.op.index(), insn.mem())) };
+    form.plan.bits()
 }
