@@ -9,6 +9,7 @@ pub mod export;
 mod feed_switches;
 mod graph_budget;
 mod graphviz;
+mod left_to_exit;
 mod live;
 mod private_socket;
 pub mod profile_file;

@@ -11,6 +11,7 @@ use emuprof_emu::{RunOptions, StopReason, UnsupportedSyscalls};
 
 use super::control::server::{ControlServer, Controlled};
 use super::dumps::RunDumps;
+use super::left_to_exit::leave_to_exit;
 use super::live::LiveResolver;
 use super::progress::Progress;
 use super::{program_path, summary};
@@ -63,36 +64,42 @@ pub fn run(args: RunArgs) -> Result<i32> {
         // The engine only knows the run was asked to stop.
         set_partial_reason(&mut outcome.profile, &reason);
     }
-    let profile = &outcome.profile;
+    let CompletedRun {
+        profile,
+        stop,
+        notes,
+    } = outcome;
     let written_to = target.describe();
     target
         .write(|w| profile.write_json(w).map_err(std::io::Error::other))
         .with_context(|| format!("cannot write the profile to {written_to}"))?;
 
-    for note in &outcome.notes {
+    for note in &notes {
         eprintln!("emuprof: {note}");
     }
-    if !args.quiet {
-        match args.part.select(profile.clone()) {
-            Ok(shown) => eprint!("{}", summary::render(&shown, args.part.thread, args.top)),
+    if args.quiet {
+        leave_to_exit(profile);
+    } else {
+        match args.part.select(profile) {
+            Ok(shown) => {
+                eprint!("{}", summary::render(&shown, args.part.thread, args.top));
+                leave_to_exit(shown);
+            }
             Err(err) => eprintln!("emuprof: {err:#}"),
         }
     }
-    let code = match &outcome.stop {
+    let code = match &stop {
         StopReason::Exited(_) | StopReason::Signaled { .. } => {
-            if let StopReason::Signaled { .. } = outcome.stop {
+            if let StopReason::Signaled { .. } = stop {
                 eprintln!(
                     "emuprof: {}; partial profile written to {}",
-                    outcome.stop, written_to
+                    stop, written_to
                 );
             }
-            outcome
-                .stop
-                .exit_status()
-                .unwrap_or(exit_code::EMUPROF_FAILED)
+            stop.exit_status().unwrap_or(exit_code::EMUPROF_FAILED)
         }
         StopReason::Interrupted => {
-            let reason = stop_request().unwrap_or_else(|| outcome.stop.to_string());
+            let reason = stop_request().unwrap_or_else(|| stop.to_string());
             eprintln!("emuprof: {reason}; partial profile written to {written_to}");
             termination::die_of_termination_signal();
             exit_code::INTERRUPTED
@@ -102,7 +109,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             exit_code::EMUPROF_FAILED
         }
     };
-    if !args.quiet && outcome.stop.partial_reason().is_none() {
+    if !args.quiet && stop.partial_reason().is_none() {
         eprintln!("emuprof: profile written to {written_to}");
     }
     Ok(code)
@@ -161,7 +168,7 @@ fn profile_with_dumps(args: &RunArgs, protected_paths: Vec<PathBuf>) -> Result<C
     };
     let outcome = prepared.execute(|run| Ok(run.execute()?));
     if let Some(control) = control {
-        control.finish();
+        leave_to_exit(control.finish());
     }
     let parts = dumps.finish();
     match parts.as_slice() {

@@ -53,7 +53,7 @@ pub struct ControlServer {
     path: PathBuf,
     /// Dropped to stop the thread: its end of the pipe then hangs up.
     stop: PipeWriter,
-    thread: JoinHandle<()>,
+    thread: JoinHandle<Controlled>,
 }
 
 impl ControlServer {
@@ -69,16 +69,23 @@ impl ControlServer {
         let (stopped, stop) = std::io::pipe()?;
         let thread = std::thread::Builder::new()
             .name("emuprof-control".into())
-            .spawn(move || serve(&listener, &mut controlled, &stopped))
+            .spawn(move || {
+                serve(&listener, &mut controlled, &stopped);
+                controlled
+            })
             .context("cannot start the control thread")?;
         Ok(ControlServer { path, stop, thread })
     }
 
-    /// Stops answering and removes the socket.
-    pub fn finish(self) {
+    /// Stops answering and removes the socket; gives back what the thread
+    /// answered from (`None` if it panicked), so that the last reference
+    /// to the run's binary and its debug information is not dropped on
+    /// the thread while the command waits for it.
+    pub fn finish(self) -> Option<Controlled> {
         drop(self.stop);
-        let _ = self.thread.join();
+        let controlled = self.thread.join().ok();
         let _ = std::fs::remove_file(&self.path);
+        controlled
     }
 }
 
