@@ -47,6 +47,7 @@
 use crate::tree::blocks::Terminator;
 use crate::tree::costs::Costs;
 use crate::tree::shadow_stack::{Frame, ThreadState};
+use context_costs::ContextCosts;
 use emuprof_model::{NodeId, RawNode};
 use rustc_hash::FxHashMap;
 pub use threads::{FinishedTree, ThreadRecord};
@@ -58,9 +59,15 @@ const RECENT_CHILD_SLOTS: usize = 1 << 12;
 /// calls are folded (see the module doc).
 pub const FOLD_DEPTH: u32 = 10_000;
 
+/// `last_call` of a context that made no call yet.
+const NO_CALL_YET: (u64, NodeId, bool) = (u64::MAX, 0, false);
+
 /// Builds the call tree of one run from block and syscall events.
 pub struct CallTreeBuilder {
+    /// The contexts; their costs are in `costs` until the tree is taken.
     nodes: Vec<RawNode>,
+    /// Per node, its costs (see [`context_costs`]).
+    costs: Vec<ContextCosts>,
     /// The context a call of `entry` from `parent` runs in: a child of
     /// `parent`, or past [`FOLD_DEPTH`] an ancestor (a folded recursion).
     children: FxHashMap<(NodeId, u64), NodeId>,
@@ -68,10 +75,11 @@ pub struct CallTreeBuilder {
     depths: Vec<u32>,
     /// Calls that ran in an ancestor's context (see [`FOLD_DEPTH`]).
     folded_calls: u64,
-    /// Per node, the callee entry and child context of its last call: a
-    /// loop or a recursion calls the same function from the same context
-    /// again and again.
-    last_call: Vec<(u64, NodeId)>,
+    /// Per node, the callee entry and context of its last call, and
+    /// whether that context is an ancestor's (a folded recursion): a loop
+    /// or a recursion calls the same function from the same context again
+    /// and again.
+    last_call: Vec<(u64, NodeId, bool)>,
     /// Direct-mapped cache behind `last_call`, in front of `children`:
     /// `(parent, entry, child)`.
     recent_children: Box<[(NodeId, u64, NodeId)]>,
@@ -139,16 +147,15 @@ impl CallTreeBuilder {
         let root = RawNode {
             parent: None,
             entry,
-            calls: 1,
-            min_instructions: u64::MAX,
             ..RawNode::default()
         };
         CallTreeBuilder {
             nodes: vec![root],
+            costs: vec![ContextCosts::ENTERED_ONCE],
             children: FxHashMap::default(),
             depths: vec![0],
             folded_calls: 0,
-            last_call: vec![(u64::MAX, 0)],
+            last_call: vec![NO_CALL_YET],
             recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
             thread: ThreadState::new(0, initial_sp, Costs::default()),
             parked: vec![None],
@@ -263,7 +270,7 @@ impl CallTreeBuilder {
         let cost = leaf.masked(self.counted_mask);
         self.total += cost;
         self.self_mark = self.total;
-        add_self(&mut self.nodes[node as usize], cost);
+        self.costs[node as usize].add_self(cost);
         self.close_node(node, folded, cost);
     }
 
@@ -360,11 +367,9 @@ impl CallTreeBuilder {
     /// A copy of the tree so far with self cost up to date (open calls stay
     /// open), and every thread's active calls.
     pub(crate) fn snapshot(&self) -> crate::live::BuilderSnapshot {
-        let mut nodes = self.nodes.clone();
-        add_self(
-            &mut nodes[self.thread.top().node as usize],
-            self.total - self.self_mark,
-        );
+        let mut costs = self.costs.clone();
+        costs[self.thread.top().node as usize].add_self(self.total - self.self_mark);
+        let nodes = context_costs::merged(self.nodes.clone(), &costs);
         let stacks = self
             .parked
             .iter()
@@ -387,13 +392,14 @@ impl CallTreeBuilder {
     /// instruction total.
     pub fn finish(mut self) -> FinishedTree {
         self.close_all_threads();
-        for node in &mut self.nodes {
+        let mut nodes = context_costs::merged(self.nodes, &self.costs);
+        for node in &mut nodes {
             if node.min_instructions == u64::MAX {
                 node.min_instructions = 0;
             }
         }
         FinishedTree {
-            nodes: self.nodes,
+            nodes,
             folded_calls: self.folded_calls,
             threads: self.threads,
             total: self.total.instructions - self.part_start.instructions,
@@ -406,7 +412,7 @@ impl CallTreeBuilder {
     #[inline]
     fn settle_self_cost(&mut self) {
         let node = self.thread.top().node;
-        add_self(&mut self.nodes[node as usize], self.total - self.self_mark);
+        self.costs[node as usize].add_self(self.total - self.self_mark);
         self.self_mark = self.total;
     }
 
@@ -548,8 +554,7 @@ impl CallTreeBuilder {
     #[inline(always)]
     fn enter_node(&mut self, entry: u64, sp: u64, indirect: bool) -> (NodeId, bool) {
         let parent = self.thread.top().node;
-        let node = self.child(parent, entry);
-        let mut folded = self.nodes[node as usize].parent != Some(parent);
+        let (node, mut folded) = self.child(parent, entry);
         if folded && self.thread.open_contexts.is_none() {
             let mut open = FxHashMap::default();
             for frame in &self.thread.frames {
@@ -563,20 +568,22 @@ impl CallTreeBuilder {
             *calls += 1;
         }
         self.folded_calls += u64::from(folded);
-        let n = &mut self.nodes[node as usize];
-        if n.calls == 0 {
-            n.return_address = self.thread.pending_return;
-        }
-        n.calls += 1;
-        if indirect {
-            n.indirect_calls += 1;
-        }
-        n.max_stack_bytes = n
+        let costs = &mut self.costs[node as usize];
+        let first = costs.calls == 0;
+        costs.calls += 1;
+        costs.max_stack_bytes = costs
             .max_stack_bytes
             .max(self.thread.initial_sp.saturating_sub(sp));
+        if first {
+            self.nodes[node as usize].return_address = self.thread.pending_return;
+        }
+        if indirect {
+            self.nodes[node as usize].indirect_calls += 1;
+        }
         (node, folded)
     }
 
+    #[inline(always)]
     fn close(&mut self, frame: Frame) {
         self.close_node(frame.node, frame.folded, self.total - frame.entry_total);
     }
@@ -590,23 +597,23 @@ impl CallTreeBuilder {
                 *calls -= 1;
             }
         }
-        let n = &mut self.nodes[node as usize];
         if !folded {
-            n.inclusive_instructions += cost.instructions;
-            n.inclusive_cycles += cost.cycles;
-            n.min_instructions = n.min_instructions.min(cost.instructions);
-            n.max_instructions = n.max_instructions.max(cost.instructions);
+            self.costs[node as usize].add_call(cost);
         }
-        if n.entry == self.watched_entry {
+        // (The entry is looked at only when a function is watched: it
+        // lies on another cache line than the costs.)
+        if self.watched_entry != u64::MAX && self.nodes[node as usize].entry == self.watched_entry {
             self.attention_at = 0;
         }
     }
 
+    /// The context a call of `entry` from `parent` runs in, and whether
+    /// it is an ancestor's (see [`FOLD_DEPTH`]).
     #[inline(always)]
-    fn child(&mut self, parent: NodeId, entry: u64) -> NodeId {
-        let (last_entry, last_child) = self.last_call[parent as usize];
+    fn child(&mut self, parent: NodeId, entry: u64) -> (NodeId, bool) {
+        let (last_entry, last_child, in_ancestor) = self.last_call[parent as usize];
         if last_entry == entry {
-            return last_child;
+            return (last_child, in_ancestor);
         }
         let slot = ((entry ^ (entry >> 12) ^ u64::from(parent).wrapping_mul(0x9e37_79b9)) as usize)
             & (RECENT_CHILD_SLOTS - 1);
@@ -617,8 +624,9 @@ impl CallTreeBuilder {
             self.child_slow(parent, entry)
         };
         self.recent_children[slot] = (parent, entry, child);
-        self.last_call[parent as usize] = (entry, child);
-        child
+        let in_ancestor = self.nodes[child as usize].parent != Some(parent);
+        self.last_call[parent as usize] = (entry, child, in_ancestor);
+        (child, in_ancestor)
     }
 
     #[cold]
@@ -638,14 +646,14 @@ impl CallTreeBuilder {
     /// A new context for a call of `entry` from `parent`.
     fn new_node(&mut self, parent: NodeId, entry: u64) -> NodeId {
         let id = self.nodes.len() as NodeId;
-        self.last_call.push((u64::MAX, 0));
+        self.last_call.push(NO_CALL_YET);
         self.depths.push(self.depths[parent as usize] + 1);
         self.nodes.push(RawNode {
             parent: Some(parent),
             entry,
-            min_instructions: u64::MAX,
             ..RawNode::default()
         });
+        self.costs.push(ContextCosts::UNCALLED);
         id
     }
 
@@ -670,13 +678,7 @@ impl CallTreeBuilder {
     }
 }
 
-/// Adds `cost` to a context's self cost.
-#[inline]
-fn add_self(node: &mut RawNode, cost: Costs) {
-    node.self_instructions += cost.instructions;
-    node.self_cycles += cost.cycles;
-}
-
+mod context_costs;
 mod parts;
 mod threads;
 

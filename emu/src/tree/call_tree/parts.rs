@@ -76,6 +76,7 @@ impl CallTreeBuilder {
         self.park_running();
         let part = CallTreeBuilder {
             nodes: self.nodes.clone(),
+            costs: self.costs.clone(),
             children: Default::default(),
             depths: Vec::new(),
             folded_calls: self.folded_calls,
@@ -123,10 +124,10 @@ impl CallTreeBuilder {
                 parent,
                 entry,
                 return_address,
-                min_instructions: u64::MAX,
                 ..Default::default()
             };
         }
+        self.costs.fill(super::ContextCosts::UNCALLED);
         for thread in &mut self.threads {
             thread.instructions = 0;
             thread.cycles = 0;
@@ -152,7 +153,7 @@ impl CallTreeBuilder {
             };
             for frame in &mut thread.frames {
                 frame.entry_total = start;
-                self.nodes[frame.node as usize].calls += 1;
+                self.costs[frame.node as usize].calls += 1;
             }
         }
         self.part_start = total;

@@ -74,11 +74,10 @@ impl CallTreeBuilder {
         self.nodes.push(RawNode {
             parent: Some(spawned_at),
             entry: self.thread.pending_return,
-            calls: 1,
-            min_instructions: u64::MAX,
             ..RawNode::default()
         });
-        self.last_call.push((u64::MAX, 0));
+        self.costs.push(super::ContextCosts::ENTERED_ONCE);
+        self.last_call.push(super::NO_CALL_YET);
         self.depths.push(self.depths[spawned_at as usize] + 1);
         self.parked
             .push(Some(ThreadState::new(root, sp, self.total)));
@@ -166,17 +165,17 @@ impl CallTreeBuilder {
             .iter()
             .filter(|t| t.spawned_at.is_some())
             .map(|t| {
-                let root = &self.nodes[t.root as usize];
+                let root = &self.costs[t.root as usize];
                 (t.root, root.inclusive_instructions, root.inclusive_cycles)
             })
             .collect();
         for (root, instructions, cycles) in own {
             let mut ancestor = self.nodes[root as usize].parent;
             while let Some(node) = ancestor {
-                let n = &mut self.nodes[node as usize];
-                n.inclusive_instructions += instructions;
-                n.inclusive_cycles += cycles;
-                ancestor = n.parent;
+                let costs = &mut self.costs[node as usize];
+                costs.inclusive_instructions += instructions;
+                costs.inclusive_cycles += cycles;
+                ancestor = self.nodes[node as usize].parent;
             }
         }
     }
