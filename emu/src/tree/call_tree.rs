@@ -583,6 +583,8 @@ impl CallTreeBuilder {
         (node, folded)
     }
 
+    /// Closes the call `frame` (inline: out of line it cost the builder
+    /// time, see docs/performance.md).
     #[inline(always)]
     fn close(&mut self, frame: Frame) {
         self.close_node(frame.node, frame.folded, self.total - frame.entry_total);
