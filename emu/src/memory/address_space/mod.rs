@@ -18,6 +18,7 @@
 //! when its page is mapped and not `PROT_NONE`.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use unicorn_engine::Unicorn;
 
@@ -30,6 +31,7 @@ use crate::syscalls::process_maps::{MapName, MapRange};
 use crate::EmuError;
 
 mod access;
+mod virtual_pages;
 
 /// Size of a guest page.
 pub const PAGE_SIZE: u64 = 0x1000;
@@ -113,6 +115,9 @@ pub struct AddressSpace {
     shared_memory: Option<SharedMemory>,
     /// What the named ranges hold (files, the main stack).
     names: MappingNames,
+    /// The virtual page each physical page was last found at
+    /// ([`AddressSpace::virtual_of`]).
+    virtual_pages: RefCell<HashMap<u64, u64>>,
 }
 
 /// The pages whose start lies in `[addr, addr + len)`: `(first, end)`.
@@ -144,6 +149,7 @@ impl AddressSpace {
             new_code: Vec::new(),
             shared_memory: None,
             names: MappingNames::default(),
+            virtual_pages: RefCell::default(),
         })
     }
 
