@@ -18,7 +18,6 @@
 //! when its page is mapped and not `PROT_NONE`.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use unicorn_engine::Unicorn;
 
@@ -117,7 +116,7 @@ pub struct AddressSpace {
     names: MappingNames,
     /// The virtual page each physical page was last found at
     /// ([`AddressSpace::virtual_of`]).
-    virtual_pages: RefCell<HashMap<u64, u64>>,
+    virtual_pages: RefCell<virtual_pages::VirtualPages>,
 }
 
 /// The pages whose start lies in `[addr, addr + len)`: `(first, end)`.

@@ -8,7 +8,20 @@
 //! keeps the address found first). Pages outside the guest's address space
 //! (emuprof's supervisor pages) have none.
 
+use std::collections::HashMap;
+
 use super::{AddressSpace, PAGE_SIZE};
+
+/// Where physical pages were found, and when.
+#[derive(Debug, Clone, Default)]
+pub(super) struct VirtualPages {
+    /// By physical page: the virtual page, and the runs' changes count
+    /// when it was last seen to map it.
+    found: HashMap<u64, (u64, u64)>,
+    /// The last lookup's `(physical page, virtual page, changes count)`:
+    /// most accesses are on the page of the one before.
+    last: Option<(u64, u64, u64)>,
+}
 
 impl AddressSpace {
     /// The guest-virtual address of the guest-physical `phys`, if a guest
@@ -16,18 +29,29 @@ impl AddressSpace {
     pub fn virtual_of(&self, phys: u64) -> Option<u64> {
         let physical_page = phys & !(PAGE_SIZE - 1);
         let offset = phys - physical_page;
-        let mut found = self.virtual_pages.borrow_mut();
-        if let Some(&page) = found.get(&physical_page) {
-            if self.physical_page_of(page) == Some(physical_page) {
+        let now = self.runs.changes();
+        let mut pages = self.virtual_pages.borrow_mut();
+        if let Some((last_physical, page, seen)) = pages.last {
+            if last_physical == physical_page && seen == now {
                 return Some(page + offset);
             }
         }
-        let page = self.runs.iter().find_map(|(start, run)| {
-            run.pages(start)
-                .find(|&(_, physical)| physical == Some(physical_page))
-                .map(|(page, _)| page)
-        })?;
-        found.insert(physical_page, page);
+        let known = pages.found.get(&physical_page).copied();
+        // Unchanged runs need no look; changed ones may still map it.
+        let page = match known {
+            Some((page, seen))
+                if seen == now || self.physical_page_of(page) == Some(physical_page) =>
+            {
+                page
+            }
+            _ => self.runs.iter().find_map(|(start, run)| {
+                run.pages(start)
+                    .find(|&(_, physical)| physical == Some(physical_page))
+                    .map(|(page, _)| page)
+            })?,
+        };
+        pages.found.insert(physical_page, (page, now));
+        pages.last = Some((physical_page, page, now));
         Some(page + offset)
     }
 
