@@ -50,15 +50,23 @@ fn programs(dir: &Path) -> Vec<(PathBuf, Vec<&'static str>)> {
 fn emuprof(binary: &Path, args: &[&str], flags: &[&str]) -> EmuprofRun {
     let mut all = vec!["--quiet"];
     all.extend(flags);
-    let run = EmuprofCommand::new(binary).args(args).flags(&all).run();
-    assert!(run.status.success(), "emuprof failed: {}", run.stderr);
-    run
+    succeeded(EmuprofCommand::new(binary).args(args).flags(&all).run())
 }
 
 fn simulated(binary: &Path, args: &[&str]) -> EmuprofRun {
-    let mut flags = vec!["--cache-sim", "--branch-sim"];
+    succeeded(simulation(binary, args).run())
+}
+
+/// `binary args` with both simulations and [`GEOMETRY`].
+fn simulation(binary: &Path, args: &[&str]) -> EmuprofCommand {
+    let mut flags = vec!["--quiet", "--cache-sim", "--branch-sim"];
     flags.extend(GEOMETRY);
-    emuprof(binary, args, &flags)
+    EmuprofCommand::new(binary).args(args).flags(&flags)
+}
+
+fn succeeded(run: EmuprofRun) -> EmuprofRun {
+    assert!(run.status.success(), "emuprof failed: {}", run.stderr);
+    run
 }
 
 /// A space-separated list of counts.
@@ -278,14 +286,11 @@ fn memory_hooks_give_the_inline_records_totals() {
     let binary = memwalk(dir.path());
     let args = ["threads", "2"];
     let inline = simulated(&binary, &args);
-    let mut flags = vec!["--quiet", "--cache-sim", "--branch-sim"];
-    flags.extend(GEOMETRY);
-    let hooked = EmuprofCommand::new(&binary)
-        .args(&args)
-        .flags(&flags)
-        .host_env("EMUPROF_BLOCK_HOOK_REGISTER_API", "1")
-        .run();
-    assert!(hooked.status.success(), "emuprof failed: {}", hooked.stderr);
+    let hooked = succeeded(
+        simulation(&binary, &args)
+            .host_env("EMUPROF_BLOCK_HOOK_REGISTER_API", "1")
+            .run(),
+    );
     assert_eq!(
         event_totals(hooked.profile()),
         event_totals(inline.profile())

@@ -435,7 +435,7 @@ mod tests {
             let gone = map.remove(from * P, to * P);
             let gone: Vec<Row> = rows(&RunMap {
                 runs: gone.into_iter().collect(),
-                bytes: 0,
+                ..RunMap::default()
             });
             assert_eq!(gone, removed, "{from}..{to}");
             assert_eq!(rows(&map), left, "{from}..{to}");

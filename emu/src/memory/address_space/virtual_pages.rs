@@ -61,3 +61,31 @@ impl AddressSpace {
         run.physical(start, page)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use unicorn_engine::{Arch, Mode, Unicorn};
+
+    use super::super::{AddressSpace, Protection, PAGE_SIZE};
+
+    #[test]
+    fn a_physical_address_maps_back_to_the_page_that_maps_it_now() {
+        let mut uc = Unicorn::new(Arch::X86, Mode::MODE_64).expect("an emulator");
+        let mut space = AddressSpace::new(&mut uc).expect("an address space");
+        let base = 0x7f00_0000_0000;
+        let rw = Protection::READ_WRITE;
+        space.map(&mut uc, base, 4 * PAGE_SIZE, rw).expect("mapped");
+        let second = base + PAGE_SIZE;
+        let physical = space.physical_page_of(second).expect("an accessible page");
+        assert_eq!(space.virtual_of(physical + 12), Some(second + 12));
+        assert_eq!(space.virtual_of(physical + 13), Some(second + 13), "again");
+        // Other pages around it changed: still found, at the same place.
+        space.unmap(&mut uc, base, PAGE_SIZE).expect("unmapped");
+        assert_eq!(space.virtual_of(physical), Some(second));
+        space.unmap(&mut uc, second, PAGE_SIZE).expect("unmapped");
+        assert_eq!(space.virtual_of(physical), None, "no page maps it");
+        // Emuprof's own pages (the page tables) are no guest page.
+        let page_table_root = space.page_table_root();
+        assert_eq!(space.virtual_of(page_table_root), None);
+    }
+}
