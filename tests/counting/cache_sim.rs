@@ -1,9 +1,8 @@
 //! `--cache-sim` and `--branch-sim`: Callgrind's events, counted so that the
-//! total D1 misses of three programs are within 0.5 % of Cachegrind's with
-//! the same cache geometry and the LL misses within 3 % (emuprof indexes the
-//! last level by guest-physical address, Cachegrind by virtual address:
-//! docs/cycles.md), without changing a single instruction
-//! count; the events add up everywhere, and repeat exactly.
+//! total D1 and LL misses of four programs (one with threads) are within
+//! 0.5 % of Cachegrind's with the same cache geometry (both index every
+//! cache by virtual address: docs/cycles.md), without changing a single
+//! instruction count; the events add up everywhere, and repeat exactly.
 
 use crate::common;
 
@@ -12,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::compile::compile_c;
-use common::testprogs::{testprog, Libc};
+use common::testprogs::{musl_available, testprog, Libc};
 use common::tools::require_tool;
 use common::{repo_root, EmuprofCommand, EmuprofRun};
 use serde_json::Value;
@@ -21,33 +20,53 @@ use serde_json::Value;
 const GEOMETRY: [&str; 3] = ["--I1=16384,4,64", "--D1=16384,4,64", "--LL=1048576,16,64"];
 
 fn memwalk(out: &Path) -> PathBuf {
-    let source = std::fs::read_to_string(repo_root().join("tests/programs/memwalk.c"))
-        .expect("read memwalk.c");
-    compile_c(out, "memwalk", &source, "gcc", &["-O2", "-g"]).expect("gcc builds memwalk.c")
+    memwalk_with(out, "gcc")
 }
 
-/// The three programs: (binary, arguments).
+fn memwalk_with(out: &Path, compiler: &str) -> PathBuf {
+    let source = std::fs::read_to_string(repo_root().join("tests/programs/memwalk.c"))
+        .expect("read memwalk.c");
+    let name = format!("memwalk-{compiler}");
+    compile_c(out, &name, &source, compiler, &["-O2", "-g"])
+        .unwrap_or_else(|| panic!("{compiler} builds memwalk.c"))
+}
+
+/// The programs: (binary, arguments). Mostly musl ones: glibc picks its
+/// string functions and start-up paths by CPUID, and Valgrind's CPU is not
+/// emuprof's, so glibc programs run different code under the two tools
+/// (qsortcb: 1.8 % more instructions under Cachegrind, whose extra code
+/// lines are most of a 2 % last-level gap). The threads case is glibc's:
+/// each thread's memory comes from its own malloc arena.
 fn programs(dir: &Path) -> Vec<(PathBuf, Vec<&'static str>)> {
-    let memwalk = memwalk(dir);
+    let memwalk_musl = memwalk_with(dir, "musl-gcc");
     vec![
-        (testprog("qsortcb", Libc::Glibc, "O2").path, vec![]),
-        (memwalk.clone(), vec!["chase", "200000"]),
-        (memwalk, vec!["matrix", "3"]),
+        (testprog("qsortcb", Libc::Musl, "O2").path, vec![]),
+        (memwalk_musl.clone(), vec!["chase", "200000"]),
+        (memwalk_musl, vec!["matrix", "3"]),
+        (memwalk(dir), vec!["threads", "3"]),
     ]
 }
 
 fn emuprof(binary: &Path, args: &[&str], flags: &[&str]) -> EmuprofRun {
     let mut all = vec!["--quiet"];
     all.extend(flags);
-    let run = EmuprofCommand::new(binary).args(args).flags(&all).run();
-    assert!(run.status.success(), "emuprof failed: {}", run.stderr);
-    run
+    succeeded(EmuprofCommand::new(binary).args(args).flags(&all).run())
 }
 
 fn simulated(binary: &Path, args: &[&str]) -> EmuprofRun {
-    let mut flags = vec!["--cache-sim", "--branch-sim"];
+    succeeded(simulation(binary, args).run())
+}
+
+/// `binary args` with both simulations and [`GEOMETRY`].
+fn simulation(binary: &Path, args: &[&str]) -> EmuprofCommand {
+    let mut flags = vec!["--quiet", "--cache-sim", "--branch-sim"];
     flags.extend(GEOMETRY);
-    emuprof(binary, args, &flags)
+    EmuprofCommand::new(binary).args(args).flags(&flags)
+}
+
+fn succeeded(run: EmuprofRun) -> EmuprofRun {
+    assert!(run.status.success(), "emuprof failed: {}", run.stderr);
+    run
 }
 
 /// A space-separated list of counts.
@@ -118,7 +137,7 @@ fn within(tolerance: f64, what: &str, ours: u64, theirs: u64) {
 
 #[test]
 fn misses_match_cachegrind_and_instructions_do_not_change() {
-    if require_tool("valgrind", "valgrind").is_none() {
+    if require_tool("valgrind", "valgrind").is_none() || !musl_available() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -137,7 +156,7 @@ fn misses_match_cachegrind_and_instructions_do_not_change() {
             sum(&theirs, &["D1mr", "D1mw"]),
         );
         within(
-            0.03,
+            0.005,
             &format!("{name}: LL misses"),
             sum(&ours, &["ILmr", "DLmr", "DLmw"]),
             sum(&theirs, &["ILmr", "DLmr", "DLmw"]),
@@ -147,15 +166,29 @@ fn misses_match_cachegrind_and_instructions_do_not_change() {
         let plain = emuprof(&binary, &args, &[]);
         assert!(plain.profile().get("simulation").is_none());
         assert_eq!(plain.total_instructions(), sim.total_instructions());
-        for function in plain.profile()["functions"].as_array().expect("functions") {
-            let function_name = function["name"].as_str().expect("a name");
-            assert_eq!(
-                sim.function_metric(function_name, "self_instructions"),
-                function["self_instructions"].as_u64().expect("self"),
-                "{name}: self instructions of {function_name}"
-            );
-        }
+        assert_eq!(
+            self_instructions(&plain),
+            self_instructions(&sim),
+            "{name}: self instructions by function"
+        );
     }
+}
+
+/// Every function's `(name, address, self instructions)`, in profile
+/// order (musl has several static functions of one name).
+fn self_instructions(run: &EmuprofRun) -> Vec<(String, Value, u64)> {
+    run.profile()["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().expect("a name").to_string(),
+                f["address"].clone(),
+                f["self_instructions"].as_u64().expect("self"),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -242,4 +275,24 @@ fn geometry_options_are_checked() {
         .run();
     assert!(!run.status.success());
     assert!(run.stderr.contains("add --cache-sim"), "{}", run.stderr);
+}
+
+#[test]
+fn memory_hooks_give_the_inline_records_totals() {
+    // Memory hooks (stock Unicorn, a late start, the register-API switch)
+    // report guest-physical addresses, which emuprof maps back to the
+    // virtual ones the translated code records: the same misses.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let binary = memwalk(dir.path());
+    let args = ["threads", "2"];
+    let inline = simulated(&binary, &args);
+    let hooked = succeeded(
+        simulation(&binary, &args)
+            .host_env("EMUPROF_BLOCK_HOOK_REGISTER_API", "1")
+            .run(),
+    );
+    assert_eq!(
+        event_totals(hooked.profile()),
+        event_totals(inline.profile())
+    );
 }

@@ -1,14 +1,18 @@
 /* memwalk: memory access patterns whose cache misses are easy to predict,
  * for the cache simulation.
  *
- * Usage: memwalk stride|chase|matrix [n]
+ * Usage: memwalk stride|chase|matrix|threads [n]
  *   stride: n passes over a 2 MiB array, one read-modify-write per 64-byte
  *           line: every access misses a 32 KiB L1, a 2 MiB array fits LL.
  *   chase:  n steps of pointer chasing through a random cycle of 64-byte
  *           nodes over 1 MiB (a random walk through memory).
  *   matrix: n transposes of a 256x256 matrix of doubles (column writes miss).
+ *   threads: two threads, one after the other (so no scheduler decides the
+ *           order of their accesses), each mallocs 1.5 MiB in its own arena
+ *           and makes n passes over it, one read-modify-write per line.
  * Prints a checksum and exits 0; exits 2 on a bad argument.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +79,38 @@ KEEP double matrix(unsigned long times)
     return b[DIM - 1][0];
 }
 
+enum { THREAD_BYTES = 3 << 19 };
+
+KEEP void *thread_walk(void *arg)
+{
+    unsigned long passes = (unsigned long)arg, sum = 0;
+    unsigned char *mine = malloc(THREAD_BYTES);
+    if (!mine)
+        return NULL;
+    memset(mine, 1, THREAD_BYTES);
+    for (unsigned long p = 0; p < passes; p++)
+        for (unsigned long i = 0; i < THREAD_BYTES; i += LINE) {
+            mine[i] += (unsigned char)p;
+            sum += mine[i];
+        }
+    free(mine);
+    return (void *)sum;
+}
+
+KEEP unsigned long threads(unsigned long passes)
+{
+    unsigned long total = 0;
+    for (int t = 0; t < 2; t++) {
+        pthread_t thread;
+        void *sum;
+        if (pthread_create(&thread, NULL, thread_walk, (void *)passes) != 0)
+            return 0;
+        pthread_join(thread, &sum);
+        total += (unsigned long)sum;
+    }
+    return total;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -86,6 +122,8 @@ int main(int argc, char **argv)
         printf("%lu\n", chase(n));
     else if (strcmp(argv[1], "matrix") == 0)
         printf("%.0f\n", matrix(n));
+    else if (strcmp(argv[1], "threads") == 0)
+        printf("%lu\n", threads(n));
     else
         return 2;
     return 0;

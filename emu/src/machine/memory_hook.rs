@@ -6,9 +6,8 @@
 //! to the feed's current batch itself
 //! (`emu/unicorn/instrumentation/09-data-accesses-recorded-inline.patch`): the event
 //! [`TreeEvent::memory_access`] makes, written at the feed's
-//! [`TraceCursor`] after the access succeeded, with the guest-physical
-//! address from the engine's TLB and the instruction's address as a
-//! constant. Nothing is called per access, and no program counter is
+//! [`TraceCursor`] after the access succeeded, with the guest-virtual
+//! address and the instruction's address as a constant. Nothing is called per access, and no program counter is
 //! restored. The block hook (which runs first in every block) sees room
 //! for the block's event; the feed keeps [`RECORDS_PER_BLOCK`] slots past
 //! the end of each batch for the accesses that follow it, and a block's
@@ -20,7 +19,9 @@
 //! skipping edits the batch the engine writes into) Unicorn's memory hooks
 //! feed each access: any memory hook sends every guest access down
 //! Unicorn's slow path, and Unicorn restores the guest `rip` before each
-//! call, which costs several times the access.
+//! call, which costs several times the access. The hooks report
+//! guest-physical addresses, which [`AddressSpace::virtual_of`] turns back
+//! into virtual ones.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -30,6 +31,9 @@ use unicorn_engine::{uc_engine, HookType, RegisterX86, Unicorn};
 use super::state::MachineState;
 use crate::engine_seam::uc_ctl_raw;
 use crate::error::EmuError;
+#[cfg(doc)]
+use crate::memory::AddressSpace;
+use crate::memory::USER_END;
 use crate::tree::tree_feed::{TraceCursor, TreeEvent};
 
 /// Accesses a block records after its start without asking for room; the
@@ -172,6 +176,14 @@ unsafe extern "C" fn on_memory_access(
     // SAFETY: `uc` is the live engine the hook was called with; `pc` is a
     // valid 8-byte destination for a 64-bit register.
     unsafe { unicorn_engine::uc_reg_read(uc, RegisterX86::RIP as i32, (&raw mut pc).cast()) };
+    let st = &mut *st;
+    // The hooks report physical addresses; the simulation indexes by
+    // virtual ones, as the inline records give them. The CPU's own
+    // accesses in the kernel half (descriptor table reads) are no guest
+    // instruction's: the inline records leave them out too.
+    let Some(address) = st.space.virtual_of(address).filter(|&a| a < USER_END) else {
+        return;
+    };
     st.feed
         .memory_access(pc, address, size.max(0) as u32, kind == UC_MEM_WRITE);
 }

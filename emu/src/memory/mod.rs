@@ -20,6 +20,10 @@ mod shared_memory;
 pub use address_space::{AddressSpace, Protection, PAGE_SIZE};
 pub use guest_view::GuestView;
 
+/// The end of the x86-64 user address space (47 bits): every guest mapping
+/// lies below it.
+pub const USER_END: u64 = 1 << 47;
+
 /// Rounds `value` up to a multiple of the page size (saturating).
 pub fn page_align_up(value: u64) -> u64 {
     value.saturating_add(PAGE_SIZE - 1) & !(PAGE_SIZE - 1)

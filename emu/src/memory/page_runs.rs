@@ -130,12 +130,20 @@ pub(super) struct RunMap {
     runs: BTreeMap<u64, Run>,
     /// Bytes mapped in all runs.
     bytes: u64,
+    /// Calls that changed runs so far: what was looked up in them before
+    /// holds while this stays the same.
+    changes: u64,
 }
 
 impl RunMap {
     /// Bytes mapped in all runs.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// How many calls changed the runs so far.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Every run in address order, with its start.
@@ -186,6 +194,7 @@ impl RunMap {
             return;
         }
         let end = run.end;
+        self.changes += 1;
         self.bytes += end - start;
         self.runs.insert(start, run);
         self.merge_at(end);
@@ -198,6 +207,7 @@ impl RunMap {
         if end <= start {
             return Vec::new();
         }
+        self.changes += 1;
         self.split_at(start);
         self.split_at(end);
         let starts: Vec<u64> = self.runs.range(start..end).map(|(&s, _)| s).collect();
@@ -223,6 +233,7 @@ impl RunMap {
         if end <= start {
             return Ok(());
         }
+        self.changes += 1;
         self.split_at(start);
         self.split_at(end);
         let starts: Vec<u64> = self.runs.range(start..end).map(|(&s, _)| s).collect();
@@ -424,7 +435,7 @@ mod tests {
             let gone = map.remove(from * P, to * P);
             let gone: Vec<Row> = rows(&RunMap {
                 runs: gone.into_iter().collect(),
-                bytes: 0,
+                ..RunMap::default()
             });
             assert_eq!(gone, removed, "{from}..{to}");
             assert_eq!(rows(&map), left, "{from}..{to}");

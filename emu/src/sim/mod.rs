@@ -12,12 +12,11 @@
 //!   address, size, read or write), recorded by the translated code or fed
 //!   by Unicorn's memory hooks (`machine::memory_hook`). A write to the address and size the same instruction has just
 //!   read is a modify and counts once, as a write (Cachegrind's `Dm`).
-//!   Both give guest-physical data addresses: emuprof maps guest pages
-//!   onto a compact physical range, so the L1 set (bits below 12) is the
-//!   virtual one Cachegrind uses, while the last-level set may differ above
-//!   bit 12 (real last-level caches are indexed physically too).
-//!   Instruction lines are told apart from data lines in the shared
-//!   last-level cache.
+//!   Both give guest-virtual data addresses, and instruction fetches are
+//!   at virtual addresses too: every cache is indexed and tagged by
+//!   virtual address, as Cachegrind's are, so where a page lands in guest
+//!   physical memory changes no count. Instruction and data lines share
+//!   the last-level cache, as in Cachegrind.
 //! * Branches come from the block that follows: a block ending in a
 //!   conditional branch was taken when the next block starts at the
 //!   branch's target; one ending in an indirect jump or indirect call went
@@ -102,10 +101,6 @@ struct Caches {
     d1: Cache,
     ll: Cache,
 }
-
-/// Instruction lines in the last-level cache carry this bit, so they never
-/// alias data lines (whose addresses are physical).
-const INSTRUCTION_LINE: u64 = 1 << 62;
 
 /// The block whose instructions are running.
 #[derive(Clone, Copy)]
@@ -354,9 +349,7 @@ impl Simulator {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        let ll_missed = caches
-            .ll
-            .access(address | INSTRUCTION_LINE, u64::from(size));
+        let ll_missed = caches.ll.access(address, u64::from(size));
         self.penalty += self.settings.penalties.l1_miss;
         self.count(cell, SimEvent::I1mr);
         if ll_missed {

@@ -12,7 +12,7 @@ use unicorn_engine::Unicorn;
 use super::numbers::*;
 use super::shared_mappings::SharedMappings;
 use super::{Errno, SysResult};
-use crate::memory::{page_align_up, AddressSpace, Protection, PAGE_SIZE};
+use crate::memory::{page_align_up, AddressSpace, Protection, PAGE_SIZE, USER_END};
 use crate::EmuError;
 
 const MAP_SHARED: u64 = 0x01;
@@ -310,9 +310,6 @@ fn madvise(
     }
     Ok(Ok(0))
 }
-
-/// The end of the x86-64 user address space (47 bits).
-const USER_END: u64 = 1 << 47;
 
 /// `mincore(addr, len, vec)`: every mapped page of the guest is resident
 /// (the guest's memory is emuprof's, never swapped out), so each page of

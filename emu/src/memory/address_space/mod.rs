@@ -30,6 +30,7 @@ use crate::syscalls::process_maps::{MapName, MapRange};
 use crate::EmuError;
 
 mod access;
+mod virtual_pages;
 
 /// Size of a guest page.
 pub const PAGE_SIZE: u64 = 0x1000;
@@ -113,6 +114,9 @@ pub struct AddressSpace {
     shared_memory: Option<SharedMemory>,
     /// What the named ranges hold (files, the main stack).
     names: MappingNames,
+    /// The virtual page each physical page was last found at
+    /// ([`AddressSpace::virtual_of`]).
+    virtual_pages: RefCell<virtual_pages::VirtualPages>,
 }
 
 /// The pages whose start lies in `[addr, addr + len)`: `(first, end)`.
@@ -144,6 +148,7 @@ impl AddressSpace {
             new_code: Vec::new(),
             shared_memory: None,
             names: MappingNames::default(),
+            virtual_pages: RefCell::default(),
         })
     }
 

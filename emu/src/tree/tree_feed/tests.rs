@@ -1,5 +1,6 @@
 //! The feed and its builder, both placements.
 
+use super::tree_event::ACCESS_ADDRESS_SHIFT;
 use super::*;
 use crate::tree::call_tree::CallTreeBuilder;
 use crate::tree::code_snapshot::CodeSnapshot;
@@ -255,6 +256,21 @@ fn memory_access_events_round_trip_and_stay_apart() {
         read.split_memory_access(),
         Some((0x40_1000, 0x8000, 1, false))
     );
+    // The limits: the last user byte, the widest size, address 0.
+    for (address, size) in [((1 << 47) - 1, 255), (0, 0), (0x7fff_ffff_e000, 8)] {
+        for write in [false, true] {
+            let event = TreeEvent::memory_access(u64::MAX >> 16, address, size, write);
+            assert_eq!(
+                event.split_memory_access(),
+                Some((u64::MAX >> 16, address, size, write))
+            );
+            // As the engine writes it: the address shifted onto the key.
+            let (read_key, write_key) = TreeEvent::memory_access_keys();
+            let key = if write { write_key } else { read_key };
+            let engine = address << ACCESS_ADDRESS_SHIFT | u64::from(size) << 1 | key;
+            assert_eq!(engine, event.key, "{address:#x}+{size}");
+        }
+    }
     for key in [
         START_FRAME | 0x200 | 7 << 48,
         START_PENDING | 0x201,

@@ -11,13 +11,21 @@ pub(super) const SPAWN_THREAD: u64 = SPECIAL | 3;
 /// Another guest thread runs from the next event on; `sp` holds its index.
 pub(super) const SWITCH_THREAD: u64 = SPECIAL | 4;
 /// A data access (with `--cache-sim`): the key is this, plus [`WRITE`] for
-/// a write, the size in bits 12 to 23 and the (guest-physical, below 2^37)
-/// data address from bit 24; `sp` holds the instruction's address. Bits 61
-/// and 62 stay clear, so no [`START_FRAME`] or [`START_PENDING`] reads as
-/// one.
-const MEMORY_ACCESS: u64 = SPECIAL | 0x200;
+/// a write, the size in bytes in bits 1 to 8 and the guest-virtual data
+/// address (a user address, below 2^47) from bit [`ACCESS_ADDRESS_SHIFT`];
+/// `sp` holds the instruction's address. Bit 9 tells it from the other
+/// markers, whose kinds stay below it; bits 59 to 62 stay clear, so no
+/// [`START_FRAME`] or [`START_PENDING`] reads as one.
+const MEMORY_ACCESS: u64 = SPECIAL | 1 << 9;
 /// Marks a [`MEMORY_ACCESS`] that writes.
 const WRITE: u64 = 1;
+/// Where a [`MEMORY_ACCESS`]'s size starts; sizes below 2^8 fit.
+const ACCESS_SIZE_SHIFT: u32 = 1;
+/// Where a [`MEMORY_ACCESS`]'s address starts (the engine's inline record
+/// shifts the address by this much; `instrumentation/09`).
+pub(super) const ACCESS_ADDRESS_SHIFT: u32 = 12;
+/// User addresses are below this.
+const ACCESS_ADDRESS_BITS: u32 = 47;
 /// As [`SWITCH_THREAD`], away from a thread that has exited.
 pub(super) const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
 /// A late start (`--start-at`): `sp` holds the instructions run before.
@@ -69,16 +77,20 @@ impl TreeEvent {
         (key & ((1 << 48) - 1), (key >> 48) as u32)
     }
 
-    /// A data access of `size` bytes at `address` by the instruction at
-    /// `pc`.
+    /// A data access of `size` bytes (below 2^8) at the user address
+    /// `address` (below 2^47) by the instruction at `pc`.
     #[inline]
     pub fn memory_access(pc: u64, address: u64, size: u32, write: bool) -> TreeEvent {
+        debug_assert!(
+            size < 1 << 8 && address < 1 << ACCESS_ADDRESS_BITS,
+            "access {address:#x}+{size} does not fit an event"
+        );
         let write = if write { WRITE } else { 0 };
         TreeEvent {
             key: MEMORY_ACCESS
                 | write
-                | u64::from(size & 0xfff) << 12
-                | (address & ((1 << 37) - 1)) << 24,
+                | u64::from(size & 0xff) << ACCESS_SIZE_SHIFT
+                | (address & ((1 << ACCESS_ADDRESS_BITS) - 1)) << ACCESS_ADDRESS_SHIFT,
             sp: pc,
         }
     }
@@ -101,15 +113,15 @@ impl TreeEvent {
     /// other event.
     #[inline(always)]
     pub(super) fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
-        // Bit 63 set, bits 61 and 62 clear, the kind in bits 1 to 11.
-        let kind_bits = SPECIAL | START_FRAME | START_PENDING | 0xffe;
-        if self.key & kind_bits != MEMORY_ACCESS & !WRITE {
+        // Bit 63 and bit 9 set, bits 61 and 62 clear.
+        let kind_bits = SPECIAL | START_FRAME | START_PENDING | MEMORY_ACCESS;
+        if self.key & kind_bits != MEMORY_ACCESS {
             return None;
         }
         Some((
             self.sp,
-            self.key >> 24 & ((1 << 37) - 1),
-            (self.key >> 12 & 0xfff) as u32,
+            self.key >> ACCESS_ADDRESS_SHIFT & ((1 << ACCESS_ADDRESS_BITS) - 1),
+            (self.key >> ACCESS_SIZE_SHIFT & 0xff) as u32,
             self.key & WRITE != 0,
         ))
     }
