@@ -14,7 +14,6 @@ mod dynamic;
 mod fidelity;
 mod file_times;
 mod float_flags;
-mod large_data;
 mod mutual_recursion;
 mod proc_maps;
 mod process_profiles;
