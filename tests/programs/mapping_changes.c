@@ -1,6 +1,7 @@
 /* Mapping changes take effect at once: after mprotect, munmap and a
    MAP_FIXED mapping over old pages, every page behaves as its new mapping
-   says, though each was just read or written through its old one. Prints
+   says, though each was just read or written through its old one (also
+   when 64 MiB of data made the emulated TLB grow first). Prints
    what each probe found; the output is the same under Linux and emuprof. */
 #include <setjmp.h>
 #include <signal.h>
@@ -78,5 +79,37 @@ int main(void) {
     probe_read("200 pages after PROT_READ, read", q + 100 * page);
     munmap(q, many * page);
     probe_read("200 pages after munmap", q + 150 * page);
+
+    /* Pages used through an emulated TLB that grew: 64 MiB (more pages
+       than it holds at first) written and read back three times in a
+       scattered order by 8-byte accesses that span two pages, so it is
+       refilled over and over. */
+    enum { LARGE = 16384, STEP = 7919 };
+    unsigned char *d = mmap(NULL, (LARGE + 1) * page, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (d == MAP_FAILED) return 1;
+    unsigned long long sum = 0, value;
+    for (unsigned pass = 0; pass < 3; pass++) {
+        for (unsigned i = 0; i < LARGE; i++) {
+            unsigned char *at = d + ((i * STEP + pass) % LARGE) * page + page - 4;
+            memcpy(&value, at, sizeof value);
+            value = value * 31 + i + pass;
+            memcpy(at, &value, sizeof value);
+        }
+        for (unsigned i = 0; i < LARGE; i++) {
+            memcpy(&value, d + ((i * STEP * 3 + pass) % LARGE) * page + page - 4, sizeof value);
+            sum = sum * 1099511628211ULL ^ value;
+        }
+    }
+    printf("64 MiB read back: %016llx\n", sum);
+    mprotect(d + 100 * page, 10 * page, PROT_READ);
+    probe_write("64 MiB, page after PROT_READ, write", d + 101 * page - 4, 1);
+    probe_read("64 MiB, page after PROT_READ, read", d + 101 * page - 4);
+    probe_write("64 MiB, the page after those, write", d + 110 * page, 1);
+    munmap(d + 200 * page, 2 * page);
+    probe_read("64 MiB, page after munmap", d + 201 * page - 1);
+    mmap(d + 300 * page, 2 * page, PROT_READ | PROT_WRITE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    probe_read("64 MiB, page mapped anew", d + 301 * page - 1);
     return 0;
 }
