@@ -2,7 +2,9 @@
 //! total D1 and LL misses of four programs (one with threads) are within
 //! 0.5 % of Cachegrind's with the same cache geometry (both index every
 //! cache by virtual address: docs/cycles.md), without changing a single
-//! instruction count; the events add up everywhere, and repeat exactly.
+//! instruction count; an x86-64-v3 program's VEX memory operands read and
+//! write as Cachegrind counts them; the events add up everywhere, and
+//! repeat exactly.
 
 use crate::common;
 
