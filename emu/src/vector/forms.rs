@@ -290,6 +290,17 @@ fn plain(need: Need, access: Access, op: Op) -> Option<Described> {
     Some((need, access, op, Plan::default()))
 }
 
+/// A form whose memory operand Cachegrind counts element by element
+/// ([`Plan::per_element`]).
+fn per_element(need: Need, access: Access, op: Op, element8: bool) -> Option<Described> {
+    let plan = Plan {
+        per_element: true,
+        element8,
+        ..Plan::default()
+    };
+    Some((need, access, op, plan))
+}
+
 fn aligned(need: Need, access: Access, op: Op) -> Option<Described> {
     let plan = Plan {
         aligned: true,
@@ -358,7 +369,7 @@ fn map_0f(insn: Insn) -> Option<Described> {
         (0x52 | 0x53, 0) => plain(Avx, Full, Op::FloatArithmetic),
         (0x52 | 0x53, 2) => plain(Avx, Load(4), Op::FloatArithmetic),
         (0x54..=0x57, 0 | 1) => plain(Avx, Full, Op::IntBinary),
-        (0x5a, 0) => plain(Avx, Load(w / 2), Op::FloatConvert),
+        (0x5a, 0) => per_element(Avx, Load(w / 2), Op::FloatConvert, false),
         (0x5a, 1) => plain(Avx, Full, Op::FloatConvert),
         (0x5a, 2 | 3) => plain(Avx, Load(scalar_size(insn)), Op::FloatConvert),
         (0x5b, _) | (0xe6, 1 | 3) => plain(Avx, Full, Op::FloatConvert),
@@ -453,7 +464,7 @@ fn map_0f38(insn: Insn) -> Option<Described> {
             if low >= 9 && low % 2 == 1 {
                 plain(Fma, Load(if insn.w() { 8 } else { 4 }), Op::FloatFused)
             } else {
-                plain(Fma, Full, Op::FloatFused)
+                per_element(Fma, Full, Op::FloatFused, insn.w())
             }
         }
         _ => None,
@@ -612,6 +623,9 @@ mod tests {
             (store.plan.size, store.plan.store, store.plan.aligned),
             (16, true, true)
         );
+        let fused = form(insn(2, 1, 0xb8, true, true, V3)).expect("vfmadd231ps ymm, m256");
+        assert!(fused.plan.per_element && !fused.plan.element8 && fused.plan.size == 32);
+        assert!(!load.plan.per_element);
         let broadcast = form(two_operand(insn(2, 1, 0x78, true, true, V3))).expect("vpbroadcastb");
         assert_eq!(broadcast.plan.size, 1);
         let test = form(two_operand(insn(2, 1, 0x17, true, false, V3))).expect("vptest");

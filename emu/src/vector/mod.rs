@@ -170,6 +170,10 @@ pub(crate) struct Plan {
     pub gather: bool,
     pub element8: bool,
     pub index8: bool,
+    /// Cachegrind counts the memory operand as one access per element
+    /// (of 8 bytes with `element8`, else 4), not one of its whole size:
+    /// `--cache-sim` records it so (the fused multiply-adds, `vcvtps2pd`).
+    pub per_element: bool,
 }
 
 impl Plan {
@@ -183,6 +187,7 @@ impl Plan {
             | u32::from(self.gather) << 12
             | u32::from(self.element8) << 13
             | u32::from(self.index8) << 14
+            | u32::from(self.per_element) << 15
     }
 }
 
