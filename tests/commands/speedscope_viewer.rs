@@ -79,9 +79,10 @@ pub fn load_in_speedscope(
         "[...document.querySelectorAll('div, span')].find(e => e.textContent.endsWith('Sandwich') \
          && e.children.length <= 1)?.click()",
     );
+    // The table's rows are drawn after its header, once it has been laid out.
     page.wait_for(
-        "document.body.innerText.includes('Symbol Name')",
-        "speedscope's Sandwich view",
+        "(document.body.innerText.split('Symbol Name')[1] || '').trim().length > 0",
+        "the rows of speedscope's Sandwich view",
     );
     let body = page.eval("document.body.innerText");
     let body = body.as_str().unwrap_or_default().to_string();
