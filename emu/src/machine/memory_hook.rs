@@ -7,12 +7,13 @@
 //! (`emu/unicorn/instrumentation/09-data-accesses-recorded-inline.patch`): the event
 //! [`TreeEvent::memory_access`] makes, written at the feed's
 //! [`TraceCursor`] after the access succeeded, with the guest-virtual
-//! address and the instruction's address as a constant. Nothing is called per access, and no program counter is
-//! restored. The block hook (which runs first in every block) sees room
-//! for the block's event; the feed keeps [`RECORDS_PER_BLOCK`] slots past
-//! the end of each batch for the accesses that follow it, and a block's
-//! further accesses (and those of the engine's helpers in C) call
-//! [`on_room`] first, which ends the batch when it is full. The events,
+//! address and the instruction's address as a constant. Nothing is called
+//! per access, and no program counter is restored. The block hook (which
+//! runs first in every block) sees room for the block's event; the feed
+//! keeps [`RECORDS_PER_BLOCK`] slots past the end of each batch for the
+//! accesses that follow it, and a block's further accesses (and those of
+//! the engine's helpers in C) call [`on_room`] first, which ends the batch
+//! when it is full. The events,
 //! their order and so the profile are those of the hooks below.
 //!
 //! Otherwise (stock Unicorn, or while a late start fast-forwards, whose

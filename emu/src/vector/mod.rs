@@ -176,18 +176,44 @@ pub(crate) struct Plan {
     pub per_element: bool,
 }
 
+/// The plan's flags, as `unicorn.h` numbers them (`UC_EMUPROF_PLAN_*`).
+const PLAN_LOAD: u32 = 1 << 7;
+const PLAN_STORE: u32 = 1 << 8;
+const PLAN_ALIGNED: u32 = 1 << 9;
+const PLAN_FLAGS: u32 = 1 << 10;
+const PLAN_MASKED: u32 = 1 << 11;
+const PLAN_GATHER: u32 = 1 << 12;
+const PLAN_ELEMENT8: u32 = 1 << 13;
+const PLAN_INDEX8: u32 = 1 << 14;
+const PLAN_PER_ELEMENT: u32 = 1 << 15;
+
+#[cfg(patched_unicorn_header)]
+const _: () = {
+    use crate::engine_seam::c_layout as c;
+    assert!(PLAN_LOAD as i64 == c::UC_EMUPROF_PLAN_LOAD);
+    assert!(PLAN_STORE as i64 == c::UC_EMUPROF_PLAN_STORE);
+    assert!(PLAN_ALIGNED as i64 == c::UC_EMUPROF_PLAN_ALIGNED);
+    assert!(PLAN_FLAGS as i64 == c::UC_EMUPROF_PLAN_FLAGS);
+    assert!(PLAN_MASKED as i64 == c::UC_EMUPROF_PLAN_MASKED);
+    assert!(PLAN_GATHER as i64 == c::UC_EMUPROF_PLAN_GATHER);
+    assert!(PLAN_ELEMENT8 as i64 == c::UC_EMUPROF_PLAN_ELEMENT8);
+    assert!(PLAN_INDEX8 as i64 == c::UC_EMUPROF_PLAN_INDEX8);
+    assert!(PLAN_PER_ELEMENT as i64 == c::UC_EMUPROF_PLAN_PER_ELEMENT);
+};
+
 impl Plan {
     fn bits(self) -> u32 {
+        let flag = |set: bool, bit: u32| if set { bit } else { 0 };
         1 | (self.size << 1)
-            | u32::from(self.load) << 7
-            | u32::from(self.store) << 8
-            | u32::from(self.aligned) << 9
-            | u32::from(self.flags) << 10
-            | u32::from(self.masked) << 11
-            | u32::from(self.gather) << 12
-            | u32::from(self.element8) << 13
-            | u32::from(self.index8) << 14
-            | u32::from(self.per_element) << 15
+            | flag(self.load, PLAN_LOAD)
+            | flag(self.store, PLAN_STORE)
+            | flag(self.aligned, PLAN_ALIGNED)
+            | flag(self.flags, PLAN_FLAGS)
+            | flag(self.masked, PLAN_MASKED)
+            | flag(self.gather, PLAN_GATHER)
+            | flag(self.element8, PLAN_ELEMENT8)
+            | flag(self.index8, PLAN_INDEX8)
+            | flag(self.per_element, PLAN_PER_ELEMENT)
     }
 }
 

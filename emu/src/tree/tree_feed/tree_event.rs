@@ -1,6 +1,8 @@
 //! The events of the feed: what the call-tree builder must see, in guest
 //! execution order, and the keys of the markers that are not blocks.
 
+use crate::memory::USER_END;
+
 /// Marks the events that are not blocks (no block is 2^15 bytes long).
 pub(super) const SPECIAL: u64 = 1 << 63;
 pub(super) const SYSCALL: u64 = SPECIAL | 1;
@@ -24,8 +26,15 @@ const ACCESS_SIZE_SHIFT: u32 = 1;
 /// Where a [`MEMORY_ACCESS`]'s address starts (the engine's inline record
 /// shifts the address by this much; `instrumentation/09`).
 pub(super) const ACCESS_ADDRESS_SHIFT: u32 = 12;
-/// User addresses are below this.
-const ACCESS_ADDRESS_BITS: u32 = 47;
+
+// The engine writes these records itself: its layout is this one.
+#[cfg(patched_unicorn_header)]
+const _: () = {
+    use crate::engine_seam::c_layout as c;
+    assert!(ACCESS_SIZE_SHIFT as i64 == c::UC_EMUPROF_ACCESS_SIZE_SHIFT);
+    assert!(ACCESS_ADDRESS_SHIFT as i64 == c::UC_EMUPROF_ACCESS_ADDRESS_SHIFT);
+    assert!(USER_END as i64 == c::UC_EMUPROF_ACCESS_ADDRESS_END);
+};
 /// As [`SWITCH_THREAD`], away from a thread that has exited.
 pub(super) const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
 /// A late start (`--start-at`): `sp` holds the instructions run before.
@@ -82,7 +91,7 @@ impl TreeEvent {
     #[inline]
     pub fn memory_access(pc: u64, address: u64, size: u32, write: bool) -> TreeEvent {
         debug_assert!(
-            size < 1 << 8 && address < 1 << ACCESS_ADDRESS_BITS,
+            size < 1 << 8 && address < USER_END,
             "access {address:#x}+{size} does not fit an event"
         );
         let write = if write { WRITE } else { 0 };
@@ -90,7 +99,7 @@ impl TreeEvent {
             key: MEMORY_ACCESS
                 | write
                 | u64::from(size & 0xff) << ACCESS_SIZE_SHIFT
-                | (address & ((1 << ACCESS_ADDRESS_BITS) - 1)) << ACCESS_ADDRESS_SHIFT,
+                | (address & (USER_END - 1)) << ACCESS_ADDRESS_SHIFT,
             sp: pc,
         }
     }
@@ -120,7 +129,7 @@ impl TreeEvent {
         }
         Some((
             self.sp,
-            self.key >> ACCESS_ADDRESS_SHIFT & ((1 << ACCESS_ADDRESS_BITS) - 1),
+            self.key >> ACCESS_ADDRESS_SHIFT & (USER_END - 1),
             (self.key >> ACCESS_SIZE_SHIFT & 0xff) as u32,
             self.key & WRITE != 0,
         ))
