@@ -82,7 +82,7 @@ pub struct CallTreeBuilder {
     last_call: Vec<(u64, NodeId, bool)>,
     /// Direct-mapped cache behind `last_call`, in front of `children`:
     /// `(parent, entry, child)`.
-    recent_children: Box<[(NodeId, u64, NodeId)]>,
+    recent_children: Box<[(NodeId, u64, NodeId); RECENT_CHILD_SLOTS]>,
     /// The running guest thread's shadow stack.
     thread: ThreadState,
     /// Every guest thread's shadow stack but the running one's (`None`
@@ -156,7 +156,7 @@ impl CallTreeBuilder {
             depths: vec![0],
             folded_calls: 0,
             last_call: vec![NO_CALL_YET],
-            recent_children: vec![(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS].into_boxed_slice(),
+            recent_children: Box::new([(NodeId::MAX, 0, 0); RECENT_CHILD_SLOTS]),
             thread: ThreadState::new(0, initial_sp, Costs::default()),
             parked: vec![None],
             threads: vec![ThreadRecord {
@@ -252,7 +252,20 @@ impl CallTreeBuilder {
         }
     }
 
-    /// A call of the function at `block` that returns to where the call
+    /// The block at `entry`, entered with stack pointer `sp` by the call
+    /// the block before ended in (see
+    /// [`CallTreeBuilder::set_start_pending_code`]): what
+    /// [`CallTreeBuilder::enter`] does after a call, which needs nothing of
+    /// the block but its address.
+    #[inline(always)]
+    pub fn enter_called(&mut self, entry: u64, sp: u64) {
+        let Terminator::Call { indirect } = self.thread.pending else {
+            unreachable!("a call entered after {:?}", self.thread.pending);
+        };
+        self.call(entry, sp, indirect);
+    }
+
+    /// A call of the function at `entry` that returns to where the call
     /// was made (the block before set the pending call, see
     /// [`CallTreeBuilder::set_start_pending_code`]) after running `leaf`
     /// in it alone: what [`CallTreeBuilder::enter`] (a call), counting
@@ -260,12 +273,12 @@ impl CallTreeBuilder {
     /// and without a frame. Half the calls of a recursion are such, and
     /// most calls of a call-heavy program.
     #[inline]
-    pub fn leaf_call(&mut self, block: &BlockEvent, sp: u64, leaf: Costs) {
+    pub fn leaf_call(&mut self, entry: u64, sp: u64, leaf: Costs) {
         let Terminator::Call { indirect } = self.thread.pending else {
             unreachable!("a leaf call after {:?}", self.thread.pending);
         };
         self.settle_self_cost();
-        let (node, folded) = self.enter_node(block.address, sp, indirect);
+        let (node, folded) = self.enter_node(entry, sp, indirect);
         self.executed += leaf.instructions;
         let cost = leaf.masked(self.counted_mask);
         self.total += cost;
@@ -555,17 +568,8 @@ impl CallTreeBuilder {
     fn enter_node(&mut self, entry: u64, sp: u64, indirect: bool) -> (NodeId, bool) {
         let parent = self.thread.top().node;
         let (node, mut folded) = self.child(parent, entry);
-        if folded && self.thread.open_contexts.is_none() {
-            let mut open = FxHashMap::default();
-            for frame in &self.thread.frames {
-                *open.entry(frame.node).or_insert(0) += 1;
-            }
-            self.thread.open_contexts = Some(open);
-        }
-        if let Some(open) = &mut self.thread.open_contexts {
-            let calls = open.entry(node).or_insert(0);
-            folded |= *calls > 0;
-            *calls += 1;
+        if folded || self.thread.open_contexts.is_some() {
+            folded = self.open_call(node, folded);
         }
         self.folded_calls += u64::from(folded);
         let costs = &mut self.costs[node as usize];
@@ -594,10 +598,8 @@ impl CallTreeBuilder {
     /// cost is already part of an open call of that context).
     #[inline(always)]
     fn close_node(&mut self, node: NodeId, folded: bool, cost: Costs) {
-        if let Some(open) = &mut self.thread.open_contexts {
-            if let Some(calls) = open.get_mut(&node) {
-                *calls -= 1;
-            }
+        if self.thread.open_contexts.is_some() {
+            self.close_open_call(node);
         }
         if !folded {
             self.costs[node as usize].add_call(cost);
@@ -606,6 +608,42 @@ impl CallTreeBuilder {
         // lies on another cache line than the costs.)
         if self.watched_entry != u64::MAX && self.nodes[node as usize].entry == self.watched_entry {
             self.attention_at = 0;
+        }
+    }
+
+    /// A call in context `node` begins from a thread that folded a call
+    /// before, or folds this one (`folded`): counts it among the thread's
+    /// open calls; whether it is folded (see [`FOLD_DEPTH`]). Out of line:
+    /// most runs never fold, and the hash map's code kept inline made
+    /// every call save and restore more registers.
+    #[cold]
+    #[inline(never)]
+    fn open_call(&mut self, node: NodeId, folded: bool) -> bool {
+        let open = self.thread.open_contexts.get_or_insert_with(|| {
+            let mut open = FxHashMap::default();
+            for frame in &self.thread.frames {
+                *open.entry(frame.node).or_insert(0) += 1;
+            }
+            open
+        });
+        let calls = open.entry(node).or_insert(0);
+        let folded = folded || *calls > 0;
+        *calls += 1;
+        folded
+    }
+
+    /// A call in context `node` of a thread that keeps its open calls
+    /// ended (see [`Self::open_call`]).
+    #[cold]
+    #[inline(never)]
+    fn close_open_call(&mut self, node: NodeId) {
+        if let Some(calls) = self
+            .thread
+            .open_contexts
+            .as_mut()
+            .and_then(|open| open.get_mut(&node))
+        {
+            *calls -= 1;
         }
     }
 

@@ -81,7 +81,7 @@ impl CallTreeBuilder {
             depths: Vec::new(),
             folded_calls: self.folded_calls,
             last_call: Vec::new(),
-            recent_children: Box::new([]),
+            recent_children: Box::new([(NodeId::MAX, 0, 0); super::RECENT_CHILD_SLOTS]),
             thread: self.thread.clone(),
             parked: self.parked.clone(),
             threads: self.threads.clone(),

@@ -273,7 +273,7 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
         let (instructions, cycles) = (5 + n, 7 * n);
         if fused {
             b.leaf_call(
-                &callee,
+                callee.address,
                 SP0 - 8 * n,
                 Costs {
                     instructions,

@@ -255,22 +255,29 @@ impl BuilderThread {
             if after.key & COUNTED_BY_BUILDER != 0 {
                 block.executions += 1;
             }
-            if QUIET && Terminator::is_call_code(last & 0xff) {
-                if let Some(&[next, next_after]) = pairs.get(index) {
-                    // The call returns with the next event: to where it
-                    // was made, from a block that ends in `ret`.
-                    if next_after.key & (0xff | COUNTED_BY_BUILDER) == RETURN
-                        && next.key & SPECIAL == 0
-                        && TreeEvent::split_key(next.key).0 == last >> 8
-                        && last >> 8 != 0
-                    {
-                        index += 1;
-                        let leaf = self.clocks.catch_up(next_after.sp);
-                        self.tree.leaf_call(&block.event, event.sp, leaf);
-                        block.event.is_function_start = true;
-                        continue;
+            if Terminator::is_call_code(last & 0xff) {
+                // A call needs nothing of the block but its address: the
+                // block is written (a function starts there), not read.
+                block.event.is_function_start = true;
+                let entry = TreeEvent::split_key(event.key).0;
+                if QUIET {
+                    if let Some(&[next, next_after]) = pairs.get(index) {
+                        // The call returns with the next event: to where it
+                        // was made, from a block that ends in `ret`.
+                        if next_after.key & (0xff | COUNTED_BY_BUILDER) == RETURN
+                            && next.key & SPECIAL == 0
+                            && TreeEvent::split_key(next.key).0 == last >> 8
+                            && last >> 8 != 0
+                        {
+                            index += 1;
+                            let leaf = self.clocks.catch_up(next_after.sp);
+                            self.tree.leaf_call(entry, event.sp, leaf);
+                            continue;
+                        }
                     }
                 }
+                self.tree.enter_called(entry, event.sp);
+                continue;
             }
             if self.tree.enter(&block.event, || event.sp) {
                 block.event.is_function_start = true;
