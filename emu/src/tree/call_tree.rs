@@ -460,10 +460,15 @@ impl CallTreeBuilder {
             && (count == 3 || outer.sp >= sp)
     }
 
+    /// Pops the innermost call (never the root: the callers check) and
+    /// credits its context the self cost since the innermost frame last
+    /// changed ([`Self::settle_self_cost`] for a frame already popped, so
+    /// the frame is read once).
     #[inline]
     fn pop_innermost(&mut self) {
-        self.settle_self_cost();
         if let Some(top) = self.thread.frames.pop() {
+            self.costs[top.node as usize].add_self(self.total - self.self_mark);
+            self.self_mark = self.total;
             self.close(top);
         }
     }
