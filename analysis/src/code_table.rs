@@ -59,15 +59,25 @@ pub struct CodeInstruction {
 
 impl Serialize for CodeInstruction {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let index = |i: Option<u32>| i.map_or_else(|| "-".to_string(), |i| i.to_string());
-        serializer.serialize_str(&format!(
-            "{:x} {} {} {} {}",
-            self.address,
-            self.size,
-            index(self.symbol),
-            index(self.source),
-            self.text
-        ))
+        // Written piece by piece into the output, not formatted into a
+        // string first: a profile holds one of these per instruction that ran.
+        serializer.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for CodeInstruction {
+    /// The row as the profile stores it: `"<address hex> <size> <symbol or
+    /// -> <source or -> <text>"`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let index = |f: &mut std::fmt::Formatter<'_>, i: Option<u32>| match i {
+            Some(i) => write!(f, "{i}"),
+            None => f.write_str("-"),
+        };
+        write!(f, "{:x} {} ", self.address, self.size)?;
+        index(f, self.symbol)?;
+        f.write_str(" ")?;
+        index(f, self.source)?;
+        write!(f, " {}", self.text)
     }
 }
 
