@@ -7,7 +7,6 @@
 //! detached debug files have them) are inflated when the context is built;
 //! zstd-compressed sections and split DWARF are not read.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -15,6 +14,7 @@ use addr2line::Context;
 use gimli::{EndianArcSlice, RunTimeEndian, SectionId};
 use goblin::elf::section_header::{SHF_COMPRESSED, SHT_NOBITS};
 use goblin::elf::Elf;
+use rustc_hash::FxHashMap;
 
 use crate::demangle::demangle;
 use crate::dwarf_nesting::nesting_within_limit;
@@ -57,7 +57,7 @@ pub(crate) struct DebugInfo {
 /// inlined function's name comes up at every instruction it covers.
 struct Lookup {
     context: Context<Reader>,
-    demangled: HashMap<String, String>,
+    demangled: FxHashMap<String, String>,
 }
 
 impl DebugInfo {
@@ -167,7 +167,7 @@ impl DebugInfo {
             self.build_context().map(|context| {
                 Mutex::new(Lookup {
                     context,
-                    demangled: HashMap::new(),
+                    demangled: FxHashMap::default(),
                 })
             })
         });
