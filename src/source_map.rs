@@ -112,10 +112,13 @@ impl CodeMap for BinaryCodeMap<'_> {
             .iter()
             .map(|i| {
                 let mnemonic = i.mnemonic().unwrap_or("?");
-                let text = match i.op_str() {
-                    Some(ops) if !ops.is_empty() => format!("{mnemonic} {ops}"),
-                    _ => mnemonic.to_string(),
-                };
+                let ops = i.op_str().unwrap_or_default();
+                let mut text = String::with_capacity(mnemonic.len() + 1 + ops.len());
+                text.push_str(mnemonic);
+                if !ops.is_empty() {
+                    text.push(' ');
+                    text.push_str(ops);
+                }
                 DecodedInstruction {
                     address: i.address(),
                     text,

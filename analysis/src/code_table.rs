@@ -59,15 +59,48 @@ pub struct CodeInstruction {
 
 impl Serialize for CodeInstruction {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let index = |i: Option<u32>| i.map_or_else(|| "-".to_string(), |i| i.to_string());
-        serializer.serialize_str(&format!(
-            "{:x} {} {} {} {}",
-            self.address,
-            self.size,
-            index(self.symbol),
-            index(self.source),
-            self.text
-        ))
+        serializer.serialize_str(&self.row())
+    }
+}
+
+impl CodeInstruction {
+    /// The row as the profile stores it: `"<address hex> <size> <symbol or
+    /// -> <source or -> <text>"`. Put together by hand, not by `format!`: a
+    /// profile holds one per instruction that ran.
+    fn row(&self) -> String {
+        let mut row = String::with_capacity(48 + self.text.len());
+        push_hex(&mut row, self.address);
+        row.push(' ');
+        row.push_str(itoa::Buffer::new().format(self.size));
+        for index in [self.symbol, self.source] {
+            row.push(' ');
+            match index {
+                Some(i) => row.push_str(itoa::Buffer::new().format(i)),
+                None => row.push('-'),
+            }
+        }
+        row.push(' ');
+        row.push_str(&self.text);
+        row
+    }
+}
+
+/// `value` in lowercase hex without leading zeros, as `{:x}` writes it.
+fn push_hex(out: &mut String, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut start = digits.len();
+    let mut rest = value;
+    loop {
+        start -= 1;
+        digits[start] = DIGITS[(rest & 0xf) as usize];
+        rest >>= 4;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[start..] {
+        out.push(char::from(digit));
     }
 }
 
@@ -284,6 +317,15 @@ mod tests {
         assert_eq!(back, table);
         let bad = json.replace("1010 2 0 0", "1010 two 0 0");
         assert!(serde_json::from_str::<CodeTable>(&bad).is_err());
+    }
+
+    #[test]
+    fn hex_addresses_are_written_as_format_writes_them() {
+        for value in [0, 1, 0xf, 0x10, 0x40_1136, 0x7fff_f7fa_bea0, u64::MAX] {
+            let mut out = String::new();
+            push_hex(&mut out, value);
+            assert_eq!(out, format!("{value:x}"));
+        }
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub mod export;
 pub mod instructions;
 pub mod limits;
 pub mod metric;
+mod pretty_json;
 pub mod processes;
 pub mod profile;
 /// The recorded-profile tables (`emuprof-model`), re-exported: what the

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::code_table::CodeTable;
 pub use crate::collect::Collection;
 use crate::error::{AnalysisError, Result};
+use crate::pretty_json::write_pretty_json;
 pub use emuprof_model::Block;
 pub use emuprof_model::Part;
 pub use emuprof_model::ProcessOrigin;
@@ -302,16 +303,6 @@ pub struct CallNode {
     /// and in profiles from before schema version 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_address: Option<u64>,
-}
-
-/// Writes `value` as pretty JSON followed by a newline: the one JSON writer of
-/// this crate (profiles, reports, diffs and limit checks).
-pub(crate) fn write_pretty_json<W: Write, T: Serialize>(out: W, value: &T) -> Result<()> {
-    let mut out = std::io::BufWriter::new(out);
-    serde_json::to_writer_pretty(&mut out, value)?;
-    out.write_all(b"\n")?;
-    out.flush()?;
-    Ok(())
 }
 
 impl Profile {

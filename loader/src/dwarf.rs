@@ -7,7 +7,6 @@
 //! detached debug files have them) are inflated when the context is built;
 //! zstd-compressed sections and split DWARF are not read.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -15,10 +14,13 @@ use addr2line::Context;
 use gimli::{EndianArcSlice, RunTimeEndian, SectionId};
 use goblin::elf::section_header::{SHF_COMPRESSED, SHT_NOBITS};
 use goblin::elf::Elf;
+use rustc_hash::FxHashMap;
 
 use crate::demangle::demangle;
+use crate::dwarf_nesting::nesting_within_limit;
 
-type Reader = EndianArcSlice<RunTimeEndian>;
+/// How gimli reads the sections: shared bytes, little-endian.
+pub(crate) type Reader = EndianArcSlice<RunTimeEndian>;
 
 /// A source position: file path as recorded by the compiler, and line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,7 +57,7 @@ pub(crate) struct DebugInfo {
 /// inlined function's name comes up at every instruction it covers.
 struct Lookup {
     context: Context<Reader>,
-    demangled: HashMap<String, String>,
+    demangled: FxHashMap<String, String>,
 }
 
 impl DebugInfo {
@@ -165,7 +167,7 @@ impl DebugInfo {
             self.build_context().map(|context| {
                 Mutex::new(Lookup {
                     context,
-                    demangled: HashMap::new(),
+                    demangled: FxHashMap::default(),
                 })
             })
         });
@@ -220,43 +222,6 @@ fn zeroed_bytes(size: usize) -> Arc<[u8]> {
     let bytes = Arc::<[u8]>::new_zeroed_slice(size);
     // SAFETY: zero is a valid `u8`, so every element is initialised.
     unsafe { bytes.assume_init() }
-}
-
-/// Deepest DIE nesting accepted. `addr2line` parses nested inline entries
-/// recursively, so a hostile file with 20,000 of them would overflow the
-/// stack; real programs stay far below this (a C++ program's deepest
-/// inline chains are a few hundred at most).
-const MAX_DIE_DEPTH: isize = 1024;
-
-/// Whether no unit nests its entries deeper than [`MAX_DIE_DEPTH`]; a binary
-/// that does is used without its DWARF (function names from the symbol
-/// table, no source lines), as if it had none. The walk is iterative;
-/// a unit that does not parse is left to `addr2line`, which skips it.
-fn nesting_within_limit(dwarf: &gimli::Dwarf<Reader>) -> bool {
-    let mut units = dwarf.units();
-    while let Ok(Some(header)) = units.next() {
-        let Ok(abbreviations) = dwarf.abbreviations(&header) else {
-            continue;
-        };
-        let Ok(mut entries) = header.entries_raw(&abbreviations, None) else {
-            continue;
-        };
-        while !entries.is_empty() {
-            if entries.next_depth() > MAX_DIE_DEPTH {
-                return false;
-            }
-            match entries.read_abbreviation() {
-                Ok(Some(abbreviation)) => {
-                    if entries.skip_attributes(abbreviation.attributes()).is_err() {
-                        break;
-                    }
-                }
-                Ok(None) => {}
-                Err(_) => break,
-            }
-        }
-    }
-    true
 }
 
 /// Where a DWARF section's bytes are.

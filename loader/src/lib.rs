@@ -30,6 +30,7 @@
 
 mod demangle;
 mod dwarf;
+mod dwarf_nesting;
 mod error;
 mod identify;
 mod image;

@@ -21,7 +21,7 @@ pub mod summary;
 pub mod threads;
 pub mod tree;
 
-pub(crate) use crate::profile::write_pretty_json;
+pub(crate) use crate::pretty_json::write_pretty_json;
 
 /// `file:line`, `file`, or empty when debug info has nothing.
 pub(crate) fn location(file: Option<&str>, line: Option<u32>) -> String {
