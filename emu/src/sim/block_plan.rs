@@ -29,7 +29,7 @@ pub(super) struct BlockPlan {
     pub(super) size: u32,
     pub(super) instructions: u32,
     /// The instruction of an access from outside the block's bytes: the
-    /// last one.
+    /// last one counted.
     pub(super) last_instruction: u32,
     /// Where the block's instruction index starts in
     /// [`BlockPlans::instruction_at`].
@@ -74,16 +74,19 @@ impl BlockPlans {
     #[cold]
     fn make(&mut self, info: &BlockInfo, id: usize, line_bits: u32, width: usize) -> BlockPlan {
         let index_start = self.instruction_at.len();
-        self.instruction_at
-            .extend(instruction_index(&info.instruction_offsets, info.size));
+        // Accesses count at the block's last counted instruction at most.
+        let counted_last = info.instructions.saturating_sub(1) as usize;
+        self.instruction_at.extend(
+            instruction_index(&info.instruction_offsets, info.size)
+                .map(|index| index.min(counted_last as u16)),
+        );
         let steps_start = self.steps.len();
         self.steps.extend(fetch::plan(info, line_bits));
         let row = self.counts.len();
         self.counts
             .resize(row + info.instructions as usize * width, 0);
         let offsets = &info.instruction_offsets;
-        let last = offsets.len().saturating_sub(1);
-        let counted_last = info.instructions.saturating_sub(1) as usize;
+        let last = offsets.len().saturating_sub(1).min(counted_last);
         let at = info.address + offsets.get(counted_last).map_or(0, |&o| u64::from(o));
         let indirect = matches!(
             info.terminator,
@@ -113,7 +116,7 @@ impl BlockPlans {
     }
 
     /// The instruction of `plan` at `pc`: the last one that starts at or
-    /// before it.
+    /// before it, or the last counted one if that comes first.
     #[inline(always)]
     pub(super) fn instruction_of(&self, plan: &BlockPlan, pc: u64) -> usize {
         let offset = pc.wrapping_sub(plan.address);

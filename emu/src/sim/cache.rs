@@ -11,6 +11,10 @@ pub(crate) struct Cache {
     /// `sets × assoc` line numbers, each set ordered most recent first;
     /// `u64::MAX` is an empty way.
     tags: Vec<u64>,
+    /// By set: its most recent line (its first way), apart so that the
+    /// common hit costs one load at the set's index, no multiplication by
+    /// the associativity.
+    most_recent: Vec<u64>,
     assoc: usize,
     set_mask: u64,
     line_bits: u32,
@@ -23,6 +27,7 @@ impl Cache {
         let sets = geometry.size / geometry.line / geometry.assoc;
         Cache {
             tags: vec![u64::MAX; (sets * geometry.assoc) as usize],
+            most_recent: vec![u64::MAX; sets as usize],
             assoc: geometry.assoc as usize,
             set_mask: sets - 1,
             line_bits: geometry.line.trailing_zeros(),
@@ -40,11 +45,8 @@ impl Cache {
         let first = address >> self.line_bits;
         let last = (address + size.max(1) - 1) >> self.line_bits;
         // Most accesses touch one line, their set's most recent one.
-        if first == last {
-            let start = (first & self.set_mask) as usize * self.assoc;
-            if self.tags.get(start) == Some(&first) {
-                return false;
-            }
+        if first == last && self.most_recent.get((first & self.set_mask) as usize) == Some(&first) {
+            return false;
         }
         self.access_lines(first, last)
     }
@@ -67,11 +69,13 @@ impl Cache {
     /// in the cache.
     #[inline]
     fn touch(&mut self, line: u64) -> bool {
-        let start = (line & self.set_mask) as usize * self.assoc;
+        let index = (line & self.set_mask) as usize;
+        let start = index * self.assoc;
         let set = &mut self.tags[start..start + self.assoc];
         if set[0] == line {
             return false;
         }
+        self.most_recent[index] = line;
         let (found, missed) = match set.iter().position(|&t| t == line) {
             Some(way) => (way, false),
             None => (self.assoc - 1, true),

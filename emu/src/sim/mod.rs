@@ -115,7 +115,7 @@ struct Running {
 }
 
 /// The last data read, which a write of the same instruction may turn into
-/// a modify.
+/// a modify ([`LastRead::NONE`] when there is none).
 #[derive(Clone, Copy)]
 struct LastRead {
     pc: u64,
@@ -123,6 +123,24 @@ struct LastRead {
     size: u32,
     d1_missed: bool,
     ll_missed: bool,
+}
+
+impl LastRead {
+    /// No read a write could modify (no instruction is at `u64::MAX`).
+    const NONE: LastRead = LastRead {
+        pc: u64::MAX,
+        address: 0,
+        size: 0,
+        d1_missed: false,
+        ll_missed: false,
+    };
+
+    /// Whether a write of `size` bytes at `address` by the instruction at
+    /// `pc` modifies this read.
+    #[inline(always)]
+    fn modified_by(&self, pc: u64, address: u64, size: u32) -> bool {
+        self.pc == pc && self.address == address && self.size == size
+    }
 }
 
 /// The simulation's state on the call-tree thread.
@@ -142,7 +160,7 @@ pub(crate) struct Simulator {
     /// The line the last instruction fetch ended in.
     last_fetch_line: u64,
     running: Option<Running>,
-    last_read: Option<LastRead>,
+    last_read: LastRead,
     /// Penalty cycles not yet added to the call tree's clock.
     penalty: u64,
 }
@@ -159,6 +177,12 @@ impl Simulator {
             d1: Cache::new(c.d1),
             ll: Cache::new(c.ll),
         });
+        // `data` counts hits by column without looking it up.
+        if caches.is_some() {
+            for event in SimEvent::CACHE {
+                assert_eq!(columns[event as usize], Some(event as usize));
+            }
+        }
         Simulator {
             width: settings.events.len(),
             settings,
@@ -170,7 +194,7 @@ impl Simulator {
             plans: BlockPlans::default(),
             last_fetch_line: u64::MAX,
             running: None,
-            last_read: None,
+            last_read: LastRead::NONE,
             penalty: 0,
         }
     }
@@ -194,7 +218,7 @@ impl Simulator {
     #[inline]
     pub(crate) fn block_runs(&mut self, blocks: &BlockCache, id: usize, node: NodeId) {
         self.running = Some(self.start(blocks, id, node));
-        self.last_read = None;
+        self.last_read = LastRead::NONE;
     }
 
     /// The running state of block `id` in context `node`, with its plan and
@@ -221,57 +245,95 @@ impl Simulator {
             self.fetch_through(running.plan.instructions as usize);
         }
         self.running = None;
-        self.last_read = None;
+        self.last_read = LastRead::NONE;
     }
 
     /// A data access by the instruction at `pc` of `size` bytes at
-    /// `address`.
+    /// `address` (only with cache simulation). The common case, a hit in
+    /// its set's most recent line, costs the instruction's index, one
+    /// compare and two counts; misses and modifies leave it
+    /// ([`Simulator::data_missed`], [`Simulator::modify`]).
     #[inline(always)]
     pub(crate) fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
         let Some(running) = &self.running else {
             return;
         };
-        let index = self
-            .plans
-            .instruction_of(&running.plan, pc)
-            .min(running.plan.instructions.saturating_sub(1) as usize);
+        let index = self.plans.instruction_of(&running.plan, pc);
         let cell = running.cell(index, self.width);
-        self.fetch_through(index + 1);
-        if write {
-            if let Some(read) = self.last_read.take() {
-                if (read.pc, read.address, read.size) == (pc, address, size) {
-                    self.modify(cell, read);
-                    return;
-                }
-            }
+        if running.fetched <= index {
+            self.fetch_through(index + 1);
+        }
+        let read = std::mem::replace(&mut self.last_read, LastRead::NONE);
+        if write && read.modified_by(pc, address, size) {
+            self.modify(cell, read);
+            return;
         }
         let Some(caches) = &mut self.caches else {
             return;
         };
+        if caches.d1.access(address, u64::from(size)) {
+            self.data_missed(cell, pc, address, size, write);
+            return;
+        }
+        // With cache simulation the cache events are the first columns, in
+        // `SimEvent` order (checked in `new`): Dr is 0, Dw 1.
+        self.bump(cell, usize::from(write));
+        if !write {
+            self.last_read = LastRead {
+                pc,
+                address,
+                size,
+                d1_missed: false,
+                ll_missed: false,
+            };
+        }
+    }
+
+    /// The data accesses `accesses` yields, as [`Simulator::data`] takes
+    /// them, in order; returns how many it yielded. Not inlined into the
+    /// builder's loop: on its own the compiler knows that no count it
+    /// stores changes the simulator, and keeps the running block and the
+    /// tables in registers across the run.
+    #[inline(never)]
+    pub(crate) fn data_run(
+        &mut self,
+        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
+    ) -> usize {
+        let mut seen = 0;
+        for (pc, address, size, write) in accesses {
+            seen += 1;
+            self.data(pc, address, size, write);
+        }
+        seen
+    }
+
+    /// The data access of [`Simulator::data`] missed the first-level cache.
+    #[inline(never)]
+    fn data_missed(&mut self, cell: Cell, pc: u64, address: u64, size: u32, write: bool) {
+        let Some(caches) = &mut self.caches else {
+            return;
+        };
+        let ll_missed = caches.ll.access(address, u64::from(size));
         let (access, l1, ll) = if write {
             (SimEvent::Dw, SimEvent::D1mw, SimEvent::DLmw)
         } else {
             (SimEvent::Dr, SimEvent::D1mr, SimEvent::DLmr)
         };
-        let d1_missed = caches.d1.access(address, u64::from(size));
-        let ll_missed = d1_missed && caches.ll.access(address, u64::from(size));
         self.count(cell, access);
-        if d1_missed {
-            self.count(cell, l1);
-            self.penalty += self.settings.penalties.l1_miss;
-            if ll_missed {
-                self.count(cell, ll);
-                self.penalty += self.settings.penalties.ll_miss;
-            }
+        self.count(cell, l1);
+        self.penalty += self.settings.penalties.l1_miss;
+        if ll_missed {
+            self.count(cell, ll);
+            self.penalty += self.settings.penalties.ll_miss;
         }
         if !write {
-            self.last_read = Some(LastRead {
+            self.last_read = LastRead {
                 pc,
                 address,
                 size,
-                d1_missed,
+                d1_missed: true,
                 ll_missed,
-            });
+            };
         }
     }
 
@@ -398,6 +460,14 @@ impl Simulator {
             self.count(cell, missed);
             self.penalty += self.settings.penalties.mispredict;
         }
+    }
+
+    /// Adds one to column `column` of the context and instruction of
+    /// `cell`.
+    #[inline(always)]
+    fn bump(&mut self, cell: Cell, column: usize) {
+        self.nodes[cell.node + column] += 1;
+        self.plans.counts[cell.instruction + column] += 1;
     }
 
     #[inline(always)]

@@ -122,15 +122,12 @@ impl BuilderThread {
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
-                    if let Some((pc, address, size, write)) = event.split_memory_access() {
-                        simulator.data(pc, address, size, write);
-                        // The rest of the block's accesses, in one go.
-                        while let Some((pc, address, size, write)) =
-                            events.get(next).and_then(TreeEvent::split_memory_access)
-                        {
-                            next += 1;
-                            simulator.data(pc, address, size, write);
-                        }
+                    if event.is_memory_access() {
+                        // This access and the rest of the block's, in one go.
+                        let accesses = events[next - 1..]
+                            .iter()
+                            .map_while(TreeEvent::split_memory_access);
+                        next += simulator.data_run(accesses) - 1;
                         add_penalty(&mut self.tree, simulator);
                         continue;
                     }
