@@ -24,7 +24,7 @@ pub enum AnalysisError {
 
     /// The profile file is not valid JSON or does not match the schema.
     #[error("the profile is not valid emuprof JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(serde_json::Error),
 
     /// The profile was written with a schema this version cannot read.
     #[error(
@@ -119,6 +119,19 @@ pub enum AnalysisError {
     /// be shown.
     #[error(transparent)]
     Annotate(#[from] AnnotateError),
+}
+
+/// A JSON error is about the profile's text unless the stream under it
+/// failed: then it is that I/O error (a closed pipe, a full disk), so the
+/// message names it and `emuprof report --json | head` ends quietly.
+impl From<serde_json::Error> for AnalysisError {
+    fn from(err: serde_json::Error) -> Self {
+        if err.is_io() {
+            AnalysisError::Io(err.into())
+        } else {
+            AnalysisError::Json(err)
+        }
+    }
 }
 
 /// `4242, 4243, 4244`.

@@ -159,6 +159,35 @@ fn a_closed_stderr_does_not_panic() {
     assert!(profile.is_file());
 }
 
+/// A reader that went away (`emuprof report p.json --json | head`) ends
+/// the report quietly with status 0, whatever the format: nothing is wrong
+/// with the profile.
+#[test]
+fn a_report_to_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
+    let profile = dir.path().join("p.json");
+    let status = emuprof()
+        .args(["-q", "-o"])
+        .arg(&profile)
+        .arg(&program)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    for format in [&[][..], &["--json"][..], &["--tree"][..]] {
+        let out = emuprof()
+            .arg("report")
+            .arg(&profile)
+            .args(format)
+            .stdout(Stdio::from(broken_pipe()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{format:?}: {stderr}");
+        assert!(stderr.is_empty(), "{format:?}: {stderr}");
+    }
+}
+
 /// Starts `emuprof <program>` reading an empty pipe that stays open, sends
 /// `signal` once the guest is blocked, and returns how emuprof ended.
 fn stop_blocked_run(signal: libc::c_int) -> (std::process::ExitStatus, PathBuf, String) {
