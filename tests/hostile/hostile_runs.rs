@@ -159,6 +159,17 @@ fn a_closed_stderr_does_not_panic() {
     assert!(profile.is_file());
 }
 
+/// Profiles `program` into `profile` with `-q` and checks that it ran.
+fn profile_quietly(program: &Path, profile: &Path) {
+    let status = emuprof()
+        .args(["-q", "-o"])
+        .arg(profile)
+        .arg(program)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
+
 /// A reader that went away (`emuprof report p.json --json | head`) ends
 /// the report quietly with status 0, whatever the format: nothing is wrong
 /// with the profile.
@@ -167,13 +178,7 @@ fn a_report_to_a_closed_pipe_ends_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let program = build(dir.path(), "ok", "int main(void){ return 0; }\n");
     let profile = dir.path().join("p.json");
-    let status = emuprof()
-        .args(["-q", "-o"])
-        .arg(&profile)
-        .arg(&program)
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    profile_quietly(&program, &profile);
     for format in [&[][..], &["--json"][..], &["--tree"][..]] {
         let out = emuprof()
             .arg("report")
@@ -333,13 +338,7 @@ fn small_refusals_are_sentences() {
         "{line}"
     );
 
-    let status = emuprof()
-        .args(["-q", "-o"])
-        .arg(&profile)
-        .arg(&program)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    profile_quietly(&program, &profile);
     let line = one_line_refusal(&[
         "annotate",
         profile.to_str().unwrap(),
