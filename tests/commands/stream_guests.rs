@@ -120,7 +120,9 @@ fn snapshots_carry_every_live_threads_stack() {
 }
 
 /// While `cpuheavy` sorts with libc's qsort (any snapshot inside the
-/// sort: `main` calls qsort for nearly all of the run), the stack's
+/// sort: `main` calls qsort for nearly all of the run, which lasts long
+/// enough that a viewer on a loaded machine, sent a snapshot every 250 ms
+/// of wall time, gets several of them inside it), the stack's
 /// functions are named as the final profile names them, and the frames
 /// under `main` include libc.so.6's qsort.
 #[test]
@@ -142,7 +144,7 @@ fn shared_library_functions_are_named_as_in_the_profile() {
         below_main.clone().any(|n| n.contains("qsort"))
     };
     let mut seen = None;
-    let (_, served) = watch_run(&program, &["12", "sort"], |snapshot| {
+    let (_, served) = watch_run(&program, &["36", "sort"], |snapshot| {
         if in_sort(&names(snapshot)) {
             seen = Some(snapshot.clone());
             return true;
