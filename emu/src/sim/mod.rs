@@ -30,13 +30,14 @@
 mod block_plan;
 mod branch;
 mod cache;
+mod data_run;
 mod fetch;
 pub mod geometry;
 
 use emuprof_model::{CacheConfig, NodeId, Penalties, SimEvent, Simulation};
 
 use crate::tree::blocks::BlockCache;
-use block_plan::{BlockPlan, BlockPlans, BranchSite};
+use block_plan::{BlockPlans, BranchSite, PlanId, NO_FETCH};
 use branch::BranchPredictor;
 use cache::Cache;
 
@@ -105,13 +106,15 @@ struct Caches {
 /// The block whose instructions are running.
 #[derive(Clone, Copy)]
 struct Running {
-    plan: BlockPlan,
+    plan: PlanId,
     /// Where the context's counts start in [`Simulator::nodes`].
     node_row: usize,
-    /// Instructions of the block fetched so far.
-    fetched: usize,
     /// The next fetch step of the block's plan to simulate.
     step: usize,
+    /// That step's instruction ([`NO_FETCH`] when none is left, or
+    /// without cache simulation): an access by an instruction before it
+    /// needs no fetch simulated first.
+    next_fetch: u32,
 }
 
 /// The last data read, which a write of the same instruction may turn into
@@ -206,7 +209,9 @@ impl Simulator {
         let Some(previous) = self.running else {
             return;
         };
-        self.fetch_through(previous.plan.instructions as usize);
+        if previous.next_fetch != NO_FETCH {
+            self.fetch_through(u32::MAX);
+        }
         if self.branches.is_some() {
             self.resolve_branch(previous, address);
         }
@@ -223,45 +228,59 @@ impl Simulator {
 
     /// The running state of block `id` in context `node`, with its plan and
     /// the context's counts made when they do not exist yet (zeros).
-    #[inline]
+    #[inline(always)]
     fn start(&mut self, blocks: &BlockCache, id: usize, node: NodeId) -> Running {
         let node_row = node as usize * self.width;
         if self.nodes.len() < node_row + self.width {
-            self.nodes.resize(node_row + self.width, 0);
+            self.grow_nodes(node_row + self.width);
         }
-        let plan = self.plans.plan(blocks, id, self.line_bits, self.width);
+        let plan = self.plans.plan_id(blocks, id, self.line_bits, self.width);
+        let planned = self.plans.get(plan);
         Running {
             plan,
             node_row,
-            fetched: 0,
-            step: plan.steps_start,
+            step: planned.steps_start,
+            next_fetch: match self.caches {
+                Some(_) => planned.first_fetch,
+                None => NO_FETCH,
+            },
         }
+    }
+
+    /// Makes room for the counts of contexts up to `len / width` (zeros).
+    #[cold]
+    fn grow_nodes(&mut self, len: usize) {
+        self.nodes.resize(len, 0);
     }
 
     /// Something other than a block happened (a system call, a thread
     /// switch, a signal): the running block is over, its branch unknown.
     pub(crate) fn interrupted(&mut self) {
-        if let Some(running) = self.running {
-            self.fetch_through(running.plan.instructions as usize);
+        if self.running.is_some() {
+            self.fetch_through(u32::MAX);
         }
         self.running = None;
         self.last_read = LastRead::NONE;
     }
 
     /// A data access by the instruction at `pc` of `size` bytes at
-    /// `address` (only with cache simulation). The common case, a hit in
-    /// its set's most recent line, costs the instruction's index, one
-    /// compare and two counts; misses and modifies leave it
-    /// ([`Simulator::data_missed`], [`Simulator::modify`]).
-    #[inline(always)]
-    pub(crate) fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
+    /// `address` (only with cache simulation), whatever it is: the step
+    /// [`Simulator::data_run`] takes for an access that is not a common
+    /// hit. Misses and modifies leave it ([`Simulator::data_missed`],
+    /// [`Simulator::modify`]).
+    #[inline(never)]
+    fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
         let Some(running) = &self.running else {
             return;
         };
-        let index = self.plans.instruction_of(&running.plan, pc);
-        let cell = running.cell(index, self.width);
-        if running.fetched <= index {
-            self.fetch_through(index + 1);
+        let plan = self.plans.get(running.plan);
+        let index = self.plans.instruction_of(plan, pc);
+        let cell = Cell {
+            node: running.node_row,
+            instruction: plan.row + index * self.width,
+        };
+        if running.next_fetch as usize <= index {
+            self.fetch_through(index as u32 + 1);
         }
         let read = std::mem::replace(&mut self.last_read, LastRead::NONE);
         if write && read.modified_by(pc, address, size) {
@@ -271,7 +290,7 @@ impl Simulator {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        if caches.d1.access(address, u64::from(size)) {
+        if caches.d1.access(address, size) {
             self.data_missed(cell, pc, address, size, write);
             return;
         }
@@ -289,31 +308,13 @@ impl Simulator {
         }
     }
 
-    /// The data accesses `accesses` yields, as [`Simulator::data`] takes
-    /// them, in order; returns how many it yielded. Not inlined into the
-    /// builder's loop: on its own the compiler knows that no count it
-    /// stores changes the simulator, and keeps the running block and the
-    /// tables in registers across the run.
-    #[inline(never)]
-    pub(crate) fn data_run(
-        &mut self,
-        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
-    ) -> usize {
-        let mut seen = 0;
-        for (pc, address, size, write) in accesses {
-            seen += 1;
-            self.data(pc, address, size, write);
-        }
-        seen
-    }
-
     /// The data access of [`Simulator::data`] missed the first-level cache.
     #[inline(never)]
     fn data_missed(&mut self, cell: Cell, pc: u64, address: u64, size: u32, write: bool) {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        let ll_missed = caches.ll.access(address, u64::from(size));
+        let ll_missed = caches.ll.access(address, size);
         let (access, l1, ll) = if write {
             (SimEvent::Dw, SimEvent::D1mw, SimEvent::DLmw)
         } else {
@@ -366,24 +367,21 @@ impl Simulator {
     }
 
     /// Fetches the running block's instructions up to (not including)
-    /// `end`.
-    #[inline(always)]
-    fn fetch_through(&mut self, end: usize) {
-        let Some(running) = &mut self.running else {
+    /// `end` (all of them for `u32::MAX`): simulates the plan's fetch
+    /// steps before it that are not simulated yet.
+    #[inline(never)]
+    fn fetch_through(&mut self, end: u32) {
+        let Some(mut running) = self.running else {
             return;
         };
-        if running.fetched >= end {
+        if running.next_fetch >= end {
             return;
         }
-        running.fetched = end;
-        if self.caches.is_none() {
-            return;
-        }
-        let running = *running;
+        let plan = *self.plans.get(running.plan);
         let mut step = running.step;
-        while step < running.plan.steps_end {
+        while step < plan.steps_end {
             let fetch = self.plans.step(step);
-            if fetch.index as usize >= end {
+            if fetch.index >= end {
                 break;
             }
             step += 1;
@@ -391,16 +389,29 @@ impl Simulator {
                 continue;
             }
             self.last_fetch_line = fetch.last_line;
-            let Some(caches) = &mut self.caches else {
-                return;
-            };
-            if caches.i1.access(fetch.address, u64::from(fetch.size)) {
-                let cell = running.cell(fetch.index as usize, self.width);
-                self.i1_missed(cell, fetch.address, fetch.size);
-            }
+            self.fetch(running.node_row, plan.row, fetch);
         }
-        if let Some(running) = &mut self.running {
-            running.step = step;
+        running.step = step;
+        running.next_fetch = match step < plan.steps_end {
+            true => self.plans.step(step).index,
+            false => NO_FETCH,
+        };
+        self.running = Some(running);
+    }
+
+    /// Simulates `fetch` of a block whose counts start at `row`, in the
+    /// context whose counts start at `node_row`.
+    #[inline(always)]
+    fn fetch(&mut self, node_row: usize, row: usize, fetch: fetch::FetchStep) {
+        let Some(caches) = &mut self.caches else {
+            return;
+        };
+        if caches.i1.access(fetch.address, fetch.size) {
+            let cell = Cell {
+                node: node_row,
+                instruction: row + fetch.index as usize * self.width,
+            };
+            self.i1_missed(cell, fetch.address, fetch.size);
         }
     }
 
@@ -411,7 +422,7 @@ impl Simulator {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        let ll_missed = caches.ll.access(address, u64::from(size));
+        let ll_missed = caches.ll.access(address, size);
         self.penalty += self.settings.penalties.l1_miss;
         self.count(cell, SimEvent::I1mr);
         if ll_missed {
@@ -439,11 +450,16 @@ impl Simulator {
     /// `next`.
     #[inline]
     fn resolve_branch(&mut self, running: Running, next: u64) {
-        let last = running.plan.instructions.saturating_sub(1) as usize;
+        let plan = self.plans.get(running.plan);
+        let last = plan.instructions.saturating_sub(1) as usize;
+        let cell = Cell {
+            node: running.node_row,
+            instruction: plan.row + last * self.width,
+        };
         let Some(predictor) = self.branches.as_mut() else {
             return;
         };
-        let (mispredicted, executed, missed) = match running.plan.branch {
+        let (mispredicted, executed, missed) = match plan.branch {
             BranchSite::None => return,
             BranchSite::Conditional { at, target } => (
                 predictor.conditional(at, next == target),
@@ -454,7 +470,6 @@ impl Simulator {
                 (predictor.indirect(at, next), SimEvent::Bi, SimEvent::Bim)
             }
         };
-        let cell = running.cell(last, self.width);
         self.count(cell, executed);
         if mispredicted {
             self.count(cell, missed);
@@ -486,18 +501,6 @@ impl Simulator {
         *node = node.wrapping_add(n);
         let instruction = &mut self.plans.counts[cell.instruction + column];
         *instruction = instruction.wrapping_add(n);
-    }
-}
-
-impl Running {
-    /// Where the counts of instruction `index` of the block and of its
-    /// context start, `width` counts each.
-    #[inline(always)]
-    fn cell(&self, index: usize, width: usize) -> Cell {
-        Cell {
-            node: self.node_row,
-            instruction: self.plan.row + index * width,
-        }
     }
 }
 
