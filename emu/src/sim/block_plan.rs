@@ -31,16 +31,6 @@ pub(super) struct BlockPlan {
     /// The instruction of an access from outside the block's bytes: the
     /// last one counted.
     pub(super) last_instruction: u32,
-    /// The instruction of the block's first fetch step ([`NO_FETCH`] when
-    /// it has none): what a run starts waiting for.
-    pub(super) first_fetch: u32,
-    /// The line of the first fetch step when it touches one line and is
-    /// the first instruction's ([`NOT_ONE_LINE`] otherwise): the step changes
-    /// nothing when the fetch before it ended in that line.
-    pub(super) first_line: u64,
-    /// The instruction of the fetch step after the first ([`NO_FETCH`]
-    /// when there is none).
-    pub(super) after_first: u32,
     /// Where the block's instruction index starts in
     /// [`BlockPlans::instruction_at`].
     pub(super) index_start: usize,
@@ -52,29 +42,12 @@ pub(super) struct BlockPlan {
     pub(super) branch: BranchSite,
 }
 
-/// A plan's `first_line` when its first fetch step is not one line of the
-/// first instruction (no line number: lines are addresses shifted right,
-/// and no fetch has ended in it).
-pub(super) const NOT_ONE_LINE: u64 = u64::MAX - 1;
-
-/// No fetch step left (no instruction index reaches it).
-pub(super) const NO_FETCH: u32 = u32::MAX;
-
-/// A plan's index in [`BlockPlans::plans`].
-pub(super) type PlanId = u32;
-
-/// No plan made yet for a block id.
-const NO_PLAN: PlanId = PlanId::MAX;
-
 /// Block plans by block id, and the tables they index.
 #[derive(Default)]
 pub(super) struct BlockPlans {
-    /// By block id: its plan in `plans` ([`NO_PLAN`] before its first
-    /// run), four bytes a block so that the lookup of a run stays in cache.
-    by_block: Vec<PlanId>,
-    plans: Vec<BlockPlan>,
+    by_block: Vec<Option<BlockPlan>>,
     /// By byte of each planned block: the instruction that byte belongs to.
-    pub(super) instruction_at: Vec<u16>,
+    instruction_at: Vec<u16>,
     steps: Vec<FetchStep>,
     /// The per-instruction counts of every planned block (`width` per
     /// instruction, from each plan's `row`).
@@ -84,28 +57,22 @@ pub(super) struct BlockPlans {
 impl BlockPlans {
     /// Block `id`'s plan, made at its first run (fetch steps for lines of
     /// `1 << line_bits` bytes, `width` counts per instruction).
-    #[inline(always)]
-    pub(super) fn plan_id(
+    #[inline]
+    pub(super) fn plan(
         &mut self,
         blocks: &BlockCache,
         id: usize,
         line_bits: u32,
         width: usize,
-    ) -> PlanId {
+    ) -> BlockPlan {
         match self.by_block.get(id) {
-            Some(&plan) if plan != NO_PLAN => plan,
+            Some(&Some(plan)) => plan,
             _ => self.make(blocks.get(id as u32), id, line_bits, width),
         }
     }
 
-    /// The plan `id` names.
-    #[inline(always)]
-    pub(super) fn get(&self, id: PlanId) -> &BlockPlan {
-        &self.plans[id as usize]
-    }
-
     #[cold]
-    fn make(&mut self, info: &BlockInfo, id: usize, line_bits: u32, width: usize) -> PlanId {
+    fn make(&mut self, info: &BlockInfo, id: usize, line_bits: u32, width: usize) -> BlockPlan {
         let index_start = self.instruction_at.len();
         // Accesses count at the block's last counted instruction at most.
         let counted_last = info.instructions.saturating_sub(1) as usize;
@@ -115,12 +82,6 @@ impl BlockPlans {
         );
         let steps_start = self.steps.len();
         self.steps.extend(fetch::plan(info, line_bits));
-        let steps = &self.steps[steps_start..];
-        let first_line = match steps.first() {
-            Some(step) if step.index == 0 && step.first_line == step.last_line => step.first_line,
-            _ => NOT_ONE_LINE,
-        };
-        let after_first = steps.get(1).map_or(NO_FETCH, |s| s.index);
         let row = self.counts.len();
         self.counts
             .resize(row + info.instructions as usize * width, 0);
@@ -141,9 +102,6 @@ impl BlockPlans {
             size: info.size,
             instructions: info.instructions,
             last_instruction: last as u32,
-            first_fetch: self.steps.get(steps_start).map_or(NO_FETCH, |s| s.index),
-            first_line,
-            after_first,
             index_start,
             steps_start,
             steps_end: self.steps.len(),
@@ -151,12 +109,10 @@ impl BlockPlans {
             branch,
         };
         if self.by_block.len() <= id {
-            self.by_block.resize(id + 1, NO_PLAN);
+            self.by_block.resize(id + 1, None);
         }
-        let plan_id = self.plans.len() as PlanId;
-        self.plans.push(plan);
-        self.by_block[id] = plan_id;
-        plan_id
+        self.by_block[id] = Some(plan);
+        plan
     }
 
     /// The instruction of `plan` at `pc`: the last one that starts at or
@@ -183,7 +139,7 @@ impl BlockPlans {
         let taken = self
             .by_block
             .iter()
-            .map(|&plan| match self.plans.get(plan as usize) {
+            .map(|plan| match plan {
                 Some(plan) => {
                     let end = plan.row + plan.instructions as usize * width;
                     self.counts[plan.row..end].to_vec()

@@ -41,24 +41,14 @@ impl Cache {
 
     /// Accesses `size` bytes at `address`; true when it missed.
     #[inline(always)]
-    pub(crate) fn access(&mut self, address: u64, size: u32) -> bool {
+    pub(crate) fn access(&mut self, address: u64, size: u64) -> bool {
+        let first = address >> self.line_bits;
+        let last = (address + size.max(1) - 1) >> self.line_bits;
         // Most accesses touch one line, their set's most recent one.
-        if self.most_recent().holds(address, size) {
+        if first == last && self.most_recent.get((first & self.set_mask) as usize) == Some(&first) {
             return false;
         }
-        let first = address >> self.line_bits;
-        let last = (address + u64::from(size.max(1)) - 1) >> self.line_bits;
         self.access_lines(first, last)
-    }
-
-    /// Each set's most recent line, to look at.
-    #[inline(always)]
-    pub(crate) fn most_recent(&self) -> MostRecent<'_> {
-        MostRecent {
-            lines: &self.most_recent,
-            set_mask: self.set_mask,
-            line_bits: self.line_bits,
-        }
     }
 
     /// Touches `first` to `last`; true when one of them missed.
@@ -93,34 +83,6 @@ impl Cache {
         set[..=found].rotate_right(1);
         set[0] = line;
         missed
-    }
-}
-
-/// Each set's most recent line of a [`Cache`]: an access that lies in
-/// one line, its set's most recent, hits and changes nothing (its line is
-/// most recent already), so the common hit needs only this view.
-pub(crate) struct MostRecent<'a> {
-    lines: &'a [u64],
-    set_mask: u64,
-    line_bits: u32,
-}
-
-impl MostRecent<'_> {
-    /// Whether `size` bytes at `address` lie in one line that is the most
-    /// recent of its set.
-    #[inline(always)]
-    pub(crate) fn holds(&self, address: u64, size: u32) -> bool {
-        // In one line: its offset in the line plus its size (at least one
-        // byte) stays within the line.
-        let offset = address & ((1 << self.line_bits) - 1);
-        offset + u64::from(size.max(1)) <= 1 << self.line_bits
-            && self.holds_line(address >> self.line_bits)
-    }
-
-    /// Whether `line` is the most recent of its set.
-    #[inline(always)]
-    pub(crate) fn holds_line(&self, line: u64) -> bool {
-        self.lines.get((line & self.set_mask) as usize) == Some(&line)
     }
 }
 

@@ -30,14 +30,13 @@
 mod block_plan;
 mod branch;
 mod cache;
-mod data_run;
 mod fetch;
 pub mod geometry;
 
 use emuprof_model::{CacheConfig, NodeId, Penalties, SimEvent, Simulation};
 
 use crate::tree::blocks::BlockCache;
-use block_plan::{BlockPlans, BranchSite, PlanId, NO_FETCH};
+use block_plan::{BlockPlan, BlockPlans, BranchSite};
 use branch::BranchPredictor;
 use cache::Cache;
 
@@ -106,15 +105,13 @@ struct Caches {
 /// The block whose instructions are running.
 #[derive(Clone, Copy)]
 struct Running {
-    plan: PlanId,
+    plan: BlockPlan,
     /// Where the context's counts start in [`Simulator::nodes`].
     node_row: usize,
+    /// Instructions of the block fetched so far.
+    fetched: usize,
     /// The next fetch step of the block's plan to simulate.
     step: usize,
-    /// That step's instruction ([`NO_FETCH`] when none is left, or
-    /// without cache simulation): an access by an instruction before it
-    /// needs no fetch simulated first.
-    next_fetch: u32,
 }
 
 /// The last data read, which a write of the same instruction may turn into
@@ -209,9 +206,7 @@ impl Simulator {
         let Some(previous) = self.running else {
             return;
         };
-        if previous.next_fetch != NO_FETCH {
-            self.fetch_through(u32::MAX);
-        }
+        self.fetch_through(previous.plan.instructions as usize);
         if self.branches.is_some() {
             self.resolve_branch(previous, address);
         }
@@ -228,59 +223,45 @@ impl Simulator {
 
     /// The running state of block `id` in context `node`, with its plan and
     /// the context's counts made when they do not exist yet (zeros).
-    #[inline(always)]
+    #[inline]
     fn start(&mut self, blocks: &BlockCache, id: usize, node: NodeId) -> Running {
         let node_row = node as usize * self.width;
         if self.nodes.len() < node_row + self.width {
-            self.grow_nodes(node_row + self.width);
+            self.nodes.resize(node_row + self.width, 0);
         }
-        let plan = self.plans.plan_id(blocks, id, self.line_bits, self.width);
-        let planned = self.plans.get(plan);
+        let plan = self.plans.plan(blocks, id, self.line_bits, self.width);
         Running {
             plan,
             node_row,
-            step: planned.steps_start,
-            next_fetch: match self.caches {
-                Some(_) => planned.first_fetch,
-                None => NO_FETCH,
-            },
+            fetched: 0,
+            step: plan.steps_start,
         }
-    }
-
-    /// Makes room for the counts of contexts up to `len / width` (zeros).
-    #[cold]
-    fn grow_nodes(&mut self, len: usize) {
-        self.nodes.resize(len, 0);
     }
 
     /// Something other than a block happened (a system call, a thread
     /// switch, a signal): the running block is over, its branch unknown.
     pub(crate) fn interrupted(&mut self) {
-        if self.running.is_some() {
-            self.fetch_through(u32::MAX);
+        if let Some(running) = self.running {
+            self.fetch_through(running.plan.instructions as usize);
         }
         self.running = None;
         self.last_read = LastRead::NONE;
     }
 
     /// A data access by the instruction at `pc` of `size` bytes at
-    /// `address` (only with cache simulation), whatever it is: the step
-    /// [`Simulator::data_run`] takes for an access that is not a common
-    /// hit. Misses and modifies leave it ([`Simulator::data_missed`],
-    /// [`Simulator::modify`]).
-    #[inline(never)]
-    fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
+    /// `address` (only with cache simulation). The common case, a hit in
+    /// its set's most recent line, costs the instruction's index, one
+    /// compare and two counts; misses and modifies leave it
+    /// ([`Simulator::data_missed`], [`Simulator::modify`]).
+    #[inline(always)]
+    pub(crate) fn data(&mut self, pc: u64, address: u64, size: u32, write: bool) {
         let Some(running) = &self.running else {
             return;
         };
-        let plan = self.plans.get(running.plan);
-        let index = self.plans.instruction_of(plan, pc);
-        let cell = Cell {
-            node: running.node_row,
-            instruction: plan.row + index * self.width,
-        };
-        if running.next_fetch as usize <= index {
-            self.fetch_through(index as u32 + 1);
+        let index = self.plans.instruction_of(&running.plan, pc);
+        let cell = running.cell(index, self.width);
+        if running.fetched <= index {
+            self.fetch_through(index + 1);
         }
         let read = std::mem::replace(&mut self.last_read, LastRead::NONE);
         if write && read.modified_by(pc, address, size) {
@@ -290,7 +271,7 @@ impl Simulator {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        if caches.d1.access(address, size) {
+        if caches.d1.access(address, u64::from(size)) {
             self.data_missed(cell, pc, address, size, write);
             return;
         }
@@ -308,13 +289,31 @@ impl Simulator {
         }
     }
 
+    /// The data accesses `accesses` yields, as [`Simulator::data`] takes
+    /// them, in order; returns how many it yielded. Not inlined into the
+    /// builder's loop: on its own the compiler knows that no count it
+    /// stores changes the simulator, and keeps the running block and the
+    /// tables in registers across the run.
+    #[inline(never)]
+    pub(crate) fn data_run(
+        &mut self,
+        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
+    ) -> usize {
+        let mut seen = 0;
+        for (pc, address, size, write) in accesses {
+            seen += 1;
+            self.data(pc, address, size, write);
+        }
+        seen
+    }
+
     /// The data access of [`Simulator::data`] missed the first-level cache.
     #[inline(never)]
     fn data_missed(&mut self, cell: Cell, pc: u64, address: u64, size: u32, write: bool) {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        let ll_missed = caches.ll.access(address, size);
+        let ll_missed = caches.ll.access(address, u64::from(size));
         let (access, l1, ll) = if write {
             (SimEvent::Dw, SimEvent::D1mw, SimEvent::DLmw)
         } else {
@@ -367,21 +366,24 @@ impl Simulator {
     }
 
     /// Fetches the running block's instructions up to (not including)
-    /// `end` (all of them for `u32::MAX`): simulates the plan's fetch
-    /// steps before it that are not simulated yet.
-    #[inline(never)]
-    fn fetch_through(&mut self, end: u32) {
-        let Some(mut running) = self.running else {
+    /// `end`.
+    #[inline(always)]
+    fn fetch_through(&mut self, end: usize) {
+        let Some(running) = &mut self.running else {
             return;
         };
-        if running.next_fetch >= end {
+        if running.fetched >= end {
             return;
         }
-        let plan = *self.plans.get(running.plan);
+        running.fetched = end;
+        if self.caches.is_none() {
+            return;
+        }
+        let running = *running;
         let mut step = running.step;
-        while step < plan.steps_end {
+        while step < running.plan.steps_end {
             let fetch = self.plans.step(step);
-            if fetch.index >= end {
+            if fetch.index as usize >= end {
                 break;
             }
             step += 1;
@@ -389,29 +391,16 @@ impl Simulator {
                 continue;
             }
             self.last_fetch_line = fetch.last_line;
-            self.fetch(running.node_row, plan.row, fetch);
-        }
-        running.step = step;
-        running.next_fetch = match step < plan.steps_end {
-            true => self.plans.step(step).index,
-            false => NO_FETCH,
-        };
-        self.running = Some(running);
-    }
-
-    /// Simulates `fetch` of a block whose counts start at `row`, in the
-    /// context whose counts start at `node_row`.
-    #[inline(always)]
-    fn fetch(&mut self, node_row: usize, row: usize, fetch: fetch::FetchStep) {
-        let Some(caches) = &mut self.caches else {
-            return;
-        };
-        if caches.i1.access(fetch.address, fetch.size) {
-            let cell = Cell {
-                node: node_row,
-                instruction: row + fetch.index as usize * self.width,
+            let Some(caches) = &mut self.caches else {
+                return;
             };
-            self.i1_missed(cell, fetch.address, fetch.size);
+            if caches.i1.access(fetch.address, u64::from(fetch.size)) {
+                let cell = running.cell(fetch.index as usize, self.width);
+                self.i1_missed(cell, fetch.address, fetch.size);
+            }
+        }
+        if let Some(running) = &mut self.running {
+            running.step = step;
         }
     }
 
@@ -422,7 +411,7 @@ impl Simulator {
         let Some(caches) = &mut self.caches else {
             return;
         };
-        let ll_missed = caches.ll.access(address, size);
+        let ll_missed = caches.ll.access(address, u64::from(size));
         self.penalty += self.settings.penalties.l1_miss;
         self.count(cell, SimEvent::I1mr);
         if ll_missed {
@@ -450,16 +439,11 @@ impl Simulator {
     /// `next`.
     #[inline]
     fn resolve_branch(&mut self, running: Running, next: u64) {
-        let plan = self.plans.get(running.plan);
-        let last = plan.instructions.saturating_sub(1) as usize;
-        let cell = Cell {
-            node: running.node_row,
-            instruction: plan.row + last * self.width,
-        };
+        let last = running.plan.instructions.saturating_sub(1) as usize;
         let Some(predictor) = self.branches.as_mut() else {
             return;
         };
-        let (mispredicted, executed, missed) = match plan.branch {
+        let (mispredicted, executed, missed) = match running.plan.branch {
             BranchSite::None => return,
             BranchSite::Conditional { at, target } => (
                 predictor.conditional(at, next == target),
@@ -470,6 +454,7 @@ impl Simulator {
                 (predictor.indirect(at, next), SimEvent::Bi, SimEvent::Bim)
             }
         };
+        let cell = running.cell(last, self.width);
         self.count(cell, executed);
         if mispredicted {
             self.count(cell, missed);
@@ -501,6 +486,18 @@ impl Simulator {
         *node = node.wrapping_add(n);
         let instruction = &mut self.plans.counts[cell.instruction + column];
         *instruction = instruction.wrapping_add(n);
+    }
+}
+
+impl Running {
+    /// Where the counts of instruction `index` of the block and of its
+    /// context start, `width` counts each.
+    #[inline(always)]
+    fn cell(&self, index: usize, width: usize) -> Cell {
+        Cell {
+            node: self.node_row,
+            instruction: self.plan.row + index * width,
+        }
     }
 }
 
