@@ -45,3 +45,25 @@ fn back_with_memory(buffer: &mut [u8]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_is_zeros_of_its_size_whether_backed_at_once_or_not() {
+        let sizes = [
+            0,
+            1,
+            4095,
+            BACKED_AT_ONCE_FROM - 1,
+            BACKED_AT_ONCE_FROM,
+            3 * BACKED_AT_ONCE_FROM + 123,
+        ];
+        for size in sizes {
+            let bytes = zeroed_to_fill(size);
+            assert_eq!(bytes.len(), size);
+            assert!(bytes.iter().all(|&b| b == 0), "{size} bytes");
+        }
+    }
+}
