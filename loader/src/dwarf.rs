@@ -16,6 +16,7 @@ use goblin::elf::section_header::{SHF_COMPRESSED, SHT_NOBITS};
 use goblin::elf::Elf;
 use rustc_hash::FxHashMap;
 
+use crate::buffer_to_fill::zeroed_to_fill;
 use crate::demangle::demangle;
 use crate::dwarf_nesting::nesting_within_limit;
 
@@ -57,7 +58,11 @@ pub(crate) struct DebugInfo {
 /// inlined function's name comes up at every instruction it covers.
 struct Lookup {
     context: Context<Reader>,
-    demangled: FxHashMap<String, String>,
+    /// Keyed by where the raw name's bytes lie (address and length in the
+    /// section buffers, which live as long as the context): a name read again
+    /// from `.debug_str` is found without reading its bytes. The same name
+    /// stored twice (`DW_FORM_string`) is demangled twice, to the same text.
+    demangled: FxHashMap<(usize, usize), String>,
 }
 
 impl DebugInfo {
@@ -128,18 +133,13 @@ impl DebugInfo {
             };
             while let Ok(Some(frame)) = iter.next() {
                 frames.push(SourceFrame {
-                    function: frame
-                        .function
-                        .as_ref()
-                        .and_then(|f| f.raw_name().ok())
-                        .map(|raw| match demangled.get(raw.as_ref()) {
-                            Some(name) => name.clone(),
-                            None => {
-                                let name = demangle(raw.as_ref());
-                                demangled.insert(raw.into_owned(), name.clone());
-                                name
-                            }
-                        }),
+                    function: frame.function.as_ref().map(|f| {
+                        let raw: &[u8] = &f.name;
+                        demangled
+                            .entry((raw.as_ptr() as usize, raw.len()))
+                            .or_insert_with(|| demangle(&String::from_utf8_lossy(raw)))
+                            .clone()
+                    }),
                     file: frame
                         .location
                         .as_ref()
@@ -206,7 +206,7 @@ impl DebugInfo {
     /// inflate to exactly the size its header gives. They are inflated in
     /// place into their final buffer, allocated once at that size.
     fn inflate(&self, payload: Range<usize>, size: usize) -> Option<Arc<[u8]>> {
-        let mut out = zeroed_bytes(size);
+        let mut out = zeroed_to_fill(size);
         let buffer = Arc::get_mut(&mut out)?;
         let (inflated, status) = zlib_rs::decompress_slice(
             buffer,
@@ -215,13 +215,6 @@ impl DebugInfo {
         );
         (status == zlib_rs::ReturnCode::Ok && inflated.len() == size).then_some(out)
     }
-}
-
-/// `size` zero bytes, shared.
-fn zeroed_bytes(size: usize) -> Arc<[u8]> {
-    let bytes = Arc::<[u8]>::new_zeroed_slice(size);
-    // SAFETY: zero is a valid `u8`, so every element is initialised.
-    unsafe { bytes.assume_init() }
 }
 
 /// Where a DWARF section's bytes are.

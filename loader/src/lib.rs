@@ -28,6 +28,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod buffer_to_fill;
 mod demangle;
 mod dwarf;
 mod dwarf_nesting;

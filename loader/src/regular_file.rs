@@ -8,6 +8,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::buffer_to_fill::zeroed_to_fill;
 use crate::LoadError;
 
 /// What a non-regular file is, for messages ("a directory", "a FIFO"...).
@@ -88,9 +89,7 @@ pub(crate) fn read_open(mut file: File, path: &Path) -> Result<Arc<[u8]>, LoadEr
                 ),
             )
         })?;
-    let bytes = Arc::<[u8]>::new_zeroed_slice(size);
-    // SAFETY: all-zero bytes are valid `u8`s.
-    let mut bytes = unsafe { bytes.assume_init() };
+    let mut bytes = zeroed_to_fill(size);
     let buffer = Arc::get_mut(&mut bytes).expect("a new Arc is not shared");
     let read = read_into(&mut file, buffer).map_err(|e| unreadable(path, e))?;
     if read < size {
