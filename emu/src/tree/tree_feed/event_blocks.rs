@@ -9,10 +9,11 @@
 //! slot here is one 16-byte load that answers the bit, so a call into a
 //! function called before reads and writes nothing else of its block.
 //!
-//! The table is a cache of the tracked blocks' bits: every bit set in a
-//! slot is set in the tracked block too (the builder sets both at once,
-//! [`super::builder_thread`]), and the table is emptied when code changes
-//! (ids change then).
+//! The table is a cache of the tracked blocks' bits: a slot's bit is its
+//! tracked block's (a slot is filled from the tracked block, and the
+//! events-only path sets both at once, [`super::builder_thread`]); the
+//! table is emptied when code changes (ids change then) and before every
+//! batch of the every-block path, which sets only the tracked bits.
 
 use super::SPECIAL;
 use crate::tree::blocks::BlockId;
