@@ -54,17 +54,6 @@ const BY_CODE: [Terminator; 8] = [
     Terminator::Other,
 ];
 
-/// [`Terminator::stays_in_function`] of each of [`BY_CODE`].
-const STAYS_BY_CODE: [bool; 8] = {
-    let mut stays = [false; 8];
-    let mut slot = 0;
-    while slot < BY_CODE.len() {
-        stays[slot] = BY_CODE[slot].stays_in_function();
-        slot += 1;
-    }
-    stays
-};
-
 /// The highest [`Terminator::code`] of a terminator after which the next
 /// block may run in another call (see [`Terminator::stays_in_function`]).
 const LAST_LEAVING_CODE: u64 = Terminator::IndirectJump.code();
@@ -110,9 +99,12 @@ impl Terminator {
         BY_CODE[code_slot(code)]
     }
 
-    /// [`Terminator::stays_in_function`] of the terminator with this code.
+    /// [`Terminator::stays_in_function`] of the terminator with this code:
+    /// one comparison, since every number above the leaving codes is a
+    /// terminator that stays (`Other` for those without one).
+    #[inline]
     pub const fn stays_after_code(code: u64) -> bool {
-        STAYS_BY_CODE[code_slot(code)]
+        code > LAST_LEAVING_CODE
     }
 
     /// Whether the next block runs in the same call (a branch, a jump or

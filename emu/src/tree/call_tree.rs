@@ -187,7 +187,7 @@ impl CallTreeBuilder {
     /// remember that a function starts here.
     #[inline]
     pub fn on_block(&mut self, block: BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
-        let entered_by_call = self.enter(&block, read_sp);
+        let entered_by_call = self.enter(block.address, block.is_function_start, read_sp);
         self.count(u64::from(block.instructions), u64::from(block.cycles));
         self.thread.set_pending(block.terminator);
         self.thread.pending_return = block.end;
@@ -205,27 +205,33 @@ impl CallTreeBuilder {
         .masked(self.counted_mask);
     }
 
-    /// The transition into `block` after the block before (see
-    /// [`CallTreeBuilder::set_start_pending_code`]), without counting it: true
-    /// when a call entered it.
+    /// The transition into the block at `address` (where a function
+    /// starts when `is_function_start`) after the block before (see
+    /// [`CallTreeBuilder::set_start_pending_code`]), without counting it:
+    /// true when a call entered it.
     #[inline(always)]
-    pub fn enter(&mut self, block: &BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+    pub fn enter(
+        &mut self,
+        address: u64,
+        is_function_start: bool,
+        read_sp: impl FnOnce() -> u64,
+    ) -> bool {
         // Most blocks follow a branch or fall-through inside one function
         // (nothing to do but count), a call, or a return to the innermost
         // call's return address: those three stay inline.
         // (A flag first, not a match: a jump table over the terminator was
         // the builder's most mispredicted branch.)
         let pending = self.thread.pending;
-        if self.thread.pending_stays && !block.is_function_start {
+        if self.thread.pending_stays && !is_function_start {
             false
         } else if let Terminator::Call { indirect } = pending {
-            self.call(block.address, read_sp(), indirect);
+            self.call(address, read_sp(), indirect);
             true
-        } else if pending == Terminator::Return && self.returns_to_innermost(block.address) {
+        } else if pending == Terminator::Return && self.returns_to_innermost(address) {
             self.pop_innermost();
             false
         } else {
-            self.transition(block, read_sp)
+            self.transition(address, is_function_start, read_sp)
         }
     }
 
@@ -464,7 +470,7 @@ impl CallTreeBuilder {
     /// credits its context the self cost since the innermost frame last
     /// changed ([`Self::settle_self_cost`] for a frame already popped, so
     /// the frame is read once).
-    #[inline]
+    #[inline(always)]
     fn pop_innermost(&mut self) {
         if let Some(top) = self.thread.frames.pop() {
             self.costs[top.node as usize].add_self(self.total - self.self_mark);
@@ -481,15 +487,20 @@ impl CallTreeBuilder {
 
     /// The transitions [`CallTreeBuilder::on_block`] does not handle inline.
     #[inline(never)]
-    fn transition(&mut self, block: &BlockEvent, read_sp: impl FnOnce() -> u64) -> bool {
+    fn transition(
+        &mut self,
+        address: u64,
+        is_function_start: bool,
+        read_sp: impl FnOnce() -> u64,
+    ) -> bool {
         match self.thread.pending {
             Terminator::Other | Terminator::Jump | Terminator::Syscall => {
                 let sp = read_sp();
-                self.tail_call(block.address, sp);
+                self.tail_call(address, sp);
                 false
             }
             Terminator::Call { indirect } => {
-                self.call(block.address, read_sp(), indirect);
+                self.call(address, read_sp(), indirect);
                 true
             }
             Terminator::Return => {
@@ -497,15 +508,15 @@ impl CallTreeBuilder {
                 if self.unwind_to(sp) == 0 {
                     // A `ret` that returns to no active call is a jump
                     // (Callgrind emulates a call here, and so do we).
-                    self.push(block.address, sp, true, 0);
+                    self.push(address, sp, true, 0);
                 }
                 false
             }
             Terminator::IndirectJump => {
                 let sp = read_sp();
                 self.unwind_to(sp);
-                if block.is_function_start {
-                    self.tail_call(block.address, sp);
+                if is_function_start {
+                    self.tail_call(address, sp);
                 }
                 false
             }
@@ -653,7 +664,10 @@ impl CallTreeBuilder {
     }
 
     /// The context a call of `entry` from `parent` runs in, and whether
-    /// it is an ancestor's (see [`FOLD_DEPTH`]).
+    /// it is an ancestor's (see [`FOLD_DEPTH`]): one whose id is not
+    /// above `parent`'s, since a context's id is above its parent's (it
+    /// was made after it) and so above every ancestor's; a child's node is
+    /// not read to tell.
     #[inline(always)]
     fn child(&mut self, parent: NodeId, entry: u64) -> (NodeId, bool) {
         let (last_entry, last_child, in_ancestor) = self.last_call[parent as usize];
@@ -669,7 +683,11 @@ impl CallTreeBuilder {
             self.child_slow(parent, entry)
         };
         self.recent_children[slot] = (parent, entry, child);
-        let in_ancestor = self.nodes[child as usize].parent != Some(parent);
+        let in_ancestor = child <= parent;
+        debug_assert_eq!(
+            in_ancestor,
+            self.nodes[child as usize].parent != Some(parent)
+        );
         self.last_call[parent as usize] = (entry, child, in_ancestor);
         (child, in_ancestor)
     }

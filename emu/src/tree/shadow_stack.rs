@@ -96,8 +96,8 @@ impl ThreadState {
     }
 
     /// [`Self::set_pending`] with the terminator's
-    /// [`code`](Terminator::code): two table reads, where going through the
-    /// terminator took a dozen instructions per event.
+    /// [`code`](Terminator::code): a table read and a comparison, where
+    /// going through the terminator took a dozen instructions per event.
     #[inline]
     pub fn set_pending_code(&mut self, code: u64) {
         self.pending = Terminator::from_code(code);

@@ -42,6 +42,7 @@ mod applying;
 mod builder_thread;
 mod clocks;
 mod cutting;
+mod event_blocks;
 mod event_buffer;
 mod events_only;
 mod fast_forward;

@@ -281,7 +281,7 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
                 },
             );
         } else {
-            assert!(b.enter(&callee, || SP0 - 8 * n));
+            assert!(b.enter(callee.address, callee.is_function_start, || { SP0 - 8 * n }));
             b.count(instructions, cycles);
             assert!(b.return_to_innermost(0x105 + n, SP0));
         }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use emuprof_loader::FunctionStarts;
 
 use super::clocks::Clocks;
+use super::event_blocks::EventBlocks;
 use super::events_only::COUNTED_BY_BUILDER;
 use super::{
     BuiltTree, TreeEvent, CLIENT_REQUEST, SIGNAL_HANDLER, SPAWN_THREAD, SPECIAL, START_FRAME,
@@ -39,6 +40,9 @@ struct TrackedBlock {
 pub(super) struct BuilderThread {
     blocks: BlockCache,
     tracked: Vec<TrackedBlock>,
+    /// In front of `blocks` for events sent only where the call tree can
+    /// change.
+    event_blocks: EventBlocks,
     tree: CallTreeBuilder,
     code: Arc<CodeSnapshot>,
     function_starts: Arc<FunctionStarts>,
@@ -73,6 +77,7 @@ impl BuilderThread {
         BuilderThread {
             blocks: BlockCache::new().expect("capstone handles x86-64"),
             tracked: Vec::new(),
+            event_blocks: EventBlocks::default(),
             tree,
             code,
             function_starts,
@@ -100,6 +105,7 @@ impl BuilderThread {
             for block in &mut self.tracked {
                 block.next_key = SPECIAL;
             }
+            self.event_blocks.clear();
         }
     }
 
@@ -114,6 +120,9 @@ impl BuilderThread {
     /// Applies `events` in order; stops for good at the block that reaches
     /// the instruction limit (returns whether it did).
     pub(super) fn apply(&mut self, events: &[TreeEvent]) -> bool {
+        // (This path sets function starts without the events-only table;
+        // a run never mixes the two, but the table stays true if one did.)
+        self.event_blocks.clear();
         let mut next = 0;
         while let Some(event) = events.get(next) {
             next += 1;
@@ -247,15 +256,16 @@ impl BuilderThread {
                 }
                 continue;
             }
-            let id = self.cached_block_id(event.key);
-            let block = &mut self.tracked[id];
-            if after.key & COUNTED_BY_BUILDER != 0 {
-                block.executions += 1;
-            }
+            let counted = after.key & COUNTED_BY_BUILDER != 0;
             if Terminator::is_call_code(last & 0xff) {
-                // A call needs nothing of the block but its address: the
-                // block is written (a function starts there), not read.
-                block.event.is_function_start = true;
+                // A call needs nothing of the block but its address and
+                // that a function starts there, which the table of event
+                // blocks mostly knows already.
+                if counted || !self.event_blocks.is_known_start(event.key) {
+                    let id = self.event_block(event.key).0;
+                    self.tracked[id].executions += u64::from(counted);
+                    self.mark_function_start(event.key, id);
+                }
                 let entry = TreeEvent::split_key(event.key).0;
                 if QUIET {
                     if let Some(&[next, next_after]) = pairs.get(index) {
@@ -276,11 +286,37 @@ impl BuilderThread {
                 self.tree.enter_called(entry, event.sp);
                 continue;
             }
-            if self.tree.enter(&block.event, || event.sp) {
-                block.event.is_function_start = true;
+            let (id, is_function_start) = self.event_block(event.key);
+            if counted {
+                self.tracked[id].executions += 1;
+            }
+            let address = TreeEvent::split_key(event.key).0;
+            if self.tree.enter(address, is_function_start, || event.sp) {
+                self.mark_function_start(event.key, id);
             }
         }
         index
+    }
+
+    /// The id of the block with event key `key` and whether a function
+    /// starts there, through the table of event blocks.
+    #[inline(always)]
+    fn event_block(&mut self, key: u64) -> (usize, bool) {
+        if let Some((id, is_function_start)) = self.event_blocks.get(key) {
+            return (id as usize, is_function_start);
+        }
+        let id = self.cached_block_id(key);
+        let is_function_start = self.tracked[id].event.is_function_start;
+        self.event_blocks.set(key, id as u32, is_function_start);
+        (id, is_function_start)
+    }
+
+    /// A function starts at block `id` (event key `key`): a call entered
+    /// it.
+    #[inline(always)]
+    fn mark_function_start(&mut self, key: u64, id: usize) {
+        self.tracked[id].event.is_function_start = true;
+        self.event_blocks.set(key, id as u32, true);
     }
 
     /// Counts `gain`, what ran since the last credit, in the current
