@@ -60,7 +60,7 @@ const RECENT_CHILD_SLOTS: usize = 1 << 12;
 pub const FOLD_DEPTH: u32 = 10_000;
 
 /// `last_call` of a context that made no call yet.
-const NO_CALL_YET: (u64, NodeId, bool) = (u64::MAX, 0, false);
+const NO_CALL_YET: (u64, NodeId) = (u64::MAX, 0);
 
 /// Builds the call tree of one run from block and syscall events.
 pub struct CallTreeBuilder {
@@ -75,11 +75,10 @@ pub struct CallTreeBuilder {
     depths: Vec<u32>,
     /// Calls that ran in an ancestor's context (see [`FOLD_DEPTH`]).
     folded_calls: u64,
-    /// Per node, the callee entry and context of its last call, and
-    /// whether that context is an ancestor's (a folded recursion): a loop
-    /// or a recursion calls the same function from the same context again
-    /// and again.
-    last_call: Vec<(u64, NodeId, bool)>,
+    /// Per node, the callee entry and context of its last call: a loop or
+    /// a recursion calls the same function from the same context again and
+    /// again.
+    last_call: Vec<(u64, NodeId)>,
     /// Direct-mapped cache behind `last_call`, in front of `children`:
     /// `(parent, entry, child)`.
     recent_children: Box<[(NodeId, u64, NodeId); RECENT_CHILD_SLOTS]>,
@@ -670,9 +669,9 @@ impl CallTreeBuilder {
     /// not read to tell.
     #[inline(always)]
     fn child(&mut self, parent: NodeId, entry: u64) -> (NodeId, bool) {
-        let (last_entry, last_child, in_ancestor) = self.last_call[parent as usize];
+        let (last_entry, last_child) = self.last_call[parent as usize];
         if last_entry == entry {
-            return (last_child, in_ancestor);
+            return (last_child, last_child <= parent);
         }
         let slot = ((entry ^ (entry >> 12) ^ u64::from(parent).wrapping_mul(0x9e37_79b9)) as usize)
             & (RECENT_CHILD_SLOTS - 1);
@@ -688,7 +687,7 @@ impl CallTreeBuilder {
             in_ancestor,
             self.nodes[child as usize].parent != Some(parent)
         );
-        self.last_call[parent as usize] = (entry, child, in_ancestor);
+        self.last_call[parent as usize] = (entry, child);
         (child, in_ancestor)
     }
 

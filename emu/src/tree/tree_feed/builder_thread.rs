@@ -120,9 +120,6 @@ impl BuilderThread {
     /// Applies `events` in order; stops for good at the block that reaches
     /// the instruction limit (returns whether it did).
     pub(super) fn apply(&mut self, events: &[TreeEvent]) -> bool {
-        // (This path sets function starts without the events-only table;
-        // a run never mixes the two, but the table stays true if one did.)
-        self.event_blocks.clear();
         let mut next = 0;
         while let Some(event) = events.get(next) {
             next += 1;
@@ -155,7 +152,7 @@ impl BuilderThread {
             let block = &mut self.tracked[id];
             block.executions += 1;
             if self.tree.on_block(block.event, || event.sp) {
-                block.event.is_function_start = true;
+                self.mark_function_start(event.key, id);
             }
             if let Some(simulator) = &mut self.simulator {
                 simulator.block_runs(&self.blocks, id, self.tree.current_node());

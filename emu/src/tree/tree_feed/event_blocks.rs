@@ -10,10 +10,9 @@
 //! function called before reads and writes nothing else of its block.
 //!
 //! The table is a cache of the tracked blocks' bits: a slot's bit is its
-//! tracked block's (a slot is filled from the tracked block, and the
-//! events-only path sets both at once, [`super::builder_thread`]); the
-//! table is emptied when code changes (ids change then) and before every
-//! batch of the every-block path, which sets only the tracked bits.
+//! tracked block's (a slot is filled from the tracked block, and both
+//! paths of [`super::builder_thread`] set the two at once); the table is
+//! emptied when code changes (ids change then).
 
 use super::SPECIAL;
 use crate::tree::blocks::BlockId;
@@ -87,8 +86,7 @@ impl EventBlocks {
         self.filled = true;
     }
 
-    /// Forgets every block (their ids changed, or their bits may have
-    /// changed elsewhere).
+    /// Forgets every block (their ids changed).
     pub(super) fn clear(&mut self) {
         if self.filled {
             self.slots.fill(EMPTY);
