@@ -256,8 +256,9 @@ fn collection_off_keeps_the_tree_and_counts_nothing() {
 
 /// The events of `calls` leaf calls of 0x200 from 0x100 (each entered with
 /// stack pointer `SP0 - 8 * n`, running 5 + n instructions), applied as
-/// the builder does without (`fused`: false) or with leaf calls.
-fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
+/// the builder does without (`fused`: false) or with leaf calls; and the
+/// executed clock at the end.
+fn leaf_calls(calls: u64, fused: bool) -> (FinishedTree, u64) {
     let mut b = CallTreeBuilder::new(0x100, SP0);
     b.count(3, 9);
     for n in 0..calls {
@@ -280,6 +281,7 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
                     cycles,
                 },
             );
+            b.add_executed(instructions);
         } else {
             assert!(b.enter(callee.address, callee.is_function_start, || { SP0 - 8 * n }));
             b.count(instructions, cycles);
@@ -287,13 +289,16 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
         }
         b.count(2, 4);
     }
-    b.finish()
+    let executed = b.total_instructions();
+    (b.finish(), executed)
 }
 
 #[test]
 fn a_leaf_call_in_one_step_counts_as_a_call_and_its_return() {
-    let (apart, fused) = (leaf_calls(5, false), leaf_calls(5, true));
+    let ((apart, apart_executed), (fused, fused_executed)) =
+        (leaf_calls(5, false), leaf_calls(5, true));
     assert_eq!(apart.nodes, fused.nodes);
+    assert_eq!(apart_executed, fused_executed);
     assert_eq!(
         (apart.total, apart.total_cycles),
         (fused.total, fused.total_cycles)
