@@ -204,6 +204,31 @@ impl CallTreeBuilder {
         .masked(self.counted_mask);
     }
 
+    /// [`Self::count`] while collection is on, without the executed clock,
+    /// which gains what runs between two looks at the tree at once,
+    /// through [`Self::add_executed`] (what [`Self::counted_clock`]
+    /// gained): until then the tree must not be looked at
+    /// ([`Self::needs_attention`]) nor collection switched.
+    #[inline(always)]
+    pub fn count_collected(&mut self, costs: Costs) {
+        debug_assert!(self.collecting());
+        self.total += costs;
+    }
+
+    /// The counted clock: every instruction and cycle that ran while
+    /// collection was on.
+    #[inline(always)]
+    pub fn counted_clock(&self) -> Costs {
+        self.total
+    }
+
+    /// Adds `instructions`, counted with [`Self::count_collected`] or run
+    /// in [`Self::leaf_call`]s, to the executed clock.
+    #[inline(always)]
+    pub fn add_executed(&mut self, instructions: u64) {
+        self.executed += instructions;
+    }
+
     /// The transition into the block at `address` (where a function
     /// starts when `is_function_start`) after the block before (see
     /// [`CallTreeBuilder::set_start_pending_code`]), without counting it:
@@ -276,7 +301,8 @@ impl CallTreeBuilder {
     /// in it alone: what [`CallTreeBuilder::enter`] (a call), counting
     /// `leaf` and [`CallTreeBuilder::return_to_innermost`] do, in one step
     /// and without a frame. Half the calls of a recursion are such, and
-    /// most calls of a call-heavy program.
+    /// most calls of a call-heavy program. The executed clock gains `leaf`
+    /// as with [`Self::count_collected`].
     #[inline]
     pub fn leaf_call(&mut self, entry: u64, sp: u64, leaf: Costs) {
         let Terminator::Call { indirect } = self.thread.pending else {
@@ -284,7 +310,6 @@ impl CallTreeBuilder {
         };
         self.settle_self_cost();
         let (node, folded) = self.enter_node(entry, sp, indirect);
-        self.executed += leaf.instructions;
         let cost = leaf.masked(self.counted_mask);
         self.total += cost;
         self.self_mark = self.total;
@@ -511,17 +536,33 @@ impl CallTreeBuilder {
                 }
                 false
             }
+            Terminator::IndirectJump if is_function_start => {
+                self.jump_into_function(address, read_sp());
+                false
+            }
             Terminator::IndirectJump => {
-                let sp = read_sp();
-                self.unwind_to(sp);
-                if is_function_start {
-                    self.tail_call(address, sp);
-                }
+                self.unwind_to(read_sp());
                 false
             }
         }
     }
 
+    /// The block at `address`, where a function starts, entered with stack
+    /// pointer `sp` by the indirect jump the block before ended in (see
+    /// [`CallTreeBuilder::set_start_pending_code`]): what
+    /// [`CallTreeBuilder::enter`] does then, without its out-of-line
+    /// transition. Such is each jump of a PLT stub into a library's
+    /// function, and most tail calls through a pointer.
+    #[inline(always)]
+    pub fn jump_into_function(&mut self, address: u64, sp: u64) {
+        self.unwind_to(sp);
+        self.tail_call(address, sp);
+    }
+
+    /// A jump to `target`, where a function starts, with stack pointer
+    /// `sp`: a tail call, unless it goes to the start of the innermost
+    /// call's own function (a loop).
+    #[inline(always)]
     fn tail_call(&mut self, target: u64, sp: u64) {
         let current = self.nodes[self.thread.top().node as usize].entry;
         if current != target {

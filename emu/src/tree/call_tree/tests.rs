@@ -256,8 +256,9 @@ fn collection_off_keeps_the_tree_and_counts_nothing() {
 
 /// The events of `calls` leaf calls of 0x200 from 0x100 (each entered with
 /// stack pointer `SP0 - 8 * n`, running 5 + n instructions), applied as
-/// the builder does without (`fused`: false) or with leaf calls.
-fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
+/// the builder does without (`fused`: false) or with leaf calls; and the
+/// executed clock at the end.
+fn leaf_calls(calls: u64, fused: bool) -> (FinishedTree, u64) {
     let mut b = CallTreeBuilder::new(0x100, SP0);
     b.count(3, 9);
     for n in 0..calls {
@@ -280,6 +281,7 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
                     cycles,
                 },
             );
+            b.add_executed(instructions);
         } else {
             assert!(b.enter(callee.address, callee.is_function_start, || { SP0 - 8 * n }));
             b.count(instructions, cycles);
@@ -287,13 +289,16 @@ fn leaf_calls(calls: u64, fused: bool) -> FinishedTree {
         }
         b.count(2, 4);
     }
-    b.finish()
+    let executed = b.total_instructions();
+    (b.finish(), executed)
 }
 
 #[test]
 fn a_leaf_call_in_one_step_counts_as_a_call_and_its_return() {
-    let (apart, fused) = (leaf_calls(5, false), leaf_calls(5, true));
+    let ((apart, apart_executed), (fused, fused_executed)) =
+        (leaf_calls(5, false), leaf_calls(5, true));
     assert_eq!(apart.nodes, fused.nodes);
+    assert_eq!(apart_executed, fused_executed);
     assert_eq!(
         (apart.total, apart.total_cycles),
         (fused.total, fused.total_cycles)
@@ -344,6 +349,53 @@ fn a_return_through_a_tail_call_pops_both_calls_as_the_general_return_does() {
     // frame: the general return decides.
     assert!(!b.return_to_innermost(0x999, SP0));
     assert!(!b.return_to_innermost(0x105, SP0 - 8));
+}
+
+/// `_start` calls a PLT stub at 0x200 that jumps through a pointer to the
+/// library function at 0x300, which returns to `_start`; then `_start`
+/// jumps through a pointer to its own start (a loop) and to 0x300 again
+/// (a tail call): block by block (`inline`: false), or with each jump
+/// applied by `jump_into_function`.
+fn indirect_jumps_into_functions(inline: bool) -> FinishedTree {
+    let mut b = CallTreeBuilder::new(0x100, SP0);
+    let stub = entry(0x200, 1, Terminator::IndirectJump);
+    let jump = |b: &mut CallTreeBuilder, target: BlockEvent, sp: u64| {
+        if inline {
+            // The block before set the pending indirect jump.
+            b.jump_into_function(target.address, sp);
+            b.count(target.instructions.into(), target.cycles.into());
+            b.set_start_pending_code(target.terminator.code(), target.end);
+        } else {
+            b.on_block(target, || sp);
+        }
+    };
+    b.on_block(entry(0x100, 3, CALL), || SP0);
+    b.on_block(stub, || SP0 - 8);
+    jump(&mut b, entry(0x300, 4, RET), SP0 - 8);
+    b.on_block(block(0x105, 2, Terminator::IndirectJump), || SP0);
+    jump(&mut b, entry(0x100, 2, Terminator::IndirectJump), SP0);
+    jump(&mut b, entry(0x300, 4, RET), SP0);
+    b.finish()
+}
+
+#[test]
+fn an_indirect_jump_into_a_function_applied_inline_is_the_general_transition() {
+    let (general, inline) = (
+        indirect_jumps_into_functions(false),
+        indirect_jumps_into_functions(true),
+    );
+    assert_eq!(general.nodes, inline.nodes);
+    assert_eq!(
+        (general.total, general.total_cycles),
+        (inline.total, inline.total_cycles)
+    );
+    let library = node(&inline.nodes, &[0x100, 0x200, 0x300]);
+    assert_eq!((library.calls, library.inclusive_instructions), (1, 4));
+    let stub = node(&inline.nodes, &[0x100, 0x200]);
+    assert_eq!((stub.calls, stub.inclusive_instructions), (1, 5));
+    // The loop to `_start`'s own start is no call; the tail call is one.
+    let tail = node(&inline.nodes, &[0x100, 0x300]);
+    assert_eq!(tail.calls, 1);
 }
 
 /// f and g call each other 2 × FOLD_DEPTH levels deep: the tree stops

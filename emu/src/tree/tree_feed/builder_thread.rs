@@ -22,6 +22,9 @@ use crate::tree::costs::Costs;
 /// The code of a block ending in `ret` in an event's `last`.
 const RETURN: u64 = Terminator::Return.code();
 
+/// The code of a block ending in an indirect jump in an event's `last`.
+const INDIRECT_JUMP: u64 = Terminator::IndirectJump.code();
+
 /// No previous block (a block index that never exists).
 const NO_BLOCK: usize = usize::MAX;
 
@@ -202,7 +205,7 @@ impl BuilderThread {
         // Most batches cannot reach the instruction limit or a cut: their
         // events need no look after each (and calls that return at once
         // can be applied in one step).
-        if self.tree.quiet_for(clocks.0 - self.clocks.instructions) {
+        if self.tree.collecting() && self.tree.quiet_for(clocks.0 - self.clocks.instructions) {
             let applied = self.apply_pairs::<true>(pairs);
             pairs = &pairs[applied..];
         }
@@ -216,21 +219,29 @@ impl BuilderThread {
 
     /// Applies `pairs` (see [`Self::apply_events_only`]) in order; returns
     /// how many it applied. `QUIET`: none of them can reach the tree's
-    /// attention mark (see [`CallTreeBuilder::quiet_for`]), so none is
-    /// looked after, a call whose return comes with the next pair is
-    /// applied with it in one step, and it stops after an event that may
-    /// change that (any but a system call). Otherwise it stops at the
-    /// instruction limit.
+    /// attention mark (see [`CallTreeBuilder::quiet_for`]) and collection
+    /// is on, so none is looked after, a call whose return comes with the
+    /// next pair is applied with it in one step, what ran counts in the
+    /// tree's counted clock alone until the end or an event that is not a
+    /// block (then the full clocks and the tree's executed clock gain what
+    /// it gained: [`Self::settle_clocks`]), and it stops after an event
+    /// that may change that (any but a system call). Otherwise it stops at
+    /// the instruction limit.
     #[inline(always)]
     fn apply_pairs<const QUIET: bool>(&mut self, pairs: &[[TreeEvent; 2]]) -> usize {
+        // The counted clock when the full clocks last moved (`QUIET`).
+        let mut settled = self.tree.counted_clock();
         let mut index = 0;
         while let Some(&[event, after]) = pairs.get(index) {
             index += 1;
-            let gain = self.clocks.catch_up(after.sp);
             if QUIET {
-                self.tree.count(gain.instructions, gain.cycles);
-            } else if !self.credit(gain) {
-                return index - 1;
+                let gain = self.clocks.read(after.sp);
+                self.tree.count_collected(gain);
+            } else {
+                let gain = self.clocks.catch_up(after.sp);
+                if !self.credit(gain) {
+                    return index - 1;
+                }
             }
             let last = after.key & !COUNTED_BY_BUILDER;
             // Half the events of a call-heavy program: a return to the
@@ -247,9 +258,15 @@ impl BuilderThread {
             }
             self.tree.set_start_pending_code(last & 0xff, last >> 8);
             if event.key & SPECIAL != 0 {
+                if QUIET {
+                    self.settle_clocks(settled);
+                }
                 self.special(event);
-                if QUIET && event.key != SYSCALL {
-                    return index;
+                if QUIET {
+                    if event.key != SYSCALL {
+                        return index;
+                    }
+                    settled = self.tree.counted_clock();
                 }
                 continue;
             }
@@ -274,7 +291,7 @@ impl BuilderThread {
                             && last >> 8 != 0
                         {
                             index += 1;
-                            let leaf = self.clocks.catch_up(next_after.sp);
+                            let leaf = self.clocks.read(next_after.sp);
                             self.tree.leaf_call(entry, event.sp, leaf);
                             continue;
                         }
@@ -288,9 +305,16 @@ impl BuilderThread {
                 self.tracked[id].executions += 1;
             }
             let address = TreeEvent::split_key(event.key).0;
+            if is_function_start && last & 0xff == INDIRECT_JUMP {
+                self.tree.jump_into_function(address, event.sp);
+                continue;
+            }
             if self.tree.enter(address, is_function_start, || event.sp) {
                 self.mark_function_start(event.key, id);
             }
+        }
+        if QUIET {
+            self.settle_clocks(settled);
         }
         index
     }
@@ -314,6 +338,16 @@ impl BuilderThread {
     fn mark_function_start(&mut self, key: u64, id: usize) {
         self.tracked[id].event.is_function_start = true;
         self.event_blocks.set(key, id as u32, true);
+    }
+
+    /// Adds what the tree's counted clock gained since it read `settled`
+    /// (collection on: every instruction that ran) to the full clocks and
+    /// the tree's executed clock.
+    #[inline(always)]
+    fn settle_clocks(&mut self, settled: Costs) {
+        let gain = self.tree.counted_clock() - settled;
+        self.clocks.add(gain);
+        self.tree.add_executed(gain.instructions);
     }
 
     /// Counts `gain`, what ran since the last credit, in the current

@@ -29,15 +29,31 @@ impl Clocks {
     /// they gained.
     #[inline]
     pub fn catch_up(&mut self, packed: u64) -> Costs {
+        let gain = self.read(packed);
+        self.add(gain);
+        gain
+    }
+
+    /// What ran since the last reading, by the packed word read now; the
+    /// full counts gain it only with [`Self::add`] (once for many
+    /// readings, where nothing reads the full counts in between).
+    #[inline(always)]
+    pub fn read(&mut self, packed: u64) -> Costs {
         let packed = packed & !ROOM_MASK;
         let (instructions, cycles) = split(packed.wrapping_sub(self.packed));
-        self.instructions += instructions;
-        self.cycles += cycles;
         self.packed = packed;
         Costs {
             instructions,
             cycles,
         }
+    }
+
+    /// Adds `gain`, what readings since the full counts last moved found
+    /// (see [`Self::read`]), to the full counts.
+    #[inline(always)]
+    pub fn add(&mut self, gain: Costs) {
+        self.instructions += gain.instructions;
+        self.cycles += gain.cycles;
     }
 
     /// Moves the counts to `instructions` and `cycles` in full (no fewer
