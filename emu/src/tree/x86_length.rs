@@ -9,7 +9,7 @@
 //! register moves) get no hint.
 
 /// Longest x86 instruction.
-pub(crate) const MAX_LENGTH: usize = 15;
+pub const MAX_LENGTH: usize = 15;
 
 /// What follows the opcode byte.
 #[derive(Clone, Copy)]
@@ -124,7 +124,7 @@ fn vector_map(map: u8, opcode: u8) -> Operands {
 
 /// The length of the instruction at the start of `code`, when the hint
 /// knows its encoding and `code` holds all of it.
-pub(crate) fn length(code: &[u8]) -> Option<usize> {
+pub fn length(code: &[u8]) -> Option<usize> {
     let mut at = 0;
     let mut operand_16 = false;
     let mut rex_w = false;
