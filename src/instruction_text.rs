@@ -4,17 +4,27 @@
 //! A run's code table holds the text of every instruction that ran, and
 //! most of them are encodings seen before (`push rbp`, `mov rdi, rbx`,
 //! `ret`). An instruction's text depends on its bytes alone unless it names
-//! an address computed from its own (a relative `jmp`, `jcc`, `call`,
-//! `loop` or `xbegin`: capstone prints the target), which shows in the text
-//! as an operand that is a bare number. So the bytes, found through the
-//! length hint [`x86_length_hint`] gives, key the text capstone gave them
-//! the first time; an encoding whose operand is a bare number is decoded at
-//! every address. Only capstone's lengths are kept: a hint capstone
-//! disagrees with finds nothing and the bytes are decoded, so the texts are
-//! what a capstone decode of every instruction gives (a test compares the
-//! two over every instruction of glibc, `ld.so` and `python3`).
+//! an address computed from its own: a relative `jmp`, `jcc`, `call`,
+//! `loop` or `xbegin`, whose target capstone prints as a bare number. So the
+//! bytes, found through the length hint [`x86_length_hint`] gives, key what
+//! capstone said about them the first time:
+//!
+//! - the text, for an encoding without a bare-number operand;
+//! - the mnemonic and the distance to the target, for a relative branch
+//!   without prefixes (`jcc`, `jmp`, `call`, `loop`, `jrcxz`): the target
+//!   is printed as capstone prints it (`0x…`, below 10 in decimal), and a
+//!   target above 2^63, which capstone would print cut to the operand's
+//!   size, is decoded;
+//! - nothing else: every other encoding with a bare-number operand (`push
+//!   0x10`, `ret 8`, a branch with prefixes) is decoded at every address.
+//!
+//! Only capstone's lengths are kept: a hint capstone disagrees with finds
+//! nothing and the bytes are decoded, so the texts are what a capstone
+//! decode of every instruction gives (a test compares the two over every
+//! instruction of glibc, `ld.so` and `python3`).
 
 use std::cell::RefCell;
+use std::fmt::Write;
 
 use capstone::arch::x86::ArchMode;
 use capstone::arch::BuildsCapstone;
@@ -36,7 +46,11 @@ pub(crate) struct InstructionTexts {
 enum Known {
     /// Its text, the same at every address.
     Text(String),
-    /// Its text names an address: decoded again wherever it is.
+    /// A relative branch without prefixes: its mnemonic, and its target
+    /// this far from its address (wrapping).
+    Branch { mnemonic: String, distance: u64 },
+    /// Its text names an address some other way: decoded again wherever it
+    /// is.
     AtEachAddress,
 }
 
@@ -65,10 +79,14 @@ impl InstructionTexts {
             let rest = &code[at..];
             let here = address.wrapping_add(at as u64);
             let known = x86_length_hint(rest).and_then(|length| {
-                match by_bytes.get(&key(&rest[..length]))? {
-                    Known::Text(text) => Some((length, text.clone())),
-                    Known::AtEachAddress => None,
-                }
+                let text = match by_bytes.get(&key(&rest[..length]))? {
+                    Known::Text(text) => text.clone(),
+                    Known::Branch { mnemonic, distance } => {
+                        branch_text(mnemonic, here.wrapping_add(*distance))?
+                    }
+                    Known::AtEachAddress => return None,
+                };
+                Some((length, text))
             });
             let Some((length, text)) = known.or_else(|| self.learn(&mut by_bytes, here, rest))
             else {
@@ -104,12 +122,24 @@ impl InstructionTexts {
         }
         let length = insn.len();
         if (1..=MAX_X86_LENGTH).contains(&length) && length <= code.len() {
-            let known = if names_an_address(operands) {
-                Known::AtEachAddress
-            } else {
+            let bytes = &code[..length];
+            let known = if !names_an_address(operands) {
                 Known::Text(text.clone())
+            } else {
+                match branch_target(operands) {
+                    Some(target)
+                        if is_plain_relative_branch(bytes)
+                            && branch_text(mnemonic, target).as_deref() == Some(&text) =>
+                    {
+                        Known::Branch {
+                            mnemonic: mnemonic.to_string(),
+                            distance: target.wrapping_sub(address),
+                        }
+                    }
+                    _ => Known::AtEachAddress,
+                }
             };
-            by_bytes.insert(key(&code[..length]), known);
+            by_bytes.insert(key(bytes), known);
         }
         Some((length, text))
     }
@@ -120,6 +150,45 @@ impl InstructionTexts {
 /// `ret` or `int` look the same and are decoded at each address too.
 fn names_an_address(operands: &str) -> bool {
     operands.starts_with(|c: char| c.is_ascii_digit() || c == '-')
+}
+
+/// `jcc`, `jmp`, `call`, `loop`/`loope`/`loopne`/`jrcxz` with an 8- or
+/// 32-bit displacement and no prefix: the target is the same distance from
+/// the instruction wherever it is.
+fn is_plain_relative_branch(bytes: &[u8]) -> bool {
+    matches!(
+        bytes,
+        [0x70..=0x7f | 0xe0..=0xe3 | 0xeb, _]
+            | [0xe8 | 0xe9, _, _, _, _]
+            | [0x0f, 0x80..=0x8f, _, _, _, _]
+    )
+}
+
+/// The target capstone printed: `0x…` in hex, or a decimal number.
+fn branch_target(operands: &str) -> Option<u64> {
+    match operands.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => operands.parse().ok(),
+    }
+}
+
+/// A branch's text as capstone prints it in 64-bit Intel syntax (above 9
+/// in hex with `0x`, else in decimal); `None` for a target above 2^63,
+/// which capstone prints cut to the operand's size.
+fn branch_text(mnemonic: &str, target: u64) -> Option<String> {
+    if i64::try_from(target).is_err() {
+        return None;
+    }
+    let mut text = String::with_capacity(mnemonic.len() + 20);
+    text.push_str(mnemonic);
+    text.push(' ');
+    // Writing to a String cannot fail.
+    let _ = if target > 9 {
+        write!(text, "{target:#x}")
+    } else {
+        write!(text, "{target}")
+    };
+    Some(text)
 }
 
 /// The key for an instruction's bytes (at most 15): the bytes, and the
@@ -211,6 +280,14 @@ mod tests {
         let second = texts.decode(0x2000, &[0xeb, 0x00]);
         assert_eq!(first[0].text, "jmp 0x1002");
         assert_eq!(second[0].text, "jmp 0x2002");
+        // call rel32 -0x1005: its target near 0 prints in decimal, as
+        // capstone prints it; `push 0x10` is no branch.
+        let call = [0xe8, 0xfb, 0xef, 0xff, 0xff];
+        assert_eq!(texts.decode(0x1000, &call)[0].text, "call 0");
+        assert_eq!(texts.decode(0x1007, &call)[0].text, "call 7");
+        assert_eq!(texts.decode(0x2000, &call)[0].text, "call 0x1000");
+        assert_eq!(texts.decode(0x1000, &[0x6a, 0x10])[0].text, "push 0x10");
+        assert_eq!(texts.decode(0x2000, &[0x6a, 0x10])[0].text, "push 0x10");
         // push rbp: the same text from the memo.
         assert_eq!(texts.decode(0x3000, &[0x55])[0].text, "push rbp");
         assert_eq!(texts.decode(0x4000, &[0x55])[0].text, "push rbp");
