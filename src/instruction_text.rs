@@ -30,7 +30,7 @@ use capstone::arch::x86::ArchMode;
 use capstone::arch::BuildsCapstone;
 use capstone::Capstone;
 use emuprof_analysis::instructions::DecodedInstruction;
-use emuprof_emu::{x86_length_hint, MAX_X86_LENGTH};
+use emuprof_emu::{x86_encoding_key as key, x86_length_hint, MAX_X86_LENGTH};
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
@@ -189,15 +189,6 @@ fn branch_text(mnemonic: &str, target: u64) -> Option<String> {
         write!(text, "{target}")
     };
     Some(text)
-}
-
-/// The key for an instruction's bytes (at most 15): the bytes, and the
-/// length in the top byte.
-fn key(bytes: &[u8]) -> u128 {
-    let mut word = [0u8; 16];
-    word[..bytes.len()].copy_from_slice(bytes);
-    word[15] = bytes.len() as u8;
-    u128::from_le_bytes(word)
 }
 
 #[cfg(test)]
