@@ -48,6 +48,7 @@ pub mod binary_identity;
 mod collection;
 mod error;
 pub mod input;
+mod instruction_text;
 pub mod output;
 pub mod regression;
 mod runner;

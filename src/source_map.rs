@@ -10,9 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use capstone::arch::x86::ArchMode;
-use capstone::arch::BuildsCapstone;
-use capstone::Capstone;
+use crate::instruction_text::InstructionTexts;
 use emuprof_analysis::code_table::CodeTable;
 use emuprof_analysis::instructions::{
     CodeFunction, CodeMap, DecodedInstruction, InstructionCosts, SourceFrame,
@@ -26,7 +24,7 @@ use emuprof_loader::Binary;
 pub struct BinaryCodeMap<'a> {
     /// The program, its dynamic linker and the shared libraries.
     objects: Vec<&'a Binary>,
-    capstone: Capstone,
+    texts: InstructionTexts,
 }
 
 impl<'a> BinaryCodeMap<'a> {
@@ -41,16 +39,14 @@ impl<'a> BinaryCodeMap<'a> {
         binary: &'a Binary,
         libraries: &'a [LoadedLibrary],
     ) -> Result<BinaryCodeMap<'a>> {
-        let capstone = Capstone::new()
-            .x86()
-            .mode(ArchMode::Mode64)
-            .build()
-            .map_err(|e| Error::Disassembler(e.to_string()))?;
         let objects = std::iter::once(binary)
             .chain(binary.interpreter.as_deref())
             .chain(libraries.iter().map(|l| l.binary.as_ref()))
             .collect();
-        Ok(BinaryCodeMap { objects, capstone })
+        Ok(BinaryCodeMap {
+            objects,
+            texts: InstructionTexts::new()?,
+        })
     }
 
     /// The loaded object whose segments hold `address`; `None` for code
@@ -105,26 +101,7 @@ impl CodeMap for BinaryCodeMap<'_> {
     }
 
     fn decode(&self, address: u64, size: u32) -> Vec<DecodedInstruction> {
-        let Ok(instructions) = self.capstone.disasm_all(self.bytes(address, size), address) else {
-            return Vec::new();
-        };
-        instructions
-            .iter()
-            .map(|i| {
-                let mnemonic = i.mnemonic().unwrap_or("?");
-                let ops = i.op_str().unwrap_or_default();
-                let mut text = String::with_capacity(mnemonic.len() + 1 + ops.len());
-                text.push_str(mnemonic);
-                if !ops.is_empty() {
-                    text.push(' ');
-                    text.push_str(ops);
-                }
-                DecodedInstruction {
-                    address: i.address(),
-                    text,
-                }
-            })
-            .collect()
+        self.texts.decode(address, self.bytes(address, size))
     }
 }
 

@@ -208,12 +208,10 @@ impl DebugInfo {
     fn inflate(&self, payload: Range<usize>, size: usize) -> Option<Arc<[u8]>> {
         let mut out = zeroed_to_fill(size);
         let buffer = Arc::get_mut(&mut out)?;
-        let (inflated, status) = zlib_rs::decompress_slice(
-            buffer,
-            &self.bytes[payload],
-            zlib_rs::InflateConfig::default(),
-        );
-        (status == zlib_rs::ReturnCode::Ok && inflated.len() == size).then_some(out)
+        let inflated = libdeflater::Decompressor::new()
+            .zlib_decompress(&self.bytes[payload], buffer)
+            .ok()?;
+        (inflated == size).then_some(out)
     }
 }
 
@@ -269,4 +267,63 @@ fn section_id(name: &str) -> Option<SectionId> {
         SectionId::DebugTypes,
     ];
     IDS.into_iter().find(|id| id.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `data` zlib-compressed behind an `Elf64_Chdr` that claims `size`
+    /// inflated bytes, as the only bytes of a file.
+    fn compressed_section(data: &[u8], size: u64) -> (DebugInfo, Section) {
+        let mut compressor = libdeflater::Compressor::new(libdeflater::CompressionLvl::default());
+        let mut stream = vec![0; compressor.zlib_compress_bound(data.len())];
+        let length = compressor
+            .zlib_compress(data, &mut stream)
+            .expect("compresses");
+        let mut file = Vec::new();
+        file.extend(1u32.to_le_bytes()); // ELFCOMPRESS_ZLIB
+        file.extend(0u32.to_le_bytes());
+        file.extend(size.to_le_bytes());
+        file.extend(1u64.to_le_bytes());
+        file.extend(&stream[..length]);
+        let bytes: Arc<[u8]> = Arc::from(file);
+        let section = Section::compressed(&bytes, 0..bytes.len()).expect("a zlib section");
+        let info = DebugInfo {
+            bytes,
+            sections: Vec::new(),
+            load_bias: 0,
+            context: OnceLock::new(),
+        };
+        (info, section)
+    }
+
+    fn inflate(info: &DebugInfo, section: Section) -> Option<Arc<[u8]>> {
+        let Section::Zlib { payload, size } = section else {
+            panic!("not compressed");
+        };
+        info.inflate(payload, size)
+    }
+
+    #[test]
+    fn a_section_inflates_to_the_size_its_header_gives() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let (info, section) = compressed_section(&data, data.len() as u64);
+        assert_eq!(inflate(&info, section).as_deref(), Some(&data[..]));
+    }
+
+    #[test]
+    fn a_section_of_another_size_or_corrupt_is_refused() {
+        let data = vec![7u8; 4096];
+        let (info, section) = compressed_section(&data, 4095);
+        assert_eq!(inflate(&info, section), None);
+        let (info, section) = compressed_section(&data, 4097);
+        assert_eq!(inflate(&info, section), None);
+        let (mut info, section) = compressed_section(&data, 4096);
+        let mut corrupt = info.bytes.to_vec();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff; // the Adler-32 checksum
+        info.bytes = Arc::from(corrupt);
+        assert_eq!(inflate(&info, section), None);
+    }
 }

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use crate::tree::blocks::Terminator;
 use crate::tree::cost::{CostModel, Priced};
-use crate::tree::x86_length::{self, MAX_LENGTH};
+use crate::tree::x86_length::{self, key, MAX_LENGTH};
 
 /// What decoding tells about a block.
 pub(crate) struct Decoded {
@@ -161,15 +161,6 @@ impl InstructionMemo {
         }
         Some(index)
     }
-}
-
-/// The memo's key for an instruction's bytes (at most 15): the bytes, and
-/// the length in the top byte.
-fn key(bytes: &[u8]) -> u128 {
-    let mut word = [0u8; 16];
-    word[..bytes.len()].copy_from_slice(bytes);
-    word[15] = bytes.len() as u8;
-    u128::from_le_bytes(word)
 }
 
 /// `jcc rel8`, `jcc rel32`, `loop`/`loope`/`loopne`/`jrcxz` without a

@@ -20,4 +20,4 @@ pub mod mapped_code;
 pub mod recorded;
 pub mod shadow_stack;
 pub mod tree_feed;
-mod x86_length;
+pub(crate) mod x86_length;

@@ -9,7 +9,7 @@
 //! register moves) get no hint.
 
 /// Longest x86 instruction.
-pub(crate) const MAX_LENGTH: usize = 15;
+pub const MAX_LENGTH: usize = 15;
 
 /// What follows the opcode byte.
 #[derive(Clone, Copy)]
@@ -122,9 +122,18 @@ fn vector_map(map: u8, opcode: u8) -> Operands {
     }
 }
 
+/// A map key for an instruction's bytes (at most [`MAX_LENGTH`]): the
+/// bytes, and the length in the top byte.
+pub fn key(bytes: &[u8]) -> u128 {
+    let mut word = [0u8; 16];
+    word[..bytes.len()].copy_from_slice(bytes);
+    word[15] = bytes.len() as u8;
+    u128::from_le_bytes(word)
+}
+
 /// The length of the instruction at the start of `code`, when the hint
 /// knows its encoding and `code` holds all of it.
-pub(crate) fn length(code: &[u8]) -> Option<usize> {
+pub fn length(code: &[u8]) -> Option<usize> {
     let mut at = 0;
     let mut operand_16 = false;
     let mut rex_w = false;
