@@ -109,6 +109,14 @@ impl BuilderThread {
         }
     }
 
+    /// The data accesses of the block with key `key` that a hits record
+    /// names (see `d1_filter`).
+    pub(super) fn define_sites(&mut self, key: u64, sites: Box<[u64]>) {
+        if let Some(simulator) = &mut self.simulator {
+            simulator.define_sites(key, sites);
+        }
+    }
+
     /// A block the emulation thread decoded (one outside the snapshot).
     pub(super) fn define(&mut self, info: BlockInfo) {
         if self.blocks.lookup(info.address, info.size).is_none() {

@@ -249,12 +249,12 @@ fn memory_access_events_round_trip_and_stay_apart() {
     let event = TreeEvent::memory_access(0x40_1234, 0x1_2345_6789, 16, true);
     assert_eq!(
         event.split_memory_access(),
-        Some((0x40_1234, 0x1_2345_6789, 16, true))
+        Some((0x40_1234, 0x1_2345_6789, 16, true, false))
     );
     let read = TreeEvent::memory_access(0x40_1000, 0x8000, 1, false);
     assert_eq!(
         read.split_memory_access(),
-        Some((0x40_1000, 0x8000, 1, false))
+        Some((0x40_1000, 0x8000, 1, false, false))
     );
     // The limits: the last user byte, the widest size, address 0.
     for (address, size) in [((1 << 47) - 1, 255), (0, 0), (0x7fff_ffff_e000, 8)] {
@@ -262,7 +262,7 @@ fn memory_access_events_round_trip_and_stay_apart() {
             let event = TreeEvent::memory_access(u64::MAX >> 16, address, size, write);
             assert_eq!(
                 event.split_memory_access(),
-                Some((u64::MAX >> 16, address, size, write))
+                Some((u64::MAX >> 16, address, size, write, false))
             );
             // As the engine writes it: the address shifted onto the key.
             let (read_key, write_key) = TreeEvent::memory_access_keys();
