@@ -530,7 +530,9 @@ pub(super) fn feed_plan(
         live_view: tree_feed::snapshots_while_waiting(setup),
         every_block_needed: tree_feed::every_block_needed(setup),
         simulates_caches: options.simulation.caches.is_some(),
-        client_requests: tree_feed::makes_client_requests(setup),
+        // (Looked for only where it decides something.)
+        client_requests: options.simulation.caches.is_some()
+            && tree_feed::makes_client_requests(setup),
         late_start,
         patched_engine: StackPointerSource::of_engine(uc.get_handle())
             == StackPointerSource::HookArgument,

@@ -49,6 +49,9 @@ pub(super) struct BlockPlan {
     /// Bit `n` for each site `n` that reads, and for each site.
     pub(super) read_sites: u32,
     pub(super) all_sites: u32,
+    /// How many sites read, and how many write.
+    pub(super) read_count: u32,
+    pub(super) write_count: u32,
     /// The block's count of runs whose sites all hit, in
     /// [`BlockPlans::all_hit_runs`].
     pub(super) all_hit_row: usize,
@@ -145,6 +148,8 @@ impl BlockPlans {
             sites_start: self.sites.len(),
             read_sites: 0,
             all_sites: 0,
+            read_count: 0,
+            write_count: 0,
             all_hit_row: self.all_hit_runs.len(),
         };
         self.all_hit_runs.push(0);
@@ -157,8 +162,11 @@ impl BlockPlans {
             let sites: Vec<Site> = sites.collect();
             for (n, site) in sites.iter().enumerate() {
                 plan.all_sites |= 1 << n;
-                if !site.write {
+                if site.write {
+                    plan.write_count += 1;
+                } else {
                     plan.read_sites |= 1 << n;
+                    plan.read_count += 1;
                 }
             }
             plan.sites_start = self.sites.len();

@@ -326,15 +326,24 @@ impl Simulator {
     /// site `n` (a read or a write of its instruction), bit `SITES + n` a
     /// write of site `n` that modified the read of the site before it, a
     /// hit too (the pair counts as one write).
-    fn hits(&mut self, bits: u64) {
+    #[inline]
+    pub(crate) fn hits(&mut self, bits: u64) {
         let Some(running) = self.running else {
             return;
         };
         let plan = &running.plan;
+        // Dr is column 0, Dw 1 (see `data`). Commonly every site hit: the
+        // block's counts of reads and writes to the context, one count of
+        // the run to the block.
+        if bits == u64::from(plan.all_sites) {
+            self.nodes[running.node_row] += u64::from(plan.read_count);
+            self.nodes[running.node_row + 1] += u64::from(plan.write_count);
+            self.plans.all_hit_runs[plan.all_hit_row] += 1;
+            return;
+        }
         let mut hit = bits as u32;
         let mut modified = (bits >> SITES) as u32;
-        // The context's counts: Dr is column 0, Dw 1 (see `data`); a
-        // modify's read is no access of its own.
+        // A modify's read is no access of its own.
         let reads = (hit & plan.read_sites).count_ones();
         let writes = (hit & !plan.read_sites).count_ones();
         let node_reads = &mut self.nodes[running.node_row];
@@ -342,11 +351,6 @@ impl Simulator {
             .wrapping_add(u64::from(reads))
             .wrapping_sub(u64::from(modified.count_ones()));
         self.nodes[running.node_row + 1] += u64::from(writes);
-        // The instructions': once a run when every site hit.
-        if hit == plan.all_sites && modified == 0 {
-            self.plans.all_hit_runs[plan.all_hit_row] += 1;
-            return;
-        }
         while hit != 0 {
             let site = self
                 .plans

@@ -136,6 +136,11 @@ impl BuilderThread {
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
+                    if event.key == TreeEvent::hits().key {
+                        // The common record of a block's run: its hits.
+                        simulator.hits(event.sp);
+                        continue;
+                    }
                     if event.is_memory_access() {
                         // This access and the rest of the block's, in one go.
                         let accesses = events[next - 1..]

@@ -283,6 +283,16 @@ fn memory_access_events_round_trip_and_stay_apart() {
     }
     assert_ne!(event.key & SPECIAL, 0);
     assert!(event.is_memory_access() && read.is_memory_access());
+    // A hits record is an access of no bytes, its bits where the
+    // instruction's address goes; a data access, not guest work.
+    let hits = TreeEvent {
+        sp: 0x8000_0003,
+        ..TreeEvent::hits()
+    };
+    assert_eq!(
+        hits.split_memory_access(),
+        Some((0x8000_0003, 0, 0, false, false))
+    );
     // A block whose address ends like an access's key is a block.
     assert!(!TreeEvent::block(0x41_f200, 12, 0x7ff0).is_memory_access());
 }
