@@ -341,8 +341,8 @@ impl Simulator {
             self.plans.all_hit_runs[plan.all_hit_row] += 1;
             return;
         }
-        let mut hit = bits as u32;
-        let mut modified = (bits >> SITES) as u32;
+        let hit = bits as u32;
+        let modified = (bits >> SITES) as u32;
         // A modify's read is no access of its own.
         let reads = (hit & plan.read_sites).count_ones();
         let writes = (hit & !plan.read_sites).count_ones();
@@ -351,22 +351,23 @@ impl Simulator {
             .wrapping_add(u64::from(reads))
             .wrapping_sub(u64::from(modified.count_ones()));
         self.nodes[running.node_row + 1] += u64::from(writes);
-        while hit != 0 {
-            let site = self
-                .plans
-                .site(running.plan.sites_start + hit.trailing_zeros() as usize);
-            hit &= hit - 1;
-            let cell = running.cell(usize::from(site.index), self.width);
-            self.plans.counts[cell.instruction + usize::from(site.write)] += 1;
-        }
-        while modified != 0 {
-            let site = self
-                .plans
-                .site(running.plan.sites_start + modified.trailing_zeros() as usize);
-            modified &= modified - 1;
-            let cell = running.cell(usize::from(site.index), self.width);
-            let read = &mut self.plans.counts[cell.instruction];
-            *read = read.wrapping_sub(1);
+        // The instructions': a hit adds one to its site's column, a modify
+        // takes its read away (column 0 of the write's instruction).
+        for (mut sites, modify) in [(hit, false), (modified, true)] {
+            while sites != 0 {
+                let site = self
+                    .plans
+                    .site(running.plan.sites_start + sites.trailing_zeros() as usize);
+                sites &= sites - 1;
+                let cell = running.cell(usize::from(site.index), self.width);
+                let count =
+                    &mut self.plans.counts[cell.instruction + usize::from(site.write && !modify)];
+                *count = if modify {
+                    count.wrapping_sub(1)
+                } else {
+                    *count + 1
+                };
+            }
         }
     }
 
