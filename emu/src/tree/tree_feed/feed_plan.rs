@@ -19,7 +19,10 @@
 //! 4. **Data accesses** of the cache simulation ([`MemoryAccesses`]):
 //!    recorded by the translated code with emuprof's build (not forced to
 //!    the register API), except during a late start, whose skipping edits
-//!    the batches; else memory hooks.
+//!    the batches; else memory hooks. The translated code leaves out hits
+//!    in their set's most recent line unless the code makes client
+//!    requests (the call tree sets aside the accesses after a request in
+//!    its block, which the engine's table of recent lines cannot know).
 //! 5. **Block path** ([`BlockPath`]): every block calls the hook unless the
 //!    engine takes the inline trace (emuprof's build, not forced off by the
 //!    register-API or trace switches, no memory hook writing between the
@@ -45,6 +48,8 @@ pub struct RunFacts {
     pub every_block_needed: bool,
     /// Whether the cache simulation runs (it needs every data access).
     pub simulates_caches: bool,
+    /// Whether the loaded code makes Valgrind client requests.
+    pub client_requests: bool,
     /// Whether the run fast-forwards to a start point (`--start-at`,
     /// `--start-after`).
     pub late_start: bool,
@@ -165,6 +170,9 @@ pub enum MemoryAccesses {
     Hooked,
     /// The translated code appends each access to the batch.
     RecordedInline,
+    /// The same, leaving out hits in their set's most recent line (see
+    /// `d1_filter`).
+    RecordedFiltered,
 }
 
 /// How one process image's blocks reach its call tree.
@@ -189,7 +197,8 @@ impl FeedPlan {
         let memory_accesses = match (facts.simulates_caches, hook_argument && !facts.late_start) {
             (false, _) => MemoryAccesses::NotSimulated,
             (true, false) => MemoryAccesses::Hooked,
-            (true, true) => MemoryAccesses::RecordedInline,
+            (true, true) if facts.client_requests => MemoryAccesses::RecordedInline,
+            (true, true) => MemoryAccesses::RecordedFiltered,
         };
         let trace = hook_argument
             && switches.trace != TraceSwitch::Off
@@ -247,6 +256,7 @@ mod tests {
             live_view: false,
             every_block_needed: false,
             simulates_caches: false,
+            client_requests: false,
             late_start: false,
             patched_engine: true,
             switches: FeedSwitches::default(),
@@ -312,8 +322,9 @@ mod tests {
             ("stock Unicorn, one CPU", RunFacts { several_cpus: false, ..stock }, (RegisterApi, Inline, HookEveryBlock, NotSimulated)),
             ("client requests or branch simulation, two CPUs", simulation, (HookArgument, Thread, HookEveryBlock, NotSimulated)),
             ("client requests or branch simulation, one CPU", RunFacts { several_cpus: false, ..simulation }, (HookArgument, Inline, RecordInline, NotSimulated)),
-            ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, RecordInline, RecordedInline)),
-            ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
+            ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, RecordInline, RecordedFiltered)),
+            ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock, RecordedFiltered)),
+            ("cache simulation, client requests", RunFacts { client_requests: true, ..caches }, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
             ("cache simulation, late start", RunFacts { late_start: true, ..caches }, (HookArgument, Thread, HookEveryBlock, Hooked)),
             ("cache simulation, stock Unicorn", RunFacts { patched_engine: false, several_cpus: false, ..caches }, (RegisterApi, Inline, HookEveryBlock, Hooked)),
             ("late start, two CPUs", late, (HookArgument, Thread, CountUntilStart, NotSimulated)),
