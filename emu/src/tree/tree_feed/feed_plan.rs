@@ -19,10 +19,8 @@
 //! 4. **Data accesses** of the cache simulation ([`MemoryAccesses`]):
 //!    recorded by the translated code with emuprof's build (not forced to
 //!    the register API), except during a late start, whose skipping edits
-//!    the batches; else memory hooks. The translated code leaves out hits
-//!    in their set's most recent line unless the code makes client
-//!    requests (the call tree sets aside the accesses after a request in
-//!    its block, which the engine's table of recent lines cannot know).
+//!    the batches; else memory hooks. The engine's D1 filter
+//!    ([`MemoryAccesses::RecordedFiltered`]) is not chosen: see why there.
 //! 5. **Block path** ([`BlockPath`]): every block calls the hook unless the
 //!    engine takes the inline trace (emuprof's build, not forced off by the
 //!    register-API or trace switches, no memory hook writing between the
@@ -33,6 +31,10 @@
 //! `tests` below hold the whole truth table.
 
 use super::Placement;
+
+/// Whether batches end where they would without the engine's D1 filter
+/// (see [`MemoryAccesses::RecordedFiltered`]); they do not yet.
+const FILTER_KEEPS_BATCH_ENDS: bool = false;
 
 /// The facts of a run that decide its [`FeedPlan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +173,15 @@ pub enum MemoryAccesses {
     /// The translated code appends each access to the batch.
     RecordedInline,
     /// The same, leaving out hits in their set's most recent line (see
-    /// `d1_filter`).
+    /// `d1_filter`). Not chosen ([`FILTER_KEEPS_BATCH_ENDS`]): the
+    /// scheduler preempts a thread, and looks at its timers, only where a
+    /// batch ends, and a batch ends when its slots are full, so leaving
+    /// records out moves the preemption points (another interleaving of
+    /// the threads, other counts of the caches they share). It can be chosen again once the engine counts
+    /// the records it leaves out (and not the hits records it adds)
+    /// against the batch's room. Never with client requests either: the
+    /// call tree sets aside the accesses after a request in its block,
+    /// which the engine's table of recent lines cannot know.
     RecordedFiltered,
 }
 
@@ -197,8 +207,10 @@ impl FeedPlan {
         let memory_accesses = match (facts.simulates_caches, hook_argument && !facts.late_start) {
             (false, _) => MemoryAccesses::NotSimulated,
             (true, false) => MemoryAccesses::Hooked,
-            (true, true) if facts.client_requests => MemoryAccesses::RecordedInline,
-            (true, true) => MemoryAccesses::RecordedFiltered,
+            (true, true) if FILTER_KEEPS_BATCH_ENDS && !facts.client_requests => {
+                MemoryAccesses::RecordedFiltered
+            }
+            (true, true) => MemoryAccesses::RecordedInline,
         };
         let trace = hook_argument
             && switches.trace != TraceSwitch::Off
@@ -322,8 +334,8 @@ mod tests {
             ("stock Unicorn, one CPU", RunFacts { several_cpus: false, ..stock }, (RegisterApi, Inline, HookEveryBlock, NotSimulated)),
             ("client requests or branch simulation, two CPUs", simulation, (HookArgument, Thread, HookEveryBlock, NotSimulated)),
             ("client requests or branch simulation, one CPU", RunFacts { several_cpus: false, ..simulation }, (HookArgument, Inline, RecordInline, NotSimulated)),
-            ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, RecordInline, RecordedFiltered)),
-            ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock, RecordedFiltered)),
+            ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, RecordInline, RecordedInline)),
+            ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
             ("cache simulation, client requests", RunFacts { client_requests: true, ..caches }, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
             ("cache simulation, late start", RunFacts { late_start: true, ..caches }, (HookArgument, Thread, HookEveryBlock, Hooked)),
             ("cache simulation, stock Unicorn", RunFacts { patched_engine: false, several_cpus: false, ..caches }, (RegisterApi, Inline, HookEveryBlock, Hooked)),
