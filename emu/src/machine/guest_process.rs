@@ -530,9 +530,6 @@ pub(super) fn feed_plan(
         live_view: tree_feed::snapshots_while_waiting(setup),
         every_block_needed: tree_feed::every_block_needed(setup),
         simulates_caches: options.simulation.caches.is_some(),
-        // (Looked for only where it decides something.)
-        client_requests: options.simulation.caches.is_some()
-            && tree_feed::makes_client_requests(setup),
         late_start,
         patched_engine: StackPointerSource::of_engine(uc.get_handle())
             == StackPointerSource::HookArgument,
@@ -598,30 +595,11 @@ pub(super) fn install_hooks(
     let cursor = state.borrow().feed.trace_cursor();
     // The cache simulation's data accesses go into the batches the blocks
     // fill: the engine records them itself where the plan says (see
-    // `memory_hook`), leaving hits out with a D1 filter, else memory hooks
-    // feed them (installed below).
-    let caches = state.borrow().options.simulation.caches;
-    let filter = match (plan.memory_accesses, caches) {
-        (MemoryAccesses::RecordedFiltered, Some(caches)) => {
-            let sites = super::memory_hook::on_sites;
-            state.borrow_mut().feed.filter_d1(caches.d1, sites)
-        }
-        _ => None,
-    };
-    let memory_inline = matches!(
-        plan.memory_accesses,
-        MemoryAccesses::RecordedInline | MemoryAccesses::RecordedFiltered
-    )
-        // SAFETY: a live engine; the cursor and the filter belong to the
-        // state's feed, and the state outlives the engine.
-        && unsafe {
-            super::memory_hook::record_inline(
-                uc.get_handle(),
-                cursor,
-                filter.unwrap_or(std::ptr::null_mut()),
-                user_data,
-            )
-        };
+    // `memory_hook`), else memory hooks feed them (installed below).
+    let memory_inline = plan.memory_accesses == MemoryAccesses::RecordedInline
+        // SAFETY: a live engine; the cursor belongs to the state's feed,
+        // and the state outlives the engine.
+        && unsafe { super::memory_hook::record_inline(uc.get_handle(), cursor, user_data) };
     if memory_inline {
         let records = super::memory_hook::RECORDS_PER_BLOCK as usize;
         state.borrow_mut().feed.record_memory_inline(records);

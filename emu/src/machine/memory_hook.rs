@@ -14,11 +14,7 @@
 //! accesses that follow it, and a block's further accesses (and those of
 //! the engine's helpers in C) call [`on_room`] first, which ends the batch
 //! when it is full. The events,
-//! their order and so the profile are those of the hooks below. With a
-//! D1 filter (`tree_feed::d1_filter`) the engine leaves out the records of
-//! hits in their set's most recent line and sets their bits in a hits
-//! record instead ([`on_sites`] hears which accesses the bits stand for):
-//! the counts are the same.
+//! their order and so the profile are those of the hooks below.
 //!
 //! Otherwise (stock Unicorn, or while a late start fast-forwards, whose
 //! skipping edits the batch the engine writes into) Unicorn's memory hooks
@@ -39,7 +35,7 @@ use crate::error::EmuError;
 #[cfg(doc)]
 use crate::memory::AddressSpace;
 use crate::memory::USER_END;
-use crate::tree::tree_feed::{D1Filter, TraceCursor, TreeEvent};
+use crate::tree::tree_feed::{TraceCursor, TreeEvent};
 
 /// Accesses a block records after its start without asking for room; the
 /// feed keeps this many slots past the end of every batch. Blocks with
@@ -61,7 +57,6 @@ struct MemoryTrace {
     records_per_block: u32,
     room: unsafe extern "C" fn(*mut c_void),
     user_data: *mut c_void,
-    filter: *mut D1Filter,
 }
 
 crate::engine_seam::same_layout_as_c!(
@@ -72,23 +67,21 @@ crate::engine_seam::same_layout_as_c!(
         write_key,
         records_per_block,
         room,
-        user_data,
-        filter
+        user_data
     }
 );
 
 /// Asks the engine to record every data access at `cursor` (see the module
-/// doc), leaving hits out with `filter` when it is not null. True when it
-/// will (emuprof's Unicorn build); false with stock Unicorn.
+/// doc). True when it will (emuprof's Unicorn build); false with stock
+/// Unicorn.
 ///
 /// # Safety
-/// `uc` must be a live engine; `cursor`, `filter` and `user_data` (the
-/// machine's `RefCell<MachineState>`, whose feed owns the cursor and the
-/// filter) must stay valid as long as the engine runs guest code.
+/// `uc` must be a live engine; `cursor` and `user_data` (the machine's
+/// `RefCell<MachineState>`, whose feed owns the cursor) must stay valid as
+/// long as the engine runs guest code.
 pub(super) unsafe fn record_inline(
     uc: *mut uc_engine,
     cursor: *mut TraceCursor,
-    filter: *mut D1Filter,
     user_data: *mut c_void,
 ) -> bool {
     let (read_key, write_key) = TreeEvent::memory_access_keys();
@@ -99,7 +92,6 @@ pub(super) unsafe fn record_inline(
         records_per_block: RECORDS_PER_BLOCK,
         room: on_room,
         user_data,
-        filter,
     };
     // SAFETY: the caller's contract; the one argument is what the control
     // reads (and copies). Stock Unicorn reads nothing and returns
@@ -127,29 +119,6 @@ unsafe extern "C" fn on_room(user_data: *mut c_void) {
     // failing here would write past the batch.
     let st = unsafe { &mut *cell.as_ptr() };
     st.feed.make_room();
-}
-
-/// The engine translated the block at `address` of `size` bytes, whose
-/// first data accesses are the `count` sites at `sites` (see
-/// `tree_feed::d1_filter`).
-///
-/// # Safety
-/// As for [`on_room`]; `sites` must point to `count` readable words.
-pub(super) unsafe extern "C" fn on_sites(
-    user_data: *mut c_void,
-    address: u64,
-    size: u32,
-    sites: *const u64,
-    count: u32,
-) {
-    // SAFETY: the caller's contract.
-    let cell = unsafe { &*(user_data as *const RefCell<MachineState>) };
-    // SAFETY: the engine passes its list of `count` sites.
-    let sites = unsafe { std::slice::from_raw_parts(sites, count as usize) };
-    // SAFETY: as in `on_room`, no other borrow is active while the engine
-    // translates guest code.
-    let st = unsafe { &mut *cell.as_ptr() };
-    st.feed.define_sites(address, size, sites);
 }
 
 /// Installs the read and write hooks on `uc`; `user_data` is the machine's

@@ -2,15 +2,11 @@
 //! kept in flat tables, so each event of a run costs an index, not a
 //! search: the instruction at each byte offset (data accesses name their
 //! instruction by address), the fetches that can change the instruction
-//! cache ([`fetch`](super::fetch)), the branch that ends the block, the
-//! instruction and kind of each access site the engine's filter names (a
-//! hits record's bits), and where the block's counts start.
-
-use std::collections::HashMap;
+//! cache ([`fetch`](super::fetch)), the branch that ends the block, and
+//! where the block's counts start.
 
 use super::fetch::{self, FetchStep};
 use crate::tree::blocks::{BlockCache, BlockInfo, Terminator};
-use crate::tree::tree_feed::SITE_WRITE;
 
 /// The branch that ends a block, as the branch simulation sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,25 +40,6 @@ pub(super) struct BlockPlan {
     /// Where the block's per-instruction counts start.
     pub(super) row: usize,
     pub(super) branch: BranchSite,
-    /// Where the block's access sites start in [`BlockPlans::sites`].
-    pub(super) sites_start: usize,
-    /// Bit `n` for each site `n` that reads, and for each site.
-    pub(super) read_sites: u32,
-    pub(super) all_sites: u32,
-    /// How many sites read, and how many write.
-    pub(super) read_count: u32,
-    pub(super) write_count: u32,
-    /// The block's count of runs whose sites all hit, in
-    /// [`BlockPlans::all_hit_runs`].
-    pub(super) all_hit_row: usize,
-}
-
-/// An access site of a block (see [`BlockPlans::sites`]).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Site {
-    /// The instruction's index in its block.
-    pub(super) index: u16,
-    pub(super) write: bool,
 }
 
 /// Block plans by block id, and the tables they index.
@@ -72,16 +49,6 @@ pub(super) struct BlockPlans {
     /// By byte of each planned block: the instruction that byte belongs to.
     instruction_at: Vec<u16>,
     steps: Vec<FetchStep>,
-    /// The access sites the engine named, by block key, as it named them
-    /// (instruction addresses, [`SITE_WRITE`] for a store).
-    named_sites: HashMap<u64, Box<[u64]>>,
-    /// The access sites of every planned block, from each plan's
-    /// `sites_start`.
-    sites: Vec<Site>,
-    /// By planned block: runs whose sites all hit, not yet in `counts`
-    /// (one count a run instead of one a site, see
-    /// [`BlockPlans::spread_all_hit_runs`]).
-    pub(super) all_hit_runs: Vec<u64>,
     /// The per-instruction counts of every planned block (`width` per
     /// instruction, from each plan's `row`).
     pub(super) counts: Vec<u64>,
@@ -102,11 +69,6 @@ impl BlockPlans {
             Some(&Some(plan)) => plan,
             _ => self.make(blocks.get(id as u32), id, line_bits, width),
         }
-    }
-
-    /// The engine named the access sites of the block with key `key`.
-    pub(super) fn define_sites(&mut self, key: u64, sites: Box<[u64]>) {
-        self.named_sites.insert(key, sites);
     }
 
     #[cold]
@@ -135,7 +97,7 @@ impl BlockPlans {
             None if indirect => BranchSite::Indirect { at },
             None => BranchSite::None,
         };
-        let mut plan = BlockPlan {
+        let plan = BlockPlan {
             address: info.address,
             size: info.size,
             instructions: info.instructions,
@@ -145,33 +107,7 @@ impl BlockPlans {
             steps_end: self.steps.len(),
             row,
             branch,
-            sites_start: self.sites.len(),
-            read_sites: 0,
-            all_sites: 0,
-            read_count: 0,
-            write_count: 0,
-            all_hit_row: self.all_hit_runs.len(),
         };
-        self.all_hit_runs.push(0);
-        let key = info.address | u64::from(info.size) << 48;
-        if let Some(named) = self.named_sites.get(&key) {
-            let sites = named.iter().map(|&site| Site {
-                index: self.instruction_of(&plan, site & !SITE_WRITE) as u16,
-                write: site & SITE_WRITE != 0,
-            });
-            let sites: Vec<Site> = sites.collect();
-            for (n, site) in sites.iter().enumerate() {
-                plan.all_sites |= 1 << n;
-                if site.write {
-                    plan.write_count += 1;
-                } else {
-                    plan.read_sites |= 1 << n;
-                    plan.read_count += 1;
-                }
-            }
-            plan.sites_start = self.sites.len();
-            self.sites.extend(sites);
-        }
         if self.by_block.len() <= id {
             self.by_block.resize(id + 1, None);
         }
@@ -191,39 +127,15 @@ impl BlockPlans {
         }
     }
 
-    /// Access site `index` (of some plan's range).
-    #[inline(always)]
-    pub(super) fn site(&self, index: usize) -> Site {
-        self.sites[index]
-    }
-
     /// Fetch step `index` (of some plan's range).
     #[inline(always)]
     pub(super) fn step(&self, index: usize) -> FetchStep {
         self.steps[index]
     }
 
-    /// Adds each planned block's runs whose sites all hit to its sites'
-    /// instructions (Dr or Dw, columns 0 and 1), and starts them again from
-    /// zero.
-    fn spread_all_hit_runs(&mut self, width: usize) {
-        for plan in self.by_block.iter().flatten() {
-            let runs = std::mem::take(&mut self.all_hit_runs[plan.all_hit_row]);
-            if runs == 0 {
-                continue;
-            }
-            let sites = plan.all_sites.count_ones() as usize;
-            for site in &self.sites[plan.sites_start..plan.sites_start + sites] {
-                let cell = plan.row + usize::from(site.index) * width + usize::from(site.write);
-                self.counts[cell] += runs;
-            }
-        }
-    }
-
     /// The per-instruction counts by block id (empty for blocks that never
     /// ran), which start again from zero.
     pub(super) fn take_counts(&mut self, width: usize) -> Vec<Vec<u64>> {
-        self.spread_all_hit_runs(width);
         let taken = self
             .by_block
             .iter()

@@ -10,10 +10,7 @@
 //!   ([`fetch`]).
 //! * Data accesses come with the blocks, as (instruction address, data
 //!   address, size, read or write), recorded by the translated code or fed
-//!   by Unicorn's memory hooks (`machine::memory_hook`). The engine leaves
-//!   out the records of hits in their set's most recent line and sets
-//!   their sites' bits in a hits record instead (`tree_feed::d1_filter`):
-//!   each is a hit of its site's instruction, counted as such. A write to the address and size the same instruction has just
+//!   by Unicorn's memory hooks (`machine::memory_hook`). A write to the address and size the same instruction has just
 //!   read is a modify and counts once, as a write (Cachegrind's `Dm`).
 //!   Both give guest-virtual data addresses, and instruction fetches are
 //!   at virtual addresses too: every cache is indexed and tagged by
@@ -39,7 +36,6 @@ pub mod geometry;
 use emuprof_model::{CacheConfig, NodeId, Penalties, SimEvent, Simulation};
 
 use crate::tree::blocks::BlockCache;
-use crate::tree::tree_feed::SITES;
 use block_plan::{BlockPlan, BlockPlans, BranchSite};
 use branch::BranchPredictor;
 use cache::Cache;
@@ -294,87 +290,21 @@ impl Simulator {
     }
 
     /// The data accesses `accesses` yields, as [`Simulator::data`] takes
-    /// them, in order, and the hits records among them (accesses of no
-    /// bytes, their bits in place of the instruction's address, see
-    /// [`Simulator::hits`]); an access whose access before it was left out
-    /// (`after_hit`) modifies no read. Returns how many it yielded. Not
-    /// inlined into the builder's loop: on its own the compiler knows that
-    /// no count it stores changes the simulator, and keeps the running
-    /// block and the tables in registers across the run.
+    /// them, in order; returns how many it yielded. Not inlined into the
+    /// builder's loop: on its own the compiler knows that no count it
+    /// stores changes the simulator, and keeps the running block and the
+    /// tables in registers across the run.
     #[inline(never)]
     pub(crate) fn data_run(
         &mut self,
-        accesses: impl Iterator<Item = (u64, u64, u32, bool, bool)>,
+        accesses: impl Iterator<Item = (u64, u64, u32, bool)>,
     ) -> usize {
         let mut seen = 0;
-        for (pc, address, size, write, after_hit) in accesses {
+        for (pc, address, size, write) in accesses {
             seen += 1;
-            if size == 0 {
-                self.hits(pc);
-                continue;
-            }
-            if after_hit {
-                self.last_read = LastRead::NONE;
-            }
             self.data(pc, address, size, write);
         }
         seen
-    }
-
-    /// The running block's sites whose bits `bits` sets were hits in their
-    /// set's most recent line, left out of the records: bit `n` a hit of
-    /// site `n` (a read or a write of its instruction), bit `SITES + n` a
-    /// write of site `n` that modified the read of the site before it, a
-    /// hit too (the pair counts as one write).
-    #[inline]
-    pub(crate) fn hits(&mut self, bits: u64) {
-        let Some(running) = self.running else {
-            return;
-        };
-        let plan = &running.plan;
-        // Dr is column 0, Dw 1 (see `data`). Commonly every site hit: the
-        // block's counts of reads and writes to the context, one count of
-        // the run to the block.
-        if bits == u64::from(plan.all_sites) {
-            self.nodes[running.node_row] += u64::from(plan.read_count);
-            self.nodes[running.node_row + 1] += u64::from(plan.write_count);
-            self.plans.all_hit_runs[plan.all_hit_row] += 1;
-            return;
-        }
-        let hit = bits as u32;
-        let modified = (bits >> SITES) as u32;
-        // A modify's read is no access of its own.
-        let reads = (hit & plan.read_sites).count_ones();
-        let writes = (hit & !plan.read_sites).count_ones();
-        let node_reads = &mut self.nodes[running.node_row];
-        *node_reads = node_reads
-            .wrapping_add(u64::from(reads))
-            .wrapping_sub(u64::from(modified.count_ones()));
-        self.nodes[running.node_row + 1] += u64::from(writes);
-        // The instructions': a hit adds one to its site's column, a modify
-        // takes its read away (column 0 of the write's instruction).
-        for (mut sites, modify) in [(hit, false), (modified, true)] {
-            while sites != 0 {
-                let site = self
-                    .plans
-                    .site(running.plan.sites_start + sites.trailing_zeros() as usize);
-                sites &= sites - 1;
-                let cell = running.cell(usize::from(site.index), self.width);
-                let count =
-                    &mut self.plans.counts[cell.instruction + usize::from(site.write && !modify)];
-                *count = if modify {
-                    count.wrapping_sub(1)
-                } else {
-                    *count + 1
-                };
-            }
-        }
-    }
-
-    /// The engine named the access sites of the block with key `key` (see
-    /// [`Simulator::hits`]).
-    pub(crate) fn define_sites(&mut self, key: u64, sites: Box<[u64]>) {
-        self.plans.define_sites(key, sites);
     }
 
     /// The data access of [`Simulator::data`] missed the first-level cache.

@@ -42,7 +42,6 @@ mod applying;
 mod builder_thread;
 mod clocks;
 mod cutting;
-mod d1_filter;
 mod event_blocks;
 mod event_buffer;
 mod events_only;
@@ -60,7 +59,6 @@ use crate::client_requests::CollectionRequest;
 use crate::tree::blocks::BlockInfo;
 use applying::{answer_snapshot, apply_batch};
 use builder_thread::BuilderThread;
-pub(crate) use d1_filter::{D1Filter, FilterTables, SitesCallback, SITES, SITE_WRITE};
 pub use event_buffer::TraceCursor;
 use event_buffer::{publish_streaming_writes, EventBuffer};
 pub use events_only::BlockConstants;
@@ -73,8 +71,8 @@ pub use feed_plan::{
 pub use inline_count::InlineMode;
 pub use placement::Placement;
 pub use setup::{
-    every_block_needed, makes_client_requests, snapshots_while_waiting, spawn, BuilderHandle,
-    BuilderSetup, BuiltTree, PartSetup,
+    every_block_needed, snapshots_while_waiting, spawn, BuilderHandle, BuilderSetup, BuiltTree,
+    PartSetup,
 };
 pub use tree_event::TreeEvent;
 use tree_event::{
@@ -139,9 +137,6 @@ pub struct TreeState {
 struct Batch {
     changed_code: Vec<(u64, u64)>,
     new_blocks: Vec<BlockInfo>,
-    /// The sites of blocks translated since the previous batch, by block
-    /// key (see [`d1_filter`]).
-    new_sites: Vec<(u64, Box<[u64]>)>,
     events: Vec<TreeEvent>,
     /// While blocks send events only where the call tree can change: the
     /// events are pairs, and these are the full clocks (instructions,
@@ -210,10 +205,6 @@ pub struct TreeFeed {
     /// Whether the engine records data accesses in the batches itself
     /// (see [`TreeFeed::record_memory_inline`]).
     memory_inline: bool,
-    /// The filter the engine leaves hits out with, if it does.
-    d1_filter: Option<FilterTables>,
-    /// Sites named since the last batch (see [`d1_filter`]).
-    new_sites: Vec<(u64, Box<[u64]>)>,
     published: Arc<Published>,
     /// Blocks run while fast-forwarding, dropped from the batches.
     skipped_blocks: u64,
@@ -319,25 +310,6 @@ impl TreeFeed {
     pub fn memory_access(&mut self, pc: u64, address: u64, size: u32, write: bool) {
         self.memory_events += 1;
         self.block(TreeEvent::memory_access(pc, address, size, write));
-    }
-
-    /// A filter for the engine to leave out the records of hits in a D1 of
-    /// `geometry` with (see [`d1_filter`]), owned by the feed; `None` when
-    /// the geometry does not allow one.
-    pub(crate) fn filter_d1(
-        &mut self,
-        geometry: emuprof_model::CacheGeometry,
-        sites: SitesCallback,
-    ) -> Option<*mut D1Filter> {
-        self.d1_filter = FilterTables::new(geometry, sites);
-        self.d1_filter.as_mut().map(FilterTables::filter)
-    }
-
-    /// The engine translated the block at `address` of `size` bytes, whose
-    /// data accesses are `sites` (see [`d1_filter`]).
-    pub(crate) fn define_sites(&mut self, address: u64, size: u32, sites: &[u64]) {
-        let key = TreeEvent::block(address, size, 0).key();
-        self.new_sites.push((key, sites.into()));
     }
 
     /// The engine appends a [`TreeEvent::memory_access`] for each data
@@ -535,9 +507,6 @@ impl TreeFeed {
         let events = self.events.take();
         let next = self.ship(events);
         self.events.refill(next);
-        if let Some(filter) = &mut self.d1_filter {
-            filter.reopen_hits(&mut self.events);
-        }
     }
 
     /// The clocks and runs a batch carries while blocks send events only
@@ -559,16 +528,12 @@ impl TreeFeed {
         if self.memory_inline {
             self.memory_events += memory_events_in(&events);
         }
-        if let Some(filter) = &mut self.d1_filter {
-            filter.detach_hits();
-        }
         let events_only = self.events_only_part();
         if self.inline.is_some() {
             let capacity = self.batch_capacity;
             let batch = Batch {
                 changed_code: std::mem::take(&mut self.changed_code),
                 new_blocks: std::mem::take(&mut self.new_blocks),
-                new_sites: std::mem::take(&mut self.new_sites),
                 events,
                 events_only,
             };
@@ -581,7 +546,6 @@ impl TreeFeed {
             events.clear();
             self.changed_code.clear();
             self.new_blocks.clear();
-            self.new_sites.clear();
             return usual_capacity(events, self.hand_over_capacity());
         };
         let capacity = self.hand_over_capacity();
@@ -594,7 +558,6 @@ impl TreeFeed {
         let batch = Batch {
             changed_code: std::mem::take(&mut self.changed_code),
             new_blocks: std::mem::take(&mut self.new_blocks),
-            new_sites: std::mem::take(&mut self.new_sites),
             events,
             events_only,
         };

@@ -25,9 +25,6 @@ pub(super) fn apply_batch(
     for info in batch.new_blocks {
         builder.define(info);
     }
-    for (key, sites) in batch.new_sites {
-        builder.define_sites(key, sites);
-    }
     let limit_reached = match &batch.events_only {
         Some(events_only) => {
             for &(key, runs) in &events_only.runs {

@@ -112,14 +112,6 @@ impl BuilderThread {
         }
     }
 
-    /// The data accesses of the block with key `key` that a hits record
-    /// names (see `d1_filter`).
-    pub(super) fn define_sites(&mut self, key: u64, sites: Box<[u64]>) {
-        if let Some(simulator) = &mut self.simulator {
-            simulator.define_sites(key, sites);
-        }
-    }
-
     /// A block the emulation thread decoded (one outside the snapshot).
     pub(super) fn define(&mut self, info: BlockInfo) {
         if self.blocks.lookup(info.address, info.size).is_none() {
@@ -139,11 +131,6 @@ impl BuilderThread {
             }
             if event.key & SPECIAL != 0 {
                 if let Some(simulator) = &mut self.simulator {
-                    if event.key == TreeEvent::hits().key {
-                        // The common record of a block's run: its hits.
-                        simulator.hits(event.sp);
-                        continue;
-                    }
                     if event.is_memory_access() {
                         // This access and the rest of the block's, in one go.
                         let accesses = events[next - 1..]

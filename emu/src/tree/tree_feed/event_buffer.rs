@@ -254,23 +254,6 @@ impl EventBuffer {
         true
     }
 
-    /// Appends `event` with a plain store, for the engine to change in
-    /// place; returns its slot, or `None` when the buffer is full.
-    pub(super) fn push_in_place(&mut self, event: TreeEvent) -> Option<*mut TreeEvent> {
-        if !self.has_room() {
-            return None;
-        }
-        // SAFETY: as in `push`; a plain store, which the engine's own
-        // loads see.
-        unsafe {
-            let cursor = self.cursor.as_ptr();
-            let slot = (*cursor).next;
-            slot.write(event);
-            (*cursor).next = slot.add(1);
-            Some(slot)
-        }
-    }
-
     /// Hands out the filled events and leaves the buffer with no room until
     /// [`EventBuffer::refill`].
     pub(super) fn take(&mut self) -> Vec<TreeEvent> {

@@ -180,7 +180,13 @@ pub(super) fn needs_every_block(setup: &super::BuilderSetup) -> bool {
         .is_some_and(|part| !part.dumps.only_on_request());
     // A client request moves costs across the block that makes it, and may
     // cut a part there: the builder needs every block around it.
-    setup.simulation.any() || cuts_anywhere || super::makes_client_requests(setup)
+    let requests = || {
+        setup
+            .code
+            .spans()
+            .any(|(start, bytes)| !crate::client_requests::markers_in(start, bytes).is_empty())
+    };
+    setup.simulation.any() || cuts_anywhere || requests()
 }
 
 impl Setup {

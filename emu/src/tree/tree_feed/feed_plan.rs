@@ -19,8 +19,7 @@
 //! 4. **Data accesses** of the cache simulation ([`MemoryAccesses`]):
 //!    recorded by the translated code with emuprof's build (not forced to
 //!    the register API), except during a late start, whose skipping edits
-//!    the batches; else memory hooks. The engine's D1 filter
-//!    ([`MemoryAccesses::RecordedFiltered`]) is not chosen: see why there.
+//!    the batches; else memory hooks.
 //! 5. **Block path** ([`BlockPath`]): every block calls the hook unless the
 //!    engine takes the inline trace (emuprof's build, not forced off by the
 //!    register-API or trace switches, no memory hook writing between the
@@ -31,10 +30,6 @@
 //! `tests` below hold the whole truth table.
 
 use super::Placement;
-
-/// Whether batches end where they would without the engine's D1 filter
-/// (see [`MemoryAccesses::RecordedFiltered`]); they do not yet.
-const FILTER_KEEPS_BATCH_ENDS: bool = false;
 
 /// The facts of a run that decide its [`FeedPlan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +45,6 @@ pub struct RunFacts {
     pub every_block_needed: bool,
     /// Whether the cache simulation runs (it needs every data access).
     pub simulates_caches: bool,
-    /// Whether the loaded code makes Valgrind client requests.
-    pub client_requests: bool,
     /// Whether the run fast-forwards to a start point (`--start-at`,
     /// `--start-after`).
     pub late_start: bool,
@@ -172,17 +165,6 @@ pub enum MemoryAccesses {
     Hooked,
     /// The translated code appends each access to the batch.
     RecordedInline,
-    /// The same, leaving out hits in their set's most recent line (see
-    /// `d1_filter`). Not chosen ([`FILTER_KEEPS_BATCH_ENDS`]): the
-    /// scheduler preempts a thread, and looks at its timers, only where a
-    /// batch ends, and a batch ends when its slots are full, so leaving
-    /// records out moves the preemption points (another interleaving of
-    /// the threads, other counts of the caches they share). It can be chosen again once the engine counts
-    /// the records it leaves out (and not the hits records it adds)
-    /// against the batch's room. Never with client requests either: the
-    /// call tree sets aside the accesses after a request in its block,
-    /// which the engine's table of recent lines cannot know.
-    RecordedFiltered,
 }
 
 /// How one process image's blocks reach its call tree.
@@ -207,9 +189,6 @@ impl FeedPlan {
         let memory_accesses = match (facts.simulates_caches, hook_argument && !facts.late_start) {
             (false, _) => MemoryAccesses::NotSimulated,
             (true, false) => MemoryAccesses::Hooked,
-            (true, true) if FILTER_KEEPS_BATCH_ENDS && !facts.client_requests => {
-                MemoryAccesses::RecordedFiltered
-            }
             (true, true) => MemoryAccesses::RecordedInline,
         };
         let trace = hook_argument
@@ -268,7 +247,6 @@ mod tests {
             live_view: false,
             every_block_needed: false,
             simulates_caches: false,
-            client_requests: false,
             late_start: false,
             patched_engine: true,
             switches: FeedSwitches::default(),
@@ -336,7 +314,6 @@ mod tests {
             ("client requests or branch simulation, one CPU", RunFacts { several_cpus: false, ..simulation }, (HookArgument, Inline, RecordInline, NotSimulated)),
             ("cache simulation, one CPU", RunFacts { several_cpus: false, ..caches }, (HookArgument, Inline, RecordInline, RecordedInline)),
             ("cache simulation, two CPUs", caches, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
-            ("cache simulation, client requests", RunFacts { client_requests: true, ..caches }, (HookArgument, Thread, HookEveryBlock, RecordedInline)),
             ("cache simulation, late start", RunFacts { late_start: true, ..caches }, (HookArgument, Thread, HookEveryBlock, Hooked)),
             ("cache simulation, stock Unicorn", RunFacts { patched_engine: false, several_cpus: false, ..caches }, (RegisterApi, Inline, HookEveryBlock, Hooked)),
             ("late start, two CPUs", late, (HookArgument, Thread, CountUntilStart, NotSimulated)),

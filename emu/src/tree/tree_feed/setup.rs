@@ -112,15 +112,6 @@ pub fn every_block_needed(setup: &BuilderSetup) -> bool {
     events_only::needs_every_block(setup)
 }
 
-/// Whether the code of a run set up as `setup` makes Valgrind client
-/// requests (a fact of its [`FeedPlan`]).
-pub fn makes_client_requests(setup: &BuilderSetup) -> bool {
-    setup
-        .code
-        .spans()
-        .any(|(start, bytes)| !crate::client_requests::markers_in(start, bytes).is_empty())
-}
-
 /// Whether a live view or stream asks the builder of a run set up as
 /// `setup` for snapshots while the guest waits (a fact of its
 /// [`FeedPlan`]); a plain run's `emuprof control` (with dumps) is answered
@@ -150,8 +141,6 @@ fn spawn_with(
         events_sent: 0,
         memory_events: 0,
         memory_inline: false,
-        d1_filter: None,
-        new_sites: Vec::new(),
         published: Arc::clone(&published),
         skipped_blocks: 0,
         fast_forward: None,

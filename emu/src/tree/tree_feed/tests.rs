@@ -249,12 +249,12 @@ fn memory_access_events_round_trip_and_stay_apart() {
     let event = TreeEvent::memory_access(0x40_1234, 0x1_2345_6789, 16, true);
     assert_eq!(
         event.split_memory_access(),
-        Some((0x40_1234, 0x1_2345_6789, 16, true, false))
+        Some((0x40_1234, 0x1_2345_6789, 16, true))
     );
     let read = TreeEvent::memory_access(0x40_1000, 0x8000, 1, false);
     assert_eq!(
         read.split_memory_access(),
-        Some((0x40_1000, 0x8000, 1, false, false))
+        Some((0x40_1000, 0x8000, 1, false))
     );
     // The limits: the last user byte, the widest size, address 0.
     for (address, size) in [((1 << 47) - 1, 255), (0, 0), (0x7fff_ffff_e000, 8)] {
@@ -262,7 +262,7 @@ fn memory_access_events_round_trip_and_stay_apart() {
             let event = TreeEvent::memory_access(u64::MAX >> 16, address, size, write);
             assert_eq!(
                 event.split_memory_access(),
-                Some((u64::MAX >> 16, address, size, write, false))
+                Some((u64::MAX >> 16, address, size, write))
             );
             // As the engine writes it: the address shifted onto the key.
             let (read_key, write_key) = TreeEvent::memory_access_keys();
@@ -283,16 +283,6 @@ fn memory_access_events_round_trip_and_stay_apart() {
     }
     assert_ne!(event.key & SPECIAL, 0);
     assert!(event.is_memory_access() && read.is_memory_access());
-    // A hits record is an access of no bytes, its bits where the
-    // instruction's address goes; a data access, not guest work.
-    let hits = TreeEvent {
-        sp: 0x8000_0003,
-        ..TreeEvent::hits()
-    };
-    assert_eq!(
-        hits.split_memory_access(),
-        Some((0x8000_0003, 0, 0, false, false))
-    );
     // A block whose address ends like an access's key is a block.
     assert!(!TreeEvent::block(0x41_f200, 12, 0x7ff0).is_memory_access());
 }

@@ -21,9 +21,6 @@ pub(super) const SWITCH_THREAD: u64 = SPECIAL | 4;
 const MEMORY_ACCESS: u64 = SPECIAL | 1 << 9;
 /// Marks a [`MEMORY_ACCESS`] that writes.
 const WRITE: u64 = 1;
-/// Marks a recorded [`MEMORY_ACCESS`] whose access before it was a hit the
-/// engine left out (see `d1_filter`): no read before it can be modified.
-const AFTER_FILTERED: u64 = 1 << 10;
 /// Where a [`MEMORY_ACCESS`]'s size starts; sizes below 2^8 fit.
 const ACCESS_SIZE_SHIFT: u32 = 1;
 /// Where a [`MEMORY_ACCESS`]'s address starts (the engine's inline record
@@ -37,7 +34,6 @@ const _: () = {
     assert!(ACCESS_SIZE_SHIFT as i64 == c::UC_EMUPROF_ACCESS_SIZE_SHIFT);
     assert!(ACCESS_ADDRESS_SHIFT as i64 == c::UC_EMUPROF_ACCESS_ADDRESS_SHIFT);
     assert!(USER_END as i64 == c::UC_EMUPROF_ACCESS_ADDRESS_END);
-    assert!(AFTER_FILTERED as i64 == c::UC_EMUPROF_ACCESS_AFTER_FILTERED);
 };
 /// As [`SWITCH_THREAD`], away from a thread that has exited.
 pub(super) const SWITCH_AFTER_EXIT: u64 = SPECIAL | 5;
@@ -122,11 +118,10 @@ impl TreeEvent {
         self.split_memory_access().is_some()
     }
 
-    /// A memory access event's `(pc, address, size, write, after a hit
-    /// left out)`; `None` for any other event. An access of no bytes is a
-    /// hits record (see `d1_filter`), its bits in `pc`.
+    /// A memory access event's `(pc, address, size, write)`; `None` for any
+    /// other event.
     #[inline(always)]
-    pub(super) fn split_memory_access(&self) -> Option<(u64, u64, u32, bool, bool)> {
+    pub(super) fn split_memory_access(&self) -> Option<(u64, u64, u32, bool)> {
         // Bit 63 and bit 9 set, bits 61 and 62 clear.
         let kind_bits = SPECIAL | START_FRAME | START_PENDING | MEMORY_ACCESS;
         if self.key & kind_bits != MEMORY_ACCESS {
@@ -137,17 +132,7 @@ impl TreeEvent {
             self.key >> ACCESS_ADDRESS_SHIFT & (USER_END - 1),
             (self.key >> ACCESS_SIZE_SHIFT & 0xff) as u32,
             self.key & WRITE != 0,
-            self.key & AFTER_FILTERED != 0,
         ))
-    }
-
-    /// A hits record with no bits yet (see `d1_filter`): an access of no
-    /// bytes.
-    pub(super) fn hits() -> TreeEvent {
-        TreeEvent {
-            key: MEMORY_ACCESS,
-            sp: 0,
-        }
     }
 
     pub(super) fn special(key: u64) -> TreeEvent {
