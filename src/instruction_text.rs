@@ -30,7 +30,7 @@ use capstone::arch::x86::ArchMode;
 use capstone::arch::BuildsCapstone;
 use capstone::Capstone;
 use emuprof_analysis::instructions::DecodedInstruction;
-use emuprof_emu::{x86_encoding_key as key, x86_length_hint, MAX_X86_LENGTH};
+use emuprof_emu::{x86_encoding_key as key, x86_length_hint, x86_relative_branch, MAX_X86_LENGTH};
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
@@ -128,7 +128,7 @@ impl InstructionTexts {
             } else {
                 match branch_target(operands) {
                     Some(target)
-                        if is_plain_relative_branch(bytes)
+                        if x86_relative_branch(bytes).is_some()
                             && branch_text(mnemonic, target).as_deref() == Some(&text) =>
                     {
                         Known::Branch {
@@ -150,18 +150,6 @@ impl InstructionTexts {
 /// `ret` or `int` look the same and are decoded at each address too.
 fn names_an_address(operands: &str) -> bool {
     operands.starts_with(|c: char| c.is_ascii_digit() || c == '-')
-}
-
-/// `jcc`, `jmp`, `call`, `loop`/`loope`/`loopne`/`jrcxz` with an 8- or
-/// 32-bit displacement and no prefix: the target is the same distance from
-/// the instruction wherever it is.
-fn is_plain_relative_branch(bytes: &[u8]) -> bool {
-    matches!(
-        bytes,
-        [0x70..=0x7f | 0xe0..=0xe3 | 0xeb, _]
-            | [0xe8 | 0xe9, _, _, _, _]
-            | [0x0f, 0x80..=0x8f, _, _, _, _]
-    )
 }
 
 /// The target capstone printed: `0x…` in hex, or a decimal number.

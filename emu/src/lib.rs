@@ -47,6 +47,7 @@ pub use syscalls::files::{open_in_root, FilesError, FilesOptions};
 pub use syscalls::table::{syscall_table, Support, Syscall};
 pub use tree::tree_feed::{FeedSwitches, PlacementSwitch, SwitchValues, TraceSwitch};
 pub use tree::x86_length::{
-    key as x86_encoding_key, length as x86_length_hint, MAX_LENGTH as MAX_X86_LENGTH,
+    key as x86_encoding_key, length as x86_length_hint, relative_branch as x86_relative_branch,
+    MAX_LENGTH as MAX_X86_LENGTH,
 };
 pub use x87::X87Mode;

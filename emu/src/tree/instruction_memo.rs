@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use crate::tree::blocks::Terminator;
 use crate::tree::cost::{CostModel, Priced};
-use crate::tree::x86_length::{self, key, MAX_LENGTH};
+use crate::tree::x86_length::{self, key, RelativeBranch, MAX_LENGTH};
 
 /// What decoding tells about a block.
 pub(crate) struct Decoded {
@@ -144,7 +144,9 @@ impl InstructionMemo {
         let bytes = &code[..length.min(code.len())];
         let branch = match target {
             None => Branch::None,
-            Some(target) if has_no_prefix_and_a_relative_target(bytes) => {
+            Some(target)
+                if x86_length::relative_branch(bytes) == Some(RelativeBranch::Conditional) =>
+            {
                 Branch::Relative(target.wrapping_sub(address))
             }
             Some(_) => Branch::AtAddress,
@@ -161,13 +163,6 @@ impl InstructionMemo {
         }
         Some(index)
     }
-}
-
-/// `jcc rel8`, `jcc rel32`, `loop`/`loope`/`loopne`/`jrcxz` without a
-/// prefix: their target is the same distance from their address wherever
-/// they are.
-fn has_no_prefix_and_a_relative_target(bytes: &[u8]) -> bool {
-    matches!(bytes, [0x70..=0x7f | 0xe0..=0xe3, _] | [0x0f, 0x80..=0x8f, _, _, _, _])
 }
 
 /// How a block ending in `insn` ends, and the target of its conditional

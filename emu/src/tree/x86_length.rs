@@ -122,6 +122,28 @@ fn vector_map(map: u8, opcode: u8) -> Operands {
     }
 }
 
+/// A relative branch without prefixes: its target is the same distance
+/// from its address wherever it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelativeBranch {
+    /// `jcc rel8`, `jcc rel32`, `loop`/`loope`/`loopne`/`jrcxz`.
+    Conditional,
+    /// `jmp rel8`, `jmp rel32`, `call rel32`.
+    Unconditional,
+}
+
+/// Which relative branch without prefixes `bytes` (one whole instruction)
+/// is, if any.
+pub fn relative_branch(bytes: &[u8]) -> Option<RelativeBranch> {
+    match bytes {
+        [0x70..=0x7f | 0xe0..=0xe3, _] | [0x0f, 0x80..=0x8f, _, _, _, _] => {
+            Some(RelativeBranch::Conditional)
+        }
+        [0xeb, _] | [0xe8 | 0xe9, _, _, _, _] => Some(RelativeBranch::Unconditional),
+        _ => None,
+    }
+}
+
 /// A map key for an instruction's bytes (at most [`MAX_LENGTH`]): the
 /// bytes, and the length in the top byte.
 pub fn key(bytes: &[u8]) -> u128 {
@@ -244,7 +266,7 @@ fn modrm_length(code: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::length;
+    use super::{length, relative_branch, RelativeBranch};
 
     #[test]
     fn common_encodings() {
@@ -268,6 +290,26 @@ mod tests {
             (&[0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0], 10), // nop word cs:[rax+rax]
         ] {
             assert_eq!(length(code), Some(expected), "{code:02x?}");
+        }
+    }
+
+    #[test]
+    fn relative_branches_without_prefixes() {
+        use RelativeBranch::{Conditional, Unconditional};
+        for (code, expected) in [
+            (&[0x74, 0x10][..], Some(Conditional)),         // je rel8
+            (&[0x0f, 0x85, 1, 2, 3, 4], Some(Conditional)), // jne rel32
+            (&[0xe2, 0xfe], Some(Conditional)),             // loop
+            (&[0xe3, 0x05], Some(Conditional)),             // jrcxz
+            (&[0xeb, 0x05], Some(Unconditional)),           // jmp rel8
+            (&[0xe9, 1, 2, 3, 4], Some(Unconditional)),     // jmp rel32
+            (&[0xe8, 1, 2, 3, 4], Some(Unconditional)),     // call rel32
+            (&[0xf2, 0xe9, 1, 2, 3, 4], None),              // bnd jmp rel32
+            (&[0x66, 0xe8, 1, 2], None),                    // call rel16
+            (&[0xff, 0xe0], None),                          // jmp rax
+            (&[0x6a, 0x10], None),                          // push 0x10
+        ] {
+            assert_eq!(relative_branch(code), expected, "{code:02x?}");
         }
     }
 
